@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""A GitHub webhook receiver whose whole correctness lives in SQL (webhook_dedup).
+
+Webhook providers deliver *at least once*: they retry on timeouts and non-2xx
+answers, sometimes send the same delivery twice at the same moment, and anyone
+can POST to your URL. A receiver therefore needs four things, and with
+webhook_dedup each is one SQL call:
+
+1. Verify the signature over the exact raw body bytes, before anything else:
+       SELECT webhook_verify('github', body, headers, secrets)
+   false -> 401, and nothing else touches the database (no key, no claim).
+2. Derive a scoped idempotency key from the provider's delivery id:
+       SELECT webhook_key('github', <X-GitHub-Delivery>)
+3. Claim the key, in its own autocommitted statement so other workers see the
+   claim at once:
+       SELECT * FROM webhook_claim('github', key, body, lease, event_type)
+   The outcome decides the HTTP answer:
+       claimed / reclaimed -> do the work (step 4), then 200
+       in_progress         -> 409 + Retry-After: another worker holds a live lease
+       duplicate           -> 200 with the result stored by the first completion,
+                              so a redelivery gets the same answer as the first
+       conflict            -> 422: same key, different payload bytes
+4. Do the side effect and mark the key completed in ONE transaction:
+       BEGIN; INSERT ... side effect ...;
+              SELECT webhook_complete('github', key, claim_token, result);
+       COMMIT   -- or ROLLBACK when webhook_complete returns false
+   webhook_complete returns false when our lease expired and another worker
+   reclaimed the key; rolling back then keeps the side effect exactly-once.
+   If this process dies before COMMIT, neither the side effect nor the
+   completion exists, the lease expires, and the provider's retry reclaims it.
+
+Every answer carries an `X-Webhook-Outcome` header with the claim outcome; it is
+not needed by the pattern, it only lets the demo provider and the tests see
+what happened.
+
+Run (libpq environment variables select the database unless --dsn is given):
+    WEBHOOK_SECRET=... python3 receiver.py --port 8080 --lease '30 seconds'
+
+This is an example: it opens one database connection per request for
+simplicity; a production receiver would use a connection pool.
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import NamedTuple, Optional
+
+import psycopg
+from psycopg.rows import namedtuple_row
+from psycopg.types.json import Jsonb
+
+SOURCE = "github"
+PATH = "/webhooks/github"
+# GitHub caps payloads at 25 MB; refuse anything larger before reading it.
+MAX_BODY_BYTES = 25 * 1024 * 1024
+FAULT_HEADER = "X-Demo-Fault"
+CRASH_AFTER_CLAIM = "crash-after-claim"
+
+DEMO_SCHEMA = """
+CREATE SCHEMA IF NOT EXISTS demo;
+-- Deliberately NOT unique on idem_key: exactly-once must come from
+-- webhook_dedup's claim protocol, not from a constraint on the side effect.
+CREATE TABLE IF NOT EXISTS demo.side_effects (
+    id          bigserial PRIMARY KEY,
+    idem_key    text NOT NULL,
+    delivery_id text NOT NULL,
+    event_type  text NOT NULL,
+    attempt     int NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+"""
+
+
+class Config(NamedTuple):
+    dsn: str
+    secrets: list
+    lease: Optional[str]  # Postgres interval text; None = the extension's default
+    fault_injection: bool
+
+
+class Response(NamedTuple):
+    status: int
+    body: dict
+    outcome: Optional[str] = None
+    retry_after: Optional[int] = None
+
+
+class Crash(Exception):
+    """Raised by the fault injection: the handler must answer nothing at all."""
+
+
+def headers_json(headers) -> dict:
+    """Request headers as the JSON object webhook_verify expects.
+
+    Names are lower-cased (HTTP names are case-insensitive); a name sent more
+    than once becomes an array of its values, in order.
+    """
+    grouped = {}
+    for name, value in headers.items():
+        grouped.setdefault(name.lower(), []).append(value)
+    return {name: values[0] if len(values) == 1 else values for name, values in grouped.items()}
+
+
+def insert_side_effect(conn, key: str, delivery_id: str, event_type: str, attempt: int) -> int:
+    """The business side effect of this demo: one row per processed delivery."""
+    return conn.execute(
+        "INSERT INTO demo.side_effects (idem_key, delivery_id, event_type, attempt)"
+        " VALUES (%s, %s, %s, %s) RETURNING id",
+        (key, delivery_id, event_type, attempt),
+    ).fetchone()[0]
+
+
+def process_claimed(conn, key: str, delivery_id: str, event_type: str, claim) -> Response:
+    """Step 4: side effect and completion commit together, or not at all."""
+    with conn.transaction() as tx:
+        side_effect_id = insert_side_effect(conn, key, delivery_id, event_type, claim.attempt)
+        result = {"status": 200, "side_effect_id": side_effect_id}
+        completed = conn.execute(
+            "SELECT webhook_complete(%s, %s, %s, %s)",
+            (SOURCE, key, claim.claim_token, Jsonb(result)),
+        ).fetchone()[0]
+        if completed:
+            return Response(200, result, claim.outcome)  # leaving the block commits
+        # Our lease expired and another worker reclaimed the key: the side
+        # effect belongs to that worker now, so ours must not be committed.
+        raise psycopg.Rollback(tx)
+    return Response(409, {"error": "lease lost to another worker; side effect rolled back"},
+                    claim.outcome, retry_after=1)
+
+
+def crash_mid_processing(conn, key: str, delivery_id: str, event_type: str, claim) -> None:
+    """Fault injection: die after the claim, in the middle of the side effect.
+
+    The side effect is inserted in an open transaction, then the connection is
+    closed without COMMIT, exactly what the server sees when a worker process
+    is killed: it rolls the transaction back. Only the (autocommitted) claim
+    survives, and its lease must expire before the key can be reclaimed.
+    """
+    conn.autocommit = False
+    insert_side_effect(conn, key, delivery_id, event_type, claim.attempt)
+    conn.close()
+    raise Crash()
+
+
+def handle_delivery(cfg: Config, body: bytes, headers) -> Response:
+    """Steps 1-4 for one POST; raises Crash when the fault injection fires."""
+    with psycopg.connect(cfg.dsn, autocommit=True) as conn:
+        verified = conn.execute(
+            "SELECT webhook_verify('github', %s, %s, %s)",
+            (body, Jsonb(headers_json(headers)), cfg.secrets),
+        ).fetchone()[0]
+        if not verified:
+            return Response(401, {"error": "invalid signature"})
+
+        delivery_id = headers.get("X-GitHub-Delivery")
+        event_type = headers.get("X-GitHub-Event")
+        if not delivery_id or not event_type:
+            return Response(400, {"error": "X-GitHub-Delivery and X-GitHub-Event are required"})
+
+        key = conn.execute("SELECT webhook_key(%s, %s)", (SOURCE, delivery_id)).fetchone()[0]
+        claim = conn.cursor(row_factory=namedtuple_row).execute(
+            "SELECT * FROM webhook_claim(%s, %s, %s, %s::interval, %s)",
+            (SOURCE, key, body, cfg.lease, event_type),
+        ).fetchone()
+
+        if claim.outcome in ("claimed", "reclaimed"):
+            if cfg.fault_injection and headers.get(FAULT_HEADER) == CRASH_AFTER_CLAIM:
+                crash_mid_processing(conn, key, delivery_id, event_type, claim)
+            return process_claimed(conn, key, delivery_id, event_type, claim)
+        if claim.outcome == "in_progress":
+            return Response(409, {"error": "delivery is being processed"}, claim.outcome,
+                            retry_after=1)
+        if claim.outcome == "duplicate":
+            return Response(200, claim.result, claim.outcome)
+        if claim.outcome == "conflict":
+            return Response(422, {"error": "delivery id reused with a different payload"},
+                            claim.outcome)
+        raise RuntimeError(f"unknown claim outcome {claim.outcome!r}")
+
+
+class WebhookHandler(BaseHTTPRequestHandler):
+    server_version = "webhook-dedup-example/1"
+    config: Config  # set by make_server
+
+    def do_POST(self):
+        if self.path != PATH:
+            self.send_json(Response(404, {"error": "not found"}))
+            return
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            self.send_json(Response(411, {"error": "Content-Length required"}))
+            return
+        if int(length) > MAX_BODY_BYTES:
+            self.send_json(Response(413, {"error": "payload too large"}))
+            return
+        body = self.rfile.read(int(length))
+        try:
+            response = handle_delivery(self.config, body, self.headers)
+        except Crash:
+            # Like a killed process: close the connection, send no bytes at all.
+            self.log_message("fault injection: crashed after claim, no response sent")
+            self.close_connection = True
+            return
+        except psycopg.Error as exc:
+            # A provider retries 5xx answers, which is what we want for a
+            # transient database problem; details go to the log, not the caller.
+            self.log_error("database error: %s", exc)
+            response = Response(500, {"error": "internal error"})
+        self.send_json(response)
+
+    def send_json(self, response: Response) -> None:
+        # sort_keys makes a duplicate's body byte-identical to the first answer's.
+        data = json.dumps(response.body, sort_keys=True).encode()
+        self.send_response(response.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if response.outcome:
+            self.send_header("X-Webhook-Outcome", response.outcome)
+        if response.retry_after is not None:
+            self.send_header("Retry-After", str(response.retry_after))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class Server(ThreadingHTTPServer):
+    # The default listen backlog (5) is smaller than a burst of concurrent
+    # deliveries; when it overflows, Linux drops SYNs and the client waits a
+    # full second before retrying the connect.
+    request_queue_size = 128
+
+
+def prepare_database(dsn: str) -> None:
+    """Create the demo table and fail fast if webhook_dedup is not installed."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        probe = "SELECT to_regprocedure('webhook_claim(text, text, bytea, interval, text)')"
+        if conn.execute(probe).fetchone()[0] is None:
+            sys.exit("webhook_dedup is not installed in this database: "
+                     "run CREATE EXTENSION webhook_dedup")
+        conn.execute(DEMO_SCHEMA)
+
+
+def make_server(host: str, port: int, cfg: Config) -> Server:
+    handler = type("ConfiguredWebhookHandler", (WebhookHandler,), {"config": cfg})
+    return Server((host, port), handler)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Example GitHub webhook receiver on webhook_dedup.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    parser.add_argument("--dsn", default="",
+                        help="libpq connection string; default: PGHOST/PGPORT/... env vars")
+    parser.add_argument("--secret", action="append", dest="secrets",
+                        help="webhook secret; repeat during a rotation (default: $WEBHOOK_SECRET)")
+    parser.add_argument("--lease", default=None,
+                        help="claim lease as a Postgres interval, e.g. '30 seconds' "
+                             "(default: the extension's webhook_dedup.default_lease)")
+    parser.add_argument("--fault-injection", action="store_true",
+                        help=f"honour '{FAULT_HEADER}: {CRASH_AFTER_CLAIM}' (demo and tests only)")
+    args = parser.parse_args(argv)
+    if not args.secrets:
+        env_secret = os.environ.get("WEBHOOK_SECRET")
+        if not env_secret:
+            parser.error("no secret: pass --secret or set WEBHOOK_SECRET")
+        args.secrets = [env_secret]
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    cfg = Config(args.dsn, args.secrets, args.lease, args.fault_injection)
+    prepare_database(cfg.dsn)
+    server = make_server(args.host, args.port, cfg)
+    # A parent process (tests, make demo) reads this line to learn the port.
+    print(f"listening on http://{args.host}:{server.server_address[1]}", flush=True)
+    # Turn SIGTERM into a normal exit so the listening socket is closed cleanly.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()

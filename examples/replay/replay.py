@@ -1,0 +1,436 @@
+#!/usr/bin/env python3
+"""A webhook "provider" that replays real GitHub deliveries with real-world faults.
+
+Each fixture file (tests/fixtures/github/<event>/*.json) is one event: its exact
+bytes are POSTed, signed like GitHub signs them, with a fresh X-GitHub-Delivery.
+A seeded RNG picks which events also suffer the faults real providers produce:
+
+  sequential  redelivered with the same id and bytes after the first answer
+  concurrent  two copies released at the same instant
+  crash       the first attempt asks the receiver to die after its claim
+              (X-Demo-Fault: crash-after-claim, needs --fault-injection on the
+              receiver); the provider retries once the lease has expired
+  tampered    an extra delivery with a fresh id whose body has one byte changed
+              after signing: it must be refused (401) and leave no trace
+
+Like a real provider, every delivery is retried on 409 (after Retry-After), on
+5xx and on a dropped connection, until it gets a 2xx or runs out of attempts.
+
+Afterwards the database is checked: every valid event must have exactly one row
+in demo.side_effects, no tampered delivery may be stored anywhere, and every
+valid delivery must have been accepted. The exit code is non-zero otherwise.
+
+    WEBHOOK_SECRET=... python3 replay.py --url http://127.0.0.1:8080/webhooks/github \\
+        --fixtures tests/fixtures/github --lease-seconds 2
+
+--lease-seconds must match the receiver's --lease. The database comes from the
+libpq environment variables (PGHOST, PGPORT, PGUSER, PGDATABASE) or --dsn.
+"""
+
+import argparse
+import hashlib
+import hmac
+import http.client
+import os
+import random
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+from urllib.parse import urlsplit
+
+import psycopg
+
+DEFAULT_SEED = 20240601
+SOURCE = "github"
+FAULT_HEADER = "X-Demo-Fault"
+CRASH_AFTER_CLAIM = "crash-after-claim"
+
+# Share of events given each fault. Kinds are exclusive, so one event exercises
+# one fault and a failure points at it.
+CRASH_RATE = 0.05
+CONCURRENT_RATE = 0.10
+SEQUENTIAL_RATE = 0.20
+TAMPERED_RATE = 0.05
+
+KINDS = ("plain", "sequential", "concurrent", "crash", "tampered")
+MAX_ATTEMPTS = 6  # per copy of a delivery, like a provider's bounded retries
+HTTP_TIMEOUT_S = 10.0
+# Wait before retrying an answer without Retry-After (5xx, dropped connection).
+ERROR_BACKOFF_S = 0.5
+
+
+@dataclass(frozen=True)
+class Fixture:
+    event: str  # the X-GitHub-Event value: the fixture's folder name
+    path: Path
+    body: bytes
+
+
+@dataclass(frozen=True)
+class Delivery:
+    kind: str
+    delivery_id: str
+    event: str
+    body: bytes         # the bytes sent
+    signed_body: bytes  # the bytes signed: equal to body except when tampered
+    fixture: Path
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: Optional[int]  # None: the connection closed without a response
+    outcome: Optional[str]  # the receiver's X-Webhook-Outcome header
+    retry_after: Optional[str]
+    body: bytes
+
+    @property
+    def accepted(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+
+@dataclass
+class DeliveryResult:
+    delivery: Delivery
+    answers: list = field(default_factory=list)  # every Answer, each copy in order sent
+
+    @property
+    def accepted(self) -> bool:
+        return any(a.accepted for a in self.answers)
+
+
+@dataclass
+class Report:
+    requests: int
+    accepted: int
+    outcomes: Counter  # X-Webhook-Outcome of every answer
+    rejected_signatures: int
+    side_effects_histogram: dict  # side-effect rows per valid event -> number of events
+    tampered_stored: int  # tampered deliveries found in webhook_dedup.keys or demo.side_effects
+    metrics_columns: list
+    metrics_rows: list
+    problems: list
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def load_fixtures(fixtures_dir) -> list:
+    """Every <event>/<name>.json under fixtures_dir, as exact bytes, in a stable order."""
+    paths = sorted(Path(fixtures_dir).glob("*/*.json"))
+    if not paths:
+        raise FileNotFoundError(f"no <event>/*.json fixtures under {fixtures_dir}")
+    return [Fixture(p.parent.name, p, p.read_bytes()) for p in paths]
+
+
+def sign(secret: str, body: bytes) -> str:
+    """GitHub's X-Hub-Signature-256 value for body."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def github_headers(delivery_id: str, event: str, signature: str) -> dict:
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": "GitHub-Hookshot/demo",
+        "X-GitHub-Delivery": delivery_id,
+        "X-GitHub-Event": event,
+        "X-Hub-Signature-256": signature,
+    }
+
+
+def tamper(body: bytes, rng: random.Random) -> bytes:
+    """body with one byte changed (flipping the low bit always changes it)."""
+    i = rng.randrange(len(body))
+    return body[:i] + bytes([body[i] ^ 0x01]) + body[i + 1:]
+
+
+def build_plan(fixtures, seed: int = DEFAULT_SEED) -> list:
+    """One Delivery per fixture plus the tampered extras, in a shuffled order.
+
+    The seed fixes which events get which fault and the order; delivery ids are
+    always fresh (uuid4) so a replay never collides with an earlier run's keys.
+    """
+    rng = random.Random(seed)
+    events = list(fixtures)
+    rng.shuffle(events)
+    n = len(events)
+    n_crash = max(1, round(n * CRASH_RATE))
+    n_concurrent = max(1, round(n * CONCURRENT_RATE))
+    n_sequential = max(1, round(n * SEQUENTIAL_RATE))
+    bounds = [("crash", n_crash), ("concurrent", n_concurrent), ("sequential", n_sequential)]
+
+    plan, start = [], 0
+    for kind, count in bounds:
+        plan += [make_delivery(kind, f, f.body) for f in events[start:start + count]]
+        start += count
+    plan += [make_delivery("plain", f, f.body) for f in events[start:]]
+    for f in rng.sample(events, max(1, round(n * TAMPERED_RATE))):
+        plan.append(make_delivery("tampered", f, tamper(f.body, rng)))
+    rng.shuffle(plan)
+    return plan
+
+
+def make_delivery(kind: str, fixture: Fixture, body: bytes) -> Delivery:
+    return Delivery(kind, str(uuid.uuid4()), fixture.event, body, fixture.body, fixture.path)
+
+
+def post(url: str, body: bytes, headers: dict,
+         barrier: Optional[threading.Barrier] = None) -> Answer:
+    """POST once on a new connection. With a barrier, wait until all copies are ready."""
+    parts = urlsplit(url)
+    if barrier:
+        barrier.wait()
+    conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=HTTP_TIMEOUT_S)
+    try:
+        conn.request("POST", parts.path or "/", body=body, headers=headers)
+        resp = conn.getresponse()
+        return Answer(resp.status, resp.getheader("X-Webhook-Outcome"),
+                      resp.getheader("Retry-After"), resp.read())
+    except (OSError, http.client.HTTPException):
+        # Connection refused, reset or closed before a status line: to a
+        # provider this is "no response", which it retries like a timeout.
+        return Answer(None, None, None, b"")
+    finally:
+        conn.close()
+
+
+class Provider:
+    """Sends deliveries to one receiver URL and retries them like a provider."""
+
+    def __init__(self, url: str, secret: str, lease_seconds: float):
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(f"expected an http:// URL, got {url!r}")
+        self.url = url
+        self.secret = secret
+        self.lease_seconds = lease_seconds
+
+    def send(self, delivery: Delivery, fault: Optional[str] = None,
+             barrier: Optional[threading.Barrier] = None) -> Answer:
+        headers = github_headers(delivery.delivery_id, delivery.event,
+                                 sign(self.secret, delivery.signed_body))
+        if fault:
+            headers[FAULT_HEADER] = fault
+        return post(self.url, delivery.body, headers, barrier)
+
+    def deliver(self, delivery: Delivery, barrier: Optional[threading.Barrier] = None) -> list:
+        """Send until a 2xx or a permanent 4xx, at most MAX_ATTEMPTS times."""
+        answers = []
+        for attempt in range(MAX_ATTEMPTS):
+            answer = self.send(delivery, barrier=barrier if attempt == 0 else None)
+            answers.append(answer)
+            if answer.accepted or (answer.status is not None and 400 <= answer.status < 500
+                                   and answer.status != 409):
+                break
+            time.sleep(retry_delay(answer))
+        return answers
+
+    def replay(self, delivery: Delivery) -> DeliveryResult:
+        """Play one planned delivery with its fault."""
+        result = DeliveryResult(delivery)
+        if delivery.kind == "tampered":
+            # A forged request is not retried: 401 is the final answer.
+            result.answers.append(self.send(delivery))
+        elif delivery.kind == "crash":
+            result.answers.append(self.send(delivery, fault=CRASH_AFTER_CLAIM))
+            time.sleep(self.lease_seconds + 1.0)
+            result.answers += self.deliver(delivery)
+        elif delivery.kind == "concurrent":
+            result.answers += self._concurrent_copies(delivery)
+        else:
+            result.answers += self.deliver(delivery)
+            if delivery.kind == "sequential":
+                result.answers += self.deliver(delivery)
+        return result
+
+    def _concurrent_copies(self, delivery: Delivery) -> list:
+        barrier = threading.Barrier(2)
+        copies = [[], []]
+
+        def copy(i):
+            copies[i] = self.deliver(delivery, barrier)
+
+        threads = [threading.Thread(target=copy, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return copies[0] + copies[1]
+
+
+def retry_delay(answer: Answer) -> float:
+    """Seconds to wait before the next attempt: the receiver's Retry-After if any."""
+    if answer.retry_after and answer.retry_after.isdigit():
+        return float(answer.retry_after)
+    return ERROR_BACKOFF_S
+
+
+def run(plan, url: str, secret: str, lease_seconds: float, workers: int = 8) -> list:
+    """Replay the whole plan with `workers` deliveries in flight; one result per delivery."""
+    provider = Provider(url, secret, lease_seconds)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(provider.replay, plan))
+
+
+def check(conn, results) -> Report:
+    """Compare what the provider saw with what the database holds."""
+    answers = [a for r in results for a in r.answers]
+    valid = [r for r in results if r.delivery.kind != "tampered"]
+    tampered = [r for r in results if r.delivery.kind == "tampered"]
+    problems = []
+
+    side_effects = _side_effect_counts(conn, [r.delivery.delivery_id for r in valid])
+    keys = _key_states(conn, [r.delivery.delivery_id for r in results])
+    for r in valid:
+        problems += _valid_problems(r, side_effects[r.delivery.delivery_id],
+                                    keys[r.delivery.delivery_id])
+    tampered_side_effects = _side_effect_counts(conn, [r.delivery.delivery_id for r in tampered])
+    tampered_stored = 0
+    for r in tampered:
+        d = r.delivery
+        if [a.status for a in r.answers] != [401]:
+            problems.append(f"tampered {d.delivery_id}: answers {[a.status for a in r.answers]}, "
+                            "expected [401]")
+        if keys[d.delivery_id] is not None or tampered_side_effects[d.delivery_id]:
+            tampered_stored += 1
+            problems.append(f"tampered {d.delivery_id} was stored")
+
+    cur = conn.execute("SELECT * FROM webhook_dedup.duplicate_metrics ORDER BY source, bucket")
+    return Report(
+        requests=len(answers),
+        accepted=sum(a.accepted for a in answers),
+        outcomes=Counter(a.outcome for a in answers if a.outcome),
+        rejected_signatures=sum(a.status == 401 for a in answers),
+        side_effects_histogram=dict(Counter(side_effects.values())),
+        tampered_stored=tampered_stored,
+        metrics_columns=[c.name for c in cur.description],
+        metrics_rows=cur.fetchall(),
+        problems=problems,
+    )
+
+
+def _valid_problems(r: DeliveryResult, side_effects: int, key) -> list:
+    """What is wrong with one valid delivery, given its side-effect count and key row."""
+    d, problems = r.delivery, []
+    where = f"{d.kind} {d.delivery_id} ({d.fixture.parent.name}/{d.fixture.name})"
+    if side_effects != 1:
+        problems.append(f"{where}: {side_effects} side effects, expected exactly 1")
+    if not r.accepted:
+        problems.append(f"{where}: never accepted, answers {[a.status for a in r.answers]}")
+    if key is None or key[0] != "completed":
+        problems.append(f"{where}: key is {key}, expected completed")
+    bodies = {a.body for a in r.answers if a.accepted}
+    if len(bodies) > 1:
+        problems.append(f"{where}: redeliveries got different answers {sorted(bodies)}")
+    if d.kind == "crash":
+        if r.answers[0].status is not None:
+            problems.append(f"{where}: the crash attempt got answer {r.answers[0].status}"
+                            " (is the receiver running with --fault-injection?)")
+        if "reclaimed" not in [a.outcome for a in r.answers] or key is None or key[1] != 2:
+            problems.append(f"{where}: not reclaimed once after the crash (key {key})")
+    return problems
+
+
+def _side_effect_counts(conn, delivery_ids) -> dict:
+    rows = conn.execute(
+        "SELECT d.id, count(s.id) FROM unnest(%s::text[]) AS d(id)"
+        " LEFT JOIN demo.side_effects s ON s.delivery_id = d.id GROUP BY d.id",
+        (delivery_ids,),
+    ).fetchall()
+    return dict(rows)
+
+
+def _key_states(conn, delivery_ids) -> dict:
+    """delivery id -> (state, attempt) of its webhook_dedup key, or None if never stored."""
+    rows = conn.execute(
+        "SELECT d.id, k.state, k.attempt FROM unnest(%s::text[]) AS d(id)"
+        " LEFT JOIN webhook_dedup.keys k"
+        "   ON k.source = %s AND k.idem_key = webhook_key(%s, d.id)",
+        (delivery_ids, SOURCE, SOURCE),
+    ).fetchall()
+    return {i: (state, attempt) if state is not None else None for i, state, attempt in rows}
+
+
+def format_report(report: Report, plan) -> str:
+    kinds = Counter(d.kind for d in plan)
+    absorbed = report.outcomes["duplicate"] + report.outcomes["in_progress"]
+    lines = [
+        "replayed " + ", ".join(f"{kinds[k]} {k}" for k in KINDS),
+        f"deliveries sent:            {report.requests}",
+        f"accepted (2xx):             {report.accepted}",
+        f"duplicates absorbed:        {absorbed} (duplicate {report.outcomes['duplicate']},"
+        f" in_progress {report.outcomes['in_progress']})",
+        f"rejected signatures (401):  {report.rejected_signatures}",
+        f"reclaimed after a crash:    {report.outcomes['reclaimed']}",
+        f"side effects per event:     {report.side_effects_histogram}",
+        f"tampered deliveries stored: {report.tampered_stored}",
+        "",
+        "webhook_dedup.duplicate_metrics:",
+        format_table(report.metrics_columns, report.metrics_rows),
+        "",
+    ]
+    if report.ok:
+        lines.append("OK: exactly one side effect per valid event, every forgery refused")
+    else:
+        lines.append(f"FAILED: {len(report.problems)} problem(s)")
+        lines += ["  " + p for p in report.problems]
+    return "\n".join(lines)
+
+
+def format_table(columns, rows) -> str:
+    def cell(v):
+        if isinstance(v, float):
+            return f"{v:.3f}"
+        if hasattr(v, "strftime"):
+            return v.strftime("%Y-%m-%d %H:%M%z")
+        return str(v)
+
+    cells = [columns] + [[cell(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    out = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    if not rows:
+        out.append("(no rows)")
+    return "\n".join(out)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Replay GitHub fixtures against a receiver, "
+                                                 "with faults, and check exactly-once.")
+    parser.add_argument("--url", required=True, help="e.g. http://127.0.0.1:8080/webhooks/github")
+    parser.add_argument("--fixtures", default="tests/fixtures/github")
+    parser.add_argument("--secret", default=os.environ.get("WEBHOOK_SECRET"),
+                        help="signing secret (default: $WEBHOOK_SECRET)")
+    parser.add_argument("--lease-seconds", type=float, required=True,
+                        help="the receiver's claim lease, in seconds")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--dsn", default="",
+                        help="libpq connection string; default: PGHOST/PGPORT/... env vars")
+    args = parser.parse_args(argv)
+    if not args.secret:
+        parser.error("no secret: pass --secret or set WEBHOOK_SECRET")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    plan = build_plan(load_fixtures(args.fixtures), args.seed)
+    started = time.monotonic()
+    results = run(plan, args.url, args.secret, args.lease_seconds, args.workers)
+    elapsed = time.monotonic() - started
+    with psycopg.connect(args.dsn, autocommit=True) as conn:
+        report = check(conn, results)
+    print(f"replay took {elapsed:.1f}s with {args.workers} workers, seed {args.seed}")
+    print(format_report(report, plan))
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+# Shared shell functions for scripts/*.sh. Source it; do not run it.
+# Everything here is idempotent: a step that is already done is skipped.
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PG_MAJOR=${PG_MAJOR:-15}
+PGRX_VERSION=0.18.1
+PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
+PG_CONFIG=$PG_BIN/pg_config
+PG_OS_USER=${PG_OS_USER:-postgres}
+VENV=$ROOT/.venv
+export PATH="$HOME/.cargo/bin:$PATH"
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Run as root: re-exec under sudo when needed (apt, installing into the
+# PostgreSQL directories and running the server as another user need it).
+need_root() {
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || die "run as root, or install sudo"
+        exec sudo -E env "PATH=$PATH" "$0" "$@"
+    fi
+}
+
+ensure_packages() {
+    local wanted=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev sudo
+                  build-essential pkg-config python3 python3-venv ca-certificates)
+    local missing=()
+    for p in "${wanted[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        log "installing Debian packages: ${missing[*]}"
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    id "$PG_OS_USER" >/dev/null 2>&1 || die "OS user $PG_OS_USER missing (it comes with postgresql-$PG_MAJOR)"
+}
+
+ensure_rust() {
+    command -v cargo >/dev/null || die "cargo not found: install Rust (1.85 or newer) with rustup first"
+}
+
+ensure_cargo_pgrx() {
+    if ! cargo pgrx --version 2>/dev/null | grep -q " $PGRX_VERSION\$"; then
+        log "installing cargo-pgrx $PGRX_VERSION (takes several minutes once)"
+        cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
+    fi
+    local config=${PGRX_HOME:-$HOME/.pgrx}/config.toml
+    if ! grep -qs "^pg$PG_MAJOR = \"$PG_CONFIG\"" "$config"; then
+        log "cargo pgrx init --pg$PG_MAJOR $PG_CONFIG"
+        cargo pgrx init "--pg$PG_MAJOR" "$PG_CONFIG" >/dev/null
+    fi
+}
+
+# Build (release) and install the extension into the PostgreSQL of $PG_CONFIG.
+install_extension() {
+    log "building and installing webhook_dedup into PostgreSQL $PG_MAJOR"
+    (cd "$ROOT" && cargo pgrx install --release --pg-config "$PG_CONFIG" \
+        --no-default-features --features "pg$PG_MAJOR" >/dev/null)
+}
+
+ensure_venv() {
+    local stamp=$VENV/.requirements.sha256
+    local want
+    want=$(sha256sum "$ROOT/examples/requirements.txt" | cut -d' ' -f1)
+    if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        log "creating the Python virtualenv $VENV"
+        /usr/bin/python3 -m venv "$VENV"
+        "$VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/examples/requirements.txt"
+        echo "$want" > "$stamp"
+    fi
+}
+
+setup_all() {
+    ensure_packages
+    ensure_rust
+    ensure_cargo_pgrx
+    ensure_venv
+    install_extension
+}
+
+# A throwaway cluster in a fresh temporary directory, run by $PG_OS_USER,
+# reachable only through a Unix socket in that directory (no TCP).
+# Sets CLUSTER_DIR and exports PGHOST/PGPORT/PGUSER/PGDATABASE.
+# Extra postgresql.conf lines may be passed as arguments. Callers stop it
+# with cluster_stop (from their EXIT trap).
+cluster_start() {
+    CLUSTER_DIR=$(mktemp -d /tmp/webhook_dedup.XXXXXX)
+    chown "$PG_OS_USER" "$CLUSTER_DIR"
+    chmod 755 "$CLUSTER_DIR"
+    runuser -u "$PG_OS_USER" -- "$PG_BIN/initdb" -D "$CLUSTER_DIR/data" --auth=trust \
+        --username=postgres --encoding=UTF8 --locale=C.UTF-8 >"$CLUSTER_DIR/initdb.log" 2>&1 \
+        || { cat "$CLUSTER_DIR/initdb.log" >&2; die "initdb failed"; }
+    {
+        echo "listen_addresses = ''"
+        echo "unix_socket_directories = '$CLUSTER_DIR'"
+        echo "port = 5432"
+        echo "shared_preload_libraries = 'webhook_dedup'"
+        echo "max_connections = 100"
+        for line in "$@"; do echo "$line"; done
+    } >> "$CLUSTER_DIR/data/postgresql.conf"
+    runuser -u "$PG_OS_USER" -- "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" \
+        -w start >/dev/null || { cat "$CLUSTER_DIR/server.log" >&2; die "the cluster did not start"; }
+    export PGHOST=$CLUSTER_DIR PGPORT=5432 PGUSER=postgres PGDATABASE=postgres
+}
+
+cluster_stop() {
+    [ -n "${CLUSTER_DIR:-}" ] && [ -d "$CLUSTER_DIR" ] || return 0
+    runuser -u "$PG_OS_USER" -- "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+    rm -rf "$CLUSTER_DIR"
+}

@@ -1,0 +1,10 @@
+//! The SQL surface: thin `#[pg_extern]` wrappers over the pure modules.
+//! Receiver-facing functions are `webhook_*` in the extension's schema;
+//! maintenance functions live in schema `webhook_dedup`.
+
+pub mod claim;
+pub mod key;
+pub mod maintenance;
+#[cfg(feature = "pg_test")]
+mod tests;
+pub mod verify;

@@ -1,0 +1,461 @@
+//! `#[pg_test]`s: the SQL functions in one session (each test runs in a
+//! transaction that is rolled back). Races, commit visibility and the
+//! receiver are tested against a real cluster in `tests/`. Compiled only
+//! with the `pg_test` feature (`cargo pgrx test` sets it), so plain
+//! `cargo test` runs the pure unit tests alone.
+
+#[pgrx::pg_schema]
+mod tests {
+    use crate::signature::vectors;
+    use pgrx::prelude::*;
+    use pgrx::JsonB;
+    use serde_json::{json, Value};
+
+    /// `SQLSTATE: message` of the error `query` raises, or `no error`. The
+    /// query runs in a subtransaction (a PL/pgSQL exception block), so the
+    /// test's transaction stays usable.
+    fn error_of(query: &str) -> String {
+        Spi::run(
+            "CREATE OR REPLACE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+             BEGIN EXECUTE q; RETURN 'no error';
+             EXCEPTION WHEN others THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$",
+        )
+        .unwrap();
+        Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[query.into()])
+            .unwrap()
+            .unwrap()
+    }
+
+    fn claim(
+        source: &str,
+        key: &str,
+        payload: Option<&str>,
+        lease: &str,
+    ) -> (String, Option<pgrx::Uuid>, i32, Option<JsonB>) {
+        Spi::connect(|client| {
+            let row = client
+                .select(
+                    "SELECT outcome, claim_token, attempt, result
+                       FROM webhook_claim($1, $2, convert_to($3, 'UTF8'), $4::interval)",
+                    None,
+                    &[source.into(), key.into(), payload.into(), lease.into()],
+                )
+                .unwrap()
+                .first();
+            (
+                row.get::<String>(1).unwrap().unwrap(),
+                row.get::<pgrx::Uuid>(2).unwrap(),
+                row.get::<i32>(3).unwrap().unwrap(),
+                row.get::<JsonB>(4).unwrap(),
+            )
+        })
+    }
+
+    fn complete(source: &str, key: &str, token: pgrx::Uuid, result: Value) -> bool {
+        Spi::get_one_with_args::<bool>(
+            "SELECT webhook_complete($1, $2, $3, $4)",
+            &[
+                source.into(),
+                key.into(),
+                token.into(),
+                JsonB(result).into(),
+            ],
+        )
+        .unwrap()
+        .unwrap()
+    }
+
+    #[pg_test]
+    fn github_documented_example_verifies_in_sql() {
+        let ok = Spi::get_one::<bool>(
+            r#"SELECT webhook_verify('github', convert_to('Hello, World!', 'UTF8'),
+                 '{"x-hub-signature-256": "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"}',
+                 ARRAY['It''s a Secret to Everybody'])"#,
+        );
+        assert_eq!(ok, Ok(Some(true)));
+        let tampered = Spi::get_one::<bool>(
+            r#"SELECT webhook_verify('github', convert_to('Hello, World?', 'UTF8'),
+                 '{"X-Hub-Signature-256": ["sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"]}',
+                 ARRAY['It''s a Secret to Everybody'])"#,
+        );
+        assert_eq!(tampered, Ok(Some(false)));
+    }
+
+    /// Every GitHub and Stripe vector through the SQL function: header map
+    /// as jsonb, secrets as text[], the vector's clock and tolerance.
+    #[pg_test]
+    fn signature_vectors_through_sql() {
+        let mut checked = 0;
+        for v in vectors::all() {
+            let scheme = v["scheme"].as_str().unwrap();
+            if scheme != "github" && scheme != "stripe" {
+                continue;
+            }
+            let secrets: Vec<Option<String>> = vectors::secrets(&v)
+                .into_iter()
+                .map(|s| s.map(str::to_string))
+                .collect();
+            let query = "SELECT webhook_verify($1, $2, $3, $4,
+                             make_interval(secs => $5), to_timestamp($6))";
+            let body = vectors::body(&v);
+            let args: [pgrx::datum::DatumWithOid; 6] = [
+                scheme.into(),
+                body.as_slice().into(),
+                JsonB(v["headers"].clone()).into(),
+                secrets.clone().into(),
+                v["tolerance_s"].as_f64().into(),
+                v["now_unix"].as_f64().unwrap_or(0.0).into(),
+            ];
+            let bad_secret = crate::signature::check_secrets(
+                &secrets.iter().map(|s| s.as_deref()).collect::<Vec<_>>(),
+            )
+            .is_err();
+            if bad_secret {
+                // A misconfigured secret is an error (22023), never a silent false.
+                assert!(!v["expected_valid"].as_bool().unwrap(), "{}", v["id"]);
+                Spi::run(
+                    "CREATE OR REPLACE FUNCTION pg_temp.verify_sqlstate(s text, b bytea, h jsonb, k text[])
+                     RETURNS text LANGUAGE plpgsql AS $$
+                     BEGIN PERFORM webhook_verify(s, b, h, k); RETURN 'no error';
+                     EXCEPTION WHEN others THEN RETURN SQLSTATE; END $$",
+                )
+                .unwrap();
+                let code = Spi::get_one_with_args::<String>(
+                    "SELECT pg_temp.verify_sqlstate($1, $2, $3, $4)",
+                    &[
+                        scheme.into(),
+                        body.as_slice().into(),
+                        JsonB(v["headers"].clone()).into(),
+                        secrets.clone().into(),
+                    ],
+                );
+                assert_eq!(code, Ok(Some("22023".into())), "{}", v["id"]);
+            } else {
+                let got = Spi::get_one_with_args::<bool>(query, &args)
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(
+                    got,
+                    v["expected_valid"].as_bool().unwrap(),
+                    "{}: {}",
+                    v["id"],
+                    v["reason"]
+                );
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 19);
+    }
+
+    #[pg_test]
+    fn argument_errors_have_precise_sqlstates() {
+        let cases = [
+            (
+                "SELECT webhook_verify('gitlab', ''::bytea, '{}', ARRAY['s'])",
+                "22023: unknown webhook signature scheme \"gitlab\"",
+            ),
+            (
+                "SELECT webhook_verify('github', NULL, '{}', ARRAY['s'])",
+                "22004: payload must not be NULL",
+            ),
+            (
+                "SELECT webhook_verify('github', ''::bytea, '[1]', ARRAY['s'])",
+                "22023: headers must be a JSON object of header names to values, not an array",
+            ),
+            (
+                "SELECT webhook_verify('github', ''::bytea, '{\"a\": 1}', ARRAY['s'])",
+                "22023: header \"a\" must be a string or an array of strings, not a number",
+            ),
+            (
+                "SELECT webhook_verify('github', ''::bytea, '{}', ARRAY['s', ''])",
+                "22023: secret 2 of 2 is empty",
+            ),
+            (
+                "SELECT webhook_verify('stripe', ''::bytea, '{}', ARRAY['s\n'])",
+                "22023: secret 1 of 1 has leading or trailing whitespace",
+            ),
+            (
+                "SELECT webhook_verify('github', ''::bytea, '{}', ARRAY[]::text[])",
+                "22023: secrets must hold at least one secret",
+            ),
+            (
+                "SELECT webhook_verify('github', ''::bytea, '{}', ARRAY[NULL]::text[])",
+                "22004: every element of secrets must not be NULL",
+            ),
+            (
+                "SELECT webhook_verify('stripe', ''::bytea, '{}', ARRAY['s'], '-1 s')",
+                "22023: tolerance must not be negative",
+            ),
+            (
+                "SELECT webhook_verify('stripe', ''::bytea, '{}', ARRAY['s'], at => 'infinity')",
+                "22023: at must be a finite timestamp",
+            ),
+            (
+                "SELECT webhook_key(NULL, 'e')",
+                "22004: source must not be NULL",
+            ),
+            (
+                "SELECT webhook_key('s', '')",
+                "22023: event_id must not be empty",
+            ),
+            (
+                "SELECT webhook_key('s', 'e', account => '')",
+                "22023: account must not be empty",
+            ),
+            (
+                "SELECT * FROM webhook_claim(NULL, 'k')",
+                "22004: source must not be NULL",
+            ),
+            (
+                "SELECT * FROM webhook_claim('s', NULL)",
+                "22004: idem_key must not be NULL",
+            ),
+            (
+                "SELECT * FROM webhook_claim('', 'k')",
+                "22023: source must not be empty",
+            ),
+            (
+                "SELECT * FROM webhook_claim('s', '')",
+                "22023: idem_key must not be empty",
+            ),
+            (
+                "SELECT * FROM webhook_claim('s', repeat('k', 256))",
+                "22023: idem_key is 256 characters long; the limit is 255",
+            ),
+            (
+                "SELECT * FROM webhook_claim(repeat('s', 300), 'k')",
+                "22023: source is 300 characters long; the limit is 255",
+            ),
+            (
+                "SELECT * FROM webhook_claim('s', 'k', lease => '0 s')",
+                "22023: lease must be a positive interval",
+            ),
+            (
+                "SELECT * FROM webhook_claim('s', 'k', lease => '1 mon')",
+                "22023: lease must not have a month or year part (use days, e.g. '30 days')",
+            ),
+            (
+                "SELECT webhook_complete('s', 'missing', gen_random_uuid())",
+                "P0002: no idempotency key \"missing\" for source \"s\"",
+            ),
+            (
+                "SELECT webhook_complete('s', 'k', NULL)",
+                "22004: claim_token must not be NULL",
+            ),
+        ];
+        for (query, want) in cases {
+            assert_eq!(error_of(query), want, "{query}");
+        }
+        // nothing above stored a key
+        assert_eq!(
+            Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.keys"),
+            Ok(Some(0))
+        );
+    }
+
+    /// ID-02: a duplicate after completion gets `duplicate` and the stored result.
+    #[pg_test]
+    fn duplicate_after_completion_returns_the_stored_result() {
+        let (outcome, token, attempt, _) = claim(
+            "stripe",
+            "evt_dup_0001",
+            Some("{\"amount\":2000}"),
+            "5 minutes",
+        );
+        assert_eq!((outcome.as_str(), attempt), ("claimed", 1));
+        assert!(complete(
+            "stripe",
+            "evt_dup_0001",
+            token.unwrap(),
+            json!({"status": 200})
+        ));
+        let (outcome, token, attempt, result) = claim(
+            "stripe",
+            "evt_dup_0001",
+            Some("{\"amount\":2000}"),
+            "5 minutes",
+        );
+        assert_eq!((outcome.as_str(), token, attempt), ("duplicate", None, 1));
+        assert_eq!(result.map(|r| r.0), Some(json!({"status": 200})));
+        // the key stayed one row that saw two deliveries
+        let row = Spi::get_two::<String, i32>(
+            "SELECT state, deliveries FROM webhook_dedup.keys WHERE idem_key = 'evt_dup_0001'",
+        );
+        assert_eq!(row, Ok((Some("completed".into()), Some(2))));
+    }
+
+    /// ID-03: the same key with another payload is a conflict: not
+    /// processed, not answered with the first payload's result, recorded.
+    #[pg_test]
+    fn same_key_other_payload_is_a_conflict() {
+        let (_, token, ..) = claim(
+            "shop",
+            "order-42-charge",
+            Some("{\"amount\":2000}"),
+            "5 minutes",
+        );
+        assert!(complete(
+            "shop",
+            "order-42-charge",
+            token.unwrap(),
+            json!({"charged": 2000})
+        ));
+        let (outcome, token, _, result) = claim(
+            "shop",
+            "order-42-charge",
+            Some("{\"amount\":20000}"),
+            "5 minutes",
+        );
+        assert_eq!(
+            (outcome.as_str(), token, result.map(|r| r.0)),
+            ("conflict", None, None)
+        );
+        // no payload given: nothing to compare, an ordinary duplicate
+        assert_eq!(
+            claim("shop", "order-42-charge", None, "5 minutes").0,
+            "duplicate"
+        );
+        let conflicts = Spi::get_one::<i32>(
+            "SELECT conflicts FROM webhook_dedup.keys WHERE idem_key = 'order-42-charge'",
+        );
+        assert_eq!(conflicts, Ok(Some(1)));
+    }
+
+    /// ID-04: keys of 1 to 255 characters (characters, not bytes).
+    #[pg_test]
+    fn key_length_limits() {
+        assert_eq!(claim("s", &"k".repeat(255), None, "1 minute").0, "claimed");
+        assert_eq!(claim("s", &"é".repeat(255), None, "1 minute").0, "claimed");
+        assert!(
+            error_of("SELECT * FROM webhook_claim('s', repeat('é', 256))").starts_with("22023")
+        );
+    }
+
+    /// ID-05 and ID-11: a lease that expires is reclaimed by the next
+    /// delivery (attempt 2, new token); the first holder's late completion
+    /// is refused; the new holder completes.
+    #[pg_test]
+    fn expired_lease_is_reclaimed_and_the_stale_token_fenced() {
+        let (outcome, token_a, ..) = claim("svc", "evt_lease_0001", None, "50 milliseconds");
+        assert_eq!(outcome, "claimed");
+        assert_eq!(
+            claim("svc", "evt_lease_0001", None, "30 seconds").0,
+            "in_progress"
+        );
+        Spi::run("SELECT pg_sleep(0.06)").unwrap();
+        let (outcome, token_b, attempt, _) = claim("svc", "evt_lease_0001", None, "30 seconds");
+        assert_eq!((outcome.as_str(), attempt), ("reclaimed", 2));
+        assert_ne!(token_a, token_b);
+        assert!(!complete(
+            "svc",
+            "evt_lease_0001",
+            token_a.unwrap(),
+            json!({"by": "A"})
+        ));
+        assert!(complete(
+            "svc",
+            "evt_lease_0001",
+            token_b.unwrap(),
+            json!({"by": "B"})
+        ));
+        let stored = Spi::get_one::<JsonB>(
+            "SELECT result FROM webhook_dedup.keys WHERE idem_key = 'evt_lease_0001'",
+        );
+        assert_eq!(stored.unwrap().map(|r| r.0), Some(json!({"by": "B"})));
+        // a completed key refuses every token
+        assert!(!complete(
+            "svc",
+            "evt_lease_0001",
+            token_b.unwrap(),
+            json!({"by": "B again"})
+        ));
+    }
+
+    /// A holder whose lease expired but was not reclaimed still completes:
+    /// fencing is by token, not by clock.
+    #[pg_test]
+    fn expired_but_unreclaimed_lease_still_completes() {
+        let (_, token, ..) = claim("svc", "slow", None, "1 millisecond");
+        Spi::run("SELECT pg_sleep(0.01)").unwrap();
+        assert!(complete("svc", "slow", token.unwrap(), json!(null)));
+    }
+
+    /// ID-10: the key comes from the event id, not per-attempt transport
+    /// headers, so two attempts with different X-Request-Id share it.
+    #[pg_test]
+    fn key_ignores_transport_headers() {
+        let key_for = |request_id: &str| {
+            Spi::get_one_with_args::<String>(
+                "SELECT webhook_key('standard', $1::jsonb->>'webhook-id')",
+                &[format!(
+                    r#"{{"webhook-id": "msg_redelivery_0001", "X-Request-Id": "{request_id}"}}"#
+                )
+                .into()],
+            )
+            .unwrap()
+        };
+        assert_eq!(key_for("req-attempt-1"), key_for("req-attempt-2"));
+        assert_eq!(
+            key_for("req-attempt-1").as_deref(),
+            Some("standard:msg_redelivery_0001")
+        );
+    }
+
+    /// Sources scope keys: the same key under two sources is two keys.
+    #[pg_test]
+    fn sources_scope_keys() {
+        assert_eq!(claim("stripe", "evt_1", None, "1 minute").0, "claimed");
+        assert_eq!(claim("github", "evt_1", None, "1 minute").0, "claimed");
+    }
+
+    /// Every claim is counted by source and outcome.
+    #[pg_test]
+    fn claims_are_counted() {
+        let before = Spi::get_one::<i64>(
+            "SELECT coalesce(sum(deliveries), 0)::bigint FROM webhook_dedup.duplicate_metrics WHERE source = 'metered'",
+        )
+        .unwrap()
+        .unwrap();
+        let (_, token, ..) = claim("metered", "a", None, "1 minute");
+        claim("metered", "a", None, "1 minute");
+        complete("metered", "a", token.unwrap(), json!({}));
+        claim("metered", "a", None, "1 minute");
+        let row = Spi::get_three::<i64, i64, i64>(
+            "SELECT sum(deliveries)::bigint, sum(first_claims)::bigint, sum(duplicates)::bigint
+               FROM webhook_dedup.duplicate_metrics WHERE source = 'metered'",
+        )
+        .unwrap();
+        assert_eq!(row, (Some(before + 3), Some(1), Some(2)));
+    }
+
+    /// The README's function list and the catalog agree.
+    #[pg_test]
+    fn readme_lists_every_function() {
+        let readme = include_str!("../../README.md");
+        let in_catalog: Vec<String> = Spi::connect(|client| {
+            client
+                .select(
+                    "SELECT DISTINCT CASE WHEN n.nspname = 'webhook_dedup' THEN 'webhook_dedup.' ELSE '' END || p.proname
+                       FROM pg_depend d
+                       JOIN pg_proc p ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+                       JOIN pg_namespace n ON n.oid = p.pronamespace
+                       JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
+                      WHERE e.extname = 'webhook_dedup' AND d.deptype = 'e'
+                        AND n.nspname <> 'tests' -- the pg_test build's own test functions
+                      ORDER BY 1",
+                    None,
+                    &[],
+                )
+                .unwrap()
+                .map(|row| row.get::<String>(1).unwrap().unwrap())
+                .collect()
+        });
+        assert!(in_catalog.len() >= 7, "{in_catalog:?}");
+        for name in &in_catalog {
+            assert!(
+                readme.contains(&format!("`{name}(")),
+                "README does not list {name}"
+            );
+        }
+    }
+}

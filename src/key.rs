@@ -1,0 +1,231 @@
+//! Scoped, bounded idempotency keys.
+//!
+//! `webhook_key(source, event_id, environment, account, operation)` builds
+//! a key that is
+//! - **scoped**: the source (and optionally environment, account and
+//!   operation) is part of the key, so `evt_1` from two providers or two
+//!   accounts never collide;
+//! - **injective**: every part is escaped (`%` → `%25`, `:` → `%3A`) before
+//!   the parts are joined with `:`, so `("ab","c")` and `("a","bc")` differ;
+//!   with no optional part the key has 2 fields (`source:event_id`),
+//!   otherwise exactly 5 (`source:environment:account:event_id:operation`,
+//!   an absent optional part being an empty field), so the field count says
+//!   which form it is. Empty parts are rejected, so an empty field can only
+//!   mean NULL;
+//! - **bounded**: at most [`MAX_KEY_CHARS`] characters. A longer readable
+//!   form keeps its first 189 characters and replaces the rest with `%h`
+//!   and the 64 hex digits of SHA-256 over the whole readable form. `%h`
+//!   never occurs in a readable key (every `%` there starts `%25` or `%3A`),
+//!   so a hashed key never equals a readable one;
+//! - **case-sensitive and unnormalized**: ids are compared byte for byte.
+
+use crate::error::Error;
+use sha2::{Digest, Sha256};
+
+/// The longest key, in characters. Stripe documents idempotency keys of
+/// up to 255 characters (<https://docs.stripe.com/api/idempotent_requests>).
+pub const MAX_KEY_CHARS: usize = 255;
+const HASH_MARK: &str = "%h";
+const HASH_HEX_CHARS: usize = 64;
+
+/// The parts of a key. `source` and `event_id` are required.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Parts<'a> {
+    pub source: &'a str,
+    pub event_id: &'a str,
+    pub environment: Option<&'a str>,
+    pub account: Option<&'a str>,
+    pub operation: Option<&'a str>,
+}
+
+/// Derive the key for `parts`. Empty parts are 22023.
+pub fn derive(parts: &Parts<'_>) -> Result<String, Error> {
+    let check = |name: &str, value: &str| {
+        if value.is_empty() {
+            Err(Error::invalid(format!("{name} must not be empty")))
+        } else {
+            Ok(())
+        }
+    };
+    check("source", parts.source)?;
+    check("event_id", parts.event_id)?;
+    for (name, part) in [
+        ("environment", parts.environment),
+        ("account", parts.account),
+        ("operation", parts.operation),
+    ] {
+        if let Some(value) = part {
+            check(name, value)?;
+        }
+    }
+
+    let mut readable = String::with_capacity(parts.source.len() + parts.event_id.len() + 8);
+    if parts.environment.is_none() && parts.account.is_none() && parts.operation.is_none() {
+        push_escaped(&mut readable, parts.source);
+        readable.push(':');
+        push_escaped(&mut readable, parts.event_id);
+    } else {
+        let fields = [
+            Some(parts.source),
+            parts.environment,
+            parts.account,
+            Some(parts.event_id),
+            parts.operation,
+        ];
+        for (i, field) in fields.iter().enumerate() {
+            if i > 0 {
+                readable.push(':');
+            }
+            if let Some(value) = field {
+                push_escaped(&mut readable, value);
+            }
+        }
+    }
+    Ok(bound(readable))
+}
+
+fn push_escaped(out: &mut String, part: &str) {
+    for c in part.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            ':' => out.push_str("%3A"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// Replace the tail of an over-long readable key by its hash.
+fn bound(readable: String) -> String {
+    if readable.chars().count() <= MAX_KEY_CHARS {
+        return readable;
+    }
+    let keep = MAX_KEY_CHARS - HASH_MARK.len() - HASH_HEX_CHARS;
+    let mut key: String = readable.chars().take(keep).collect();
+    key.push_str(HASH_MARK);
+    key.push_str(&hex::encode(Sha256::digest(readable.as_bytes())));
+    key
+}
+
+/// Check a key or source given to the claim functions: non-empty and at
+/// most [`MAX_KEY_CHARS`] characters (characters, not bytes, as Stripe
+/// counts them). Errors are 22023 naming the argument.
+pub fn check_bounded(what: &str, value: &str) -> Result<(), Error> {
+    if value.is_empty() {
+        return Err(Error::invalid(format!("{what} must not be empty")));
+    }
+    let chars = value.chars().count();
+    if chars > MAX_KEY_CHARS {
+        return Err(Error::invalid_with_hint(
+            format!("{what} is {chars} characters long; the limit is {MAX_KEY_CHARS}"),
+            "Derive keys with webhook_key(), which bounds them.",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(source: &str, event_id: &str) -> String {
+        derive(&Parts {
+            source,
+            event_id,
+            ..Parts::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn readable_forms() {
+        assert_eq!(
+            key("github", "72d3162e-cc78-11e3-81ab-4c9367dc0958"),
+            "github:72d3162e-cc78-11e3-81ab-4c9367dc0958"
+        );
+        let full = derive(&Parts {
+            source: "stripe",
+            event_id: "evt_456",
+            environment: Some("live"),
+            account: Some("acct_123"),
+            operation: Some("fulfillment"),
+        })
+        .unwrap();
+        assert_eq!(full, "stripe:live:acct_123:evt_456:fulfillment");
+        let partial = derive(&Parts {
+            source: "stripe",
+            event_id: "evt_456",
+            account: Some("acct_123"),
+            ..Parts::default()
+        })
+        .unwrap();
+        assert_eq!(partial, "stripe::acct_123:evt_456:");
+    }
+
+    #[test]
+    fn delimiters_in_parts_cannot_collide() {
+        assert_ne!(key("ab", "c"), key("a", "bc"));
+        assert_ne!(key("a:b", "c"), key("a", "b:c"));
+        assert_eq!(key("a:b", "c%"), "a%3Ab:c%25");
+        // a literal "%3A" in an id is escaped, so it differs from an escaped ':'
+        assert_ne!(key("a", "%3A"), key("a", ":"));
+        // the 2-field form never equals a 5-field form
+        let five = derive(&Parts {
+            source: "a",
+            event_id: "b",
+            operation: Some("c"),
+            ..Parts::default()
+        })
+        .unwrap();
+        assert_ne!(five, key("a", "b:c"));
+    }
+
+    #[test]
+    fn empty_parts_are_rejected() {
+        assert!(derive(&Parts {
+            source: "",
+            event_id: "x",
+            ..Parts::default()
+        })
+        .is_err());
+        assert!(derive(&Parts {
+            source: "s",
+            event_id: "",
+            ..Parts::default()
+        })
+        .is_err());
+        assert!(derive(&Parts {
+            source: "s",
+            event_id: "x",
+            account: Some(""),
+            ..Parts::default()
+        })
+        .is_err());
+    }
+
+    #[test]
+    fn long_keys_are_hashed_and_bounded() {
+        let long = "é".repeat(300);
+        let k = key("src", &long);
+        assert_eq!(k.chars().count(), MAX_KEY_CHARS);
+        assert!(k.contains(HASH_MARK));
+        assert_eq!(k, key("src", &long), "deterministic");
+        // same 189-character prefix, different tails: different keys
+        let other = format!("{}x", &long[..long.len() - 2]);
+        assert_ne!(key("src", &other), k);
+        // exactly 255 readable characters stay readable
+        let fits = "k".repeat(MAX_KEY_CHARS - 4);
+        assert_eq!(key("src", &fits).chars().count(), MAX_KEY_CHARS);
+        assert!(!key("src", &fits).contains(HASH_MARK));
+    }
+
+    #[test]
+    fn bounded_check_counts_characters() {
+        assert!(check_bounded("idem_key", &"é".repeat(255)).is_ok());
+        let err = check_bounded("idem_key", &"k".repeat(256)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "idem_key is 256 characters long; the limit is 255"
+        );
+        assert!(check_bounded("idem_key", "").is_err());
+    }
+}

@@ -1,0 +1,70 @@
+//! webhook_dedup: webhook signature verification, idempotency keys and an
+//! at-least-once claim state machine, inside PostgreSQL.
+//!
+//! Layout (one concern per file; see `docs/design.md`):
+//!
+//! | module | concern | Postgres? |
+//! | --- | --- | --- |
+//! | [`signature`] | provider signature schemes, constant-time core | no (pure) |
+//! | [`key`] | scoped, bounded idempotency keys | no (pure) |
+//! | [`claim`] | the claim state machine: decisions and argument rules | no (pure) |
+//! | [`partition`] | time-partition arithmetic | no (pure) |
+//! | [`error`] | one error type, one SQLSTATE mapping | raising only |
+//! | [`guc`] | every `webhook_dedup.*` setting | yes |
+//! | [`time`] | timestamptz/interval conversions | yes |
+//! | [`spi`] | kept plans executed with an explicit snapshot | yes |
+//! | [`metrics`] | shared-memory counters and their flush | yes |
+//! | [`api`] | the thin `#[pg_extern]` wrappers (the SQL surface) | yes |
+//!
+//! Hand-written DDL lives in `src/sql/*.sql`; upgrade scripts in `sql/`.
+
+use pgrx::prelude::*;
+
+pub mod api;
+pub mod claim;
+pub mod error;
+pub mod guc;
+pub mod key;
+pub mod metrics;
+pub mod partition;
+pub mod signature;
+pub mod spi;
+pub mod time;
+
+::pgrx::pg_module_magic!(name, version);
+
+// The schema and its tables come first, the views and comments last (after
+// every generated function exists).
+extension_sql_file!("sql/schema.sql", name = "schema", bootstrap);
+extension_sql_file!("sql/finalize.sql", name = "finalize", finalize);
+
+/// Library load: register settings and, when preloaded, shared memory.
+///
+/// Returns at once under `pg_upgrade` (binary upgrade mode must not start
+/// anything). Shared memory can only be requested from
+/// `shared_preload_libraries`; without it the extension still works and the
+/// metrics fall back as documented in [`metrics`].
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    // SAFETY: reading a backend-global flag set before any library is loaded.
+    if unsafe { pg_sys::IsBinaryUpgrade } {
+        return;
+    }
+    guc::init();
+    // SAFETY: reading a backend-global flag; true only while the postmaster
+    // processes shared_preload_libraries.
+    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        metrics::init_shared_memory();
+    }
+}
+
+/// Required by `cargo pgrx test`.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec!["shared_preload_libraries = 'webhook_dedup'"]
+    }
+}

@@ -1,0 +1,132 @@
+//! The request's header map as the SQL functions receive it: a JSON object
+//! whose names match case-insensitively (RFC 9110 section 5.1) and whose
+//! values are a string or an array of strings (a header sent several times).
+
+use crate::error::Error;
+use serde_json::Value;
+
+/// A header that must appear once was sent several times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repeated;
+
+/// Header names lower-cased, each with every value it was sent with.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Headers {
+    entries: Vec<(String, Vec<String>)>,
+}
+
+impl Headers {
+    /// Build from `(name, value)` pairs; names are folded to lower case and
+    /// repeated names collect their values in order.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut headers = Headers::default();
+        for (name, value) in pairs {
+            headers.push(name, value.to_string());
+        }
+        headers
+    }
+
+    /// Build from a JSON object. Errors (22023) when it is not an object or
+    /// a value is neither a string nor an array of strings.
+    pub fn from_json(value: &Value) -> Result<Self, Error> {
+        let Value::Object(map) = value else {
+            return Err(Error::invalid(format!(
+                "headers must be a JSON object of header names to values, not {}",
+                json_kind(value)
+            )));
+        };
+        let mut headers = Headers::default();
+        for (name, value) in map {
+            match value {
+                Value::String(text) => headers.push(name, text.clone()),
+                Value::Array(items) => {
+                    for item in items {
+                        let Value::String(text) = item else {
+                            return Err(bad_value(name, item));
+                        };
+                        headers.push(name, text.clone());
+                    }
+                }
+                other => return Err(bad_value(name, other)),
+            }
+        }
+        Ok(headers)
+    }
+
+    fn push(&mut self, name: &str, value: String) {
+        let name = name.to_ascii_lowercase();
+        match self.entries.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, values)) => values.push(value),
+            None => self.entries.push((name, vec![value])),
+        }
+    }
+
+    /// Every value of header `name` (given in lower case).
+    pub fn all(&self, name: &str) -> &[String] {
+        debug_assert_eq!(name, name.to_ascii_lowercase());
+        self.entries
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(&[], |(_, v)| v.as_slice())
+    }
+
+    /// The single value of header `name`: `Ok(None)` when absent,
+    /// `Err(Repeated)` when sent more than once (ambiguous, so rejected).
+    pub fn one(&self, name: &str) -> Result<Option<&str>, Repeated> {
+        match self.all(name) {
+            [] => Ok(None),
+            [value] => Ok(Some(value.as_str())),
+            _ => Err(Repeated),
+        }
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn bad_value(name: &str, value: &Value) -> Error {
+    Error::invalid(format!(
+        "header \"{name}\" must be a string or an array of strings, not {}",
+        json_kind(value)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_fold_case_and_merge() {
+        let h = Headers::from_json(
+            &json!({"X-Hub-Signature-256": "a", "x-hub-signature-256": ["b", "c"]}),
+        )
+        .unwrap();
+        assert_eq!(h.all("x-hub-signature-256"), ["a", "b", "c"]);
+        assert_eq!(h.one("x-hub-signature-256"), Err(Repeated));
+        assert_eq!(h.one("missing"), Ok(None));
+    }
+
+    #[test]
+    fn rejects_non_string_values() {
+        assert!(Headers::from_json(&json!(["a"])).is_err());
+        assert!(Headers::from_json(&json!({"a": 1})).is_err());
+        assert!(Headers::from_json(&json!({"a": [1]})).is_err());
+        assert!(Headers::from_json(&json!({"a": null})).is_err());
+        assert_eq!(
+            Headers::from_json(&json!({"a": []}))
+                .unwrap()
+                .all("a")
+                .len(),
+            0
+        );
+    }
+}

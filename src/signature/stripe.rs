@@ -1,0 +1,218 @@
+//! Stripe: `Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>...][,v0=<hex>]`
+//! where each `v1` is HMAC-SHA256 of `"{t}.{raw body}"` under the endpoint
+//! secret, the whole `whsec_...` string taken as UTF-8 bytes (it is not
+//! base64-decoded, unlike Standard Webhooks).
+//!
+//! Source: Stripe Docs, "Check the webhook signatures" /
+//! "Verify manually", <https://docs.stripe.com/webhooks#verify-manually>:
+//! several `v1` entries appear while a secret is rolled; `v0` (test mode) and
+//! other schemes are ignored; the libraries' default tolerance is 300 s.
+//! This verifier makes the window symmetric (a timestamp more than the
+//! tolerance in the future is rejected too), which Stripe's libraries do not.
+
+use super::{ct, parse_unix_seconds, window, Delivery, Reason, Verdict};
+
+/// The signature header, lower-cased.
+pub const HEADER: &str = "stripe-signature";
+/// Stripe's documented default tolerance, seconds.
+pub const DEFAULT_TOLERANCE_S: i64 = 300;
+
+/// A parsed `Stripe-Signature` header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parsed<'a> {
+    /// The timestamp exactly as sent (the signed bytes use this text).
+    pub timestamp_text: &'a str,
+    pub timestamp: i64,
+    /// Decoded `v1` signatures (32 bytes each).
+    pub v1: Vec<Vec<u8>>,
+    /// Whether elements with other scheme tags (`v0`, ...) were present.
+    pub other_schemes: bool,
+}
+
+/// Parse the header. Elements are separated by `,` with optional
+/// whitespace; a malformed element (no `=`, bad hex) is skipped; a missing,
+/// duplicated or malformed `t` rejects the whole header.
+pub fn parse(value: &str) -> Result<Parsed<'_>, Reason> {
+    let mut timestamp: Option<(&str, i64)> = None;
+    let mut v1 = Vec::new();
+    let mut other_schemes = false;
+    for element in value.split(',') {
+        let Some((key, val)) = element.trim().split_once('=') else {
+            continue;
+        };
+        let val = val.trim();
+        match key.trim() {
+            "t" => {
+                if timestamp.is_some() {
+                    return Err(Reason::MalformedHeader);
+                }
+                timestamp = Some((val, parse_unix_seconds(val).ok_or(Reason::MalformedHeader)?));
+            }
+            "v1" => v1.extend(ct::decode_hex(val, 32)),
+            _ => other_schemes = true,
+        }
+    }
+    let (timestamp_text, timestamp) = timestamp.ok_or(Reason::MalformedHeader)?;
+    Ok(Parsed {
+        timestamp_text,
+        timestamp,
+        v1,
+        other_schemes,
+    })
+}
+
+/// Verify a Stripe delivery: some `v1` must match some secret, and the
+/// signed timestamp must be within `tolerance_s` of `now_unix`.
+pub fn verify(
+    delivery: Delivery<'_>,
+    secrets: &[&str],
+    tolerance_s: i64,
+    now_unix: i64,
+) -> Verdict {
+    let value = match delivery.headers.one(HEADER) {
+        Ok(Some(value)) => value,
+        Ok(None) => return Verdict::rejected(Reason::MissingHeader),
+        Err(_repeated) => return Verdict::rejected(Reason::MalformedHeader),
+    };
+    let parsed = match parse(value) {
+        Ok(parsed) => parsed,
+        Err(reason) => return Verdict::rejected(reason),
+    };
+    let signed_at = Some(parsed.timestamp);
+    if parsed.v1.is_empty() {
+        let reason = if parsed.other_schemes {
+            Reason::UnsupportedVersion
+        } else {
+            Reason::MalformedHeader
+        };
+        return Verdict {
+            reason,
+            secret_index: None,
+            signed_at,
+        };
+    }
+    for (index, secret) in secrets.iter().enumerate() {
+        let expected = ct::hmac_sha256(
+            secret.as_bytes(),
+            &[parsed.timestamp_text.as_bytes(), b".", delivery.body],
+        );
+        if parsed.v1.iter().any(|sig| ct::equal(&expected, sig)) {
+            let reason = window(parsed.timestamp, now_unix, tolerance_s);
+            return Verdict {
+                reason,
+                secret_index: Some(index),
+                signed_at,
+            };
+        }
+    }
+    Verdict {
+        reason: Reason::NoMatchingSignature,
+        secret_index: None,
+        signed_at,
+    }
+}
+
+/// The header value Stripe would send for `body` under `secret` at `t`.
+pub fn sign(body: &[u8], secret: &str, t: i64) -> String {
+    let t = t.to_string();
+    let mac = ct::hmac_sha256(secret.as_bytes(), &[t.as_bytes(), b".", body]);
+    format!("t={t},v1={}", hex::encode(mac))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::signature::Headers;
+
+    const SECRET: &str = "whsec_test_secret";
+    const NOW: i64 = 1_700_000_000;
+
+    fn check(body: &[u8], header: &str, secrets: &[&str], now: i64) -> Verdict {
+        let headers = Headers::from_pairs([("Stripe-Signature", header)]);
+        verify(
+            Delivery {
+                body,
+                headers: &headers,
+            },
+            secrets,
+            DEFAULT_TOLERANCE_S,
+            now,
+        )
+    }
+
+    #[test]
+    fn sign_then_verify() {
+        let header = sign(b"{}", SECRET, NOW);
+        let v = check(b"{}", &header, &[SECRET], NOW + 10);
+        assert_eq!(
+            (v.reason, v.secret_index, v.signed_at),
+            (Reason::Ok, Some(0), Some(NOW))
+        );
+    }
+
+    #[test]
+    fn window_and_tampering() {
+        let header = sign(b"{}", SECRET, NOW);
+        assert_eq!(
+            check(b"{}", &header, &[SECRET], NOW + 301).reason,
+            Reason::TimestampTooOld
+        );
+        assert_eq!(
+            check(b"{}", &header, &[SECRET], NOW - 301).reason,
+            Reason::TimestampTooNew
+        );
+        assert_eq!(
+            check(b"{} ", &header, &[SECRET], NOW).reason,
+            Reason::NoMatchingSignature
+        );
+        // the timestamp is signed: changing it breaks the signature
+        let moved = header.replacen(&NOW.to_string(), &(NOW + 1).to_string(), 1);
+        assert_eq!(
+            check(b"{}", &moved, &[SECRET], NOW).reason,
+            Reason::NoMatchingSignature
+        );
+    }
+
+    #[test]
+    fn header_parsing_rules() {
+        let sig = "5".repeat(64);
+        assert_eq!(parse(&format!("t=1, v1={sig}")).unwrap().v1.len(), 1);
+        assert_eq!(
+            parse(&format!("t=1,v1={sig},v1=zz,junk,v0={sig}"))
+                .unwrap()
+                .v1
+                .len(),
+            1
+        );
+        assert!(parse(&format!("t=1,v0={sig}")).unwrap().other_schemes);
+        assert_eq!(
+            parse(&format!("t=1,t=2,v1={sig}")),
+            Err(Reason::MalformedHeader)
+        );
+        assert_eq!(
+            parse(&format!("t=17e8,v1={sig}")),
+            Err(Reason::MalformedHeader)
+        );
+        assert_eq!(parse(&format!("v1={sig}")), Err(Reason::MalformedHeader));
+        assert_eq!(parse(""), Err(Reason::MalformedHeader));
+    }
+
+    #[test]
+    fn two_header_lines_are_ambiguous() {
+        let header = sign(b"{}", SECRET, NOW);
+        let headers = Headers::from_pairs([
+            ("Stripe-Signature", header.as_str()),
+            ("stripe-signature", "t=1"),
+        ]);
+        let v = verify(
+            Delivery {
+                body: b"{}",
+                headers: &headers,
+            },
+            &[SECRET],
+            300,
+            NOW,
+        );
+        assert_eq!(v.reason, Reason::MalformedHeader);
+    }
+}

@@ -1,0 +1,49 @@
+-- webhook_dedup: views, comments and the first partitions (runs last in
+-- the install script, after every generated function exists).
+
+CREATE VIEW webhook_dedup.duplicate_metrics AS
+SELECT c.source,
+       c.bucket,
+       pg_catalog.sum(c.deliveries)::bigint AS deliveries,
+       pg_catalog.sum(c.first_claims)::bigint AS first_claims,
+       pg_catalog.sum(c.reclaims)::bigint AS reclaims,
+       (pg_catalog.sum(c.duplicates_of_completed) + pg_catalog.sum(c.duplicates_in_progress))::bigint AS duplicates,
+       pg_catalog.sum(c.duplicates_of_completed)::bigint AS duplicates_of_completed,
+       pg_catalog.sum(c.duplicates_in_progress)::bigint AS duplicates_in_progress,
+       pg_catalog.sum(c.conflicts)::bigint AS conflicts,
+       pg_catalog.sum(c.completions)::bigint AS completions,
+       pg_catalog.sum(c.stale_completions)::bigint AS stale_completions,
+       CASE WHEN pg_catalog.sum(c.deliveries) > 0
+            THEN ((pg_catalog.sum(c.duplicates_of_completed) + pg_catalog.sum(c.duplicates_in_progress))
+                  / pg_catalog.sum(c.deliveries))::double precision
+       END AS duplicate_ratio
+  FROM (SELECT bucket, source, deliveries, first_claims, reclaims, duplicates_of_completed,
+               duplicates_in_progress, conflicts, completions, stale_completions
+          FROM webhook_dedup.claim_counts
+        UNION ALL
+        SELECT l.bucket, l.source, l.counts[1], l.counts[2], l.counts[3], l.counts[4],
+               l.counts[5], l.counts[6], l.counts[10], l.counts[11]
+          FROM webhook_dedup.metrics_live() AS l) AS c
+ GROUP BY c.source, c.bucket;
+
+COMMENT ON VIEW webhook_dedup.duplicate_metrics IS
+  'Claim counts per source and hour (bucket): deliveries (claim calls), first_claims, reclaims (after an expired lease), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts, completions, stale_completions, and duplicate_ratio = duplicates / deliveries. Exact at any moment: flushed counts plus the live shared-memory counts.';
+
+COMMENT ON FUNCTION webhook_dedup.metrics_live() IS
+  'Claim counters in shared memory not yet flushed: bucket (hour), source, event_type and counts[] in the column order of webhook_dedup.claim_counts (deliveries first). Empty when the library is not preloaded.';
+COMMENT ON FUNCTION webhook_dedup.flush_metrics() IS
+  'Moves the shared-memory claim counters into webhook_dedup.claim_counts; returns the number of entries written.';
+COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
+  'One maintenance pass: creates partitions of webhook_dedup.keys ahead (webhook_dedup.premake of webhook_dedup.partition_interval) and flushes the metrics. ran = false when another pass holds the maintenance lock. Call it from the background worker, by hand, or from pg_cron.';
+
+COMMENT ON FUNCTION @extschema@.webhook_verify(text, bytea, jsonb, text[], interval, timestamptz) IS
+  'webhook_verify(scheme, payload, headers, secrets, tolerance => NULL, at => now()) -> boolean. True when payload (the raw body) carries a valid signature of scheme (github: X-Hub-Signature-256 per docs.github.com "Validating webhook deliveries"; stripe: Stripe-Signature per docs.stripe.com/webhooks "Verify manually", 300 s symmetric window) under any of secrets. False for any signature that does not verify. Errors: 22023 unknown scheme, empty or whitespace-padded secret, no secrets; 22004 NULL argument.';
+COMMENT ON FUNCTION @extschema@.webhook_key(text, text, text, text, text) IS
+  'webhook_key(source, event_id, environment => NULL, account => NULL, operation => NULL) -> text. Scoped, injective idempotency key: source:event_id, or source:environment:account:event_id:operation when an optional part is given; parts escaped (% -> %25, : -> %3A); at most 255 characters (longer forms end in %h and a SHA-256). Errors: 22004 NULL source or event_id; 22023 empty part.';
+COMMENT ON FUNCTION @extschema@.webhook_claim(text, text, bytea, interval, text) IS
+  'webhook_claim(source, idem_key, payload => NULL, lease => NULL, event_type => NULL) -> one row (outcome, claim_token, attempt, state, result, last_step, first_seen_at, lease_expires_at). outcome: claimed or reclaimed (process it; claim_token set), in_progress (answer 409 + Retry-After), duplicate (answer 2xx with result), conflict (same key, different payload), retry_later, unknown_outcome, dead_lettered. Atomic under a per-key lock; runs in the caller''s transaction. Errors: 22004 NULL source/idem_key; 22023 empty or over 255 characters, non-positive lease; 40001 under REPEATABLE READ/SERIALIZABLE when a concurrent transaction changed the key after the snapshot.';
+COMMENT ON FUNCTION @extschema@.webhook_complete(text, text, uuid, jsonb) IS
+  'webhook_complete(source, idem_key, claim_token, result => NULL) -> boolean. True when claim_token holds the key''s lease: the key becomes completed and result is returned to later duplicates. False (nothing changed; counted as a stale completion) when the token is stale. Errors: P0002 unknown key; 22004 NULL argument.';
+
+-- The first partitions, so claims never start in the default partition.
+SELECT webhook_dedup.run_maintenance();

@@ -1,0 +1,89 @@
+-- webhook_dedup: schema and tables (runs first in the install script).
+-- Design and the argument for every choice: docs/design.md.
+
+CREATE SCHEMA webhook_dedup;
+COMMENT ON SCHEMA webhook_dedup IS
+  'State of the webhook_dedup extension: idempotency keys, metrics and maintenance functions. Receiver-facing functions are the webhook_* functions in the schema the extension was created in.';
+
+-- One row per (source, idem_key): the claim state machine's state.
+-- Partitioned by time so that expired history is dropped a partition at a
+-- time; uniqueness of (source, idem_key) across partitions is kept by the
+-- per-key advisory lock every writer takes (docs/design.md, "Uniqueness
+-- across partitions"), with each partition's unique index as the last line
+-- of defence.
+CREATE TABLE webhook_dedup.keys (
+    source           text        NOT NULL,
+    idem_key         text        NOT NULL,
+    partition_at     timestamptz NOT NULL,
+    state            text        NOT NULL,
+    attempt          integer     NOT NULL DEFAULT 0,
+    claim_token      uuid,
+    lease_expires_at timestamptz,
+    next_attempt_at  timestamptz,
+    fingerprint      bytea,
+    event_type       text,
+    result           jsonb,
+    last_step        text,
+    last_error       text,
+    deliveries       integer     NOT NULL DEFAULT 1,
+    conflicts        integer     NOT NULL DEFAULT 0,
+    first_seen_at    timestamptz NOT NULL,
+    last_seen_at     timestamptz NOT NULL,
+    completed_at     timestamptz,
+    CONSTRAINT keys_state_check CHECK (state IN
+        ('pending', 'processing', 'completed', 'failed', 'unknown_outcome', 'dead_lettered')),
+    CONSTRAINT keys_source_length CHECK (pg_catalog.char_length(source) BETWEEN 1 AND 255),
+    CONSTRAINT keys_idem_key_length CHECK (pg_catalog.char_length(idem_key) BETWEEN 1 AND 255),
+    CONSTRAINT keys_lease_check CHECK (state <> 'processing' OR
+        (claim_token IS NOT NULL AND lease_expires_at IS NOT NULL))
+) PARTITION BY RANGE (partition_at);
+
+COMMENT ON TABLE webhook_dedup.keys IS
+  'One row per idempotency key (source, idem_key): its state in the claim state machine. Partitioned by partition_at (when the row was stored); see docs/design.md.';
+COMMENT ON COLUMN webhook_dedup.keys.source IS 'Who sent the event (a provider or endpoint name), 1-255 characters.';
+COMMENT ON COLUMN webhook_dedup.keys.idem_key IS 'The idempotency key within the source, 1-255 characters (see webhook_key).';
+COMMENT ON COLUMN webhook_dedup.keys.partition_at IS 'Places the row in a time partition: when it was stored (maintenance may carry a row forward to a newer partition).';
+COMMENT ON COLUMN webhook_dedup.keys.state IS 'pending, processing, completed, failed, unknown_outcome or dead_lettered.';
+COMMENT ON COLUMN webhook_dedup.keys.attempt IS 'Processing attempts so far; grows by one on every claim that grants a lease. The fencing token to pass to downstream systems.';
+COMMENT ON COLUMN webhook_dedup.keys.claim_token IS 'Token of the current (or last) lease; webhook_complete must present it.';
+COMMENT ON COLUMN webhook_dedup.keys.lease_expires_at IS 'When the current lease expires; a later claim reclaims an expired one.';
+COMMENT ON COLUMN webhook_dedup.keys.next_attempt_at IS 'For failed keys: when a retry is due.';
+COMMENT ON COLUMN webhook_dedup.keys.fingerprint IS 'SHA-256 of the first payload claimed with the key; a different payload is a conflict.';
+COMMENT ON COLUMN webhook_dedup.keys.event_type IS 'The provider''s event type, as given to the first claim.';
+COMMENT ON COLUMN webhook_dedup.keys.result IS 'What webhook_complete stored; returned to duplicates.';
+COMMENT ON COLUMN webhook_dedup.keys.last_step IS 'The last checkpointed step, so a reclaimed event resumes there.';
+COMMENT ON COLUMN webhook_dedup.keys.last_error IS 'The last failure''s error text.';
+COMMENT ON COLUMN webhook_dedup.keys.deliveries IS 'Claim calls seen for this key (the first included).';
+COMMENT ON COLUMN webhook_dedup.keys.conflicts IS 'Deliveries of this key whose payload differed from the fingerprint.';
+COMMENT ON COLUMN webhook_dedup.keys.first_seen_at IS 'First claim (database clock).';
+COMMENT ON COLUMN webhook_dedup.keys.last_seen_at IS 'Last activity on the key (claim, completion).';
+COMMENT ON COLUMN webhook_dedup.keys.completed_at IS 'When the key was completed.';
+
+-- Catches rows whose time has no partition yet (maintenance did not run);
+-- maintenance moves them out. Normally empty.
+CREATE TABLE webhook_dedup.keys_default PARTITION OF webhook_dedup.keys DEFAULT WITH (fillfactor = 90);
+CREATE UNIQUE INDEX keys_default_key ON webhook_dedup.keys_default (source, idem_key);
+COMMENT ON TABLE webhook_dedup.keys_default IS
+  'Default partition of webhook_dedup.keys: rows whose time has no partition yet. Normally empty.';
+
+-- Flushed claim counters, one row per hour, source and event type.
+CREATE TABLE webhook_dedup.claim_counts (
+    bucket                  timestamptz NOT NULL,
+    source                  text        NOT NULL,
+    event_type              text        NOT NULL DEFAULT '',
+    deliveries              bigint      NOT NULL DEFAULT 0,
+    first_claims            bigint      NOT NULL DEFAULT 0,
+    reclaims                bigint      NOT NULL DEFAULT 0,
+    duplicates_of_completed bigint      NOT NULL DEFAULT 0,
+    duplicates_in_progress  bigint      NOT NULL DEFAULT 0,
+    conflicts               bigint      NOT NULL DEFAULT 0,
+    retry_later             bigint      NOT NULL DEFAULT 0,
+    unknown_outcome         bigint      NOT NULL DEFAULT 0,
+    dead_lettered           bigint      NOT NULL DEFAULT 0,
+    completions             bigint      NOT NULL DEFAULT 0,
+    stale_completions       bigint      NOT NULL DEFAULT 0,
+    PRIMARY KEY (source, bucket, event_type)
+);
+CREATE INDEX claim_counts_bucket ON webhook_dedup.claim_counts (bucket);
+COMMENT ON TABLE webhook_dedup.claim_counts IS
+  'Claim counters flushed from shared memory by webhook_dedup.run_maintenance(): one row per hour (bucket), source and event type ('''' when unknown). Read them through webhook_dedup.duplicate_metrics.';

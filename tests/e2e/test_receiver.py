@@ -1,0 +1,170 @@
+"""The example receiver over real HTTP against the real extension, one fault at a time.
+
+Every test uses fresh delivery ids, so the tests share one receiver and one
+database without seeing each other's keys.
+"""
+
+import email.message
+import json
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import psycopg
+from psycopg.rows import namedtuple_row
+
+from support import FIXTURES, LEASE_SECONDS, SECRET  # also puts examples/ on sys.path
+
+import receiver
+from replay import CRASH_AFTER_CLAIM, FAULT_HEADER, github_headers, post, sign
+
+BODY = (FIXTURES / "push" / "payload.json").read_bytes()
+
+
+def new_delivery_id() -> str:
+    return str(uuid.uuid4())
+
+
+def signed(delivery_id: str, body: bytes = BODY, secret: str = SECRET) -> dict:
+    return github_headers(delivery_id, "push", sign(secret, body))
+
+
+def test_sequential_duplicate_gets_the_first_answer_and_no_second_side_effect(receiver_url, db):
+    delivery = new_delivery_id()
+
+    first = post(receiver_url, BODY, signed(delivery))
+    second = post(receiver_url, BODY, signed(delivery))
+
+    assert (first.status, first.outcome) == (200, "claimed")
+    assert (second.status, second.outcome) == (200, "duplicate")
+    assert second.body == first.body
+    assert json.loads(first.body)["status"] == 200
+    assert db.side_effect_attempts(delivery) == [1]
+    assert db.key(delivery) == ("completed", 1)
+
+
+def test_concurrent_copies_process_once(receiver_url, db):
+    delivery = new_delivery_id()
+    barrier = threading.Barrier(2)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        copies = list(pool.map(lambda _: post(receiver_url, BODY, signed(delivery), barrier),
+                               range(2)))
+
+    winners = [a for a in copies if a.outcome == "claimed"]
+    losers = [a for a in copies if a.outcome != "claimed"]
+    assert len(winners) == 1 and winners[0].status == 200
+    # The loser either hit the live lease or arrived after the completion.
+    assert (losers[0].status, losers[0].outcome) in {(409, "in_progress"), (200, "duplicate")}
+    if losers[0].status == 409:
+        assert losers[0].retry_after == "1"
+
+    # The provider retries the non-2xx copy; both answers are in by now, so
+    # the key is completed and the retry is answered from the stored result.
+    retry = post(receiver_url, BODY, signed(delivery))
+    assert (retry.status, retry.outcome) == (200, "duplicate")
+    assert retry.body == winners[0].body
+    assert db.side_effect_attempts(delivery) == [1]
+    assert db.key(delivery) == ("completed", 1)
+
+
+def test_crash_after_claim_is_reclaimed_once_the_lease_expires(receiver_url, db):
+    delivery = new_delivery_id()
+
+    crashed = post(receiver_url, BODY, {**signed(delivery), FAULT_HEADER: CRASH_AFTER_CLAIM})
+    crashed_at = time.monotonic()
+    assert crashed.status is None  # connection closed, no response at all
+    assert db.key(delivery) == ("processing", 1)
+    # The side effect was inserted but never committed: the dead connection took it along.
+    assert db.side_effect_attempts(delivery) == []
+
+    early = post(receiver_url, BODY, signed(delivery))
+    assert (early.status, early.outcome, early.retry_after) == (409, "in_progress", "1")
+    assert db.key(delivery) == ("processing", 1)
+
+    time.sleep(max(0.0, crashed_at + LEASE_SECONDS + 0.5 - time.monotonic()))
+    late = post(receiver_url, BODY, signed(delivery))
+    assert (late.status, late.outcome) == (200, "reclaimed")
+    assert db.key(delivery) == ("completed", 2)
+    assert db.side_effect_attempts(delivery) == [2]
+
+
+def test_stale_claim_token_rolls_back_its_side_effect(db_conn, db):
+    """A worker whose lease was reclaimed must not commit its side effect (answers 409)."""
+    delivery = new_delivery_id()
+    key = db_conn.execute("SELECT webhook_key('github', %s)", (delivery,)).fetchone()[0]
+    claims = db_conn.cursor(row_factory=namedtuple_row)
+    claim_sql = "SELECT * FROM webhook_claim('github', %s, %s, %s::interval, 'push')"
+
+    stale = claims.execute(claim_sql, (key, BODY, "1 second")).fetchone()
+    time.sleep(LEASE_SECONDS + 0.5)
+    fresh = claims.execute(claim_sql, (key, BODY, "30 seconds")).fetchone()
+    assert (stale.outcome, fresh.outcome) == ("claimed", "reclaimed")
+
+    with psycopg.connect("", autocommit=True) as conn:
+        lost = receiver.process_claimed(conn, key, delivery, "push", stale)
+        assert (lost.status, lost.retry_after) == (409, 1)
+        assert db.side_effect_attempts(delivery) == []
+        assert db.key(delivery) == ("processing", 2)
+
+        won = receiver.process_claimed(conn, key, delivery, "push", fresh)
+    assert won.status == 200
+    assert db.side_effect_attempts(delivery) == [2]
+    assert db.key(delivery) == ("completed", 2)
+
+
+def test_same_delivery_id_with_other_bytes_is_a_conflict(receiver_url, db):
+    delivery = new_delivery_id()
+    other_body = (FIXTURES / "ping" / "payload.json").read_bytes()
+    assert other_body != BODY
+
+    first = post(receiver_url, BODY, signed(delivery))
+    reused = post(receiver_url, other_body, signed(delivery, other_body))
+
+    assert (first.status, first.outcome) == (200, "claimed")
+    assert (reused.status, reused.outcome) == (422, "conflict")
+    assert db.side_effect_attempts(delivery) == [1]
+
+
+def test_tampered_body_is_refused_and_leaves_nothing(receiver_url, db):
+    delivery = new_delivery_id()
+    tampered = BODY.replace(b'"ref"', b'"reg"', 1)
+    assert tampered != BODY
+
+    answer = post(receiver_url, tampered, signed(delivery))  # signature of the original bytes
+
+    assert (answer.status, answer.outcome) == (401, None)
+    assert db.key(delivery) is None
+    assert db.side_effect_attempts(delivery) == []
+
+
+def test_wrong_secret_is_refused_and_leaves_nothing(receiver_url, db):
+    delivery = new_delivery_id()
+
+    answer = post(receiver_url, BODY, signed(delivery, secret="not-" + SECRET))
+
+    assert (answer.status, answer.outcome) == (401, None)
+    assert db.key(delivery) is None
+    assert db.side_effect_attempts(delivery) == []
+
+
+def test_missing_delivery_id_is_a_bad_request(receiver_url):
+    headers = signed(new_delivery_id())
+    del headers["X-GitHub-Delivery"]
+
+    answer = post(receiver_url, BODY, headers)
+
+    assert (answer.status, answer.outcome) == (400, None)
+    assert "X-GitHub-Delivery" in json.loads(answer.body)["error"]
+
+
+def test_headers_json_lowercases_names_and_keeps_repeated_values():
+    headers = email.message.Message()
+    headers["X-Hub-Signature-256"] = "sha256=aa"
+    headers["x-hub-signature-256"] = "sha256=bb"
+    headers["X-GitHub-Event"] = "push"
+
+    assert receiver.headers_json(headers) == {
+        "x-hub-signature-256": ["sha256=aa", "sha256=bb"],
+        "x-github-event": "push",
+    }

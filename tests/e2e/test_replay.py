@@ -1,0 +1,43 @@
+"""A small replay of real GitHub payloads through replay.py, with every fault kind."""
+
+import random
+from collections import Counter
+
+from support import FIXTURES, LEASE_SECONDS, SECRET  # also puts examples/ on sys.path
+
+import replay
+
+EVENTS = 30
+SEED = 7
+
+
+def test_replay_with_every_fault_keeps_exactly_one_side_effect_per_event(receiver_url, db_conn):
+    fixtures = random.Random(SEED).sample(replay.load_fixtures(FIXTURES), EVENTS)
+    plan = replay.build_plan(fixtures, SEED)
+    kinds = Counter(d.kind for d in plan)
+    assert all(kinds[k] >= 1 for k in replay.KINDS), kinds
+    assert sum(kinds.values()) - kinds["tampered"] == EVENTS
+
+    results = replay.run(plan, receiver_url, SECRET, LEASE_SECONDS)
+    report = replay.check(db_conn, results)
+
+    assert report.problems == []
+    assert report.side_effects_histogram == {1: EVENTS}
+    assert report.tampered_stored == 0
+    assert report.rejected_signatures == kinds["tampered"]
+    assert report.outcomes["reclaimed"] == kinds["crash"]
+    # Every valid event is claimed once; a crash's claim is answered by no one.
+    assert report.outcomes["claimed"] == EVENTS - kinds["crash"]
+    assert report.outcomes["duplicate"] >= kinds["sequential"]
+
+
+def test_check_flags_an_event_that_never_reached_the_database(db_conn):
+    fixture = replay.load_fixtures(FIXTURES)[0]
+    never_sent = replay.DeliveryResult(replay.make_delivery("plain", fixture, fixture.body))
+
+    report = replay.check(db_conn, [never_sent])
+
+    assert not report.ok
+    assert report.side_effects_histogram == {0: 1}
+    assert any("0 side effects" in p for p in report.problems)
+    assert any("never accepted" in p for p in report.problems)
