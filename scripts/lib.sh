@@ -57,9 +57,16 @@ ensure_cargo_pgrx() {
 
 # Build (release) and install the extension into the PostgreSQL of $PG_CONFIG.
 install_extension() {
-    log "building and installing webhook_dedup into PostgreSQL $PG_MAJOR"
-    (cd "$ROOT" && cargo pgrx install --release --pg-config "$PG_CONFIG" \
-        --no-default-features --features "pg$PG_MAJOR" >/dev/null)
+    log "building (release) and installing webhook_dedup into PostgreSQL $PG_MAJOR"
+    local out
+    out=$(mktemp)
+    if ! (cd "$ROOT" && cargo pgrx install --release --pg-config "$PG_CONFIG" \
+            --no-default-features --features "pg$PG_MAJOR") >"$out" 2>&1; then
+        tail -50 "$out" >&2
+        rm -f "$out"
+        die "building or installing the extension failed"
+    fi
+    rm -f "$out"
 }
 
 ensure_venv() {

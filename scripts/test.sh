@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Every test of webhook_dedup, each layer for what it can prove:
+#   1. lint: rustfmt and clippy (warnings are errors);
+#   2. unit: the pure Rust modules (cargo test, no PostgreSQL);
+#   3. pg_test: the SQL functions in one session (cargo pgrx test);
+#   4. isolation: races between sessions (pg_isolation_regress) on a real cluster;
+#   5. end-to-end: the example receiver and real signed deliveries (pytest).
+# Installs whatever is missing first (see scripts/lib.sh). Exits non-zero on
+# the first failing layer; prints each runner's summary line.
+source "$(dirname "$0")/lib.sh"
+need_root "$@"
+setup_all
+cd "$ROOT"
+
+summary=()
+WORK=$(mktemp -d /tmp/webhook_dedup_test.XXXXXX)
+chown "$PG_OS_USER" "$WORK"
+cleanup() { cluster_stop; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+log "1/5 lint: cargo fmt --check, cargo clippy -D warnings"
+cargo fmt --check
+cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --all-targets -- -D warnings
+summary+=("lint: ok")
+
+log "2/5 unit tests (pure Rust)"
+cargo test --quiet --lib --no-default-features --features "pg$PG_MAJOR" 2>&1 | tee "$WORK/unit.log"
+summary+=("unit: $(grep '^test result:' "$WORK/unit.log" | tail -1)")
+
+log "3/5 #[pg_test] (cargo pgrx test pg$PG_MAJOR)"
+cargo pgrx test "pg$PG_MAJOR" --runas "$PG_OS_USER" --pgdata "$WORK/pgrx-data" 2>&1 | tee "$WORK/pgtest.log" \
+    | grep -E '^test |^test result:|panicked|FAILED' || true
+grep -q '^test result: ok' "$WORK/pgtest.log" && ! grep -q '^test result: FAILED' "$WORK/pgtest.log" \
+    || die "cargo pgrx test failed (log: see above)"
+summary+=("pg_test: $(grep '^test result:' "$WORK/pgtest.log" | head -1)")
+
+# cargo pgrx test installed its own (pg_test) build; put the real one back.
+install_extension
+cluster_start
+
+log "4/5 isolation specs (pg_isolation_regress)"
+ISOLATION=$(dirname "$($PG_CONFIG --pgxs)")/../test/isolation/pg_isolation_regress
+specs=$(cd tests/isolation/specs && ls ./*.spec | sed 's|^\./||; s|\.spec$||')
+# shellcheck disable=SC2086
+if ! "$ISOLATION" --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" \
+        --inputdir=tests/isolation --outputdir="$WORK/isolation" \
+        --dbname=isolation_regression $specs > "$WORK/isolation.log" 2>&1; then
+    cat "$WORK/isolation.log"
+    cat "$WORK"/isolation/regression.diffs 2>/dev/null || true
+    die "isolation specs failed"
+fi
+grep -E '^(ok|not ok|test) ' "$WORK/isolation.log" || true
+summary+=("isolation: $(grep -cE '^(ok|test .*\.\.\. ok)' "$WORK/isolation.log") specs passed")
+
+log "5/5 end-to-end (pytest, real receiver, real signed deliveries)"
+psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION webhook_dedup'
+"$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/e2e 2>&1 | tee "$WORK/e2e.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "end-to-end tests failed"
+summary+=("e2e: $(tail -1 "$WORK/e2e.log")")
+
+log "all layers passed"
+printf '  %s\n' "${summary[@]}"
