@@ -1,7 +1,7 @@
 //! Every `webhook_dedup.*` setting: private statics, typed accessors, one
 //! [`init`]. Contexts are chosen deliberately (see `docs/operations.md`):
-//! `PGC_POSTMASTER` for what sizes shared memory, `PGC_SIGHUP` for what
-//! maintenance reads, `PGC_USERSET` for per-session defaults of a call.
+//! `PGC_SIGHUP` for what maintenance reads, `PGC_USERSET` for per-session
+//! defaults of a call (`PGC_POSTMASTER` will hold what the worker reads once).
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 
@@ -16,10 +16,6 @@ static PARTITION_INTERVAL_S: GucSetting<i32> = GucSetting::<i32>::new(86_400);
 
 /// How many partitions `run_maintenance()` keeps created ahead of now.
 static PREMAKE: GucSetting<i32> = GucSetting::<i32>::new(4);
-
-/// Capacity of the shared-memory metrics table (entries of
-/// source x event type x hour not yet flushed).
-static METRICS_MAX_ENTRIES: GucSetting<i32> = GucSetting::<i32>::new(1024);
 
 pub fn init() {
     GucRegistry::define_int_guc(
@@ -56,17 +52,6 @@ pub fn init() {
         GucContext::Sighup,
         GucFlags::default(),
     );
-    GucRegistry::define_int_guc(
-        c"webhook_dedup.metrics_max_entries",
-        c"Capacity of the shared-memory claim counters.",
-        c"One entry per (source, event type, hour) between two flushes. When it is \
-          full, further new entries are counted in an overflow entry.",
-        &METRICS_MAX_ENTRIES,
-        16,
-        1 << 20,
-        GucContext::Postmaster,
-        GucFlags::default(),
-    );
     // SAFETY: called from _PG_init in the postmaster or a backend; reserving
     // the prefix makes a mistyped webhook_dedup.* setting an error.
     #[cfg(not(any(feature = "pg13", feature = "pg14")))]
@@ -87,8 +72,4 @@ pub fn partition_interval_us() -> i64 {
 
 pub fn premake() -> i64 {
     i64::from(PREMAKE.get())
-}
-
-pub fn metrics_max_entries() -> usize {
-    METRICS_MAX_ENTRIES.get() as usize
 }

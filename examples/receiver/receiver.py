@@ -275,7 +275,7 @@ def main(argv=None) -> None:
     cfg = Config(args.dsn, args.secrets, args.lease, args.fault_injection)
     prepare_database(cfg.dsn)
     server = make_server(args.host, args.port, cfg)
-    # A parent process (tests, make demo) reads this line to learn the port.
+    # A parent process (tests, scripts/demo.sh) reads this line to learn the port.
     print(f"listening on http://{args.host}:{server.server_address[1]}", flush=True)
     # Turn SIGTERM into a normal exit so the listening socket is closed cleanly.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
