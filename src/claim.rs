@@ -180,11 +180,22 @@ pub fn may_complete(state: State, held: Option<&[u8]>, token: &[u8]) -> bool {
     state == State::Processing && held == Some(token)
 }
 
-/// Lease lengths: positive and without months (a month has no fixed length).
+/// The longest lease: a year. A lease is a liveness bound on one attempt,
+/// not a way to park a key (that is what `dead_lettered` is for), and the
+/// bound keeps `now + lease` a finite timestamp.
+pub const MAX_LEASE_US: i64 = 365 * 86_400 * 1_000_000;
+
+/// Lease lengths: positive and at most [`MAX_LEASE_US`] (months are
+/// refused earlier, when the interval is converted).
 pub fn check_lease_us(lease_us: i64) -> Result<i64, crate::error::Error> {
     if lease_us <= 0 {
         return Err(crate::error::Error::invalid(
             "lease must be a positive interval",
+        ));
+    }
+    if lease_us > MAX_LEASE_US {
+        return Err(crate::error::Error::invalid(
+            "lease must be at most 365 days",
         ));
     }
     Ok(lease_us)
@@ -320,6 +331,18 @@ mod tests {
         assert!(!may_complete(State::Processing, Some(&other), &token));
         assert!(!may_complete(State::Completed, Some(&token), &token));
         assert!(!may_complete(State::Pending, None, &token));
+    }
+
+    #[test]
+    fn leases_are_positive_and_bounded() {
+        assert!(check_lease_us(0).is_err());
+        assert!(check_lease_us(-1).is_err());
+        assert_eq!(check_lease_us(1).unwrap(), 1);
+        assert_eq!(check_lease_us(MAX_LEASE_US).unwrap(), MAX_LEASE_US);
+        assert_eq!(
+            check_lease_us(MAX_LEASE_US + 1).unwrap_err().to_string(),
+            "lease must be at most 365 days"
+        );
     }
 
     #[test]

@@ -13,6 +13,8 @@
 //! | [`guc`] | every `webhook_dedup.*` setting | yes |
 //! | [`time`] | timestamptz/interval conversions | yes |
 //! | [`spi`] | kept plans executed with an explicit snapshot | yes |
+//! | [`jsonb`] | `jsonb` passed through without a serde round trip | yes |
+//! | [`subxact`] | internal subtransactions and scoped settings | yes |
 //! | [`metrics`] | shared-memory counters and their flush | yes |
 //! | [`api`] | the thin `#[pg_extern]` wrappers (the SQL surface) | yes |
 //!
@@ -24,11 +26,13 @@ pub mod api;
 pub mod claim;
 pub mod error;
 pub mod guc;
+pub mod jsonb;
 pub mod key;
 pub mod metrics;
 pub mod partition;
 pub mod signature;
 pub mod spi;
+pub mod subxact;
 pub mod time;
 
 ::pgrx::pg_module_magic!(name, version);

@@ -1,41 +1,50 @@
 //! Claim counters: aggregated in shared memory, flushed to a table.
 //!
 //! Every claim call counts one delivery and one outcome for its
-//! (hour, source, event type). Counting happens in shared memory under one
-//! LWLock held for a few hundred nanoseconds, as contrib's
+//! (database, hour, source, event type). Counting happens in shared memory
+//! under one LWLock held for a short, bounded time, as contrib's
 //! pg_stat_statements does, because a per-delivery row write would cost a
 //! claim far more (an extra insert in the claim transaction cost about 30%
-//! of throughput when measured here) and a per-source counter row would
-//! serialise every claim of a source behind one row lock until commit.
+//! of throughput when measured here) and a counter row updated by every
+//! claim would serialise the claims of a source behind one row lock until
+//! commit (and, taken together with a key's lock, could deadlock).
 //!
-//! [`flush`] moves the counters into `webhook_dedup.claim_counts` (called by
-//! `webhook_dedup.run_maintenance()`); `webhook_dedup.duplicate_metrics`
-//! adds the flushed rows and the live ones, so it is exact at any moment.
+//! [`flush`] moves the current database's counters into
+//! `webhook_dedup.claim_counts` (called by `webhook_dedup.run_maintenance()`);
+//! `webhook_dedup.duplicate_metrics` adds the flushed rows and the live ones.
 //!
-//! What can be lost: counters are not transactional (a rolled-back claim
-//! still counted its delivery, which did happen) and live only in memory
-//! until flushed, so a server crash or restart loses at most what arrived
-//! since the last flush. A full table (more than [`CAPACITY`] distinct
-//! (hour, source, event type) since the last flush) counts into one
-//! overflow entry reported with source `(overflow)`.
+//! What can be lost or misplaced:
+//! - counters are not transactional: a rolled-back claim still counted its
+//!   delivery (which did happen);
+//! - unflushed counts die with a server crash or restart, and a flush whose
+//!   transaction aborts loses what it took (at most one flush interval);
+//! - a reader that runs while a flush is between taking the counts and
+//!   committing them sees neither copy for that moment;
+//! - the table holds [`CAPACITY`] entries; past [`MAX_LOAD`] new (hour,
+//!   source, event type) entries of a database are counted in one overflow
+//!   entry per database and hour, reported with source `(overflow)`; if even
+//!   that cannot be stored, the count is dropped and the next flush warns.
 //!
-//! Without `shared_preload_libraries` there is no shared memory: each count
-//! is then written straight to `webhook_dedup.claim_counts` in the caller's
-//! transaction (correct, slower, and serialised per source and hour).
+//! Without `shared_preload_libraries` there is no shared memory and nothing
+//! is counted (the view shows what was flushed before, if anything).
 //!
-//! Locking rule: the LWLock is held only while copying fixed-size entries;
-//! no allocation, SPI or ereport happens under it.
+//! Locking rule: the LWLock is held only to probe the open-addressing table
+//! or to copy fixed-size entries into a buffer allocated beforehand; no
+//! allocation, SPI or ereport happens under it.
 
 use crate::claim::Outcome;
 use crate::partition::align_down;
-use crate::spi::{self, arg, Snap, Statement};
+use crate::spi::{self, arg, Conn, Snap, Statement};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::{pg_shmem_init, PGRXSharedMemory, PgLwLock};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Distinct (hour, source, event type) entries held between two flushes.
+/// Entries in the shared table.
 pub const CAPACITY: usize = 2048;
+/// Ordinary entries stop at this load, so every probe ends at an empty slot
+/// within a few steps; the rest is headroom for overflow entries.
+pub const MAX_LOAD: usize = CAPACITY * 3 / 4;
 /// Bytes of a source kept in a metrics entry (longer ones are cut at a
 /// character boundary).
 pub const SOURCE_BYTES: usize = 128;
@@ -43,6 +52,8 @@ pub const SOURCE_BYTES: usize = 128;
 pub const EVENT_TYPE_BYTES: usize = 64;
 const SLOTS: usize = 16;
 const HOUR_US: i64 = 3_600 * 1_000_000;
+/// How the overflow entry's source is reported.
+pub const OVERFLOW_SOURCE: &str = "(overflow)";
 
 /// One counter per column of `webhook_dedup.claim_counts`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,27 +103,40 @@ impl Counter {
 
 type Counts = [i64; SLOTS];
 
+/// What an entry counts for.
 #[derive(Clone, Copy)]
-struct Entry {
-    used: bool,
+struct Key {
+    database: u32,
     hour: i64,
+    overflow: bool,
     source_len: u8,
     event_type_len: u8,
     source: [u8; SOURCE_BYTES],
     event_type: [u8; EVENT_TYPE_BYTES],
-    counts: Counts,
 }
 
-impl Entry {
-    const EMPTY: Entry = Entry {
-        used: false,
-        hour: 0,
-        source_len: 0,
-        event_type_len: 0,
-        source: [0; SOURCE_BYTES],
-        event_type: [0; EVENT_TYPE_BYTES],
-        counts: [0; SLOTS],
-    };
+impl Key {
+    fn new(database: u32, hour: i64, source: &[u8], event_type: &[u8]) -> Key {
+        let mut key = Key {
+            database,
+            hour,
+            overflow: false,
+            source_len: source.len() as u8,
+            event_type_len: event_type.len() as u8,
+            source: [0; SOURCE_BYTES],
+            event_type: [0; EVENT_TYPE_BYTES],
+        };
+        key.source[..source.len()].copy_from_slice(source);
+        key.event_type[..event_type.len()].copy_from_slice(event_type);
+        key
+    }
+
+    /// The overflow entry of this key's database and hour.
+    fn overflow(&self) -> Key {
+        let mut key = Key::new(self.database, self.hour, b"", b"");
+        key.overflow = true;
+        key
+    }
 
     fn source(&self) -> &[u8] {
         &self.source[..usize::from(self.source_len)]
@@ -121,26 +145,81 @@ impl Entry {
     fn event_type(&self) -> &[u8] {
         &self.event_type[..usize::from(self.event_type_len)]
     }
+
+    fn same(&self, other: &Key) -> bool {
+        self.database == other.database
+            && self.hour == other.hour
+            && self.overflow == other.overflow
+            && self.source() == other.source()
+            && self.event_type() == other.event_type()
+    }
+
+    /// FNV-1a over the key, for the probe start.
+    fn hash(&self) -> usize {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let head = self
+            .database
+            .to_le_bytes()
+            .into_iter()
+            .chain(self.hour.to_le_bytes())
+            .chain([self.overflow as u8]);
+        for b in head
+            .chain(self.source().iter().copied())
+            .chain([0xff])
+            .chain(self.event_type().iter().copied())
+        {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        h as usize
+    }
 }
 
-/// The shared table: open addressing with linear probing; entries are
-/// only ever cleared all at once (by a flush), so no tombstones.
+#[derive(Clone, Copy)]
+struct Entry {
+    used: bool,
+    key: Key,
+    counts: Counts,
+}
+
+impl Entry {
+    const EMPTY: Entry = Entry {
+        used: false,
+        key: Key {
+            database: 0,
+            hour: 0,
+            overflow: false,
+            source_len: 0,
+            event_type_len: 0,
+            source: [0; SOURCE_BYTES],
+            event_type: [0; EVENT_TYPE_BYTES],
+        },
+        counts: [0; SLOTS],
+    };
+}
+
+/// The shared table: open addressing with linear probing, at most
+/// [`CAPACITY`] - 1 entries used (so a probe always meets an empty slot);
+/// entries are only removed by rebuilding (see [`Table::take`]), so there
+/// are no tombstones.
 #[derive(Clone, Copy)]
 pub struct Table {
     entries: [Entry; CAPACITY],
-    overflow: Entry,
+    used: usize,
+    dropped: u64,
 }
 
 impl Default for Table {
     fn default() -> Self {
         Table {
             entries: [Entry::EMPTY; CAPACITY],
-            overflow: Entry::EMPTY,
+            used: 0,
+            dropped: 0,
         }
     }
 }
 
-// SAFETY: plain old data (integers and byte arrays), no pointers.
+// SAFETY: plain old data (integers, booleans and byte arrays), no pointers.
 unsafe impl PGRXSharedMemory for Table {}
 
 static TABLE: PgLwLock<Table> = unsafe { PgLwLock::new(c"webhook_dedup_metrics") };
@@ -173,53 +252,77 @@ fn cut(text: &str, max: usize) -> &[u8] {
     &text.as_bytes()[..end]
 }
 
-/// FNV-1a over the entry key, for the probe start.
-fn slot_hash(hour: i64, source: &[u8], event_type: &[u8]) -> usize {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in hour
-        .to_le_bytes()
-        .iter()
-        .chain(source)
-        .chain([0xff].iter())
-        .chain(event_type)
-    {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h as usize
-}
-
 impl Table {
-    fn add(&mut self, hour: i64, source: &[u8], event_type: &[u8], counters: &[Counter]) {
-        let start = slot_hash(hour, source, event_type) % CAPACITY;
-        for probe in 0..CAPACITY {
-            let entry = &mut self.entries[(start + probe) % CAPACITY];
-            if !entry.used {
-                *entry = Entry::EMPTY;
-                entry.used = true;
-                entry.hour = hour;
-                entry.source_len = source.len() as u8;
-                entry.source[..source.len()].copy_from_slice(source);
-                entry.event_type_len = event_type.len() as u8;
-                entry.event_type[..event_type.len()].copy_from_slice(event_type);
-            } else if entry.hour != hour
-                || entry.source() != source
-                || entry.event_type() != event_type
-            {
-                continue;
+    /// The slot holding `key`, or the empty slot where it would go.
+    fn probe(&self, key: &Key) -> usize {
+        let mut slot = key.hash() % CAPACITY;
+        while self.entries[slot].used && !self.entries[slot].key.same(key) {
+            slot = (slot + 1) % CAPACITY;
+        }
+        slot
+    }
+
+    /// Add `counts` to `key`'s entry, creating it if there is room; past
+    /// [`MAX_LOAD`] the counts go to the overflow entry of the key's
+    /// database and hour instead, and when even that cannot be created
+    /// they are dropped (and counted as dropped).
+    fn add(&mut self, key: &Key, counts: &Counts) {
+        let slot = self.probe(key);
+        let room = if key.overflow { CAPACITY - 1 } else { MAX_LOAD };
+        if !self.entries[slot].used {
+            if self.used >= room {
+                if key.overflow {
+                    self.dropped += 1;
+                } else {
+                    self.add(&key.overflow(), counts);
+                }
+                return;
             }
-            for c in counters {
-                entry.counts[*c as usize] += 1;
+            self.entries[slot] = Entry {
+                used: true,
+                key: *key,
+                counts: [0; SLOTS],
+            };
+            self.used += 1;
+        }
+        for (total, n) in self.entries[slot].counts.iter_mut().zip(counts) {
+            *total += n;
+        }
+    }
+
+    /// Copy every entry of `database` into `out` (which must have room for
+    /// [`CAPACITY`] entries, so nothing allocates) and remove them, keeping
+    /// the other databases' entries.
+    fn take(&mut self, database: u32, out: &mut Vec<Entry>) {
+        debug_assert!(out.capacity() - out.len() >= CAPACITY);
+        let keep_from = out.len();
+        for e in self.entries.iter().filter(|e| e.used) {
+            out.push(*e);
+        }
+        // Rebuild: clear in place, then re-add the others' entries (no tombstones).
+        for e in self.entries.iter_mut() {
+            e.used = false;
+        }
+        self.used = 0;
+        let mut i = keep_from;
+        while i < out.len() {
+            if out[i].key.database == database {
+                i += 1;
+            } else {
+                let other = out.swap_remove(i);
+                self.add(&other.key, &other.counts);
             }
-            return;
         }
-        if !self.overflow.used {
-            self.overflow.used = true;
-            self.overflow.hour = hour;
-        }
-        for c in counters {
-            self.overflow.counts[*c as usize] += 1;
-        }
+    }
+
+    /// Copy every entry of `database` into `out` (room as in [`Table::take`]).
+    fn copy(&self, database: u32, out: &mut Vec<Entry>) {
+        debug_assert!(out.capacity() - out.len() >= CAPACITY);
+        out.extend(
+            self.entries
+                .iter()
+                .filter(|e| e.used && e.key.database == database),
+        );
     }
 }
 
@@ -233,88 +336,79 @@ pub struct Row {
 }
 
 impl Row {
-    fn from_entry(e: &Entry, source: Option<&str>) -> Row {
+    fn from_entry(e: &Entry) -> Row {
+        let source = if e.key.overflow {
+            OVERFLOW_SOURCE.to_string()
+        } else {
+            String::from_utf8_lossy(e.key.source()).into_owned()
+        };
         Row {
-            hour: e.hour,
-            source: source.map_or_else(
-                || String::from_utf8_lossy(e.source()).into_owned(),
-                str::to_string,
-            ),
-            event_type: String::from_utf8_lossy(e.event_type()).into_owned(),
+            hour: e.key.hour,
+            source,
+            event_type: String::from_utf8_lossy(e.key.event_type()).into_owned(),
             counts: e.counts[..Counter::ALL.len()].to_vec(),
         }
     }
 }
 
-fn snapshot_rows(table: &Table) -> Vec<Row> {
-    let mut rows: Vec<Row> = table
-        .entries
-        .iter()
-        .filter(|e| e.used)
-        .map(|e| Row::from_entry(e, None))
-        .collect();
-    if table.overflow.used {
-        rows.push(Row::from_entry(&table.overflow, Some("(overflow)")));
-    }
-    rows
+fn database() -> u32 {
+    // SAFETY: a backend-global set at connection; read-only here.
+    unsafe { pg_sys::MyDatabaseId.to_u32() }
 }
 
 /// Count one event: `Deliveries` (when `delivery`) plus `counter`, for
-/// `source` and `event_type` in the current hour.
+/// `source` and `event_type` in the current hour of this database. Does
+/// nothing when the library was not preloaded.
 pub fn count(source: &str, event_type: Option<&str>, counter: Counter, delivery: bool) {
-    let hour = align_down(crate::time::clock_now(), HOUR_US);
-    let source_b = cut(source, SOURCE_BYTES);
-    let event_b = cut(event_type.unwrap_or(""), EVENT_TYPE_BYTES);
-    let counters: &[Counter] = if delivery {
-        &[Counter::Deliveries, counter]
-    } else {
-        std::slice::from_ref(&counter)
-    };
-    if shared() {
-        TABLE.exclusive().add(hour, source_b, event_b, counters);
+    if !shared() {
         return;
     }
-    let mut counts = vec![0i64; Counter::ALL.len()];
-    for c in counters {
-        counts[*c as usize] += 1;
-    }
-    let row = Row {
+    let hour = align_down(crate::time::clock_now(), HOUR_US);
+    let key = Key::new(
+        database(),
         hour,
-        source: String::from_utf8_lossy(source_b).into_owned(),
-        event_type: String::from_utf8_lossy(event_b).into_owned(),
-        counts,
-    };
-    spi::connected(|| upsert(&row));
+        cut(source, SOURCE_BYTES),
+        cut(event_type.unwrap_or(""), EVENT_TYPE_BYTES),
+    );
+    let mut counts: Counts = [0; SLOTS];
+    counts[counter as usize] += 1;
+    if delivery {
+        counts[Counter::Deliveries as usize] += 1;
+    }
+    TABLE.exclusive().add(&key, &counts);
 }
 
-/// The live (not yet flushed) counters.
+/// The live (not yet flushed) counters of this database.
 pub fn live_rows() -> Vec<Row> {
     if !shared() {
         return Vec::new();
     }
-    let guard = TABLE.share();
-    snapshot_rows(&guard)
+    let mut buffer = Vec::with_capacity(CAPACITY);
+    TABLE.share().copy(database(), &mut buffer);
+    buffer.iter().map(Row::from_entry).collect()
 }
 
-/// Move the live counters into `webhook_dedup.claim_counts`. Returns the
-/// number of entries written. If this transaction aborts after the copy,
-/// the copied counts are lost (at most one flush interval's worth).
+/// Move this database's live counters into `webhook_dedup.claim_counts`.
+/// Returns the number of entries written. If this transaction aborts after
+/// the move, the moved counts are lost (at most one flush interval's worth).
 pub fn flush() -> i64 {
     if !shared() {
         return 0;
     }
-    let rows = {
-        let mut guard = TABLE.exclusive();
-        let rows = snapshot_rows(&guard);
-        if !rows.is_empty() {
-            for e in guard.entries.iter_mut() {
-                e.used = false;
-            }
-            guard.overflow = Entry::EMPTY;
-        }
-        rows
+    let mut buffer = Vec::with_capacity(CAPACITY);
+    let dropped = {
+        let mut table = TABLE.exclusive();
+        table.take(database(), &mut buffer);
+        std::mem::take(&mut table.dropped)
     };
-    spi::connected(|| rows.iter().for_each(upsert));
+    if dropped > 0 {
+        pgrx::warning!(
+            "webhook_dedup: {dropped} claim counts were dropped because the shared metrics table was full; \
+             flush more often (run webhook_dedup.run_maintenance())"
+        );
+    }
+    let rows: Vec<Row> = buffer.iter().map(Row::from_entry).collect();
+    spi::connected(|conn| rows.iter().for_each(|row| upsert(conn, row)));
     rows.len() as i64
 }
 
@@ -339,8 +433,8 @@ static UPSERT: Statement = Statement::new(
     &[pg_sys::TIMESTAMPTZOID, pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::INT8ARRAYOID],
 );
 
-fn upsert(row: &Row) {
-    spi::execute(
+fn upsert(conn: &Conn<'_>, row: &Row) {
+    conn.execute(
         &UPSERT,
         &[
             arg(crate::time::timestamptz(row.hour)),
@@ -392,25 +486,50 @@ mod webhook_dedup {
 mod tests {
     use super::*;
 
+    fn counts(counters: &[Counter]) -> Counts {
+        let mut c = [0; SLOTS];
+        for x in counters {
+            c[*x as usize] += 1;
+        }
+        c
+    }
+
+    /// A table on the heap (it is ~700 KB: too big for a test thread's stack).
+    fn table() -> Box<Table> {
+        // SAFETY: all-zero bytes are a valid, empty Table (false, 0, zeroed arrays).
+        unsafe { Box::<Table>::new_zeroed().assume_init() }
+    }
+
+    fn rows(t: &Table, database: u32) -> Vec<Row> {
+        let mut buffer = Vec::with_capacity(CAPACITY);
+        t.copy(database, &mut buffer);
+        let mut rows: Vec<Row> = buffer.iter().map(Row::from_entry).collect();
+        rows.sort_by(|a, b| {
+            (a.hour, &a.source, &a.event_type).cmp(&(b.hour, &b.source, &b.event_type))
+        });
+        rows
+    }
+
     #[test]
     fn counts_accumulate_per_key() {
-        let mut t = Box::new(Table::default());
+        let mut t = table();
         t.add(
-            0,
-            b"github",
-            b"push",
-            &[Counter::Deliveries, Counter::FirstClaims],
+            &Key::new(1, 0, b"github", b"push"),
+            &counts(&[Counter::Deliveries, Counter::FirstClaims]),
         );
         t.add(
-            0,
-            b"github",
-            b"push",
-            &[Counter::Deliveries, Counter::DuplicatesOfCompleted],
+            &Key::new(1, 0, b"github", b"push"),
+            &counts(&[Counter::Deliveries, Counter::DuplicatesOfCompleted]),
         );
-        t.add(0, b"github", b"issues", &[Counter::Deliveries]);
-        t.add(HOUR_US, b"github", b"push", &[Counter::Deliveries]);
-        let mut rows = snapshot_rows(&t);
-        rows.sort_by(|a, b| (a.hour, &a.event_type).cmp(&(b.hour, &b.event_type)));
+        t.add(
+            &Key::new(1, 0, b"github", b"issues"),
+            &counts(&[Counter::Deliveries]),
+        );
+        t.add(
+            &Key::new(1, HOUR_US, b"github", b"push"),
+            &counts(&[Counter::Deliveries]),
+        );
+        let rows = rows(&t, 1);
         assert_eq!(rows.len(), 3);
         assert_eq!(rows[1].event_type, "push");
         assert_eq!(rows[1].counts[Counter::Deliveries as usize], 2);
@@ -419,17 +538,67 @@ mod tests {
     }
 
     #[test]
-    fn a_full_table_counts_into_overflow() {
-        let mut t = Box::new(Table::default());
-        for i in 0..CAPACITY + 5 {
-            t.add(0, format!("s{i}").as_bytes(), b"", &[Counter::Deliveries]);
+    fn databases_are_kept_apart_and_flushed_apart() {
+        let mut t = table();
+        for db in [1, 2] {
+            for i in 0..10 {
+                t.add(
+                    &Key::new(db, 0, format!("s{i}").as_bytes(), b""),
+                    &counts(&[Counter::Deliveries]),
+                );
+            }
         }
-        let rows = snapshot_rows(&t);
-        assert_eq!(rows.len(), CAPACITY + 1);
-        let overflow = rows.iter().find(|r| r.source == "(overflow)").unwrap();
-        assert_eq!(overflow.counts[Counter::Deliveries as usize], 5);
+        assert_eq!(rows(&t, 1).len(), 10);
+        let mut taken = Vec::with_capacity(CAPACITY);
+        t.take(1, &mut taken);
+        assert_eq!(taken.len(), 10);
+        assert!(taken.iter().all(|e| e.key.database == 1));
+        assert!(rows(&t, 1).is_empty());
+        // database 2's entries survived the rebuild and are still found
+        assert_eq!(rows(&t, 2).len(), 10);
+        t.add(&Key::new(2, 0, b"s3", b""), &counts(&[Counter::Deliveries]));
+        assert_eq!(rows(&t, 2).len(), 10);
+        assert_eq!(t.used, 10);
+    }
+
+    #[test]
+    fn past_max_load_counts_go_to_the_overflow_entry_of_their_hour() {
+        let mut t = table();
+        for i in 0..MAX_LOAD + 5 {
+            t.add(
+                &Key::new(1, 0, format!("s{i}").as_bytes(), b""),
+                &counts(&[Counter::Deliveries]),
+            );
+        }
+        t.add(
+            &Key::new(1, HOUR_US, b"late", b""),
+            &counts(&[Counter::Deliveries]),
+        );
+        let rows = rows(&t, 1);
+        let overflow: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.source == OVERFLOW_SOURCE)
+            .collect();
+        assert_eq!(overflow.len(), 2, "one overflow entry per hour");
+        assert_eq!(overflow[0].counts[Counter::Deliveries as usize], 5);
+        assert_eq!((overflow[1].hour, overflow[1].counts[0]), (HOUR_US, 1));
         let total: i64 = rows.iter().map(|r| r.counts[0]).sum();
-        assert_eq!(total, (CAPACITY + 5) as i64);
+        assert_eq!(total, (MAX_LOAD + 6) as i64, "nothing lost");
+        assert_eq!(t.dropped, 0);
+    }
+
+    #[test]
+    fn a_completely_full_table_drops_and_counts_the_drops() {
+        let mut t = table();
+        // overflow entries of many hours fill the headroom
+        for hour in 0..CAPACITY as i64 {
+            t.add(
+                &Key::new(1, hour, b"", b"").overflow(),
+                &counts(&[Counter::Deliveries]),
+            );
+        }
+        assert_eq!(t.used, CAPACITY - 1, "one slot always stays empty");
+        assert_eq!(t.dropped, 1);
     }
 
     #[test]

@@ -12,14 +12,18 @@
 //!   own update-conflict checks apply there.
 //!
 //! Every statement is prepared once per backend and kept (`SPI_keepplan`);
-//! the plan cache re-plans it after DDL. All calls must happen inside an
-//! SPI connection (`pgrx::spi::Spi::connect`).
+//! the plan cache re-plans it after DDL. Statements run through a [`Conn`],
+//! which only exists inside [`connected`], and the [`Rows`] they return
+//! borrow it, so no row can be read after `SPI_finish` freed it.
 
 use pgrx::pg_sys;
 use pgrx::{FromDatum, IntoDatum};
 use std::cell::Cell;
 use std::ffi::CStr;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
+
+use crate::jsonb::Jsonb;
 
 /// A statement prepared on first use and kept for the backend's life.
 pub struct Statement {
@@ -42,11 +46,11 @@ impl Statement {
         }
     }
 
-    fn plan(&self) -> NonNull<pg_sys::_SPI_plan> {
+    fn plan(&self, _conn: &Conn<'_>) -> NonNull<pg_sys::_SPI_plan> {
         if let Some(plan) = self.plan.get() {
             return plan;
         }
-        // SAFETY: inside an SPI connection (module contract); the argtypes
+        // SAFETY: inside an SPI connection (a Conn exists); the argtypes
         // slice outlives the call; SPI_prepare copies what it needs.
         let plan = unsafe {
             pg_sys::SPI_prepare(
@@ -81,14 +85,29 @@ pub enum Snap {
     Latest,
 }
 
-/// The rows a statement returned (or affected), valid until the SPI
-/// connection ends.
-pub struct Rows {
-    table: *mut pg_sys::SPITupleTable,
-    count: usize,
+/// An open SPI connection; see [`connected`].
+pub struct Conn<'c> {
+    _connection: PhantomData<&'c ()>,
 }
 
-impl Rows {
+/// Run `body` inside an SPI connection. What `body` returns cannot borrow
+/// the connection, so rows never outlive it.
+pub fn connected<R>(body: impl for<'c> FnOnce(&Conn<'c>) -> R) -> R {
+    pgrx::spi::Spi::connect(|_client| {
+        body(&Conn {
+            _connection: PhantomData,
+        })
+    })
+}
+
+/// The rows a statement returned (or affected), valid while its connection is.
+pub struct Rows<'c> {
+    table: *mut pg_sys::SPITupleTable,
+    count: usize,
+    _connection: PhantomData<&'c ()>,
+}
+
+impl Rows<'_> {
     /// Rows returned by a query, or affected by a write without RETURNING.
     pub fn len(&self) -> usize {
         self.count
@@ -116,6 +135,38 @@ impl Rows {
             T::from_polymorphic_datum(datum, is_null, typoid)
         }
     }
+
+    /// A `jsonb` column, detoasted and copied into the memory context that
+    /// was current when the connection opened (the caller's), so it
+    /// outlives the connection.
+    pub fn get_jsonb(&self, row: usize, column: i32) -> Option<Jsonb> {
+        assert!(
+            row < self.count && !self.table.is_null(),
+            "row {row} out of range"
+        );
+        // SAFETY: as in `get`; the column is asserted to be jsonb before its
+        // datum is treated as a varlena; pg_detoast_datum_packed returns the
+        // datum itself or a copy in the SPI context, and SPI_datumTransfer
+        // copies a by-reference varlena (typByVal false, typLen -1) into the
+        // upper executor context.
+        unsafe {
+            let table = &*self.table;
+            assert_eq!(
+                pg_sys::SPI_gettypeid(table.tupdesc, column),
+                pg_sys::JSONBOID,
+                "column {column} is not jsonb"
+            );
+            let tuple = *table.vals.add(row);
+            let mut is_null = false;
+            let datum = pg_sys::SPI_getbinval(tuple, table.tupdesc, column, &mut is_null);
+            if is_null {
+                return None;
+            }
+            let detoasted = pg_sys::pg_detoast_datum_packed(datum.cast_mut_ptr());
+            let copied = pg_sys::SPI_datumTransfer(pg_sys::Datum::from(detoasted), false, -1);
+            Some(Jsonb::from_raw(copied))
+        }
+    }
 }
 
 /// An argument for a statement parameter.
@@ -123,16 +174,32 @@ pub fn arg<T: IntoDatum>(value: T) -> Option<pg_sys::Datum> {
     value.into_datum()
 }
 
-/// Execute `statement` with `args` (one per parameter, `None` for NULL).
-/// Errors raised by the statement propagate as Postgres ERRORs.
-pub fn execute(statement: &Statement, args: &[Option<pg_sys::Datum>], snap: Snap) -> Rows {
+impl<'c> Conn<'c> {
+    /// Execute `statement` with `args` (one per parameter, `None` for NULL).
+    /// Errors raised by the statement propagate as Postgres ERRORs.
+    pub fn execute(
+        &self,
+        statement: &Statement,
+        args: &[Option<pg_sys::Datum>],
+        snap: Snap,
+    ) -> Rows<'c> {
+        execute(self, statement, args, snap)
+    }
+}
+
+fn execute<'c>(
+    conn: &Conn<'c>,
+    statement: &Statement,
+    args: &[Option<pg_sys::Datum>],
+    snap: Snap,
+) -> Rows<'c> {
     assert_eq!(
         args.len(),
         statement.argtypes.len(),
         "wrong argument count for {:?}",
         statement.sql
     );
-    let plan = statement.plan();
+    let plan = statement.plan(conn);
     let mut values: Vec<pg_sys::Datum> = args
         .iter()
         .map(|a| a.unwrap_or(pg_sys::Datum::from(0)))
@@ -141,7 +208,7 @@ pub fn execute(statement: &Statement, args: &[Option<pg_sys::Datum>], snap: Snap
         .iter()
         .map(|a| if a.is_some() { b' ' as _ } else { b'n' as _ })
         .collect();
-    // SAFETY: inside an SPI connection; `values`/`nulls` have one entry per
+    // SAFETY: inside an SPI connection (conn); `values`/`nulls` have one entry per
     // plan argument and live across the call; a null snapshot pointer means
     // "SPI's choice" (InvalidSnapshot); GetLatestSnapshot returns a valid
     // static snapshot that SPI copies (read_only = false) before use.
@@ -170,11 +237,7 @@ pub fn execute(statement: &Statement, args: &[Option<pg_sys::Datum>], snap: Snap
         Rows {
             table: pg_sys::SPI_tuptable,
             count: pg_sys::SPI_processed as usize,
+            _connection: PhantomData,
         }
     }
-}
-
-/// Run `body` inside an SPI connection.
-pub fn connected<R>(body: impl FnOnce() -> R) -> R {
-    pgrx::spi::Spi::connect(|_client| body())
 }

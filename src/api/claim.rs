@@ -18,14 +18,15 @@
 
 use crate::claim::{self, decide, Outcome, State, Stored, Write};
 use crate::error::{required, Error, OrRaise};
+use crate::jsonb::Jsonb;
 use crate::key::check_bounded;
 use crate::metrics::{self, Counter};
-use crate::spi::{self, arg, Rows, Snap, Statement};
+use crate::spi::{self, arg, Conn, Rows, Snap, Statement};
 use crate::time::{clock_now, duration_us, timestamptz};
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use pgrx::{JsonB, Uuid};
+use pgrx::Uuid;
 use sha2::{Digest, Sha256};
 
 /// `objsubid` of this extension's advisory locks in `pg_locks` (`'WD'`);
@@ -34,7 +35,7 @@ use sha2::{Digest, Sha256};
 pub const LOCK_CLASS: u16 = 0x5744;
 
 /// Take the advisory lock of (`source`, `idem_key`) until the transaction ends.
-fn lock_key(source: &str, idem_key: &str) {
+pub(crate) fn lock_key(source: &str, idem_key: &str) {
     let id = claim::lock_id(source, idem_key);
     // SAFETY: the tag is fully initialised as SET_LOCKTAG_ADVISORY does in
     // PostgreSQL's lock.h; LockAcquire waits (dontWait = false) and raises
@@ -148,14 +149,14 @@ struct Row {
     stored: Stored,
     partition_at: TimestampWithTimeZone,
     claim_token: Option<Uuid>,
-    result: Option<JsonB>,
+    result: Option<Jsonb>,
     last_step: Option<String>,
     first_seen_at: TimestampWithTimeZone,
     event_type: Option<String>,
 }
 
-fn lookup(source: &str, idem_key: &str) -> Option<Row> {
-    let rows = spi::execute(&LOOKUP, &[arg(source), arg(idem_key)], Snap::Latest);
+fn lookup(conn: &Conn<'_>, source: &str, idem_key: &str) -> Option<Row> {
+    let rows = conn.execute(&LOOKUP, &[arg(source), arg(idem_key)], Snap::Latest);
     if rows.is_empty() {
         return None;
     }
@@ -182,7 +183,7 @@ fn lookup(source: &str, idem_key: &str) -> Option<Row> {
         },
         partition_at: rows.get(0, 6).expect("partition_at is NOT NULL"),
         claim_token: rows.get(0, 7),
-        result: rows.get(0, 8),
+        result: rows.get_jsonb(0, 8),
         last_step: rows.get(0, 9),
         first_seen_at: rows.get(0, 10).expect("first_seen_at is NOT NULL"),
         event_type: rows.get(0, 11),
@@ -191,7 +192,7 @@ fn lookup(source: &str, idem_key: &str) -> Option<Row> {
 
 /// A write that found no row although the latest snapshot did: the row
 /// was committed after this transaction's snapshot.
-fn expect_one(rows: Rows) {
+fn expect_one(rows: Rows<'_>) {
     if rows.len() != 1 {
         Error::SerializationFailure {
             message: "could not claim the key: it was changed by a concurrent transaction \
@@ -208,7 +209,7 @@ type ClaimRow = (
     Option<Uuid>,
     i32,
     String,
-    Option<JsonB>,
+    Option<Jsonb>,
     Option<String>,
     TimestampWithTimeZone,
     Option<TimestampWithTimeZone>,
@@ -245,7 +246,7 @@ fn webhook_claim(
         name!(claim_token, Option<Uuid>),
         name!(attempt, i32),
         name!(state, String),
-        name!(result, Option<JsonB>),
+        name!(result, Option<Jsonb>),
         name!(last_step, Option<String>),
         name!(first_seen_at, TimestampWithTimeZone),
         name!(lease_expires_at, Option<TimestampWithTimeZone>),
@@ -265,8 +266,8 @@ fn webhook_claim(
 
     lock_key(source, idem_key);
     let now = clock_now();
-    let (row, outcome, label) = spi::connected(|| {
-        let found = lookup(source, idem_key);
+    let (row, outcome, label) = spi::connected(|conn| {
+        let found = lookup(conn, source, idem_key);
         let decision = decide(
             found.as_ref().map(|r| &r.stored),
             now,
@@ -281,7 +282,7 @@ fn webhook_claim(
         let row: ClaimRow = match (decision.write, found) {
             (Write::Insert, _) => {
                 let token = new_token();
-                spi::execute(
+                conn.execute(
                     &INSERT,
                     &[
                         arg(source),
@@ -308,7 +309,7 @@ fn webhook_claim(
             }
             (Write::Lease { attempt }, Some(found)) => {
                 let token = new_token();
-                expect_one(spi::execute(
+                expect_one(conn.execute(
                     &LEASE,
                     &[
                         arg(source),
@@ -338,7 +339,7 @@ fn webhook_claim(
             }
             (Write::Touch, Some(found)) => {
                 let conflict = i32::from(decision.outcome == Outcome::Conflict);
-                expect_one(spi::execute(
+                expect_one(conn.execute(
                     &TOUCH,
                     &[
                         arg(source),
@@ -350,8 +351,13 @@ fn webhook_claim(
                     ],
                     Snap::Statement,
                 ));
-                // A conflicting delivery never sees the other payload's result.
-                let result = if conflict == 1 { None } else { found.result };
+                // A conflicting delivery never sees what the other payload's
+                // holder stored.
+                let (result, last_step) = if conflict == 1 {
+                    (None, None)
+                } else {
+                    (found.result, found.last_step)
+                };
                 let lease_at = found.stored.lease_expires_at.map(timestamptz);
                 (
                     decision.outcome.as_str().into(),
@@ -359,7 +365,7 @@ fn webhook_claim(
                     found.stored.attempt,
                     found.stored.state.as_str().into(),
                     result,
-                    found.last_step,
+                    last_step,
                     found.first_seen_at,
                     lease_at,
                 )
@@ -389,7 +395,7 @@ fn webhook_complete(
     source: Option<&str>,
     idem_key: Option<&str>,
     claim_token: Option<Uuid>,
-    result: default!(Option<JsonB>, "NULL"),
+    result: default!(Option<Jsonb>, "NULL"),
 ) -> bool {
     let source = required(source, "source");
     let idem_key = required(idem_key, "idem_key");
@@ -399,8 +405,8 @@ fn webhook_complete(
 
     lock_key(source, idem_key);
     let now = clock_now();
-    let (done, label) = spi::connected(|| {
-        let Some(found) = lookup(source, idem_key) else {
+    let (done, label) = spi::connected(|conn| {
+        let Some(found) = lookup(conn, source, idem_key) else {
             Error::NoDataFound {
                 message: format!("no idempotency key \"{idem_key}\" for source \"{source}\""),
             }
@@ -410,7 +416,7 @@ fn webhook_complete(
         if !claim::may_complete(found.stored.state, held, token.as_bytes()) {
             return (false, found.event_type);
         }
-        expect_one(spi::execute(
+        expect_one(conn.execute(
             &COMPLETE,
             &[
                 arg(source),

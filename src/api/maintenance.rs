@@ -1,20 +1,34 @@
 //! `webhook_dedup.run_maintenance()`: the work the background worker
-//! schedules, callable by hand or from pg_cron. It creates partitions of
-//! `webhook_dedup.keys` ahead of time and flushes the metrics counters.
-//! (Lease sweeping and dropping partitions past retention come with the
-//! worker issue; see `docs/design.md`.)
+//! schedules, callable by hand or from pg_cron. One pass creates the
+//! partitions of `webhook_dedup.keys` that are due (moving any keys that
+//! landed in the default partition into them) and flushes the metrics
+//! counters. Lease sweeping and dropping partitions past retention come
+//! with the worker issue; see `docs/design.md`.
+//!
+//! Partition work runs in a subtransaction with a short `lock_timeout`:
+//! creating a partition briefly needs locks that claims also take, and a
+//! pass that cannot get them within the timeout gives up (a WARNING) and
+//! leaves the partitions to the next pass, which `webhook_dedup.premake`
+//! makes harmless. The metrics flush runs whatever happened before.
 
 use crate::partition::{self, Range};
-use crate::spi::{self, Snap, Statement};
+use crate::spi::{self, arg, Conn, Snap, Statement};
+use crate::subxact;
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::pg_sys;
-use pgrx::prelude::*;
 use pgrx::spi::quote_identifier;
 
 /// Lock id (within this extension's advisory-lock class) that keeps two
 /// maintenance runs from overlapping.
 const MAINTENANCE_LOCK_ID: u32 = 1;
 
+/// How long a pass waits for a lock before leaving the partition work to
+/// the next pass. Below `deadlock_timeout` (1 s by default), so in a lock
+/// cycle with a claim it is maintenance that gives way.
+const LOCK_TIMEOUT: &str = "500ms";
+
+/// Partition bounds as `pg_get_expr` prints them: with the settings of
+/// [`with_fixed_formats`] they are ISO timestamps in UTC.
 static PARTITIONS: Statement = Statement::new(
     c"SELECT b.lo, b.hi
         FROM pg_catalog.pg_inherits i
@@ -29,8 +43,31 @@ static PARTITIONS: Statement = Statement::new(
     &[],
 );
 
-fn existing_ranges() -> Vec<Range> {
-    let rows = spi::execute(&PARTITIONS, &[], Snap::Statement);
+/// Keys stored in the default partition within a range, in lock order.
+static STRAYS: Statement = Statement::new(
+    c"SELECT source, idem_key FROM webhook_dedup.keys_default
+       WHERE partition_at OPERATOR(pg_catalog.>=) $1 AND partition_at OPERATOR(pg_catalog.<) $2
+       ORDER BY source, idem_key",
+    &[pg_sys::TIMESTAMPTZOID, pg_sys::TIMESTAMPTZOID],
+);
+
+/// Run `body` with bound formats that do not depend on the session's
+/// DateStyle or TimeZone, and with the pass's lock timeout.
+fn with_fixed_formats<R>(body: impl FnOnce() -> R) -> R {
+    subxact::with_settings(
+        &[
+            ("DateStyle", "ISO, YMD"),
+            ("TimeZone", "UTC"),
+            ("lock_timeout", LOCK_TIMEOUT),
+        ],
+        body,
+    )
+}
+
+fn existing_ranges(conn: &Conn<'_>) -> Vec<Range> {
+    // The latest snapshot: a pass that committed partitions after this
+    // transaction's snapshot (REPEATABLE READ) must still be seen.
+    let rows = conn.execute(&PARTITIONS, &[], Snap::Latest);
     (0..rows.len())
         .map(|i| {
             let lo: TimestampWithTimeZone = rows.get(i, 1).expect("lower bound");
@@ -43,33 +80,99 @@ fn existing_ranges() -> Vec<Range> {
         .collect()
 }
 
+fn run(sql: &str, what: &str) {
+    pgrx::spi::Spi::run(sql).unwrap_or_else(|e| pgrx::error!("webhook_dedup: {what}: {e}"));
+}
+
+/// Create the partition for `range`. Keys that already landed in the
+/// default partition for this range are moved into it under their key
+/// locks, so a concurrent claim of such a key waits and then finds it in
+/// its new place; the move is one transaction, so nobody sees a key twice
+/// or not at all.
+fn create_partition(conn: &Conn<'_>, range: Range) {
+    let name = partition::partition_name(range.lo);
+    let table = format!("webhook_dedup.{}", quote_identifier(&name));
+    let (lo, hi) = (
+        partition::utc_literal(range.lo),
+        partition::utc_literal(range.hi),
+    );
+    // Bounds are integers this module computed, rendered as UTC literals;
+    // names are quoted identifiers. DDL takes no parameters.
+    run(
+        &format!(
+            "CREATE TABLE {table} (LIKE webhook_dedup.keys INCLUDING DEFAULTS INCLUDING CONSTRAINTS,
+                 CONSTRAINT {range_check} CHECK (partition_at >= '{lo}' AND partition_at < '{hi}'))
+               WITH (fillfactor = 90);
+             CREATE UNIQUE INDEX {index} ON {table} (source, idem_key);
+             COMMENT ON TABLE {table} IS 'Keys stored in [{lo}, {hi}); created by webhook_dedup.run_maintenance().'",
+            range_check = quote_identifier(format!("{name}_range")),
+            index = quote_identifier(format!("{name}_key")),
+        ),
+        &format!("creating {table}"),
+    );
+    let bounds = [
+        arg(crate::time::timestamptz(range.lo)),
+        arg(crate::time::timestamptz(range.hi)),
+    ];
+    let strays = conn.execute(&STRAYS, &bounds, Snap::Latest);
+    if !strays.is_empty() {
+        for i in 0..strays.len() {
+            let source: String = strays.get(i, 1).expect("source");
+            let idem_key: String = strays.get(i, 2).expect("idem_key");
+            crate::api::claim::lock_key(&source, &idem_key);
+        }
+        run(
+            &format!(
+                "WITH moved AS (DELETE FROM webhook_dedup.keys_default
+                                 WHERE partition_at >= '{lo}' AND partition_at < '{hi}' RETURNING *)
+                 INSERT INTO {table} SELECT * FROM moved"
+            ),
+            &format!("moving keys from webhook_dedup.keys_default into {table}"),
+        );
+        pgrx::log!(
+            "webhook_dedup: moved {} keys from the default partition into {table}",
+            strays.len()
+        );
+    }
+    run(
+        &format!("ALTER TABLE webhook_dedup.keys ATTACH PARTITION {table} FOR VALUES FROM ('{lo}') TO ('{hi}')"),
+        &format!("attaching {table}"),
+    );
+}
+
+/// Run `body` with `creating_extension` off, so the tables it creates are
+/// not members of the extension even when the pass runs inside
+/// `CREATE EXTENSION` (the first partitions): every partition is then an
+/// ordinary table that maintenance may later detach and drop, and
+/// `DROP EXTENSION` still removes them with their parent.
+fn outside_extension_script<R>(body: impl FnOnce() -> R + std::panic::UnwindSafe) -> R {
+    // SAFETY: a backend-global flag of this backend only; restored on every
+    // path out, including an ERROR unwinding through `body`.
+    let saved = unsafe { pg_sys::creating_extension };
+    unsafe { pg_sys::creating_extension = false };
+    pgrx::PgTryBuilder::new(body)
+        .finally(move || unsafe { pg_sys::creating_extension = saved })
+        .execute()
+}
+
 /// Create the partitions due now; returns how many were created.
 fn create_partitions(now: i64) -> i32 {
-    let due = partition::ranges_to_create(
-        &existing_ranges(),
-        now,
-        crate::guc::partition_interval_us(),
-        crate::guc::premake(),
-    );
-    for range in &due {
-        let name = partition::partition_name(range.lo);
-        let table = format!("webhook_dedup.{}", quote_identifier(&name));
-        // Bounds are integers this module computed, rendered as UTC literals;
-        // names are quoted identifiers. DDL takes no parameters.
-        let ddl = format!(
-            "CREATE TABLE {table} PARTITION OF webhook_dedup.keys
-               FOR VALUES FROM ('{}') TO ('{}') WITH (fillfactor = 90);
-             CREATE UNIQUE INDEX {} ON {table} (source, idem_key);
-             COMMENT ON TABLE {table} IS 'Keys first stored in [{}, {}); created by webhook_dedup.run_maintenance().'",
-            partition::utc_literal(range.lo),
-            partition::utc_literal(range.hi),
-            quote_identifier(format!("{name}_key")),
-            partition::utc_literal(range.lo),
-            partition::utc_literal(range.hi),
-        );
-        Spi::run(&ddl).unwrap_or_else(|e| pgrx::error!("webhook_dedup: creating {table}: {e}"));
-    }
-    due.len() as i32
+    outside_extension_script(|| {
+        with_fixed_formats(|| {
+            spi::connected(|conn| {
+                let due = partition::ranges_to_create(
+                    &existing_ranges(conn),
+                    now,
+                    crate::guc::partition_interval_us(),
+                    crate::guc::premake(),
+                );
+                for range in &due {
+                    create_partition(conn, *range);
+                }
+                due.len() as i32
+            })
+        })
+    })
 }
 
 /// Try to take the maintenance lock for this transaction.
@@ -91,28 +194,40 @@ fn try_lock_maintenance() -> bool {
 }
 
 /// SQL functions in schema `webhook_dedup`.
-#[pg_schema]
+#[pgrx::pg_schema]
 mod webhook_dedup {
     use super::{create_partitions, try_lock_maintenance};
-    use crate::spi;
+    use crate::subxact;
     use pgrx::prelude::*;
 
-    /// One maintenance pass. Returns `ran` = false (and does nothing) when
-    /// another pass holds the maintenance lock; otherwise the number of
-    /// partitions created and of metrics entries flushed.
+    /// One maintenance pass. `ran` is false (and nothing is done) when
+    /// another pass holds the maintenance lock. `partitions_created` is
+    /// NULL when the partition work failed (the WARNING says why; the next
+    /// pass retries it); `metrics_flushed` counts the entries flushed.
     #[pg_extern(volatile, parallel_unsafe)]
     fn run_maintenance() -> TableIterator<
         'static,
         (
             name!(ran, bool),
-            name!(partitions_created, i32),
+            name!(partitions_created, Option<i32>),
             name!(metrics_flushed, i64),
         ),
     > {
         if !try_lock_maintenance() {
-            return TableIterator::once((false, 0, 0));
+            return TableIterator::once((false, Some(0), 0));
         }
-        let created = spi::connected(|| create_partitions(crate::time::clock_now()));
+        let now = crate::time::clock_now();
+        let created = match subxact::attempt(|| create_partitions(now)) {
+            Ok(created) => Some(created),
+            Err(failure) => {
+                pgrx::warning!(
+                    "webhook_dedup: creating partitions failed, the next maintenance pass retries: {} ({:?})",
+                    failure.message,
+                    failure.sqlstate
+                );
+                None
+            }
+        };
         let flushed = crate::metrics::flush();
         TableIterator::once((true, created, flushed))
     }

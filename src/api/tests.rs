@@ -428,6 +428,115 @@ mod tests {
         assert_eq!(row, (Some(before + 3), Some(1), Some(2)));
     }
 
+    /// A stored result reaches duplicates exactly: no float rounding of
+    /// big or precise numbers on the way through.
+    #[pg_test]
+    fn stored_results_come_back_exactly() {
+        let (_, token, ..) = claim("svc", "precise", None, "1 minute");
+        let input = r#"{"a": 12345678901234567890123, "b": 1.10, "c": -0.000000000000000000001}"#;
+        let done = Spi::get_one_with_args::<bool>(
+            "SELECT webhook_complete('svc', 'precise', $1, $2::jsonb)",
+            &[token.unwrap().into(), input.into()],
+        );
+        assert_eq!(done, Ok(Some(true)));
+        let back = Spi::get_two_with_args::<String, String>(
+            "SELECT result::text, $1::jsonb::text FROM webhook_claim('svc', 'precise')",
+            &[input.into()],
+        )
+        .unwrap();
+        assert_eq!(back.0, back.1);
+        assert!(back.0.unwrap().contains("12345678901234567890123"));
+    }
+
+    #[pg_test]
+    fn leases_are_bounded() {
+        assert_eq!(
+            error_of("SELECT * FROM webhook_claim('s', 'k', lease => '366 days')"),
+            "22023: lease must be at most 365 days"
+        );
+        assert_eq!(claim("s", "k", None, "365 days").0, "claimed");
+    }
+
+    /// Keys that landed in the default partition (maintenance did not run
+    /// in time) are moved into the partition maintenance creates, and are
+    /// still found by claims afterwards.
+    #[pg_test]
+    fn maintenance_moves_keys_out_of_the_default_partition() {
+        claim("probe", "p", None, "1 minute");
+        let current = Spi::get_one::<String>(
+            "SELECT tableoid::regclass::text FROM webhook_dedup.keys WHERE source = 'probe'",
+        )
+        .unwrap()
+        .unwrap();
+        assert_ne!(current, "webhook_dedup.keys_default");
+        Spi::run(&format!(
+            "ALTER TABLE webhook_dedup.keys DETACH PARTITION {current}; DROP TABLE {current}"
+        ))
+        .unwrap();
+        assert_eq!(claim("svc", "stray", None, "1 minute").0, "claimed");
+        let home = || {
+            Spi::get_one::<String>(
+                "SELECT tableoid::regclass::text FROM webhook_dedup.keys WHERE idem_key = 'stray'",
+            )
+            .unwrap()
+            .unwrap()
+        };
+        assert_eq!(home(), "webhook_dedup.keys_default");
+
+        let created =
+            Spi::get_one::<i32>("SELECT partitions_created FROM webhook_dedup.run_maintenance()");
+        assert_eq!(created, Ok(Some(1)));
+        assert_eq!(home(), current);
+        assert_eq!(
+            Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.keys_default"),
+            Ok(Some(0))
+        );
+        assert_eq!(claim("svc", "stray", None, "1 minute").0, "in_progress");
+    }
+
+    /// Bounds are read back whatever the session's DateStyle and TimeZone.
+    #[pg_test]
+    fn maintenance_ignores_session_date_formats() {
+        Spi::run("SET LOCAL DateStyle = 'SQL, DMY'; SET LOCAL TimeZone = 'Asia/Kolkata'").unwrap();
+        let pass = Spi::get_two::<bool, i32>(
+            "SELECT ran, partitions_created FROM webhook_dedup.run_maintenance()",
+        );
+        assert_eq!(pass, Ok((Some(true), Some(0))));
+    }
+
+    /// A failing partition step is rolled back on its own: the pass warns,
+    /// reports NULL, still flushes metrics, and the transaction goes on.
+    #[pg_test]
+    fn a_failed_partition_step_does_not_stop_the_pass() {
+        let last = Spi::get_one::<String>(
+            "SELECT c.oid::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+              WHERE i.inhparent = 'webhook_dedup.keys'::regclass AND c.relname <> 'keys_default'
+              ORDER BY c.relname DESC LIMIT 1",
+        )
+        .unwrap()
+        .unwrap();
+        // The newest premade partition is replaced by an unrelated table of
+        // the same name, so re-creating the partition must fail (42P07).
+        Spi::run(&format!("DROP TABLE {last}; CREATE TABLE {last} (x int)")).unwrap();
+        claim("metered2", "m", None, "1 minute");
+        let pass = Spi::get_three::<bool, i32, i64>(
+            "SELECT ran, partitions_created, metrics_flushed FROM webhook_dedup.run_maintenance()",
+        )
+        .unwrap();
+        assert_eq!(pass.0, Some(true));
+        assert_eq!(pass.1, None, "the partition step failed");
+        assert!(pass.2.unwrap() >= 1, "metrics were flushed anyway");
+        assert_eq!(
+            Spi::get_one::<i64>("SELECT sum(deliveries)::bigint FROM webhook_dedup.claim_counts WHERE source = 'metered2'"),
+            Ok(Some(1))
+        );
+        assert_eq!(
+            Spi::get_one::<i32>("SELECT 1"),
+            Ok(Some(1)),
+            "the transaction is still usable"
+        );
+    }
+
     /// The README's function list and the catalog agree.
     #[pg_test]
     fn readme_lists_every_function() {

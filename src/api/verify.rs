@@ -1,11 +1,11 @@
 //! `webhook_verify`: signature verification over the raw body.
 
 use crate::error::{required, OrRaise};
+use crate::jsonb::Jsonb;
 use crate::signature::{self, Config, Delivery, Headers, Scheme};
 use pgrx::datum::Array;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
-use pgrx::JsonB;
 
 /// True when `payload` carries a valid `scheme` signature under one of
 /// `secrets`, within the replay window at time `at`.
@@ -26,14 +26,14 @@ use pgrx::JsonB;
 fn webhook_verify(
     scheme: Option<&str>,
     payload: Option<&[u8]>,
-    headers: Option<JsonB>,
+    headers: Option<Jsonb>,
     secrets: Option<Array<'_, &str>>,
     tolerance: default!(Option<Interval>, "NULL"),
     at: default!(Option<TimestampWithTimeZone>, "now()"),
 ) -> bool {
     let scheme = Scheme::parse(required(scheme, "scheme")).or_raise();
     let body = required(payload, "payload");
-    let headers = Headers::from_json(&required(headers, "headers").0).or_raise();
+    let headers = Headers::from_json_text(&required(headers, "headers").to_text()).or_raise();
     let secrets = required(secrets, "secrets");
     let secrets: Vec<Option<&str>> = secrets.iter().collect();
     let at = crate::time::micros(required(at, "at"), "at").or_raise();

@@ -26,6 +26,18 @@ impl Headers {
         headers
     }
 
+    /// Build from the text of a JSON object (`jsonb` output). Errors (22023)
+    /// as [`Headers::from_json`], and when serde cannot represent the value
+    /// (a number out of range, nesting deeper than 128).
+    pub fn from_json_text(text: &str) -> Result<Self, Error> {
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            Error::invalid(format!(
+                "headers must be a JSON object of header names to values: {e}"
+            ))
+        })?;
+        Headers::from_json(&value)
+    }
+
     /// Build from a JSON object. Errors (22023) when it is not an object or
     /// a value is neither a string nor an array of strings.
     pub fn from_json(value: &Value) -> Result<Self, Error> {
@@ -113,6 +125,18 @@ mod tests {
         assert_eq!(h.all("x-hub-signature-256"), ["a", "b", "c"]);
         assert_eq!(h.one("x-hub-signature-256"), Err(Repeated));
         assert_eq!(h.one("missing"), Ok(None));
+    }
+
+    #[test]
+    fn text_that_serde_cannot_hold_is_an_error_not_a_panic() {
+        let huge = format!("{{\"a\": {}}}", "9".repeat(400));
+        assert!(Headers::from_json_text(&huge).is_err());
+        let deep = format!("{{\"a\": {}{}}}", "[".repeat(200), "]".repeat(200));
+        assert!(Headers::from_json_text(&deep).is_err());
+        assert_eq!(
+            Headers::from_json_text(r#"{"A": "b"}"#).unwrap().all("a"),
+            ["b"]
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Webhook signature verification, one file per provider scheme, over the
 //! raw body bytes exactly as received. Pure Rust: no Postgres in here.
 //!
-//! The policy every scheme follows (`docs/signatures.md`, and the shared
-//! test vectors' README):
+//! The policy every scheme follows (`docs/sql-reference.md`, webhook_verify;
+//! it is the policy the shared test vectors in `tests/vectors/` encode):
 //! - any configured secret matching any presented signature passes
 //!   (secret rotation on either side);
 //! - only the scheme's own version tag counts; other tags are skipped and
