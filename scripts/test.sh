@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test of webhook_dedup, each layer for what it can prove:
-#   1. lint: rustfmt and clippy (warnings are errors);
+#   1. lint: rustfmt and clippy (warnings are errors), and a type-check
+#      against PostgreSQL 13..18 (scripts/check-versions.sh);
 #   2. unit: the pure Rust modules (cargo test, no PostgreSQL);
 #   3. pg_test: the SQL functions in one session (cargo pgrx test);
 #   4. isolation: races between sessions (pg_isolation_regress) on a real cluster;
@@ -18,10 +19,11 @@ chown "$PG_OS_USER" "$WORK"
 cleanup() { cluster_stop; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-log "1/5 lint: cargo fmt --check, cargo clippy -D warnings"
+log "1/5 lint: cargo fmt --check, cargo clippy -D warnings, type-check for PostgreSQL 13..18"
 cargo fmt --check
 cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --all-targets -- -D warnings
-summary+=("lint: ok")
+"$ROOT/scripts/check-versions.sh"
+summary+=("lint: ok (rustfmt, clippy, builds for pg13..pg18)")
 
 log "2/5 unit tests (pure Rust)"
 cargo test --quiet --lib --no-default-features --features "pg$PG_MAJOR" 2>&1 | tee "$WORK/unit.log"
