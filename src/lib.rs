@@ -18,7 +18,8 @@
 //! | [`metrics`] | shared-memory counters and their flush | yes |
 //! | [`api`] | the thin `#[pg_extern]` wrappers (the SQL surface) | yes |
 //!
-//! Hand-written DDL lives in `src/sql/*.sql`; upgrade scripts in `sql/`.
+//! Hand-written DDL lives in `src/sql/*.sql`, the text of every statement the
+//! extension prepares in `src/sql/statements/*.sql`.
 
 use pgrx::prelude::*;
 

@@ -413,24 +413,13 @@ pub fn flush() -> i64 {
 }
 
 static UPSERT: Statement = Statement::new(
-    c"INSERT INTO webhook_dedup.claim_counts AS c
-        (bucket, source, event_type, deliveries, first_claims, reclaims, duplicates_of_completed,
-         duplicates_in_progress, conflicts, retry_later, unknown_outcome, dead_lettered,
-         completions, stale_completions)
-      VALUES ($1, $2, $3, $4[1], $4[2], $4[3], $4[4], $4[5], $4[6], $4[7], $4[8], $4[9], $4[10], $4[11])
-      ON CONFLICT (source, bucket, event_type) DO UPDATE SET
-        deliveries = c.deliveries OPERATOR(pg_catalog.+) EXCLUDED.deliveries,
-        first_claims = c.first_claims OPERATOR(pg_catalog.+) EXCLUDED.first_claims,
-        reclaims = c.reclaims OPERATOR(pg_catalog.+) EXCLUDED.reclaims,
-        duplicates_of_completed = c.duplicates_of_completed OPERATOR(pg_catalog.+) EXCLUDED.duplicates_of_completed,
-        duplicates_in_progress = c.duplicates_in_progress OPERATOR(pg_catalog.+) EXCLUDED.duplicates_in_progress,
-        conflicts = c.conflicts OPERATOR(pg_catalog.+) EXCLUDED.conflicts,
-        retry_later = c.retry_later OPERATOR(pg_catalog.+) EXCLUDED.retry_later,
-        unknown_outcome = c.unknown_outcome OPERATOR(pg_catalog.+) EXCLUDED.unknown_outcome,
-        dead_lettered = c.dead_lettered OPERATOR(pg_catalog.+) EXCLUDED.dead_lettered,
-        completions = c.completions OPERATOR(pg_catalog.+) EXCLUDED.completions,
-        stale_completions = c.stale_completions OPERATOR(pg_catalog.+) EXCLUDED.stale_completions",
-    &[pg_sys::TIMESTAMPTZOID, pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::INT8ARRAYOID],
+    crate::sql_statement!("metrics_upsert.sql"),
+    &[
+        pg_sys::TIMESTAMPTZOID,
+        pg_sys::TEXTOID,
+        pg_sys::TEXTOID,
+        pg_sys::INT8ARRAYOID,
+    ],
 );
 
 fn upsert(conn: &Conn<'_>, row: &Row) {

@@ -241,3 +241,25 @@ fn execute<'c>(
         }
     }
 }
+
+/// The text of `src/sql/statements/<file>` as a `&'static CStr`, checked at
+/// compile time (the SQL of every kept statement lives in a `.sql` file).
+#[macro_export]
+macro_rules! sql_statement {
+    ($file:literal) => {
+        match ::std::ffi::CStr::from_bytes_with_nul(
+            concat!(
+                include_str!(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/src/sql/statements/",
+                    $file
+                )),
+                "\0"
+            )
+            .as_bytes(),
+        ) {
+            Ok(sql) => sql,
+            Err(_) => panic!(concat!($file, " contains a NUL byte")),
+        }
+    };
+}

@@ -74,18 +74,12 @@ fn new_token() -> Uuid {
 use pg_sys::{BYTEAOID, INT4OID, JSONBOID, TEXTOID, TIMESTAMPTZOID, UUIDOID};
 
 static LOOKUP: Statement = Statement::new(
-    c"SELECT state, attempt, lease_expires_at, next_attempt_at, fingerprint, partition_at,
-             claim_token, result, last_step, first_seen_at, event_type
-        FROM webhook_dedup.keys
-       WHERE source OPERATOR(pg_catalog.=) $1 AND idem_key OPERATOR(pg_catalog.=) $2",
+    crate::sql_statement!("claim_lookup.sql"),
     &[TEXTOID, TEXTOID],
 );
 
 static INSERT: Statement = Statement::new(
-    c"INSERT INTO webhook_dedup.keys
-        (source, idem_key, partition_at, state, attempt, claim_token, lease_expires_at,
-         fingerprint, event_type, first_seen_at, last_seen_at)
-      VALUES ($1, $2, $3, 'processing', 1, $4, $5, $6, $7, $3, $3)",
+    crate::sql_statement!("claim_insert.sql"),
     &[
         TEXTOID,
         TEXTOID,
@@ -98,13 +92,7 @@ static INSERT: Statement = Statement::new(
 );
 
 static LEASE: Statement = Statement::new(
-    c"UPDATE webhook_dedup.keys
-         SET state = 'processing', attempt = $4, claim_token = $5, lease_expires_at = $6,
-             next_attempt_at = NULL, fingerprint = COALESCE(fingerprint, $7),
-             event_type = COALESCE(event_type, $8),
-             deliveries = deliveries OPERATOR(pg_catalog.+) 1, last_seen_at = $3
-       WHERE partition_at OPERATOR(pg_catalog.=) $9
-         AND source OPERATOR(pg_catalog.=) $1 AND idem_key OPERATOR(pg_catalog.=) $2",
+    crate::sql_statement!("claim_lease.sql"),
     &[
         TEXTOID,
         TEXTOID,
@@ -119,12 +107,7 @@ static LEASE: Statement = Statement::new(
 );
 
 static TOUCH: Statement = Statement::new(
-    c"UPDATE webhook_dedup.keys
-         SET deliveries = deliveries OPERATOR(pg_catalog.+) 1,
-             conflicts = conflicts OPERATOR(pg_catalog.+) $4,
-             fingerprint = COALESCE(fingerprint, $5), last_seen_at = $3
-       WHERE partition_at OPERATOR(pg_catalog.=) $6
-         AND source OPERATOR(pg_catalog.=) $1 AND idem_key OPERATOR(pg_catalog.=) $2",
+    crate::sql_statement!("claim_touch.sql"),
     &[
         TEXTOID,
         TEXTOID,
@@ -136,11 +119,7 @@ static TOUCH: Statement = Statement::new(
 );
 
 static COMPLETE: Statement = Statement::new(
-    c"UPDATE webhook_dedup.keys
-         SET state = 'completed', result = $4, completed_at = $3, last_seen_at = $3,
-             lease_expires_at = NULL
-       WHERE partition_at OPERATOR(pg_catalog.=) $5
-         AND source OPERATOR(pg_catalog.=) $1 AND idem_key OPERATOR(pg_catalog.=) $2",
+    crate::sql_statement!("claim_complete.sql"),
     &[TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID],
 );
 

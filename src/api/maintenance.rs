@@ -29,25 +29,12 @@ const LOCK_TIMEOUT: &str = "500ms";
 
 /// Partition bounds as `pg_get_expr` prints them: with the settings of
 /// [`with_fixed_formats`] they are ISO timestamps in UTC.
-static PARTITIONS: Statement = Statement::new(
-    c"SELECT b.lo, b.hi
-        FROM pg_catalog.pg_inherits i
-        JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
-        CROSS JOIN LATERAL pg_catalog.regexp_match(
-               pg_catalog.pg_get_expr(c.relpartbound, c.oid),
-               '^FOR VALUES FROM \\(''([^'']+)''\\) TO \\(''([^'']+)''\\)$') AS m(parts)
-        CROSS JOIN LATERAL (SELECT m.parts[1]::pg_catalog.timestamptz AS lo,
-                                   m.parts[2]::pg_catalog.timestamptz AS hi) AS b
-       WHERE i.inhparent OPERATOR(pg_catalog.=) 'webhook_dedup.keys'::pg_catalog.regclass
-         AND m.parts IS NOT NULL",
-    &[],
-);
+static PARTITIONS: Statement =
+    Statement::new(crate::sql_statement!("maintenance_partitions.sql"), &[]);
 
 /// Keys stored in the default partition within a range, in lock order.
 static STRAYS: Statement = Statement::new(
-    c"SELECT source, idem_key FROM webhook_dedup.keys_default
-       WHERE partition_at OPERATOR(pg_catalog.>=) $1 AND partition_at OPERATOR(pg_catalog.<) $2
-       ORDER BY source, idem_key",
+    crate::sql_statement!("maintenance_strays.sql"),
     &[pg_sys::TIMESTAMPTZOID, pg_sys::TIMESTAMPTZOID],
 );
 
