@@ -204,8 +204,8 @@ type ClaimRow = (
 ///   longer 22023).
 /// - `payload`: when given, its SHA-256 is the key's fingerprint; a later
 ///   delivery with another payload is a `conflict`.
-/// - `lease`: positive interval without months; NULL means
-///   `webhook_dedup.default_lease`.
+/// - `lease`: positive interval of at most 365 days, without months
+///   (22023 otherwise); NULL means `webhook_dedup.default_lease`.
 /// - `event_type`: stored with the key and used to label metrics.
 ///
 /// Runs in the caller's transaction: a rollback frees the claim. Times are
@@ -269,7 +269,7 @@ fn webhook_claim(
                         arg(now_ts),
                         arg(token),
                         arg(lease_until),
-                        arg(fingerprint.clone()),
+                        arg(fingerprint.as_deref()),
                         arg(event_type),
                     ],
                     Snap::Statement,
@@ -297,7 +297,7 @@ fn webhook_claim(
                         arg(attempt),
                         arg(token),
                         arg(lease_until),
-                        arg(fingerprint.clone()),
+                        arg(fingerprint.as_deref()),
                         arg(event_type),
                         arg(found.partition_at),
                     ],
@@ -325,7 +325,7 @@ fn webhook_claim(
                         arg(idem_key),
                         arg(now_ts),
                         arg(conflict),
-                        arg(fingerprint.clone()),
+                        arg(fingerprint.as_deref()),
                         arg(found.partition_at),
                     ],
                     Snap::Statement,
