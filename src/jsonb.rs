@@ -38,6 +38,21 @@ impl Jsonb {
         }
     }
 
+    /// A jsonb value parsed from JSON text (`jsonb_in`); an invalid text
+    /// raises jsonb_in's own error (22P02).
+    pub fn from_text(text: &str) -> Self {
+        let text = std::ffi::CString::new(text).expect("JSON text has no NUL byte");
+        // SAFETY: jsonb_in takes a C string and returns a palloc'd jsonb
+        // datum in the current memory context.
+        let datum = unsafe {
+            pgrx::direct_function_call_as_datum(
+                pg_sys::jsonb_in,
+                &[Some(pg_sys::Datum::from(text.as_ptr()))],
+            )
+        };
+        Jsonb(datum.expect("jsonb_in returns a value"))
+    }
+
     /// Wrap a datum known to be a (possibly toasted) jsonb.
     ///
     /// # Safety

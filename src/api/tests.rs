@@ -81,70 +81,193 @@ mod tests {
         assert_eq!(tampered, Ok(Some(false)));
     }
 
-    /// Every GitHub and Stripe vector through the SQL function: header map
-    /// as jsonb, secrets as text[], the vector's clock and tolerance.
+    /// Every signature vector (the shared ones and our Paddle/Twilio ones)
+    /// through the SQL function: header map as jsonb, secrets as text[],
+    /// the vector's clock, tolerance, URL and generic-HMAC description.
     #[pg_test]
     fn signature_vectors_through_sql() {
+        Spi::run(
+            "CREATE OR REPLACE FUNCTION pg_temp.verify_or_sqlstate(
+                 s text, b bytea, h jsonb, k text[], tol interval, at timestamptz, u text, sh text)
+             RETURNS text LANGUAGE plpgsql AS $$
+             BEGIN RETURN webhook_verify(s, b, h, k, tol, at, url => u, signature_header => sh)::text;
+             EXCEPTION WHEN others THEN RETURN SQLSTATE; END $$",
+        )
+        .unwrap();
         let mut checked = 0;
-        for v in vectors::all() {
-            let scheme = v["scheme"].as_str().unwrap();
-            if scheme != "github" && scheme != "stripe" {
+        for v in vectors::all().into_iter().chain(vectors::own()) {
+            let Some((scheme, hmac)) = vectors::scheme_of(&v) else {
                 continue;
-            }
+            };
             let secrets: Vec<Option<String>> = vectors::secrets(&v)
                 .into_iter()
                 .map(|s| s.map(str::to_string))
                 .collect();
-            let query = "SELECT webhook_verify($1, $2, $3, $4,
-                             make_interval(secs => $5), to_timestamp($6))";
-            let body = vectors::body(&v);
-            let args: [pgrx::datum::DatumWithOid; 6] = [
-                scheme.into(),
-                body.as_slice().into(),
-                JsonB(v["headers"].clone()).into(),
-                secrets.clone().into(),
-                v["tolerance_s"].as_f64().into(),
-                v["now_unix"].as_f64().unwrap_or(0.0).into(),
-            ];
-            let bad_secret = crate::signature::check_secrets(
-                &secrets.iter().map(|s| s.as_deref()).collect::<Vec<_>>(),
+            let got = Spi::get_one_with_args::<String>(
+                "SELECT pg_temp.verify_or_sqlstate($1, $2, $3, $4, make_interval(secs => $5),
+                                                   to_timestamp($6), $7, $8)",
+                &[
+                    scheme.name().into(),
+                    vectors::body(&v).as_slice().into(),
+                    JsonB(v["headers"].clone()).into(),
+                    secrets.into(),
+                    v["tolerance_s"].as_f64().into(),
+                    v["now_unix"].as_f64().unwrap_or(0.0).into(),
+                    v["url"].as_str().into(),
+                    hmac.map(|h| h.header).into(),
+                ],
             )
-            .is_err();
-            if bad_secret {
-                // A misconfigured secret is an error (22023), never a silent false.
-                assert!(!v["expected_valid"].as_bool().unwrap(), "{}", v["id"]);
-                Spi::run(
-                    "CREATE OR REPLACE FUNCTION pg_temp.verify_sqlstate(s text, b bytea, h jsonb, k text[])
-                     RETURNS text LANGUAGE plpgsql AS $$
-                     BEGIN PERFORM webhook_verify(s, b, h, k); RETURN 'no error';
-                     EXCEPTION WHEN others THEN RETURN SQLSTATE; END $$",
-                )
-                .unwrap();
-                let code = Spi::get_one_with_args::<String>(
-                    "SELECT pg_temp.verify_sqlstate($1, $2, $3, $4)",
-                    &[
-                        scheme.into(),
-                        body.as_slice().into(),
-                        JsonB(v["headers"].clone()).into(),
-                        secrets.clone().into(),
-                    ],
-                );
-                assert_eq!(code, Ok(Some("22023".into())), "{}", v["id"]);
-            } else {
-                let got = Spi::get_one_with_args::<bool>(query, &args)
-                    .unwrap()
-                    .unwrap();
-                assert_eq!(
-                    got,
-                    v["expected_valid"].as_bool().unwrap(),
-                    "{}: {}",
-                    v["id"],
-                    v["reason"]
-                );
-            }
+            .unwrap()
+            .unwrap();
+            let expected = v["expected_valid"].as_bool().unwrap();
+            // A misconfigured secret is an error (22023), never a silent false.
+            let ok = match got.as_str() {
+                "true" => expected,
+                "false" => !expected,
+                "22023" => !expected,
+                other => panic!("{}: unexpected {other}", v["id"]),
+            };
+            assert!(
+                ok,
+                "{}: got {got}, expected {expected}: {}",
+                v["id"], v["reason"]
+            );
             checked += 1;
         }
-        assert_eq!(checked, 19);
+        assert_eq!(checked, 45 + 14);
+    }
+
+    /// The detailed variant says why, and which secret matched (1-based).
+    #[pg_test]
+    fn verify_detail_reports_reason_secret_and_time() {
+        let detail = |headers: &str, at: i64| {
+            Spi::get_three_with_args::<bool, String, i32>(
+                "SELECT valid, reason, secret_index FROM webhook_verify_detail('stripe', 'body'::bytea, $1::jsonb,
+                        ARRAY['whsec_old', 'whsec_new'], at => to_timestamp($2))",
+                &[headers.into(), (at as f64).into()],
+            )
+            .unwrap()
+        };
+        let signed = Spi::get_one::<String>(
+            "SELECT webhook_sign('stripe', 'body'::bytea, 'whsec_new', at => to_timestamp(1700000000))::text",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            detail(&signed, 1_700_000_000),
+            (Some(true), Some("ok".into()), Some(2))
+        );
+        assert_eq!(
+            detail(&signed, 1_700_000_301),
+            (Some(false), Some("timestamp_too_old".into()), Some(2))
+        );
+        assert_eq!(
+            detail(&signed, 1_699_999_699),
+            (Some(false), Some("timestamp_too_new".into()), Some(2))
+        );
+        assert_eq!(
+            detail("{}", 1_700_000_000),
+            (Some(false), Some("missing_header".into()), None)
+        );
+        assert_eq!(
+            detail(
+                r#"{"Stripe-Signature": "t=1700000000,v0=00"}"#,
+                1_700_000_000
+            ),
+            (Some(false), Some("unsupported_version".into()), None)
+        );
+        let signed_at = Spi::get_one_with_args::<String>(
+            "SELECT to_char(signed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
+               FROM webhook_verify_detail('stripe', 'body'::bytea, $1::jsonb, ARRAY['whsec_new'],
+                                          at => to_timestamp(1700000000))",
+            &[signed.as_str().into()],
+        );
+        assert_eq!(signed_at, Ok(Some("2023-11-14 22:13:20".into())));
+    }
+
+    /// webhook_sign produces what webhook_verify accepts, for every scheme,
+    /// and the typed conveniences agree with the header-map form.
+    #[pg_test]
+    fn sign_then_verify_in_sql_for_every_scheme() {
+        let cases = [
+            ("github", "", "webhook_verify_github($1, $2->>'X-Hub-Signature-256', 'sekrit')"),
+            ("stripe", "", "webhook_verify_stripe($1, $2->>'Stripe-Signature', 'sekrit', at => to_timestamp(1700000000))"),
+            ("shopify", "", "webhook_verify_shopify($1, $2->>'X-Shopify-Hmac-Sha256', 'sekrit')"),
+            ("slack", "", "webhook_verify_slack($1, $2->>'X-Slack-Request-Timestamp', $2->>'X-Slack-Signature', 'sekrit', at => to_timestamp(1700000000))"),
+            ("standard", ", msg_id => 'msg_1'", "webhook_verify_standard($1, $2->>'webhook-id', $2->>'webhook-timestamp', $2->>'webhook-signature', 'whsec_c2Vrcml0', at => to_timestamp(1700000000))"),
+            ("paddle", "", "webhook_verify_paddle($1, $2->>'Paddle-Signature', 'sekrit', at => to_timestamp(1700000000))"),
+            ("twilio", ", url => 'https://h.example/x?a=1'", "webhook_verify_twilio('https://h.example/x?a=1', $1, $2->>'X-Twilio-Signature', 'sekrit')"),
+        ];
+        for (scheme, extra, typed) in cases {
+            let secret = if scheme == "standard" {
+                "whsec_c2Vrcml0"
+            } else {
+                "sekrit"
+            };
+            let headers = Spi::get_one::<JsonB>(&format!(
+                "SELECT webhook_sign('{scheme}', 'a=1&b=2'::bytea, '{secret}', at => to_timestamp(1700000000){extra})"
+            ))
+            .unwrap()
+            .unwrap();
+            let url = if scheme == "twilio" {
+                "'https://h.example/x?a=1'"
+            } else {
+                "NULL"
+            };
+            let both = Spi::get_two_with_args::<bool, bool>(
+                &format!(
+                    "SELECT webhook_verify('{scheme}', $1, $2, ARRAY['{secret}'], at => to_timestamp(1700000000), url => {url}),
+                            {typed}"
+                ),
+                &[b"a=1&b=2".as_slice().into(), JsonB(headers.0.clone()).into()],
+            )
+            .unwrap();
+            assert_eq!(both, (Some(true), Some(true)), "{scheme}: {}", headers.0);
+            let tampered = Spi::get_one_with_args::<bool>(
+                &format!("SELECT {typed}"),
+                &[b"a=1&b=3".as_slice().into(), JsonB(headers.0).into()],
+            );
+            assert_eq!(tampered, Ok(Some(false)), "{scheme}");
+        }
+        let generic = Spi::get_one::<bool>(
+            "SELECT webhook_verify('hmac', 'x'::bytea,
+                      webhook_sign('hmac', 'x'::bytea, 'k', signature_header => 'X-Sig', signature_prefix => 'sha1=', algorithm => 'sha1'),
+                      ARRAY['k'], signature_header => 'x-sig', signature_prefix => 'sha1=', algorithm => 'sha1')",
+        );
+        assert_eq!(generic, Ok(Some(true)));
+    }
+
+    /// The worked examples of docs/signatures.md, verbatim.
+    #[pg_test]
+    fn documented_examples_verify() {
+        let doc = include_str!("../../docs/signatures.md");
+        let examples: Vec<&str> = doc
+            .split("```sql\n")
+            .skip(1)
+            .map(|block| block.split("```").next().unwrap())
+            .filter(|sql| sql.contains("-- true"))
+            .collect();
+        assert_eq!(examples.len(), 8, "one example per scheme");
+        for sql in examples {
+            let query = sql.replace("-- true", "");
+            assert_eq!(Spi::get_one::<bool>(query.trim()), Ok(Some(true)), "{sql}");
+        }
+    }
+
+    #[pg_test]
+    fn raw_hmac_matches_rfc_4231() {
+        let mac = Spi::get_one::<String>(
+            "SELECT encode(webhook_hmac(convert_to('what do ya want for nothing?', 'UTF8'), convert_to('Jefe', 'UTF8')), 'hex')",
+        );
+        assert_eq!(
+            mac,
+            Ok(Some(
+                "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843".into()
+            ))
+        );
+        let sha1 =
+            Spi::get_one::<i32>("SELECT length(webhook_hmac('x'::bytea, 'k'::bytea, 'SHA1'))");
+        assert_eq!(sha1, Ok(Some(20)));
     }
 
     #[pg_test]

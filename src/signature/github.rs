@@ -7,14 +7,14 @@
 //! (`X-GitHub-Delivery`) is what deduplication keys on. The legacy
 //! `X-Hub-Signature: sha1=...` header is never consulted.
 
-use super::{ct, Delivery, Reason, Verdict};
+use super::{ct, no_candidates, Delivery, Reason, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-hub-signature-256";
 const TAG: &str = "sha256=";
 
-/// Verify a GitHub delivery against every secret.
-pub fn verify(delivery: Delivery<'_>, secrets: &[&str]) -> Verdict {
+/// Verify a GitHub delivery against every key.
+pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
     let values = delivery.headers.all(HEADER);
     if values.is_empty() {
         return Verdict::rejected(Reason::MissingHeader);
@@ -29,31 +29,26 @@ pub fn verify(delivery: Delivery<'_>, secrets: &[&str]) -> Verdict {
         }
     }
     if candidates.is_empty() {
-        return Verdict::rejected(if other_tag {
-            Reason::UnsupportedVersion
-        } else {
-            Reason::MalformedHeader
-        });
+        return no_candidates(other_tag, None);
     }
-    for (index, secret) in secrets.iter().enumerate() {
-        let expected = ct::hmac_sha256(secret.as_bytes(), &[delivery.body]);
-        if candidates.iter().any(|c| ct::equal(&expected, c)) {
-            return Verdict {
-                reason: Reason::Ok,
-                secret_index: Some(index),
-                signed_at: None,
-            };
-        }
+    match ct::first_match(keys, &candidates, |key| {
+        ct::hmac_sha256(key, &[delivery.body]).to_vec()
+    }) {
+        Some(index) => Verdict {
+            reason: Reason::Ok,
+            secret_index: Some(index),
+            signed_at: None,
+        },
+        None => Verdict::rejected(Reason::NoMatchingSignature),
     }
-    Verdict::rejected(Reason::NoMatchingSignature)
 }
 
-/// The header value GitHub would send for `body` under `secret`.
-pub fn sign(body: &[u8], secret: &str) -> String {
-    format!(
-        "{TAG}{}",
-        hex::encode(ct::hmac_sha256(secret.as_bytes(), &[body]))
-    )
+/// The headers GitHub would send for `body` under `secret`.
+pub fn sign(body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
+    vec![(
+        "X-Hub-Signature-256",
+        format!("{TAG}{}", hex::encode(ct::hmac_sha256(secret, &[body]))),
+    )]
 }
 
 #[cfg(test)]
@@ -61,31 +56,33 @@ mod tests {
     use super::*;
     use crate::signature::Headers;
 
-    const SECRET: &str = "It's a Secret to Everybody";
+    const SECRET: &[u8] = b"It's a Secret to Everybody";
     /// GitHub Docs' published example.
     const DOC_SIG: &str = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
 
-    fn check(body: &[u8], values: &[&str], secrets: &[&str]) -> Verdict {
+    fn check(body: &[u8], values: &[&str], keys: &[&[u8]]) -> Verdict {
         let headers = Headers::from_pairs(values.iter().map(|v| ("X-Hub-Signature-256", *v)));
+        let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
         verify(
             Delivery {
                 body,
                 headers: &headers,
+                url: None,
             },
-            secrets,
+            &keys,
         )
     }
 
     #[test]
     fn documented_example() {
-        assert_eq!(sign(b"Hello, World!", SECRET), DOC_SIG);
+        assert_eq!(sign(b"Hello, World!", SECRET)[0].1, DOC_SIG);
         let v = check(b"Hello, World!", &[DOC_SIG], &[SECRET]);
         assert_eq!((v.reason, v.secret_index), (Reason::Ok, Some(0)));
     }
 
     #[test]
     fn rotation_reports_which_secret_matched() {
-        let v = check(b"Hello, World!", &[DOC_SIG], &["old", SECRET]);
+        let v = check(b"Hello, World!", &[DOC_SIG], &[b"old", SECRET]);
         assert_eq!((v.reason, v.secret_index), (Reason::Ok, Some(1)));
     }
 
@@ -110,7 +107,7 @@ mod tests {
             Reason::NoMatchingSignature
         );
         assert_eq!(
-            check(body, &[DOC_SIG], &["wrong"]).reason,
+            check(body, &[DOC_SIG], &[b"wrong"]).reason,
             Reason::NoMatchingSignature
         );
         // a truncated signature is a length mismatch, not a prefix match

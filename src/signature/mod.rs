@@ -1,27 +1,41 @@
 //! Webhook signature verification, one file per provider scheme, over the
 //! raw body bytes exactly as received. Pure Rust: no Postgres in here.
 //!
-//! The policy every scheme follows (`docs/sql-reference.md`, webhook_verify;
-//! it is the policy the shared test vectors in `tests/vectors/` encode):
+//! The policy every scheme follows (`docs/signatures.md`; it is the policy
+//! the shared test vectors in `tests/vectors/` encode):
 //! - any configured secret matching any presented signature passes
 //!   (secret rotation on either side);
 //! - only the scheme's own version tag counts; other tags are skipped and
 //!   never compared as an HMAC;
-//! - hex decodes case-insensitively; comparisons are constant-time over
-//!   decoded bytes of equal length ([`ct::equal`]);
+//! - optional whitespace around list elements is trimmed; a malformed list
+//!   element is skipped; a duplicated or malformed timestamp rejects the
+//!   whole header;
+//! - hex decodes case-insensitively, base64 only in its canonical padded
+//!   form; comparisons are constant-time over decoded bytes of equal length
+//!   ([`ct::equal`]);
 //! - timestamp windows are symmetric with an inclusive bound:
 //!   `|now - t| > tolerance` rejects;
-//! - a secret that is empty or carries leading/trailing whitespace is a
-//!   configuration error (22023), never a silent mismatch.
+//! - a secret that is empty, decodes to nothing, or carries leading or
+//!   trailing whitespace is a configuration error (22023), never a silent
+//!   mismatch.
 
 pub mod ct;
+pub mod generic;
 pub mod github;
 pub mod headers;
+pub mod paddle;
+#[cfg(test)]
+mod properties;
+pub mod shopify;
+pub mod slack;
+pub mod standard;
 pub mod stripe;
+pub mod twilio;
 #[cfg(any(test, feature = "pg_test"))]
 pub mod vectors;
 
 use crate::error::Error;
+pub use ct::Algorithm;
 pub use headers::Headers;
 
 /// A provider's signing scheme.
@@ -31,20 +45,51 @@ pub enum Scheme {
     Github,
     /// Stripe: `Stripe-Signature`, see [`stripe`].
     Stripe,
+    /// Shopify: `X-Shopify-Hmac-Sha256`, see [`shopify`].
+    Shopify,
+    /// Slack: `X-Slack-Signature` and `X-Slack-Request-Timestamp`, see [`slack`].
+    Slack,
+    /// Standard Webhooks (and Svix): `webhook-*` headers, see [`standard`].
+    Standard,
+    /// Paddle Billing: `Paddle-Signature`, see [`paddle`].
+    Paddle,
+    /// Twilio: `X-Twilio-Signature` over the URL, see [`twilio`].
+    Twilio,
+    /// A caller-described HMAC header, see [`generic`].
+    Hmac,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 2] = [Scheme::Github, Scheme::Stripe];
+    pub const ALL: [Scheme; 8] = [
+        Scheme::Github,
+        Scheme::Stripe,
+        Scheme::Shopify,
+        Scheme::Slack,
+        Scheme::Standard,
+        Scheme::Paddle,
+        Scheme::Twilio,
+        Scheme::Hmac,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Scheme::Github => "github",
             Scheme::Stripe => "stripe",
+            Scheme::Shopify => "shopify",
+            Scheme::Slack => "slack",
+            Scheme::Standard => "standard",
+            Scheme::Paddle => "paddle",
+            Scheme::Twilio => "twilio",
+            Scheme::Hmac => "hmac",
         }
     }
 
-    /// Parse a scheme name (case-insensitive). Unknown names are 22023.
+    /// Parse a scheme name (case-insensitive; `svix` is `standard`).
+    /// Unknown names are 22023.
     pub fn parse(name: &str) -> Result<Self, Error> {
+        if name.eq_ignore_ascii_case("svix") {
+            return Ok(Scheme::Standard);
+        }
         Scheme::ALL
             .into_iter()
             .find(|s| s.name().eq_ignore_ascii_case(name))
@@ -52,7 +97,7 @@ impl Scheme {
                 Error::invalid_with_hint(
                     format!("unknown webhook signature scheme \"{name}\""),
                     format!(
-                        "Supported schemes: {}.",
+                        "Supported schemes: {} (svix is an alias of standard).",
                         Scheme::ALL.map(Scheme::name).join(", ")
                     ),
                 )
@@ -60,11 +105,26 @@ impl Scheme {
     }
 
     /// The replay window the provider documents, in seconds, for schemes
-    /// that sign a timestamp.
+    /// that sign a timestamp (sources in each scheme's module).
     pub fn default_tolerance_s(self) -> Option<i64> {
         match self {
-            Scheme::Github => None,
             Scheme::Stripe => Some(stripe::DEFAULT_TOLERANCE_S),
+            Scheme::Slack => Some(slack::DEFAULT_TOLERANCE_S),
+            Scheme::Standard => Some(standard::DEFAULT_TOLERANCE_S),
+            Scheme::Paddle => Some(paddle::DEFAULT_TOLERANCE_S),
+            Scheme::Github | Scheme::Shopify | Scheme::Twilio | Scheme::Hmac => None,
+        }
+    }
+
+    /// The key bytes of one configured secret. Standard Webhooks keys are
+    /// the strict base64 decoding of the part after an optional `whsec_`;
+    /// every other scheme uses the secret's UTF-8 bytes (Stripe's whole
+    /// `whsec_...` string included). `Err` carries the problem, for a 22023
+    /// that never echoes the secret.
+    fn key(self, secret: &str) -> Result<Vec<u8>, &'static str> {
+        match self {
+            Scheme::Standard => standard::key(secret),
+            _ => Ok(secret.as_bytes().to_vec()),
         }
     }
 }
@@ -80,7 +140,8 @@ pub enum Reason {
     MalformedHeader,
     /// Only signatures with another version tag were presented.
     UnsupportedVersion,
-    /// Well-formed signatures, none of which matches any secret.
+    /// Well-formed signatures, none of which matches any secret (for Twilio
+    /// JSON bodies: also a body hash that does not match).
     NoMatchingSignature,
     /// The signed timestamp is older than the tolerance.
     TimestampTooOld,
@@ -89,6 +150,16 @@ pub enum Reason {
 }
 
 impl Reason {
+    pub const ALL: [Reason; 7] = [
+        Reason::Ok,
+        Reason::MissingHeader,
+        Reason::MalformedHeader,
+        Reason::UnsupportedVersion,
+        Reason::NoMatchingSignature,
+        Reason::TimestampTooOld,
+        Reason::TimestampTooNew,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::Ok => "ok",
@@ -124,6 +195,26 @@ impl Verdict {
             signed_at: None,
         }
     }
+
+    /// The verdict of a timestamped scheme: the window is checked once a
+    /// signature matched (so the reason says what is wrong with a genuine
+    /// but stale delivery).
+    pub(crate) fn timestamped(
+        matched: Option<usize>,
+        signed_at: i64,
+        now: i64,
+        tolerance: i64,
+    ) -> Self {
+        let reason = match matched {
+            Some(_) => window(signed_at, now, tolerance),
+            None => Reason::NoMatchingSignature,
+        };
+        Verdict {
+            reason,
+            secret_index: matched,
+            signed_at: Some(signed_at),
+        }
+    }
 }
 
 /// One delivery to verify.
@@ -132,6 +223,50 @@ pub struct Delivery<'a> {
     /// The raw body bytes exactly as received.
     pub body: &'a [u8],
     pub headers: &'a Headers,
+    /// The full request URL as the sender addressed it (Twilio signs it).
+    pub url: Option<&'a str>,
+}
+
+/// How a generic HMAC header is built (scheme `hmac`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HmacSpec {
+    /// The header carrying the signature (any case).
+    pub header: String,
+    /// A prefix before the encoded MAC, e.g. `sha256=`; may be empty.
+    pub prefix: String,
+    pub algorithm: Algorithm,
+    pub encoding: Encoding,
+}
+
+/// How a MAC is written in a header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Hex,
+    Base64,
+}
+
+impl Encoding {
+    pub fn parse(name: &str) -> Option<Encoding> {
+        match name.to_ascii_lowercase().as_str() {
+            "hex" => Some(Encoding::Hex),
+            "base64" => Some(Encoding::Base64),
+            _ => None,
+        }
+    }
+
+    pub fn decode(self, text: &str, len: usize) -> Option<Vec<u8>> {
+        match self {
+            Encoding::Hex => ct::decode_hex(text, len),
+            Encoding::Base64 => ct::decode_base64(text, Some(len)),
+        }
+    }
+
+    pub fn encode(self, bytes: &[u8]) -> String {
+        match self {
+            Encoding::Hex => hex::encode(bytes),
+            Encoding::Base64 => ct::encode_base64(bytes),
+        }
+    }
 }
 
 /// The verifier's configuration for one call.
@@ -143,6 +278,8 @@ pub struct Config<'a> {
     pub tolerance_s: Option<i64>,
     /// The verifier's clock, Unix seconds.
     pub now_unix: i64,
+    /// The generic scheme's header description (scheme `hmac` only).
+    pub hmac: Option<HmacSpec>,
 }
 
 /// Check the configured secrets: at least one, none NULL, empty, or with
@@ -179,7 +316,23 @@ pub fn check_secrets<'a>(secrets: &[Option<&'a str>]) -> Result<Vec<&'a str>, Er
         .collect()
 }
 
-/// Verify one delivery under `scheme`.
+/// The key bytes of every secret under `scheme` (22023 naming the secret's
+/// position when one cannot be a key).
+pub fn keys(scheme: Scheme, secrets: &[&str]) -> Result<Vec<Vec<u8>>, Error> {
+    secrets
+        .iter()
+        .enumerate()
+        .map(|(i, secret)| {
+            scheme.key(secret).map_err(|problem| {
+                Error::invalid(format!("secret {} of {} {problem}", i + 1, secrets.len()))
+            })
+        })
+        .collect()
+}
+
+/// Verify one delivery under `scheme`. Errors are misconfigurations (22023):
+/// a bad secret, a negative tolerance, a missing `url` (Twilio) or
+/// [`HmacSpec`] (generic), or those given to a scheme that does not use them.
 pub fn verify(
     scheme: Scheme,
     delivery: Delivery<'_>,
@@ -190,14 +343,43 @@ pub fn verify(
             return Err(Error::invalid("tolerance must not be negative"));
         }
     }
+    if delivery.url.is_some() && scheme != Scheme::Twilio {
+        return Err(Error::invalid(format!(
+            "url applies only to scheme twilio, not {}",
+            scheme.name()
+        )));
+    }
+    if config.hmac.is_some() && scheme != Scheme::Hmac {
+        return Err(Error::invalid(format!(
+            "signature_header, signature_prefix, algorithm and encoding apply only to scheme hmac, not {}",
+            scheme.name()
+        )));
+    }
+    let keys = keys(scheme, &config.secrets)?;
+    let tolerance = config
+        .tolerance_s
+        .or(scheme.default_tolerance_s())
+        .unwrap_or(0);
+    let now = config.now_unix;
     Ok(match scheme {
-        Scheme::Github => github::verify(delivery, &config.secrets),
-        Scheme::Stripe => stripe::verify(
-            delivery,
-            &config.secrets,
-            config.tolerance_s.unwrap_or(stripe::DEFAULT_TOLERANCE_S),
-            config.now_unix,
-        ),
+        Scheme::Github => github::verify(delivery, &keys),
+        Scheme::Stripe => stripe::verify(delivery, &keys, tolerance, now),
+        Scheme::Shopify => shopify::verify(delivery, &keys),
+        Scheme::Slack => slack::verify(delivery, &keys, tolerance, now),
+        Scheme::Standard => standard::verify(delivery, &keys, tolerance, now),
+        Scheme::Paddle => paddle::verify(delivery, &keys, tolerance, now),
+        Scheme::Twilio => {
+            let url = delivery.url.ok_or_else(|| {
+                Error::invalid("scheme twilio needs the request url (argument url)")
+            })?;
+            twilio::verify(delivery, url, &keys)
+        }
+        Scheme::Hmac => {
+            let spec = config.hmac.as_ref().ok_or_else(|| {
+                Error::invalid("scheme hmac needs signature_header (and optionally signature_prefix, algorithm, encoding)")
+            })?;
+            generic::verify(delivery, spec, &keys)
+        }
     })
 }
 
@@ -223,6 +405,41 @@ pub(crate) fn parse_unix_seconds(text: &str) -> Option<i64> {
     text.parse().ok()
 }
 
+/// The single value of a header that must appear once, or the verdict for
+/// its absence (missing) or repetition (malformed).
+pub(crate) fn single<'h>(headers: &'h Headers, name: &str) -> Result<&'h str, Verdict> {
+    match headers.one(name) {
+        Ok(Some(value)) => Ok(value),
+        Ok(None) => Err(Verdict::rejected(Reason::MissingHeader)),
+        Err(_) => Err(Verdict::rejected(Reason::MalformedHeader)),
+    }
+}
+
+/// A signed Unix timestamp header: present once and strictly numeric.
+pub(crate) fn timestamp_header<'h>(
+    headers: &'h Headers,
+    name: &str,
+) -> Result<(&'h str, i64), Verdict> {
+    let text = single(headers, name)?.trim();
+    let value = parse_unix_seconds(text).ok_or(Verdict::rejected(Reason::MalformedHeader))?;
+    Ok((text, value))
+}
+
+/// The verdict when no candidate signature could be decoded: another
+/// version tag was seen (`unsupported_version`) or nothing usable was.
+pub(crate) fn no_candidates(other_tag: bool, signed_at: Option<i64>) -> Verdict {
+    let reason = if other_tag {
+        Reason::UnsupportedVersion
+    } else {
+        Reason::MalformedHeader
+    };
+    Verdict {
+        reason,
+        secret_index: None,
+        signed_at,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,11 +450,21 @@ mod tests {
             assert_eq!(Scheme::parse(s.name()), Ok(s));
             assert_eq!(Scheme::parse(&s.name().to_uppercase()), Ok(s));
         }
+        assert_eq!(Scheme::parse("Svix"), Ok(Scheme::Standard));
         let err = Scheme::parse("gitlab").unwrap_err();
         assert_eq!(
             err.to_string(),
             "unknown webhook signature scheme \"gitlab\""
         );
+    }
+
+    #[test]
+    fn documented_tolerances() {
+        assert_eq!(Scheme::Stripe.default_tolerance_s(), Some(300));
+        assert_eq!(Scheme::Slack.default_tolerance_s(), Some(300));
+        assert_eq!(Scheme::Standard.default_tolerance_s(), Some(300));
+        assert_eq!(Scheme::Paddle.default_tolerance_s(), Some(5));
+        assert_eq!(Scheme::Github.default_tolerance_s(), None);
     }
 
     #[test]
@@ -259,6 +486,56 @@ mod tests {
             Err(Error::NullValue { .. })
         ));
         assert!(check_secrets(&[Some(" lead")]).is_err());
+    }
+
+    #[test]
+    fn standard_keys_must_decode() {
+        assert_eq!(
+            keys(Scheme::Standard, &["whsec_AAE="]).unwrap(),
+            vec![vec![0, 1]]
+        );
+        assert_eq!(keys(Scheme::Standard, &["AAE="]).unwrap(), vec![vec![0, 1]]);
+        let err = keys(Scheme::Standard, &["whsec_AAE=", "whsec_!!!!"])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "secret 2 of 2 is not canonical base64 after its optional whsec_ prefix"
+        );
+        assert!(keys(Scheme::Standard, &["whsec_"]).is_err());
+        assert_eq!(
+            keys(Scheme::Stripe, &["whsec_AAE="]).unwrap(),
+            vec![b"whsec_AAE=".to_vec()]
+        );
+    }
+
+    #[test]
+    fn options_belong_to_their_scheme() {
+        let headers = Headers::default();
+        let config = Config {
+            secrets: vec!["s"],
+            tolerance_s: None,
+            now_unix: 0,
+            hmac: None,
+        };
+        let with_url = Delivery {
+            body: b"",
+            headers: &headers,
+            url: Some("https://x/"),
+        };
+        assert!(verify(Scheme::Github, with_url, &config).is_err());
+        let without = Delivery {
+            body: b"",
+            headers: &headers,
+            url: None,
+        };
+        assert_eq!(
+            verify(Scheme::Twilio, without, &config)
+                .unwrap_err()
+                .to_string(),
+            "scheme twilio needs the request url (argument url)"
+        );
+        assert!(verify(Scheme::Hmac, without, &config).is_err());
     }
 
     #[test]

@@ -3,14 +3,14 @@
 //! secret, the whole `whsec_...` string taken as UTF-8 bytes (it is not
 //! base64-decoded, unlike Standard Webhooks).
 //!
-//! Source: Stripe Docs, "Check the webhook signatures" /
-//! "Verify manually", <https://docs.stripe.com/webhooks#verify-manually>:
-//! several `v1` entries appear while a secret is rolled; `v0` (test mode) and
-//! other schemes are ignored; the libraries' default tolerance is 300 s.
-//! This verifier makes the window symmetric (a timestamp more than the
-//! tolerance in the future is rejected too), which Stripe's libraries do not.
+//! Source: Stripe Docs, "Verify webhook signatures manually",
+//! <https://docs.stripe.com/webhooks#verify-manually>: several `v1` entries
+//! appear while a secret is rolled; `v0` (test mode) and other schemes are
+//! ignored; the libraries' default tolerance is 300 s. This verifier makes
+//! the window symmetric (a timestamp more than the tolerance in the future
+//! is rejected too), which Stripe's libraries do not.
 
-use super::{ct, parse_unix_seconds, window, Delivery, Reason, Verdict};
+use super::{ct, no_candidates, parse_unix_seconds, single, Delivery, Reason, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "stripe-signature";
@@ -61,62 +61,40 @@ pub fn parse(value: &str) -> Result<Parsed<'_>, Reason> {
     })
 }
 
-/// Verify a Stripe delivery: some `v1` must match some secret, and the
-/// signed timestamp must be within `tolerance_s` of `now_unix`.
+/// Verify a Stripe delivery: some `v1` must match some key, and the signed
+/// timestamp must be within `tolerance_s` of `now_unix`.
 pub fn verify(
     delivery: Delivery<'_>,
-    secrets: &[&str],
+    keys: &[Vec<u8>],
     tolerance_s: i64,
     now_unix: i64,
 ) -> Verdict {
-    let value = match delivery.headers.one(HEADER) {
-        Ok(Some(value)) => value,
-        Ok(None) => return Verdict::rejected(Reason::MissingHeader),
-        Err(_repeated) => return Verdict::rejected(Reason::MalformedHeader),
+    let value = match single(delivery.headers, HEADER) {
+        Ok(value) => value,
+        Err(verdict) => return verdict,
     };
     let parsed = match parse(value) {
         Ok(parsed) => parsed,
         Err(reason) => return Verdict::rejected(reason),
     };
-    let signed_at = Some(parsed.timestamp);
     if parsed.v1.is_empty() {
-        let reason = if parsed.other_schemes {
-            Reason::UnsupportedVersion
-        } else {
-            Reason::MalformedHeader
-        };
-        return Verdict {
-            reason,
-            secret_index: None,
-            signed_at,
-        };
+        return no_candidates(parsed.other_schemes, Some(parsed.timestamp));
     }
-    for (index, secret) in secrets.iter().enumerate() {
-        let expected = ct::hmac_sha256(
-            secret.as_bytes(),
+    let matched = ct::first_match(keys, &parsed.v1, |key| {
+        ct::hmac_sha256(
+            key,
             &[parsed.timestamp_text.as_bytes(), b".", delivery.body],
-        );
-        if parsed.v1.iter().any(|sig| ct::equal(&expected, sig)) {
-            let reason = window(parsed.timestamp, now_unix, tolerance_s);
-            return Verdict {
-                reason,
-                secret_index: Some(index),
-                signed_at,
-            };
-        }
-    }
-    Verdict {
-        reason: Reason::NoMatchingSignature,
-        secret_index: None,
-        signed_at,
-    }
+        )
+        .to_vec()
+    });
+    Verdict::timestamped(matched, parsed.timestamp, now_unix, tolerance_s)
 }
 
-/// The header value Stripe would send for `body` under `secret` at `t`.
-pub fn sign(body: &[u8], secret: &str, t: i64) -> String {
+/// The headers Stripe would send for `body` under `secret` at `t`.
+pub fn sign(body: &[u8], secret: &[u8], t: i64) -> Vec<(&'static str, String)> {
     let t = t.to_string();
-    let mac = ct::hmac_sha256(secret.as_bytes(), &[t.as_bytes(), b".", body]);
-    format!("t={t},v1={}", hex::encode(mac))
+    let mac = ct::hmac_sha256(secret, &[t.as_bytes(), b".", body]);
+    vec![("Stripe-Signature", format!("t={t},v1={}", hex::encode(mac)))]
 }
 
 #[cfg(test)]
@@ -124,26 +102,30 @@ mod tests {
     use super::*;
     use crate::signature::Headers;
 
-    const SECRET: &str = "whsec_test_secret";
+    const SECRET: &[u8] = b"whsec_test_secret";
     const NOW: i64 = 1_700_000_000;
 
-    fn check(body: &[u8], header: &str, secrets: &[&str], now: i64) -> Verdict {
+    fn check(body: &[u8], header: &str, now: i64) -> Verdict {
         let headers = Headers::from_pairs([("Stripe-Signature", header)]);
         verify(
             Delivery {
                 body,
                 headers: &headers,
+                url: None,
             },
-            secrets,
+            &[SECRET.to_vec()],
             DEFAULT_TOLERANCE_S,
             now,
         )
     }
 
+    fn header(body: &[u8], t: i64) -> String {
+        sign(body, SECRET, t).remove(0).1
+    }
+
     #[test]
     fn sign_then_verify() {
-        let header = sign(b"{}", SECRET, NOW);
-        let v = check(b"{}", &header, &[SECRET], NOW + 10);
+        let v = check(b"{}", &header(b"{}", NOW), NOW + 10);
         assert_eq!(
             (v.reason, v.secret_index, v.signed_at),
             (Reason::Ok, Some(0), Some(NOW))
@@ -152,23 +134,14 @@ mod tests {
 
     #[test]
     fn window_and_tampering() {
-        let header = sign(b"{}", SECRET, NOW);
-        assert_eq!(
-            check(b"{}", &header, &[SECRET], NOW + 301).reason,
-            Reason::TimestampTooOld
-        );
-        assert_eq!(
-            check(b"{}", &header, &[SECRET], NOW - 301).reason,
-            Reason::TimestampTooNew
-        );
-        assert_eq!(
-            check(b"{} ", &header, &[SECRET], NOW).reason,
-            Reason::NoMatchingSignature
-        );
+        let h = header(b"{}", NOW);
+        assert_eq!(check(b"{}", &h, NOW + 301).reason, Reason::TimestampTooOld);
+        assert_eq!(check(b"{}", &h, NOW - 301).reason, Reason::TimestampTooNew);
+        assert_eq!(check(b"{} ", &h, NOW).reason, Reason::NoMatchingSignature);
         // the timestamp is signed: changing it breaks the signature
-        let moved = header.replacen(&NOW.to_string(), &(NOW + 1).to_string(), 1);
+        let moved = h.replacen(&NOW.to_string(), &(NOW + 1).to_string(), 1);
         assert_eq!(
-            check(b"{}", &moved, &[SECRET], NOW).reason,
+            check(b"{}", &moved, NOW).reason,
             Reason::NoMatchingSignature
         );
     }
@@ -199,17 +172,18 @@ mod tests {
 
     #[test]
     fn two_header_lines_are_ambiguous() {
-        let header = sign(b"{}", SECRET, NOW);
+        let h = header(b"{}", NOW);
         let headers = Headers::from_pairs([
-            ("Stripe-Signature", header.as_str()),
+            ("Stripe-Signature", h.as_str()),
             ("stripe-signature", "t=1"),
         ]);
         let v = verify(
             Delivery {
                 body: b"{}",
                 headers: &headers,
+                url: None,
             },
-            &[SECRET],
+            &[SECRET.to_vec()],
             300,
             NOW,
         );

@@ -1,0 +1,241 @@
+//! Twilio: `X-Twilio-Signature: <base64>` where the base64 is HMAC-SHA1,
+//! under the account's auth token (UTF-8), of
+//! - for form bodies (`application/x-www-form-urlencoded`): the full request
+//!   URL followed by every POST parameter, sorted by name, as `name` then
+//!   `value` with no delimiters;
+//! - for JSON bodies: the full URL alone, which then carries a
+//!   `bodySHA256=<hex SHA-256 of the raw body>` query parameter that must
+//!   match the body.
+//!
+//! Sources: Twilio Docs, "Webhooks security",
+//! <https://www.twilio.com/docs/usage/webhooks/webhooks-security>, and the
+//! reference validator, twilio-python `twilio/request_validator.py`
+//! (`RequestValidator.validate`): the URL is tried as given with its port
+//! removed and with the scheme's default port added (Twilio's signing is
+//! inconsistent about ports), parameter names are sorted and deduplicated,
+//! and each name's distinct values are appended sorted.
+//!
+//! The URL is used byte for byte (no normalisation, which would change what
+//! was signed); only its port is added or removed.
+
+use super::{ct, Algorithm, Delivery, Reason, Verdict};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// The signature header, lower-cased.
+pub const HEADER: &str = "x-twilio-signature";
+const BODY_HASH_PARAM: &str = "bodySHA256";
+
+/// Split `url` into (before the port, the port with its colon, the rest):
+/// `https://user@host:8443/p?q` gives (`https://user@host`, `:8443`, `/p?q`).
+/// `None` when the URL has no `scheme://authority`.
+fn split_port(url: &str) -> Option<(&str, &str, &str)> {
+    let authority_start = url.find("://")? + 3;
+    let rest = &url[authority_start..];
+    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_len];
+    let host_start = authority.rfind('@').map_or(0, |at| at + 1);
+    let host_port = &authority[host_start..];
+    // An IPv6 literal is bracketed; a port can only follow the bracket.
+    let search_from = host_port.rfind(']').map_or(0, |b| b + 1);
+    let port_len = match host_port[search_from..].rfind(':') {
+        Some(colon) => host_port.len() - (search_from + colon),
+        None => 0,
+    };
+    let port_start = authority_start + authority_len - port_len;
+    Some((
+        &url[..port_start],
+        &url[port_start..authority_start + authority_len],
+        &url[authority_start + authority_len..],
+    ))
+}
+
+/// The URLs to try: as given without its port, and with the scheme's default
+/// port (443 for https, else 80) when it has none, as twilio-python does.
+pub fn url_variants(url: &str) -> Vec<String> {
+    let Some((head, port, tail)) = split_port(url) else {
+        return vec![url.to_string()];
+    };
+    let without = format!("{head}{tail}");
+    let with = if port.is_empty() {
+        let default = if head
+            .get(..8)
+            .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+        {
+            443
+        } else {
+            80
+        };
+        format!("{head}:{default}{tail}")
+    } else {
+        url.to_string()
+    };
+    if without == with {
+        vec![without]
+    } else {
+        vec![without, with]
+    }
+}
+
+/// The value of query parameter `name` in `url`, if present.
+fn query_param(url: &str, name: &str) -> Option<String> {
+    let query = url.split_once('?')?.1;
+    let query = query.split('#').next().unwrap_or(query);
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// The form parameters of `body` in signing order: names sorted and
+/// distinct, each name's distinct values sorted, concatenated.
+fn form_suffix(body: &[u8]) -> Vec<u8> {
+    let mut params: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (name, value) in form_urlencoded::parse(body) {
+        params
+            .entry(name.into_owned())
+            .or_default()
+            .push(value.into_owned());
+    }
+    let mut out = Vec::new();
+    for (name, mut values) in params {
+        values.sort();
+        values.dedup();
+        for value in values {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(value.as_bytes());
+        }
+    }
+    out
+}
+
+/// Verify a Twilio request to `url` against every key (auth token).
+pub fn verify(delivery: Delivery<'_>, url: &str, keys: &[Vec<u8>]) -> Verdict {
+    let values = delivery.headers.all(HEADER);
+    if values.is_empty() {
+        return Verdict::rejected(Reason::MissingHeader);
+    }
+    let candidates: Vec<Vec<u8>> = values
+        .iter()
+        .filter_map(|v| ct::decode_base64(v.trim(), Some(20)))
+        .collect();
+    if candidates.is_empty() {
+        return Verdict::rejected(Reason::MalformedHeader);
+    }
+    // A JSON body is covered by the URL's bodySHA256; a form body by its parameters.
+    let suffix = match query_param(url, BODY_HASH_PARAM) {
+        Some(hash) => {
+            let body_hash = Sha256::digest(delivery.body);
+            let presented = ct::decode_hex(&hash, 32);
+            if !presented.is_some_and(|p| ct::equal(&body_hash, &p)) {
+                return Verdict::rejected(Reason::NoMatchingSignature);
+            }
+            Vec::new()
+        }
+        None => form_suffix(delivery.body),
+    };
+    for variant in url_variants(url) {
+        let matched = ct::first_match(keys, &candidates, |key| {
+            ct::hmac(Algorithm::Sha1, key, &[variant.as_bytes(), &suffix])
+        });
+        if let Some(index) = matched {
+            return Verdict {
+                reason: Reason::Ok,
+                secret_index: Some(index),
+                signed_at: None,
+            };
+        }
+    }
+    Verdict::rejected(Reason::NoMatchingSignature)
+}
+
+/// The headers Twilio would send for a request to `url` with `body` (form
+/// parameters, or a JSON body when `url` carries `bodySHA256`).
+pub fn sign(url: &str, body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
+    let suffix = if query_param(url, BODY_HASH_PARAM).is_some() {
+        Vec::new()
+    } else {
+        form_suffix(body)
+    };
+    let mac = ct::hmac(Algorithm::Sha1, secret, &[url.as_bytes(), &suffix]);
+    vec![("X-Twilio-Signature", ct::encode_base64(&mac))]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::signature::Headers;
+
+    /// Twilio's published example (Webhooks security): auth token 12345.
+    const URL: &str = "https://mycompany.com/myapp.php?foo=1&bar=2";
+    const BODY: &[u8] =
+        b"CallSid=CA1234567890ABCDE&Caller=%2B12349013030&Digits=1234&From=%2B12349013030&To=%2B18005551212";
+    const SIGNATURE: &str = "0/KCTR6DLpKmkAf8muzZqo1nDgQ=";
+
+    fn check(url: &str, body: &[u8], signature: &str) -> Reason {
+        let headers = Headers::from_pairs([("X-Twilio-Signature", signature)]);
+        verify(
+            Delivery {
+                body,
+                headers: &headers,
+                url: Some(url),
+            },
+            url,
+            &[b"12345".to_vec()],
+        )
+        .reason
+    }
+
+    #[test]
+    fn documented_example() {
+        assert_eq!(sign(URL, BODY, b"12345")[0].1, SIGNATURE);
+        assert_eq!(check(URL, BODY, SIGNATURE), Reason::Ok);
+        // parameter order in the body does not matter; values do
+        let reordered = b"To=%2B18005551212&CallSid=CA1234567890ABCDE&Caller=%2B12349013030&Digits=1234&From=%2B12349013030";
+        assert_eq!(check(URL, reordered, SIGNATURE), Reason::Ok);
+        assert_eq!(
+            check(URL, &BODY[..BODY.len() - 1], SIGNATURE),
+            Reason::NoMatchingSignature
+        );
+        assert_eq!(
+            check(
+                "https://mycompany.com/myapp.php?foo=1&bar=3",
+                BODY,
+                SIGNATURE
+            ),
+            Reason::NoMatchingSignature
+        );
+    }
+
+    #[test]
+    fn ports_are_tried_both_ways() {
+        // signed without a port, received with the default port, and back
+        let with_port = "https://mycompany.com:443/myapp.php?foo=1&bar=2";
+        assert_eq!(check(with_port, BODY, SIGNATURE), Reason::Ok);
+        let signed_with_port = sign(with_port, BODY, b"12345").remove(0).1;
+        assert_eq!(check(URL, BODY, &signed_with_port), Reason::Ok);
+        assert_eq!(
+            url_variants("http://[::1]:8080/x?y=1"),
+            ["http://[::1]/x?y=1", "http://[::1]:8080/x?y=1"]
+        );
+        assert_eq!(
+            url_variants("https://u:p@h/x"),
+            ["https://u:p@h/x", "https://u:p@h:443/x"]
+        );
+        assert_eq!(url_variants("not a url"), ["not a url"]);
+    }
+
+    #[test]
+    fn json_bodies_are_covered_by_body_sha256() {
+        let body = br#"{"event":"call.completed"}"#;
+        let url = format!(
+            "https://example.com/hook?bodySHA256={}",
+            hex::encode(Sha256::digest(body))
+        );
+        let signature = sign(&url, body, b"12345").remove(0).1;
+        assert_eq!(check(&url, body, &signature), Reason::Ok);
+        assert_eq!(
+            check(&url, br#"{"event":"call.failed"}"#, &signature),
+            Reason::NoMatchingSignature
+        );
+    }
+}
