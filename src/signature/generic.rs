@@ -18,9 +18,10 @@ pub fn verify(delivery: Delivery<'_>, spec: &HmacSpec, keys: &[Vec<u8>]) -> Verd
     let mut other_prefix = false;
     for value in values {
         match value.trim().strip_prefix(spec.prefix.as_str()) {
-            Some(encoded) => {
-                candidates.extend(spec.encoding.decode(encoded.trim(), spec.algorithm.mac_len()))
-            }
+            Some(encoded) => candidates.extend(
+                spec.encoding
+                    .decode(encoded.trim(), spec.algorithm.mac_len()),
+            ),
             None => other_prefix = true,
         }
     }
