@@ -30,7 +30,10 @@ cargo test --quiet --lib --no-default-features --features "pg$PG_MAJOR" 2>&1 | t
 summary+=("unit: $(grep '^test result:' "$WORK/unit.log" | tail -1)")
 
 log "3/5 #[pg_test] (cargo pgrx test pg$PG_MAJOR api::tests: the pg_tests only, the unit tests ran above)"
-cargo pgrx test "pg$PG_MAJOR" api::tests --runas "$PG_OS_USER" --pgdata "$WORK/pgrx-data" 2>&1 | tee "$WORK/pgtest.log" \
+# One test at a time: several pg_tests create and drop partitions of the
+# shared keys table and take the maintenance lock, which concurrent tests
+# (separate backends) would contend for.
+RUST_TEST_THREADS=1 cargo pgrx test "pg$PG_MAJOR" api::tests --runas "$PG_OS_USER" --pgdata "$WORK/pgrx-data" 2>&1 | tee "$WORK/pgtest.log" \
     | grep -E '^test |^test result:|panicked|FAILED' || true
 grep -q '^test result: ok' "$WORK/pgtest.log" && ! grep -q '^test result: FAILED' "$WORK/pgtest.log" \
     || die "cargo pgrx test failed (log: see above)"

@@ -2,7 +2,10 @@
 //! transaction that is rolled back). Races, commit visibility and the
 //! receiver are tested against a real cluster in `tests/`. Compiled only
 //! with the `pg_test` feature (`cargo pgrx test` sets it), so plain
-//! `cargo test` runs the pure unit tests alone.
+//! `cargo test` runs the pure unit tests alone. Run them one at a time
+//! (`RUST_TEST_THREADS=1`, as `scripts/test.sh` does): the maintenance tests
+//! create and drop partitions of the shared keys table and take the
+//! maintenance lock, which tests in other backends would contend for.
 
 #[pgrx::pg_schema]
 mod tests {
