@@ -28,22 +28,26 @@ impl HmacArgs<'_> {
         encoding: None,
     };
 
-    /// The spec, when the scheme is `hmac` or any argument was given (so
-    /// that giving one to another scheme is reported, not ignored).
+    /// The spec for scheme `hmac` (`None` when `signature_header` is
+    /// missing: the verifier reports it). Any of these arguments given to
+    /// another scheme is 22023 rather than silently ignored.
     fn spec(&self, scheme: Scheme) -> Result<Option<HmacSpec>, Error> {
         let given = self.header.is_some()
             || self.prefix.is_some()
             || self.algorithm.is_some()
             || self.encoding.is_some();
-        if scheme != Scheme::Hmac && !given {
-            return Ok(None);
+        if scheme != Scheme::Hmac {
+            return if given {
+                Err(Error::invalid(format!(
+                    "signature_header, signature_prefix, algorithm and encoding apply only to scheme hmac, not {}",
+                    scheme.name()
+                )))
+            } else {
+                Ok(None)
+            };
         }
         let Some(header) = self.header else {
-            return if scheme == Scheme::Hmac {
-                Ok(None)
-            } else {
-                Ok(Some(Self::placeholder()))
-            };
+            return Ok(None);
         };
         let algorithm = match self.algorithm {
             None => Algorithm::Sha256,
@@ -61,17 +65,6 @@ impl HmacArgs<'_> {
             algorithm,
             encoding,
         }))
-    }
-
-    /// A spec that only marks "generic arguments were given" for a scheme
-    /// that does not take them (the verifier reports it).
-    fn placeholder() -> HmacSpec {
-        HmacSpec {
-            header: String::new(),
-            prefix: String::new(),
-            algorithm: Algorithm::Sha256,
-            encoding: Encoding::Hex,
-        }
     }
 }
 
@@ -454,9 +447,6 @@ fn webhook_sign(
     }
     .spec(scheme)
     .or_raise();
-    if hmac.is_some() && scheme != Scheme::Hmac {
-        Error::invalid(format!("signature_header, signature_prefix, algorithm and encoding apply only to scheme hmac, not {}", scheme.name())).raise();
-    }
     if url.is_some() && scheme != Scheme::Twilio {
         Error::invalid(format!(
             "url applies only to scheme twilio, not {}",
