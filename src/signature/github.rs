@@ -7,7 +7,7 @@
 //! (`X-GitHub-Delivery`) is what deduplication keys on. The legacy
 //! `X-Hub-Signature: sha1=...` header is never consulted.
 
-use super::{ct, no_candidates, Delivery, Reason, Verdict};
+use super::{ct, no_candidates, tagged, untimed, Delivery, Reason, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-hub-signature-256";
@@ -19,28 +19,13 @@ pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
     if values.is_empty() {
         return Verdict::rejected(Reason::MissingHeader);
     }
-    let mut candidates = Vec::with_capacity(values.len());
-    let mut other_tag = false;
-    for value in values {
-        let value = value.trim();
-        match value.strip_prefix(TAG) {
-            Some(hex) => candidates.extend(ct::decode_hex(hex.trim(), 32)),
-            None => other_tag |= value.contains('='),
-        }
-    }
+    let (candidates, other_tag) = tagged(values, TAG, |hex| ct::decode_hex(hex, 32));
     if candidates.is_empty() {
         return no_candidates(other_tag, None);
     }
-    match ct::first_match(keys, &candidates, |key| {
+    untimed(keys, &candidates, |key| {
         ct::hmac_sha256(key, &[delivery.body]).to_vec()
-    }) {
-        Some(index) => Verdict {
-            reason: Reason::Ok,
-            secret_index: Some(index),
-            signed_at: None,
-        },
-        None => Verdict::rejected(Reason::NoMatchingSignature),
-    }
+    })
 }
 
 /// The headers GitHub would send for `body` under `secret`.

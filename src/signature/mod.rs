@@ -425,6 +425,93 @@ pub(crate) fn timestamp_header<'h>(
     Ok((text, value))
 }
 
+/// The verdict of a scheme without a timestamp: which key's MAC (computed
+/// by `mac`) matches one of `candidates`, if any.
+pub(crate) fn untimed(
+    keys: &[Vec<u8>],
+    candidates: &[Vec<u8>],
+    mac: impl Fn(&[u8]) -> Vec<u8>,
+) -> Verdict {
+    match ct::first_match(keys, candidates, mac) {
+        Some(index) => Verdict {
+            reason: Reason::Ok,
+            secret_index: Some(index),
+            signed_at: None,
+        },
+        None => Verdict::rejected(Reason::NoMatchingSignature),
+    }
+}
+
+/// The signatures in header values of the form `<tag><encoded MAC>` (GitHub
+/// `sha256=`, Slack `v0=`), decoded by `decode`; also whether a value with
+/// another `<tag>=` was seen (for `unsupported_version`).
+pub(crate) fn tagged(
+    values: &[String],
+    tag: &str,
+    decode: impl Fn(&str) -> Option<Vec<u8>>,
+) -> (Vec<Vec<u8>>, bool) {
+    let mut candidates = Vec::with_capacity(values.len());
+    let mut other_tag = false;
+    for value in values {
+        let value = value.trim();
+        match value.strip_prefix(tag) {
+            Some(encoded) => candidates.extend(decode(encoded.trim())),
+            None => other_tag |= value.contains('='),
+        }
+    }
+    (candidates, other_tag)
+}
+
+/// A `key=value` list carrying a signed timestamp and signatures, as Stripe
+/// (`t=..,v1=..`) and Paddle (`ts=..;h1=..`) send them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimestampedList<'a> {
+    /// The timestamp exactly as sent (the signed bytes use this text).
+    pub timestamp_text: &'a str,
+    pub timestamp: i64,
+    /// Decoded signatures of the scheme's own tag (32-byte hex).
+    pub signatures: Vec<Vec<u8>>,
+    /// Whether elements with other tags (`v0`, ...) were present.
+    pub other_tags: bool,
+}
+
+/// Parse such a list: elements separated by `separator` with optional
+/// whitespace; a malformed element (no `=`, bad hex) is skipped; a missing,
+/// duplicated or malformed timestamp rejects the whole header.
+pub(crate) fn parse_timestamped_list<'a>(
+    value: &'a str,
+    separator: char,
+    timestamp_key: &str,
+    signature_key: &str,
+) -> Result<TimestampedList<'a>, Reason> {
+    let mut timestamp: Option<(&str, i64)> = None;
+    let mut signatures = Vec::new();
+    let mut other_tags = false;
+    for element in value.split(separator) {
+        let Some((key, val)) = element.trim().split_once('=') else {
+            continue;
+        };
+        let (key, val) = (key.trim(), val.trim());
+        if key == timestamp_key {
+            if timestamp.is_some() {
+                return Err(Reason::MalformedHeader);
+            }
+            timestamp = Some((val, parse_unix_seconds(val).ok_or(Reason::MalformedHeader)?));
+        } else if key == signature_key {
+            signatures.extend(ct::decode_hex(val, 32));
+        } else {
+            other_tags = true;
+        }
+    }
+    let (timestamp_text, timestamp) = timestamp.ok_or(Reason::MalformedHeader)?;
+    Ok(TimestampedList {
+        timestamp_text,
+        timestamp,
+        signatures,
+        other_tags,
+    })
+}
+
 /// The verdict when no candidate signature could be decoded: another
 /// version tag was seen (`unsupported_version`) or nothing usable was.
 pub(crate) fn no_candidates(other_tag: bool, signed_at: Option<i64>) -> Verdict {

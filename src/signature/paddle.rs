@@ -8,42 +8,19 @@
 //! five-second tolerance by default. (Paddle Classic's RSA
 //! `p_signature` is a different, retired scheme and is not supported.)
 
-use super::{ct, no_candidates, parse_unix_seconds, single, Delivery, Reason, Verdict};
+use super::{
+    ct, no_candidates, parse_timestamped_list, single, Delivery, Reason, TimestampedList, Verdict,
+};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "paddle-signature";
 /// The SDKs' default tolerance, seconds.
 pub const DEFAULT_TOLERANCE_S: i64 = 5;
 
-/// A parsed `Paddle-Signature` header: the timestamp as sent and as a
-/// number, the decoded `h1` values, and whether other tags were present.
-type Parsed<'a> = (&'a str, i64, Vec<Vec<u8>>, bool);
-
-/// Parse the header: elements separated by `;` with optional whitespace;
-/// a malformed element is skipped; a missing, duplicated or malformed `ts`
-/// rejects the header.
-pub fn parse(value: &str) -> Result<Parsed<'_>, Reason> {
-    let mut ts: Option<(&str, i64)> = None;
-    let mut h1 = Vec::new();
-    let mut other = false;
-    for element in value.split(';') {
-        let Some((key, val)) = element.trim().split_once('=') else {
-            continue;
-        };
-        let val = val.trim();
-        match key.trim() {
-            "ts" => {
-                if ts.is_some() {
-                    return Err(Reason::MalformedHeader);
-                }
-                ts = Some((val, parse_unix_seconds(val).ok_or(Reason::MalformedHeader)?));
-            }
-            "h1" => h1.extend(ct::decode_hex(val, 32)),
-            _ => other = true,
-        }
-    }
-    let (text, ts) = ts.ok_or(Reason::MalformedHeader)?;
-    Ok((text, ts, h1, other))
+/// Parse the header: `;`-separated, timestamp `ts`, signatures `h1`
+/// (see [`parse_timestamped_list`] for the rules).
+pub fn parse(value: &str) -> Result<TimestampedList<'_>, Reason> {
+    parse_timestamped_list(value, ';', "ts", "h1")
 }
 
 /// Verify a Paddle delivery against every key.
@@ -53,21 +30,28 @@ pub fn verify(
     tolerance_s: i64,
     now_unix: i64,
 ) -> Verdict {
-    let value = match single(delivery.headers, HEADER) {
-        Ok(value) => value,
-        Err(verdict) => return verdict,
-    };
-    let (ts_text, ts, h1, other) = match parse(value) {
-        Ok(parsed) => parsed,
-        Err(reason) => return Verdict::rejected(reason),
-    };
-    if h1.is_empty() {
-        return no_candidates(other, Some(ts));
+    check(delivery, keys, tolerance_s, now_unix).unwrap_or_else(|rejected| rejected)
+}
+
+fn check(
+    delivery: Delivery<'_>,
+    keys: &[Vec<u8>],
+    tolerance_s: i64,
+    now_unix: i64,
+) -> Result<Verdict, Verdict> {
+    let list = parse(single(delivery.headers, HEADER)?).map_err(Verdict::rejected)?;
+    if list.signatures.is_empty() {
+        return Err(no_candidates(list.other_tags, Some(list.timestamp)));
     }
-    let matched = ct::first_match(keys, &h1, |key| {
-        ct::hmac_sha256(key, &[ts_text.as_bytes(), b":", delivery.body]).to_vec()
+    let matched = ct::first_match(keys, &list.signatures, |key| {
+        ct::hmac_sha256(key, &[list.timestamp_text.as_bytes(), b":", delivery.body]).to_vec()
     });
-    Verdict::timestamped(matched, ts, now_unix, tolerance_s)
+    Ok(Verdict::timestamped(
+        matched,
+        list.timestamp,
+        now_unix,
+        tolerance_s,
+    ))
 }
 
 /// The headers Paddle would send for `body` under `secret` at `t`.

@@ -9,7 +9,7 @@
 //! client-secret rotation Shopify may sign with the old secret for a while,
 //! so configure both. No timestamp is signed.
 
-use super::{ct, Delivery, Reason, Verdict};
+use super::{ct, untimed, Delivery, Reason, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-shopify-hmac-sha256";
@@ -27,16 +27,9 @@ pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
     if candidates.is_empty() {
         return Verdict::rejected(Reason::MalformedHeader);
     }
-    match ct::first_match(keys, &candidates, |key| {
+    untimed(keys, &candidates, |key| {
         ct::hmac_sha256(key, &[delivery.body]).to_vec()
-    }) {
-        Some(index) => Verdict {
-            reason: Reason::Ok,
-            secret_index: Some(index),
-            signed_at: None,
-        },
-        None => Verdict::rejected(Reason::NoMatchingSignature),
-    }
+    })
 }
 
 /// The headers Shopify would send for `body` under `secret`.

@@ -7,7 +7,7 @@
 //! reject a request whose timestamp is more than five minutes from local
 //! time (so exactly 300 s passes); `v0` is the only version defined.
 
-use super::{ct, no_candidates, timestamp_header, Delivery, Reason, Verdict};
+use super::{ct, no_candidates, tagged, timestamp_header, Delivery, Reason, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-slack-signature";
@@ -24,34 +24,32 @@ pub fn verify(
     tolerance_s: i64,
     now_unix: i64,
 ) -> Verdict {
-    let (ts_text, ts) = match timestamp_header(delivery.headers, TIMESTAMP_HEADER) {
-        Ok(ts) => ts,
-        Err(verdict) => return verdict,
-    };
+    check(delivery, keys, tolerance_s, now_unix).unwrap_or_else(|rejected| rejected)
+}
+
+fn check(
+    delivery: Delivery<'_>,
+    keys: &[Vec<u8>],
+    tolerance_s: i64,
+    now_unix: i64,
+) -> Result<Verdict, Verdict> {
+    let (ts_text, ts) = timestamp_header(delivery.headers, TIMESTAMP_HEADER)?;
     let values = delivery.headers.all(HEADER);
     if values.is_empty() {
-        return Verdict {
+        return Err(Verdict {
             reason: Reason::MissingHeader,
             secret_index: None,
             signed_at: Some(ts),
-        };
+        });
     }
-    let mut candidates = Vec::new();
-    let mut other_tag = false;
-    for value in values {
-        let value = value.trim();
-        match value.strip_prefix(TAG) {
-            Some(hex) => candidates.extend(ct::decode_hex(hex.trim(), 32)),
-            None => other_tag |= value.contains('='),
-        }
-    }
+    let (candidates, other_tag) = tagged(values, TAG, |hex| ct::decode_hex(hex, 32));
     if candidates.is_empty() {
-        return no_candidates(other_tag, Some(ts));
+        return Err(no_candidates(other_tag, Some(ts)));
     }
     let matched = ct::first_match(keys, &candidates, |key| {
         ct::hmac_sha256(key, &[b"v0:", ts_text.as_bytes(), b":", delivery.body]).to_vec()
     });
-    Verdict::timestamped(matched, ts, now_unix, tolerance_s)
+    Ok(Verdict::timestamped(matched, ts, now_unix, tolerance_s))
 }
 
 /// The headers Slack would send for `body` under `secret` at `t`.

@@ -52,22 +52,25 @@ pub fn verify(
     tolerance_s: i64,
     now_unix: i64,
 ) -> Verdict {
+    check(delivery, keys, tolerance_s, now_unix).unwrap_or_else(|rejected| rejected)
+}
+
+fn check(
+    delivery: Delivery<'_>,
+    keys: &[Vec<u8>],
+    tolerance_s: i64,
+    now_unix: i64,
+) -> Result<Verdict, Verdict> {
     let [id_name, ts_name, sig_name] = names(delivery.headers);
-    let id = match single(delivery.headers, id_name) {
-        Ok(id) => id.trim(),
-        Err(verdict) => return verdict,
-    };
-    let (ts_text, ts) = match timestamp_header(delivery.headers, ts_name) {
-        Ok(ts) => ts,
-        Err(verdict) => return verdict,
-    };
+    let id = single(delivery.headers, id_name)?.trim();
+    let (ts_text, ts) = timestamp_header(delivery.headers, ts_name)?;
     let values = delivery.headers.all(sig_name);
     if values.is_empty() {
-        return Verdict {
+        return Err(Verdict {
             reason: Reason::MissingHeader,
             secret_index: None,
             signed_at: Some(ts),
-        };
+        });
     }
     let mut candidates = Vec::new();
     let mut other_version = false;
@@ -79,7 +82,7 @@ pub fn verify(
         }
     }
     if candidates.is_empty() {
-        return no_candidates(other_version, Some(ts));
+        return Err(no_candidates(other_version, Some(ts)));
     }
     let matched = ct::first_match(keys, &candidates, |key| {
         ct::hmac_sha256(
@@ -88,7 +91,7 @@ pub fn verify(
         )
         .to_vec()
     });
-    Verdict::timestamped(matched, ts, now_unix, tolerance_s)
+    Ok(Verdict::timestamped(matched, ts, now_unix, tolerance_s))
 }
 
 /// The headers a Standard Webhooks sender would send for `body`, message

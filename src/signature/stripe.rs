@@ -10,55 +10,19 @@
 //! the window symmetric (a timestamp more than the tolerance in the future
 //! is rejected too), which Stripe's libraries do not.
 
-use super::{ct, no_candidates, parse_unix_seconds, single, Delivery, Reason, Verdict};
+use super::{
+    ct, no_candidates, parse_timestamped_list, single, Delivery, Reason, TimestampedList, Verdict,
+};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "stripe-signature";
 /// Stripe's documented default tolerance, seconds.
 pub const DEFAULT_TOLERANCE_S: i64 = 300;
 
-/// A parsed `Stripe-Signature` header.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Parsed<'a> {
-    /// The timestamp exactly as sent (the signed bytes use this text).
-    pub timestamp_text: &'a str,
-    pub timestamp: i64,
-    /// Decoded `v1` signatures (32 bytes each).
-    pub v1: Vec<Vec<u8>>,
-    /// Whether elements with other scheme tags (`v0`, ...) were present.
-    pub other_schemes: bool,
-}
-
-/// Parse the header. Elements are separated by `,` with optional
-/// whitespace; a malformed element (no `=`, bad hex) is skipped; a missing,
-/// duplicated or malformed `t` rejects the whole header.
-pub fn parse(value: &str) -> Result<Parsed<'_>, Reason> {
-    let mut timestamp: Option<(&str, i64)> = None;
-    let mut v1 = Vec::new();
-    let mut other_schemes = false;
-    for element in value.split(',') {
-        let Some((key, val)) = element.trim().split_once('=') else {
-            continue;
-        };
-        let val = val.trim();
-        match key.trim() {
-            "t" => {
-                if timestamp.is_some() {
-                    return Err(Reason::MalformedHeader);
-                }
-                timestamp = Some((val, parse_unix_seconds(val).ok_or(Reason::MalformedHeader)?));
-            }
-            "v1" => v1.extend(ct::decode_hex(val, 32)),
-            _ => other_schemes = true,
-        }
-    }
-    let (timestamp_text, timestamp) = timestamp.ok_or(Reason::MalformedHeader)?;
-    Ok(Parsed {
-        timestamp_text,
-        timestamp,
-        v1,
-        other_schemes,
-    })
+/// Parse the header: `,`-separated, timestamp `t`, signatures `v1`
+/// (see [`parse_timestamped_list`] for the rules).
+pub fn parse(value: &str) -> Result<TimestampedList<'_>, Reason> {
+    parse_timestamped_list(value, ',', "t", "v1")
 }
 
 /// Verify a Stripe delivery: some `v1` must match some key, and the signed
@@ -69,25 +33,28 @@ pub fn verify(
     tolerance_s: i64,
     now_unix: i64,
 ) -> Verdict {
-    let value = match single(delivery.headers, HEADER) {
-        Ok(value) => value,
-        Err(verdict) => return verdict,
-    };
-    let parsed = match parse(value) {
-        Ok(parsed) => parsed,
-        Err(reason) => return Verdict::rejected(reason),
-    };
-    if parsed.v1.is_empty() {
-        return no_candidates(parsed.other_schemes, Some(parsed.timestamp));
+    check(delivery, keys, tolerance_s, now_unix).unwrap_or_else(|rejected| rejected)
+}
+
+fn check(
+    delivery: Delivery<'_>,
+    keys: &[Vec<u8>],
+    tolerance_s: i64,
+    now_unix: i64,
+) -> Result<Verdict, Verdict> {
+    let list = parse(single(delivery.headers, HEADER)?).map_err(Verdict::rejected)?;
+    if list.signatures.is_empty() {
+        return Err(no_candidates(list.other_tags, Some(list.timestamp)));
     }
-    let matched = ct::first_match(keys, &parsed.v1, |key| {
-        ct::hmac_sha256(
-            key,
-            &[parsed.timestamp_text.as_bytes(), b".", delivery.body],
-        )
-        .to_vec()
+    let matched = ct::first_match(keys, &list.signatures, |key| {
+        ct::hmac_sha256(key, &[list.timestamp_text.as_bytes(), b".", delivery.body]).to_vec()
     });
-    Verdict::timestamped(matched, parsed.timestamp, now_unix, tolerance_s)
+    Ok(Verdict::timestamped(
+        matched,
+        list.timestamp,
+        now_unix,
+        tolerance_s,
+    ))
 }
 
 /// The headers Stripe would send for `body` under `secret` at `t`.
@@ -149,15 +116,18 @@ mod tests {
     #[test]
     fn header_parsing_rules() {
         let sig = "5".repeat(64);
-        assert_eq!(parse(&format!("t=1, v1={sig}")).unwrap().v1.len(), 1);
+        assert_eq!(
+            parse(&format!("t=1, v1={sig}")).unwrap().signatures.len(),
+            1
+        );
         assert_eq!(
             parse(&format!("t=1,v1={sig},v1=zz,junk,v0={sig}"))
                 .unwrap()
-                .v1
+                .signatures
                 .len(),
             1
         );
-        assert!(parse(&format!("t=1,v0={sig}")).unwrap().other_schemes);
+        assert!(parse(&format!("t=1,v0={sig}")).unwrap().other_tags);
         assert_eq!(
             parse(&format!("t=1,t=2,v1={sig}")),
             Err(Reason::MalformedHeader)

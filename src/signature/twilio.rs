@@ -18,7 +18,7 @@
 //! The URL is used byte for byte (no normalisation, which would change what
 //! was signed); only its port is added or removed.
 
-use super::{ct, Algorithm, Delivery, Reason, Verdict};
+use super::{ct, untimed, Algorithm, Delivery, Reason, Verdict};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
@@ -133,19 +133,15 @@ pub fn verify(delivery: Delivery<'_>, url: &str, keys: &[Vec<u8>]) -> Verdict {
         }
         None => form_suffix(delivery.body),
     };
-    for variant in url_variants(url) {
-        let matched = ct::first_match(keys, &candidates, |key| {
-            ct::hmac(Algorithm::Sha1, key, &[variant.as_bytes(), &suffix])
-        });
-        if let Some(index) = matched {
-            return Verdict {
-                reason: Reason::Ok,
-                secret_index: Some(index),
-                signed_at: None,
-            };
-        }
-    }
-    Verdict::rejected(Reason::NoMatchingSignature)
+    url_variants(url)
+        .iter()
+        .map(|variant| {
+            untimed(keys, &candidates, |key| {
+                ct::hmac(Algorithm::Sha1, key, &[variant.as_bytes(), &suffix])
+            })
+        })
+        .find(Verdict::valid)
+        .unwrap_or(Verdict::rejected(Reason::NoMatchingSignature))
 }
 
 /// The headers Twilio would send for a request to `url` with `body` (form
