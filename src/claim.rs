@@ -1,6 +1,7 @@
 //! The claim state machine: what a delivery of a key means given what is
-//! stored for it. Pure Rust: the SQL glue in [`crate::api::claim`] locks the
-//! key, reads the stored row, asks [`decide`] and writes what it says.
+//! stored for it, and which transitions the holder of a lease, an operator
+//! or the queue may make. Pure Rust: the SQL glue in [`crate::api`] locks the
+//! key, reads the stored row, asks this module and writes what it says.
 //!
 //! States (`docs/design.md` has the diagram and every transition):
 //!
@@ -171,13 +172,126 @@ pub fn decide(stored: Option<&Stored>, now: i64, fingerprint: Option<&[u8]>) -> 
     }
 }
 
-/// Whether `webhook_complete` with `token` may complete a key whose stored
-/// state is `state` and lease token `held`: only the current lease holder of
-/// a `processing` key may. A stale token (the lease was reclaimed since)
-/// changes nothing. An expired lease that nobody reclaimed still belongs to
-/// its holder: fencing is by token, not by clock.
-pub fn may_complete(state: State, held: Option<&[u8]>, token: &[u8]) -> bool {
+/// Whether `token` holds the lease of a key whose stored state is `state`
+/// and lease token `held`: only the current holder of a `processing` key
+/// may complete, fail, checkpoint, extend or mark it. A stale token (the
+/// lease was reclaimed since, or an operator resolved the key) changes
+/// nothing. An expired lease that nobody reclaimed still belongs to its
+/// holder: fencing is by token, not by clock.
+pub fn holds_lease(state: State, held: Option<&[u8]>, token: &[u8]) -> bool {
     state == State::Processing && held == Some(token)
+}
+
+/// The first retry waits this long; each later one twice as long as the
+/// one before, up to [`MAX_BACKOFF_US`].
+pub const BASE_BACKOFF_US: i64 = 30 * 1_000_000;
+/// The longest automatic wait between retries: an hour.
+pub const MAX_BACKOFF_US: i64 = 3_600 * 1_000_000;
+
+/// The wait before retrying after failed attempt `attempt` (1-based):
+/// `min(30 s * 2^(attempt - 1), 1 h)`.
+pub fn backoff_us(attempt: i32) -> i64 {
+    let doublings = u32::try_from(attempt.max(1) - 1).unwrap_or(0).min(20);
+    BASE_BACKOFF_US
+        .saturating_mul(1 << doublings)
+        .min(MAX_BACKOFF_US)
+}
+
+/// Where `webhook_fail` sends a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailTo {
+    /// Retryable: due again at `next_attempt_at`.
+    Failed { next_attempt_at: i64 },
+    /// Not retryable, or out of attempts.
+    DeadLettered,
+}
+
+/// Decide a failure of attempt `attempt`: a non-retryable failure, or one
+/// whose attempt reached `max_attempts`, is dead-lettered; otherwise the key
+/// is due again after `retry_after` (when given) or [`backoff_us`].
+pub fn decide_fail(
+    attempt: i32,
+    retryable: bool,
+    retry_after_us: Option<i64>,
+    max_attempts: i32,
+    now: i64,
+) -> FailTo {
+    if !retryable || attempt >= max_attempts {
+        return FailTo::DeadLettered;
+    }
+    let wait = retry_after_us.unwrap_or_else(|| backoff_us(attempt));
+    FailTo::Failed {
+        next_attempt_at: now.saturating_add(wait),
+    }
+}
+
+/// The states an operator may move a key to with `webhook_resolve`, from
+/// any state: `completed` (it was done after all), `failed` (retry it now),
+/// `dead_lettered` (give up), `pending` (hand it to the queue again). Never
+/// `processing`: leases come only from claims. Resolving a `processing` key
+/// fences its holder out (its token stops working).
+pub fn check_resolve_target(to: State) -> Result<State, crate::error::Error> {
+    match to {
+        State::Completed | State::Failed | State::DeadLettered | State::Pending => Ok(to),
+        State::Processing | State::UnknownOutcome => Err(crate::error::Error::invalid(format!(
+            "new_state must be completed, failed, dead_lettered or pending, not {}",
+            to.as_str()
+        ))),
+    }
+}
+
+/// What `webhook_enqueue` tells its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enqueued {
+    /// Stored as `pending` for the workers.
+    Accepted,
+    /// Already known (in any state): nothing stored.
+    Duplicate,
+    /// Known with another payload: nothing stored.
+    Conflict,
+}
+
+impl Enqueued {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Enqueued::Accepted => "accepted",
+            Enqueued::Duplicate => "duplicate",
+            Enqueued::Conflict => "conflict",
+        }
+    }
+}
+
+/// Decide an enqueue of a payload with SHA-256 `fingerprint`.
+pub fn decide_enqueue(stored: Option<&Stored>, fingerprint: &[u8]) -> Enqueued {
+    match stored {
+        None => Enqueued::Accepted,
+        Some(s)
+            if s.fingerprint
+                .as_deref()
+                .is_some_and(|have| have != fingerprint) =>
+        {
+            Enqueued::Conflict
+        }
+        Some(_) => Enqueued::Duplicate,
+    }
+}
+
+/// When a key in `state` can next be taken by a claim or `webhook_next`
+/// (the indexed `due_at` column): a pending key at once, a processing key
+/// when its lease expires, a failed key at its next attempt; never for the
+/// others.
+pub fn due_at(
+    state: State,
+    now: i64,
+    lease_expires_at: Option<i64>,
+    next_attempt_at: Option<i64>,
+) -> Option<i64> {
+    match state {
+        State::Pending => Some(now),
+        State::Processing => lease_expires_at,
+        State::Failed => Some(next_attempt_at.unwrap_or(now)),
+        State::Completed | State::UnknownOutcome | State::DeadLettered => None,
+    }
 }
 
 /// The longest lease: a year. A lease is a liveness bound on one attempt,
@@ -324,13 +438,82 @@ mod tests {
     }
 
     #[test]
-    fn only_the_current_token_completes() {
+    fn only_the_current_token_holds_the_lease() {
         let token = [1u8; 16];
         let other = [2u8; 16];
-        assert!(may_complete(State::Processing, Some(&token), &token));
-        assert!(!may_complete(State::Processing, Some(&other), &token));
-        assert!(!may_complete(State::Completed, Some(&token), &token));
-        assert!(!may_complete(State::Pending, None, &token));
+        assert!(holds_lease(State::Processing, Some(&token), &token));
+        assert!(!holds_lease(State::Processing, Some(&other), &token));
+        for state in State::ALL.into_iter().filter(|s| *s != State::Processing) {
+            assert!(!holds_lease(state, Some(&token), &token), "{state:?}");
+        }
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_an_hour() {
+        assert_eq!(backoff_us(1), 30_000_000);
+        assert_eq!(backoff_us(2), 60_000_000);
+        assert_eq!(backoff_us(3), 120_000_000);
+        assert_eq!(backoff_us(8), MAX_BACKOFF_US);
+        assert_eq!(backoff_us(i32::MAX), MAX_BACKOFF_US);
+        assert_eq!(backoff_us(0), 30_000_000);
+    }
+
+    #[test]
+    fn failures_retry_until_max_attempts_then_dead_letter() {
+        assert_eq!(
+            decide_fail(1, true, None, 3, NOW),
+            FailTo::Failed {
+                next_attempt_at: NOW + 30_000_000
+            }
+        );
+        assert_eq!(
+            decide_fail(2, true, Some(5), 3, NOW),
+            FailTo::Failed {
+                next_attempt_at: NOW + 5
+            }
+        );
+        assert_eq!(decide_fail(3, true, None, 3, NOW), FailTo::DeadLettered);
+        assert_eq!(decide_fail(1, false, None, 3, NOW), FailTo::DeadLettered);
+    }
+
+    #[test]
+    fn operators_resolve_to_four_states() {
+        for s in [
+            State::Completed,
+            State::Failed,
+            State::DeadLettered,
+            State::Pending,
+        ] {
+            assert_eq!(check_resolve_target(s), Ok(s));
+        }
+        assert!(check_resolve_target(State::Processing).is_err());
+        assert!(check_resolve_target(State::UnknownOutcome).is_err());
+    }
+
+    #[test]
+    fn enqueue_accepts_new_keys_only() {
+        assert_eq!(decide_enqueue(None, FP_A), Enqueued::Accepted);
+        let mut s = stored(State::Completed);
+        assert_eq!(decide_enqueue(Some(&s), FP_A), Enqueued::Duplicate);
+        s.fingerprint = Some(FP_A.to_vec());
+        assert_eq!(decide_enqueue(Some(&s), FP_A), Enqueued::Duplicate);
+        assert_eq!(decide_enqueue(Some(&s), FP_B), Enqueued::Conflict);
+    }
+
+    #[test]
+    fn due_times_follow_the_state() {
+        assert_eq!(due_at(State::Pending, NOW, None, None), Some(NOW));
+        assert_eq!(
+            due_at(State::Processing, NOW, Some(NOW + 9), None),
+            Some(NOW + 9)
+        );
+        assert_eq!(
+            due_at(State::Failed, NOW, None, Some(NOW + 7)),
+            Some(NOW + 7)
+        );
+        for s in [State::Completed, State::UnknownOutcome, State::DeadLettered] {
+            assert_eq!(due_at(s, NOW, Some(1), Some(2)), None);
+        }
     }
 
     #[test]

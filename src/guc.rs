@@ -11,6 +11,10 @@ use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 /// within a provider's first retry.
 static DEFAULT_LEASE_S: GucSetting<i32> = GucSetting::<i32>::new(300);
 
+/// Processing attempts after which `webhook_fail` dead-letters a key,
+/// unless `webhook_dedup.sources` sets another number for its source.
+static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(10);
+
 /// Width of one time partition of `webhook_dedup.keys`, in seconds.
 static PARTITION_INTERVAL_S: GucSetting<i32> = GucSetting::<i32>::new(86_400);
 
@@ -28,6 +32,17 @@ pub fn init() {
         i32::MAX,
         GucContext::Userset,
         GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"webhook_dedup.max_attempts",
+        c"Processing attempts after which a failing key is dead-lettered.",
+        c"webhook_fail sends a key to dead_lettered once its attempt reaches this number; \
+          webhook_dedup.sources.max_attempts overrides it per source.",
+        &MAX_ATTEMPTS,
+        1,
+        i32::MAX,
+        GucContext::Userset,
+        GucFlags::default(),
     );
     GucRegistry::define_int_guc(
         c"webhook_dedup.partition_interval",
@@ -63,6 +78,11 @@ pub fn init() {
 /// `webhook_dedup.default_lease` in microseconds.
 pub fn default_lease_us() -> i64 {
     i64::from(DEFAULT_LEASE_S.get()) * 1_000_000
+}
+
+/// `webhook_dedup.max_attempts`.
+pub fn max_attempts() -> i32 {
+    MAX_ATTEMPTS.get()
 }
 
 /// `webhook_dedup.partition_interval` in microseconds.

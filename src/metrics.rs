@@ -50,7 +50,7 @@ pub const MAX_LOAD: usize = CAPACITY * 3 / 4;
 pub const SOURCE_BYTES: usize = 128;
 /// Bytes of an event type kept in a metrics entry.
 pub const EVENT_TYPE_BYTES: usize = 64;
-const SLOTS: usize = 16;
+const SLOTS: usize = 32;
 const HOUR_US: i64 = 3_600 * 1_000_000;
 /// How the overflow entry's source is reported.
 pub const OVERFLOW_SOURCE: &str = "(overflow)";
@@ -69,10 +69,18 @@ pub enum Counter {
     DeadLettered,
     Completions,
     StaleCompletions,
+    RetriesScheduled,
+    DeadLetters,
+    MarkedUnknown,
+    Enqueued,
+    Drained,
+    Forgotten,
+    Resolved,
+    StaleTokens,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 11] = [
+    pub const ALL: [Counter; 19] = [
         Counter::Deliveries,
         Counter::FirstClaims,
         Counter::Reclaims,
@@ -84,7 +92,40 @@ impl Counter {
         Counter::DeadLettered,
         Counter::Completions,
         Counter::StaleCompletions,
+        Counter::RetriesScheduled,
+        Counter::DeadLetters,
+        Counter::MarkedUnknown,
+        Counter::Enqueued,
+        Counter::Drained,
+        Counter::Forgotten,
+        Counter::Resolved,
+        Counter::StaleTokens,
     ];
+
+    /// The `webhook_dedup.claim_counts` column this counter is flushed to.
+    pub fn column(self) -> &'static str {
+        match self {
+            Counter::Deliveries => "deliveries",
+            Counter::FirstClaims => "first_claims",
+            Counter::Reclaims => "reclaims",
+            Counter::DuplicatesOfCompleted => "duplicates_of_completed",
+            Counter::DuplicatesInProgress => "duplicates_in_progress",
+            Counter::Conflicts => "conflicts",
+            Counter::RetryLater => "retry_later",
+            Counter::UnknownOutcome => "unknown_outcome",
+            Counter::DeadLettered => "dead_lettered",
+            Counter::Completions => "completions",
+            Counter::StaleCompletions => "stale_completions",
+            Counter::RetriesScheduled => "retries_scheduled",
+            Counter::DeadLetters => "dead_letters",
+            Counter::MarkedUnknown => "marked_unknown",
+            Counter::Enqueued => "enqueued",
+            Counter::Drained => "drained",
+            Counter::Forgotten => "forgotten",
+            Counter::Resolved => "resolved",
+            Counter::StaleTokens => "stale_tokens",
+        }
+    }
 
     /// The counter a claim outcome adds to (besides `Deliveries`).
     pub fn for_outcome(outcome: Outcome) -> Counter {

@@ -1,82 +1,21 @@
-//! `webhook_claim` and `webhook_complete`: the SQL glue of the claim state
-//! machine ([`crate::claim`] decides; this file locks, reads and writes).
-//!
-//! Every call follows one protocol (the argument is in `docs/design.md`):
-//! 1. take the key's transaction-scoped advisory lock, so all writers of
-//!    one key are serialised across every partition;
-//! 2. look the key up on the *latest* snapshot, across the live partitions
-//!    (at most one row exists: only lock holders insert, and they insert
-//!    only after seeing none);
-//! 3. decide in pure Rust, then apply one write to the one row (or insert
-//!    into the current partition).
-//!
-//! Under REPEATABLE READ / SERIALIZABLE the write runs on the transaction
-//! snapshot; when the row the latest snapshot found is invisible to it
-//! (committed by someone else after the snapshot was taken), the write
-//! touches nothing and the call raises 40001 instead of acting on a state
-//! the transaction cannot see.
+//! `webhook_claim` and `webhook_complete`: the claim-and-process path.
+//! [`crate::claim`] decides; [`super::protocol`] locks and reads; this
+//! file writes.
 
-use crate::claim::{self, decide, Outcome, State, Stored, Write};
-use crate::error::{required, Error, OrRaise};
+use super::protocol::{
+    existing, expect_one, key_args, lease_arg, lock_key, lookup, new_token, Row,
+};
+use crate::claim::{decide, Outcome, State, Write};
+use crate::error::required;
 use crate::jsonb::Jsonb;
-use crate::key::check_bounded;
 use crate::metrics::{self, Counter};
-use crate::spi::{self, arg, Conn, Rows, Snap, Statement};
-use crate::time::{clock_now, duration_us, timestamptz};
+use crate::spi::{self, arg, Conn, Snap, Statement};
+use crate::time::{clock_now, timestamptz};
 use pgrx::datum::{Interval, TimestampWithTimeZone};
-use pgrx::pg_sys;
+use pgrx::pg_sys::{BYTEAOID, INT4OID, JSONBOID, TEXTOID, TIMESTAMPTZOID, UUIDOID};
 use pgrx::prelude::*;
 use pgrx::Uuid;
 use sha2::{Digest, Sha256};
-
-/// `objsubid` of this extension's advisory locks in `pg_locks` (`'WD'`);
-/// `pg_advisory_lock()` uses 1 and 2, so callers' own advisory locks never
-/// collide with ours.
-pub const LOCK_CLASS: u16 = 0x5744;
-
-/// Take the advisory lock of (`source`, `idem_key`) until the transaction ends.
-pub(crate) fn lock_key(source: &str, idem_key: &str) {
-    let id = claim::lock_id(source, idem_key);
-    // SAFETY: the tag is fully initialised as SET_LOCKTAG_ADVISORY does in
-    // PostgreSQL's lock.h; LockAcquire waits (dontWait = false) and raises
-    // on deadlock, so it returns only with the lock held.
-    unsafe {
-        let tag = pg_sys::LOCKTAG {
-            locktag_field1: pg_sys::MyDatabaseId.to_u32(),
-            locktag_field2: (id >> 32) as u32,
-            locktag_field3: id as u32,
-            locktag_field4: LOCK_CLASS,
-            locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
-            locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
-        };
-        pg_sys::LockAcquire(
-            &tag,
-            pg_sys::ExclusiveLock as pg_sys::LOCKMODE,
-            false,
-            false,
-        );
-    }
-}
-
-/// A random (version 4) UUID from the server's strong random source.
-fn new_token() -> Uuid {
-    let mut bytes = [0u8; 16];
-    // SAFETY: writes exactly 16 bytes into a 16-byte buffer.
-    let ok = unsafe { pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), bytes.len()) };
-    if !ok {
-        pgrx::error!("webhook_dedup: could not generate a random claim token");
-    }
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    Uuid::from_bytes(bytes)
-}
-
-use pg_sys::{BYTEAOID, INT4OID, JSONBOID, TEXTOID, TIMESTAMPTZOID, UUIDOID};
-
-static LOOKUP: Statement = Statement::new(
-    crate::sql_statement!("claim_lookup.sql"),
-    &[TEXTOID, TEXTOID],
-);
 
 static INSERT: Statement = Statement::new(
     crate::sql_statement!("claim_insert.sql"),
@@ -91,7 +30,7 @@ static INSERT: Statement = Statement::new(
     ],
 );
 
-static LEASE: Statement = Statement::new(
+pub(crate) static LEASE: Statement = Statement::new(
     crate::sql_statement!("claim_lease.sql"),
     &[
         TEXTOID,
@@ -103,10 +42,11 @@ static LEASE: Statement = Statement::new(
         BYTEAOID,
         TEXTOID,
         TIMESTAMPTZOID,
+        INT4OID,
     ],
 );
 
-static TOUCH: Statement = Statement::new(
+pub(crate) static TOUCH: Statement = Statement::new(
     crate::sql_statement!("claim_touch.sql"),
     &[
         TEXTOID,
@@ -123,62 +63,55 @@ static COMPLETE: Statement = Statement::new(
     &[TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID],
 );
 
-/// A key's row as the look-up returns it.
-struct Row {
-    stored: Stored,
-    partition_at: TimestampWithTimeZone,
-    claim_token: Option<Uuid>,
-    result: Option<Jsonb>,
-    last_step: Option<String>,
-    first_seen_at: TimestampWithTimeZone,
-    event_type: Option<String>,
-}
+static CONFLICT: Statement = Statement::new(
+    crate::sql_statement!("conflict_record.sql"),
+    &[
+        TEXTOID,
+        TEXTOID,
+        TIMESTAMPTZOID,
+        BYTEAOID,
+        BYTEAOID,
+        TEXTOID,
+    ],
+);
 
-fn lookup(conn: &Conn<'_>, source: &str, idem_key: &str) -> Option<Row> {
-    let rows = conn.execute(&LOOKUP, &[arg(source), arg(idem_key)], Snap::Latest);
-    if rows.is_empty() {
-        return None;
-    }
-    if rows.len() > 1 {
-        pgrx::error!(
-            "webhook_dedup: key ({source}, {idem_key}) is stored {} times",
-            rows.len()
+/// Count a delivery of a stored key that changes no state, and record it
+/// in `webhook_dedup.conflicts` when its payload differs.
+pub(crate) fn touch(
+    conn: &Conn<'_>,
+    (source, idem_key): (&str, &str),
+    now: i64,
+    found: &Row,
+    fingerprint: Option<&[u8]>,
+    conflict: bool,
+    via: &str,
+) {
+    let now_ts = timestamptz(now);
+    expect_one(conn.execute(
+        &TOUCH,
+        &[
+            arg(source),
+            arg(idem_key),
+            arg(now_ts),
+            arg(i32::from(conflict)),
+            arg(fingerprint),
+            arg(found.partition_at),
+        ],
+        Snap::Statement,
+    ));
+    if conflict {
+        conn.execute(
+            &CONFLICT,
+            &[
+                arg(source),
+                arg(idem_key),
+                arg(now_ts),
+                arg(found.stored.fingerprint.as_deref()),
+                arg(fingerprint),
+                arg(via),
+            ],
+            Snap::Statement,
         );
-    }
-    let state_text: String = rows.get(0, 1).expect("state is NOT NULL");
-    let state = State::parse(&state_text)
-        .unwrap_or_else(|| pgrx::error!("webhook_dedup: unknown stored state {state_text:?}"));
-    let ts = |rows: &Rows, col| {
-        rows.get::<TimestampWithTimeZone>(0, col)
-            .map(pg_sys::TimestampTz::from)
-    };
-    Some(Row {
-        stored: Stored {
-            state,
-            attempt: rows.get(0, 2).expect("attempt is NOT NULL"),
-            lease_expires_at: ts(&rows, 3),
-            next_attempt_at: ts(&rows, 4),
-            fingerprint: rows.get(0, 5),
-        },
-        partition_at: rows.get(0, 6).expect("partition_at is NOT NULL"),
-        claim_token: rows.get(0, 7),
-        result: rows.get_jsonb(0, 8),
-        last_step: rows.get(0, 9),
-        first_seen_at: rows.get(0, 10).expect("first_seen_at is NOT NULL"),
-        event_type: rows.get(0, 11),
-    })
-}
-
-/// A write that found no row although the latest snapshot did: the row
-/// was committed after this transaction's snapshot.
-fn expect_one(rows: Rows<'_>) {
-    if rows.len() != 1 {
-        Error::SerializationFailure {
-            message: "could not claim the key: it was changed by a concurrent transaction \
-                      after this transaction's snapshot"
-                .into(),
-        }
-        .raise();
     }
 }
 
@@ -203,9 +136,11 @@ type ClaimRow = (
 /// - `source`, `idem_key`: 1 to 255 characters (NULL 22004, empty or
 ///   longer 22023).
 /// - `payload`: when given, its SHA-256 is the key's fingerprint; a later
-///   delivery with another payload is a `conflict`.
+///   delivery with another payload is a `conflict`, recorded in
+///   `webhook_dedup.conflicts`.
 /// - `lease`: positive interval of at most 365 days, without months
-///   (22023 otherwise); NULL means `webhook_dedup.default_lease`.
+///   (22023 otherwise); NULL means the source's lease in
+///   `webhook_dedup.sources`, else `webhook_dedup.default_lease`.
 /// - `event_type`: stored with the key and used to label metrics.
 ///
 /// Runs in the caller's transaction: a rollback frees the claim. Times are
@@ -231,33 +166,26 @@ fn webhook_claim(
         name!(lease_expires_at, Option<TimestampWithTimeZone>),
     ),
 > {
-    let source = required(source, "source");
-    let idem_key = required(idem_key, "idem_key");
-    check_bounded("source", source).or_raise();
-    check_bounded("idem_key", idem_key).or_raise();
-    let lease_us = match lease {
-        Some(lease) => duration_us(lease, "lease")
-            .and_then(claim::check_lease_us)
-            .or_raise(),
-        None => crate::guc::default_lease_us(),
-    };
+    let (source, idem_key) = key_args(source, idem_key);
+    let lease_us = lease.map(lease_arg);
     let fingerprint: Option<Vec<u8>> = payload.map(|p| Sha256::digest(p).to_vec());
+    let fingerprint = fingerprint.as_deref();
 
     lock_key(source, idem_key);
     let now = clock_now();
     let (row, outcome, label) = spi::connected(|conn| {
-        let found = lookup(conn, source, idem_key);
-        let decision = decide(
-            found.as_ref().map(|r| &r.stored),
-            now,
-            fingerprint.as_deref(),
-        );
+        let (found, settings) = lookup(conn, source, idem_key);
+        let decision = decide(found.as_ref().map(|r| &r.stored), now, fingerprint);
         let label = found
             .as_ref()
             .and_then(|r| r.event_type.clone())
             .or(event_type.map(str::to_string));
         let now_ts = timestamptz(now);
-        let lease_until = timestamptz(now.saturating_add(lease_us));
+        let lease_until = timestamptz(
+            now.saturating_add(lease_us.unwrap_or_else(|| settings.default_lease_us())),
+        );
+        let processing = State::Processing.as_str().to_string();
+        let outcome = decision.outcome.as_str().to_string();
         let row: ClaimRow = match (decision.write, found) {
             (Write::Insert, _) => {
                 let token = new_token();
@@ -269,17 +197,16 @@ fn webhook_claim(
                         arg(now_ts),
                         arg(token),
                         arg(lease_until),
-                        arg(fingerprint.as_deref()),
+                        arg(fingerprint),
                         arg(event_type),
                     ],
                     Snap::Statement,
                 );
-                let state = State::Processing.as_str().to_string();
                 (
-                    decision.outcome.as_str().into(),
+                    outcome,
                     Some(token),
                     1,
-                    state,
+                    processing,
                     None,
                     None,
                     now_ts,
@@ -297,56 +224,57 @@ fn webhook_claim(
                         arg(attempt),
                         arg(token),
                         arg(lease_until),
-                        arg(fingerprint.as_deref()),
+                        arg(fingerprint),
                         arg(event_type),
                         arg(found.partition_at),
+                        arg(1),
                     ],
                     Snap::Statement,
                 ));
-                let state = State::Processing.as_str().to_string();
-                let out = decision.outcome.as_str().to_string();
+                let Row {
+                    result,
+                    last_step,
+                    first_seen_at,
+                    ..
+                } = found;
                 (
-                    out,
+                    outcome,
                     Some(token),
                     attempt,
-                    state,
-                    found.result,
-                    found.last_step,
-                    found.first_seen_at,
+                    processing,
+                    result,
+                    last_step,
+                    first_seen_at,
                     Some(lease_until),
                 )
             }
             (Write::Touch, Some(found)) => {
-                let conflict = i32::from(decision.outcome == Outcome::Conflict);
-                expect_one(conn.execute(
-                    &TOUCH,
-                    &[
-                        arg(source),
-                        arg(idem_key),
-                        arg(now_ts),
-                        arg(conflict),
-                        arg(fingerprint.as_deref()),
-                        arg(found.partition_at),
-                    ],
-                    Snap::Statement,
-                ));
+                let conflict = decision.outcome == Outcome::Conflict;
+                touch(
+                    conn,
+                    (source, idem_key),
+                    now,
+                    &found,
+                    fingerprint,
+                    conflict,
+                    "claim",
+                );
                 // A conflicting delivery never sees what the other payload's
                 // holder stored.
-                let (result, last_step) = if conflict == 1 {
+                let (result, last_step) = if conflict {
                     (None, None)
                 } else {
                     (found.result, found.last_step)
                 };
-                let lease_at = found.stored.lease_expires_at.map(timestamptz);
                 (
-                    decision.outcome.as_str().into(),
+                    outcome,
                     None,
                     found.stored.attempt,
                     found.stored.state.as_str().into(),
                     result,
                     last_step,
                     found.first_seen_at,
-                    lease_at,
+                    found.stored.lease_expires_at.map(timestamptz),
                 )
             }
             (write, None) => unreachable!("decision {write:?} needs a stored row"),
@@ -376,23 +304,13 @@ fn webhook_complete(
     claim_token: Option<Uuid>,
     result: default!(Option<Jsonb>, "NULL"),
 ) -> bool {
-    let source = required(source, "source");
-    let idem_key = required(idem_key, "idem_key");
+    let (source, idem_key) = key_args(source, idem_key);
     let token = required(claim_token, "claim_token");
-    check_bounded("source", source).or_raise();
-    check_bounded("idem_key", idem_key).or_raise();
-
     lock_key(source, idem_key);
     let now = clock_now();
     let (done, label) = spi::connected(|conn| {
-        let Some(found) = lookup(conn, source, idem_key) else {
-            Error::NoDataFound {
-                message: format!("no idempotency key \"{idem_key}\" for source \"{source}\""),
-            }
-            .raise();
-        };
-        let held = found.claim_token.as_ref().map(|t| t.as_bytes().as_slice());
-        if !claim::may_complete(found.stored.state, held, token.as_bytes()) {
+        let found = existing(lookup(conn, source, idem_key).0, source, idem_key);
+        if !found.held_by(&token) {
             return (false, found.event_type);
         }
         expect_one(conn.execute(

@@ -106,7 +106,7 @@ fn create_partition(conn: &Conn<'_>, range: Range) {
         for i in 0..strays.len() {
             let source: String = strays.get(i, 1).expect("source");
             let idem_key: String = strays.get(i, 2).expect("idem_key");
-            crate::api::claim::lock_key(&source, &idem_key);
+            crate::api::protocol::lock_key(&source, &idem_key);
         }
         run(
             &format!(
@@ -171,7 +171,7 @@ fn try_lock_maintenance() -> bool {
             locktag_field1: pg_sys::MyDatabaseId.to_u32(),
             locktag_field2: 0,
             locktag_field3: MAINTENANCE_LOCK_ID,
-            locktag_field4: crate::api::claim::LOCK_CLASS + 1,
+            locktag_field4: crate::api::protocol::LOCK_CLASS + 1,
             locktag_type: pg_sys::LockTagType::LOCKTAG_ADVISORY as u8,
             locktag_lockmethodid: pg_sys::USER_LOCKMETHOD as u8,
         };

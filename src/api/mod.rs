@@ -5,6 +5,11 @@
 pub mod claim;
 pub mod key;
 pub mod maintenance;
+pub mod protocol;
+pub mod queue;
 #[cfg(feature = "pg_test")]
 mod tests;
+#[cfg(feature = "pg_test")]
+mod tests_state_machine;
+pub mod transitions;
 pub mod verify;

@@ -30,6 +30,9 @@ CREATE TABLE webhook_dedup.keys (
     first_seen_at    timestamptz NOT NULL,
     last_seen_at     timestamptz NOT NULL,
     completed_at     timestamptz,
+    due_at           timestamptz,
+    payload          bytea,
+    headers          jsonb,
     CONSTRAINT keys_state_check CHECK (state IN
         ('pending', 'processing', 'completed', 'failed', 'unknown_outcome', 'dead_lettered')),
     CONSTRAINT keys_source_length CHECK (pg_catalog.char_length(source) BETWEEN 1 AND 255),
@@ -58,6 +61,13 @@ COMMENT ON COLUMN webhook_dedup.keys.conflicts IS 'Deliveries of this key whose 
 COMMENT ON COLUMN webhook_dedup.keys.first_seen_at IS 'First claim (database clock).';
 COMMENT ON COLUMN webhook_dedup.keys.last_seen_at IS 'Last activity on the key (claim, completion).';
 COMMENT ON COLUMN webhook_dedup.keys.completed_at IS 'When the key was completed.';
+COMMENT ON COLUMN webhook_dedup.keys.due_at IS 'When a claim or webhook_next may next take the key: a pending key at once, a processing key when its lease expires, a failed key at next_attempt_at; NULL for completed, unknown_outcome and dead_lettered keys. Indexed.';
+COMMENT ON COLUMN webhook_dedup.keys.payload IS 'The raw payload stored by webhook_enqueue (persist-then-process); NULL for keys claimed directly.';
+COMMENT ON COLUMN webhook_dedup.keys.headers IS 'The request headers stored by webhook_enqueue, when given.';
+
+-- The queue's index: work that is due (pending, expired leases, retries).
+-- A partitioned index, so every partition gets it.
+CREATE INDEX keys_due ON webhook_dedup.keys (due_at) WHERE due_at IS NOT NULL;
 
 -- Catches rows whose time has no partition yet (maintenance did not run);
 -- maintenance moves them out. Normally empty.
@@ -65,6 +75,33 @@ CREATE TABLE webhook_dedup.keys_default PARTITION OF webhook_dedup.keys DEFAULT 
 CREATE UNIQUE INDEX keys_default_key ON webhook_dedup.keys_default (source, idem_key);
 COMMENT ON TABLE webhook_dedup.keys_default IS
   'Default partition of webhook_dedup.keys: rows whose time has no partition yet. Normally empty.';
+
+-- Per-source overrides of the claim settings (more columns come with the
+-- worker: retention, tolerance).
+CREATE TABLE webhook_dedup.sources (
+    source       text PRIMARY KEY CHECK (pg_catalog.char_length(source) BETWEEN 1 AND 255),
+    lease        interval CHECK (lease > interval '0' AND lease <= interval '365 days'),
+    max_attempts integer  CHECK (max_attempts >= 1),
+    note         text
+);
+COMMENT ON TABLE webhook_dedup.sources IS
+  'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease) and max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts). NULL columns fall back to the settings.';
+
+-- Deliveries whose payload differed from the key's fingerprint: one row
+-- each, for inspection.
+CREATE TABLE webhook_dedup.conflicts (
+    id                 bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source             text        NOT NULL,
+    idem_key           text        NOT NULL,
+    seen_at            timestamptz NOT NULL,
+    stored_fingerprint bytea       NOT NULL,
+    fingerprint        bytea       NOT NULL,
+    via                text        NOT NULL CHECK (via IN ('claim', 'enqueue'))
+);
+CREATE INDEX conflicts_key ON webhook_dedup.conflicts (source, idem_key);
+CREATE INDEX conflicts_seen_at ON webhook_dedup.conflicts (seen_at);
+COMMENT ON TABLE webhook_dedup.conflicts IS
+  'One row per delivery of a known key with a different payload (SHA-256 fingerprints of the stored and the new payload; via = claim or enqueue). Nothing was processed for these deliveries.';
 
 -- Flushed claim counters, one row per hour, source and event type.
 CREATE TABLE webhook_dedup.claim_counts (
@@ -82,6 +119,14 @@ CREATE TABLE webhook_dedup.claim_counts (
     dead_lettered           bigint      NOT NULL DEFAULT 0,
     completions             bigint      NOT NULL DEFAULT 0,
     stale_completions       bigint      NOT NULL DEFAULT 0,
+    retries_scheduled       bigint      NOT NULL DEFAULT 0,
+    dead_letters            bigint      NOT NULL DEFAULT 0,
+    marked_unknown          bigint      NOT NULL DEFAULT 0,
+    enqueued                bigint      NOT NULL DEFAULT 0,
+    drained                 bigint      NOT NULL DEFAULT 0,
+    forgotten               bigint      NOT NULL DEFAULT 0,
+    resolved                bigint      NOT NULL DEFAULT 0,
+    stale_tokens            bigint      NOT NULL DEFAULT 0,
     PRIMARY KEY (source, bucket, event_type)
 );
 CREATE INDEX claim_counts_bucket ON webhook_dedup.claim_counts (bucket);

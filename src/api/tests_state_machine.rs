@@ -1,0 +1,380 @@
+//! `#[pg_test]`s of the state machine after the claim: failures and
+//! retries, unknown outcomes, checkpoints, lease extension, operator
+//! resolution, forgetting, and the persist-then-process queue. (Races are in
+//! `tests/isolation`; see `src/api/tests.rs` for how these tests run.)
+
+#[pgrx::pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+    use pgrx::{JsonB, Uuid};
+    use serde_json::json;
+
+    fn error_of(query: &str) -> String {
+        Spi::run(
+            "CREATE OR REPLACE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+             BEGIN EXECUTE q; RETURN 'no error';
+             EXCEPTION WHEN others THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$",
+        )
+        .unwrap();
+        Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[query.into()])
+            .unwrap()
+            .unwrap()
+    }
+
+    /// (outcome, claim_token, attempt, last_step) of a claim.
+    fn claim(key: &str, lease: &str) -> (String, Option<Uuid>, i32, Option<String>) {
+        Spi::connect(|c| {
+            let row = c
+                .select(
+                    "SELECT outcome, claim_token, attempt, last_step FROM webhook_claim('sm', $1, lease => $2::interval)",
+                    None,
+                    &[key.into(), lease.into()],
+                )
+                .unwrap()
+                .first();
+            (
+                row.get::<String>(1).unwrap().unwrap(),
+                row.get::<Uuid>(2).unwrap(),
+                row.get::<i32>(3).unwrap().unwrap(),
+                row.get::<String>(4).unwrap(),
+            )
+        })
+    }
+
+    fn state(key: &str) -> Option<String> {
+        Spi::get_one_with_args::<String>(
+            "SELECT state FROM webhook_dedup.keys WHERE source = 'sm' AND idem_key = $1",
+            &[key.into()],
+        )
+        .unwrap()
+    }
+
+    fn fail(key: &str, token: Uuid, retryable: bool, retry_after: Option<&str>) -> Option<String> {
+        Spi::get_one_with_args::<String>(
+            "SELECT webhook_fail('sm', $1, $2, 'boom', $3, $4::interval)",
+            &[
+                key.into(),
+                token.into(),
+                retryable.into(),
+                retry_after.into(),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn sleep(seconds: f64) {
+        Spi::run(&format!("SELECT pg_sleep({seconds})")).unwrap();
+    }
+
+    #[pg_test]
+    fn retryable_failures_back_off_then_dead_letter_at_max_attempts() {
+        Spi::run("INSERT INTO webhook_dedup.sources (source, max_attempts) VALUES ('sm', 2)")
+            .unwrap();
+        let (_, token, attempt, _) = claim("f1", "1 minute");
+        assert_eq!(attempt, 1);
+        assert_eq!(
+            fail("f1", token.unwrap(), true, None).as_deref(),
+            Some("failed")
+        );
+        // the default backoff after attempt 1 is 30 s: not due yet
+        let due = Spi::get_one::<bool>(
+            "SELECT next_attempt_at BETWEEN clock_timestamp() + interval '29 s' AND clock_timestamp() + interval '31 s'
+               FROM webhook_dedup.keys WHERE idem_key = 'f1'",
+        );
+        assert_eq!(due, Ok(Some(true)));
+        assert_eq!(claim("f1", "1 minute").0, "retry_later");
+        // an operator makes it due now; the next delivery reclaims it
+        assert_eq!(
+            Spi::get_one::<String>("SELECT webhook_resolve('sm', 'f1', 'failed')"),
+            Ok(Some("failed".into()))
+        );
+        let (outcome, token, attempt, _) = claim("f1", "1 minute");
+        assert_eq!((outcome.as_str(), attempt), ("reclaimed", 2));
+        // attempt 2 of max 2: dead-lettered even though retryable
+        assert_eq!(
+            fail("f1", token.unwrap(), true, Some("1 ms")).as_deref(),
+            Some("dead_lettered")
+        );
+        assert_eq!(claim("f1", "1 minute").0, "dead_lettered");
+        let error = Spi::get_one::<String>(
+            "SELECT last_error FROM webhook_dedup.keys WHERE idem_key = 'f1'",
+        );
+        assert_eq!(error, Ok(Some("boom".into())));
+    }
+
+    #[pg_test]
+    fn retry_after_sets_the_next_attempt_and_non_retryable_dead_letters() {
+        let (_, token, ..) = claim("f2", "1 minute");
+        assert_eq!(
+            fail("f2", token.unwrap(), true, Some("20 ms")).as_deref(),
+            Some("failed")
+        );
+        sleep(0.03);
+        let (outcome, token, attempt, _) = claim("f2", "1 minute");
+        assert_eq!((outcome.as_str(), attempt), ("reclaimed", 2));
+        assert_eq!(
+            fail("f2", token.unwrap(), false, None).as_deref(),
+            Some("dead_lettered")
+        );
+    }
+
+    #[pg_test]
+    fn stale_tokens_change_nothing() {
+        let (_, old, ..) = claim("s1", "10 ms");
+        sleep(0.02);
+        let (outcome, new, ..) = claim("s1", "1 minute");
+        assert_eq!(outcome, "reclaimed");
+        let old = old.unwrap();
+        assert_eq!(fail("s1", old, true, None), None);
+        let stale = Spi::get_three_with_args::<bool, bool, bool>(
+            "SELECT webhook_mark_unknown('sm', 's1', $1, 'x'), webhook_checkpoint('sm', 's1', $1, 'step'),
+                    webhook_extend_lease('sm', 's1', $1, '1 hour') IS NULL",
+            &[old.into()],
+        );
+        assert_eq!(stale, Ok((Some(false), Some(false), Some(true))));
+        assert_eq!(state("s1").as_deref(), Some("processing"));
+        let holder = Spi::get_one_with_args::<bool>(
+            "SELECT webhook_complete('sm', 's1', $1)",
+            &[new.unwrap().into()],
+        );
+        assert_eq!(holder, Ok(Some(true)));
+    }
+
+    #[pg_test]
+    fn unknown_outcomes_wait_for_an_operator() {
+        let (_, token, ..) = claim("u1", "1 minute");
+        let marked = Spi::get_one_with_args::<bool>(
+            "SELECT webhook_mark_unknown('sm', 'u1', $1, 'timeout calling the bank')",
+            &[token.unwrap().into()],
+        );
+        assert_eq!(marked, Ok(Some(true)));
+        assert_eq!(claim("u1", "1 minute").0, "unknown_outcome");
+        let previous = Spi::get_one::<String>(
+            r#"SELECT webhook_resolve('sm', 'u1', 'completed', '{"charged": true}')"#,
+        );
+        assert_eq!(previous, Ok(Some("unknown_outcome".into())));
+        let dup =
+            Spi::get_two::<String, JsonB>("SELECT outcome, result FROM webhook_claim('sm', 'u1')")
+                .unwrap();
+        assert_eq!(dup.0.as_deref(), Some("duplicate"));
+        assert_eq!(dup.1.map(|r| r.0), Some(json!({"charged": true})));
+    }
+
+    /// A crash after a checkpoint: the reclaiming delivery gets `last_step`.
+    #[pg_test]
+    fn a_reclaim_resumes_from_the_last_step() {
+        let (_, token, ..) = claim("c1", "10 ms");
+        let ok = Spi::get_one_with_args::<bool>(
+            "SELECT webhook_checkpoint('sm', 'c1', $1, 'charged')",
+            &[token.unwrap().into()],
+        );
+        assert_eq!(ok, Ok(Some(true)));
+        sleep(0.02);
+        let (outcome, _, attempt, last_step) = claim("c1", "1 minute");
+        assert_eq!(
+            (outcome.as_str(), attempt, last_step.as_deref()),
+            ("reclaimed", 2, Some("charged"))
+        );
+    }
+
+    #[pg_test]
+    fn extending_a_lease_keeps_others_out() {
+        let (_, token, ..) = claim("e1", "30 ms");
+        let later = Spi::get_one_with_args::<bool>(
+            "SELECT webhook_extend_lease('sm', 'e1', $1, '1 minute') > clock_timestamp() + interval '50 s'",
+            &[token.unwrap().into()],
+        );
+        assert_eq!(later, Ok(Some(true)));
+        sleep(0.05);
+        assert_eq!(claim("e1", "1 minute").0, "in_progress");
+    }
+
+    #[pg_test]
+    fn resolving_a_processing_key_fences_its_holder() {
+        let (_, token, ..) = claim("r1", "1 minute");
+        assert_eq!(
+            Spi::get_one::<String>("SELECT webhook_resolve('sm', 'r1', 'dead_lettered')"),
+            Ok(Some("processing".into()))
+        );
+        let late = Spi::get_one_with_args::<bool>(
+            "SELECT webhook_complete('sm', 'r1', $1)",
+            &[token.unwrap().into()],
+        );
+        assert_eq!(late, Ok(Some(false)));
+        assert_eq!(state("r1").as_deref(), Some("dead_lettered"));
+        // and back to the queue
+        Spi::run("SELECT webhook_resolve('sm', 'r1', 'pending')").unwrap();
+        let next = Spi::get_two::<String, i32>("SELECT idem_key, attempt FROM webhook_next('sm')");
+        assert_eq!(next, Ok((Some("r1".into()), Some(2))));
+    }
+
+    #[pg_test]
+    fn forgetting_a_key_lets_a_replay_through() {
+        let (_, token, ..) = claim("g1", "1 minute");
+        Spi::get_one_with_args::<bool>(
+            "SELECT webhook_complete('sm', 'g1', $1)",
+            &[token.unwrap().into()],
+        )
+        .unwrap();
+        assert_eq!(claim("g1", "1 minute").0, "duplicate");
+        assert_eq!(
+            Spi::get_one::<bool>("SELECT webhook_forget('sm', 'g1')"),
+            Ok(Some(true))
+        );
+        assert_eq!(
+            Spi::get_one::<bool>("SELECT webhook_forget('sm', 'g1')"),
+            Ok(Some(false))
+        );
+        assert_eq!(claim("g1", "1 minute").0, "claimed");
+    }
+
+    #[pg_test]
+    fn enqueue_then_drain() {
+        let accepted = Spi::get_one::<String>(
+            r#"SELECT webhook_enqueue('q', 'evt_1', '{"n":1}'::bytea, 'invoice.paid', '{"webhook-id": "evt_1"}')"#,
+        );
+        assert_eq!(accepted, Ok(Some("accepted".into())));
+        assert_eq!(
+            Spi::get_one::<String>(r#"SELECT webhook_enqueue('q', 'evt_1', '{"n":1}'::bytea)"#),
+            Ok(Some("duplicate".into()))
+        );
+        assert_eq!(
+            Spi::get_one::<String>(r#"SELECT webhook_enqueue('q', 'evt_1', '{"n":2}'::bytea)"#),
+            Ok(Some("conflict".into()))
+        );
+        assert_eq!(
+            Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.conflicts WHERE source = 'q' AND via = 'enqueue'"),
+            Ok(Some(1))
+        );
+        Spi::run(r#"SELECT webhook_enqueue('q', 'evt_2', '{"n":3}'::bytea)"#).unwrap();
+        let drained = Spi::connect(|c| {
+            c.select(
+                "SELECT idem_key, attempt, convert_from(payload, 'UTF8'), event_type, headers->>'webhook-id', claim_token
+                   FROM webhook_next('q', batch => 10)",
+                None,
+                &[],
+            )
+            .unwrap()
+            .map(|r| {
+                (
+                    r.get::<String>(1).unwrap().unwrap(),
+                    r.get::<i32>(2).unwrap().unwrap(),
+                    r.get::<String>(3).unwrap().unwrap(),
+                    r.get::<String>(4).unwrap(),
+                    r.get::<String>(5).unwrap(),
+                    r.get::<Uuid>(6).unwrap().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+        });
+        assert_eq!(drained.len(), 2, "both, oldest first");
+        assert_eq!(
+            (
+                &drained[0].0[..],
+                drained[0].1,
+                &drained[0].2[..],
+                drained[0].3.as_deref(),
+                drained[0].4.as_deref()
+            ),
+            (
+                "evt_1",
+                1,
+                r#"{"n":1}"#,
+                Some("invoice.paid"),
+                Some("evt_1")
+            )
+        );
+        assert_eq!(drained[1].0, "evt_2");
+        // leased now: nothing more is due, and a claim sees the live lease
+        assert_eq!(
+            Spi::get_one::<i64>("SELECT count(*) FROM webhook_next('q')"),
+            Ok(Some(0))
+        );
+        let claimed = Spi::get_one::<String>("SELECT outcome FROM webhook_claim('q', 'evt_1')");
+        assert_eq!(claimed, Ok(Some("in_progress".into())));
+        let done = Spi::get_one_with_args::<bool>(
+            "SELECT webhook_complete('q', 'evt_1', $1)",
+            &[drained[0].5.into()],
+        );
+        assert_eq!(done, Ok(Some(true)));
+        // a failed drained key comes back through the queue when due
+        let failed = Spi::get_one_with_args::<String>(
+            "SELECT webhook_fail('q', 'evt_2', $1, 'db down', retry_after => '0 s')",
+            &[drained[1].5.into()],
+        );
+        assert_eq!(failed, Ok(Some("failed".into())));
+        let again = Spi::get_two::<String, i32>("SELECT idem_key, attempt FROM webhook_next('q')");
+        assert_eq!(again, Ok((Some("evt_2".into()), Some(2))));
+    }
+
+    #[pg_test]
+    fn the_queue_filters_by_source_and_bounds_batches() {
+        Spi::run(
+            "SELECT webhook_enqueue('qa', 'a', 'x'::bytea), webhook_enqueue('qb', 'b', 'y'::bytea)",
+        )
+        .unwrap();
+        assert_eq!(
+            Spi::get_one::<String>("SELECT idem_key FROM webhook_next('qb')"),
+            Ok(Some("b".into()))
+        );
+        assert_eq!(
+            error_of("SELECT * FROM webhook_next(batch => 0)"),
+            "22023: batch must be between 1 and 1000, not 0"
+        );
+    }
+
+    #[pg_test]
+    fn per_source_lease_applies_when_the_call_gives_none() {
+        Spi::run("INSERT INTO webhook_dedup.sources (source, lease) VALUES ('sm', '7 seconds')")
+            .unwrap();
+        let lease = Spi::get_one::<bool>(
+            "SELECT lease_expires_at - first_seen_at = interval '7 seconds' FROM webhook_claim('sm', 'l1')",
+        );
+        assert_eq!(lease, Ok(Some(true)));
+        let given = Spi::get_one::<bool>(
+            "SELECT lease_expires_at - first_seen_at = interval '9 seconds' FROM webhook_claim('sm', 'l2', lease => '9 s')",
+        );
+        assert_eq!(given, Ok(Some(true)));
+    }
+
+    #[pg_test]
+    fn transition_errors_have_precise_sqlstates() {
+        Spi::run("SELECT webhook_claim('sm', 'k')").unwrap();
+        let cases = [
+            ("SELECT webhook_resolve('sm', 'k', 'processing')", "22023: new_state must be completed, failed, dead_lettered or pending, not processing"),
+            ("SELECT webhook_resolve('sm', 'k', 'done')", "22023: unknown state \"done\""),
+            ("SELECT webhook_resolve('sm', 'nope', 'failed')", "P0002: no idempotency key \"nope\" for source \"sm\""),
+            ("SELECT webhook_fail('sm', 'k', gen_random_uuid(), 'e', retry_after => '-1 s')", "22023: retry_after must not be negative"),
+            ("SELECT webhook_fail('sm', 'k', gen_random_uuid(), 'e', retryable => NULL)", "22004: retryable must not be NULL"),
+            ("SELECT webhook_fail('sm', 'nope', gen_random_uuid(), 'e')", "P0002: no idempotency key \"nope\" for source \"sm\""),
+            ("SELECT webhook_checkpoint('sm', 'k', gen_random_uuid(), '')", "22023: step must not be empty"),
+            ("SELECT webhook_extend_lease('sm', 'k', gen_random_uuid(), '0 s')", "22023: lease must be a positive interval"),
+            ("SELECT webhook_enqueue('sm', 'k2', NULL)", "22004: payload must not be NULL"),
+            ("SELECT webhook_forget('sm', '')", "22023: idem_key must not be empty"),
+        ];
+        for (query, want) in cases {
+            assert_eq!(error_of(query), want, "{query}");
+        }
+    }
+
+    /// The metrics counters and the columns they are flushed to agree, in order.
+    #[pg_test]
+    fn counter_columns_match_the_table() {
+        let columns: Vec<String> = Spi::connect(|c| {
+            c.select(
+                "SELECT attname::text FROM pg_attribute WHERE attrelid = 'webhook_dedup.claim_counts'::regclass
+                   AND attnum > 3 AND NOT attisdropped ORDER BY attnum",
+                None,
+                &[],
+            )
+            .unwrap()
+            .map(|r| r.get::<String>(1).unwrap().unwrap())
+            .collect()
+        });
+        let counters: Vec<&str> = crate::metrics::Counter::ALL
+            .iter()
+            .map(|c| c.column())
+            .collect();
+        assert_eq!(columns, counters);
+    }
+}
