@@ -1,0 +1,54 @@
+"""Many connections claim the same keys at once (the claim issue's stress test).
+
+32 connections each claim the same 1,000 keys, in their own random order;
+every winner completes. Exactly one claim per key may win, every completion
+by a winner must succeed, and every other claim must see the key in progress
+or completed. Bounded: 32,000 claims.
+"""
+
+import random
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+CONNECTIONS = 32
+KEYS = 1_000
+SOURCE = "stress"
+
+
+def test_32_connections_claim_the_same_1000_keys(connect):
+    keys = [f"evt_{i:04d}" for i in range(KEYS)]
+    barrier = threading.Barrier(CONNECTIONS)
+
+    def worker(seed):
+        order = keys[:]
+        random.Random(seed).shuffle(order)
+        outcomes, completions = Counter(), Counter()
+        with connect() as conn:
+            barrier.wait()
+            for key in order:
+                outcome, token = conn.execute(
+                    "SELECT outcome, claim_token FROM webhook_claim(%s, %s, lease => '5 minutes')",
+                    (SOURCE, key)).fetchone()
+                outcomes[outcome] += 1
+                if outcome == "claimed":
+                    done = conn.execute("SELECT webhook_complete(%s, %s, %s, '{\"ok\": true}')",
+                                        (SOURCE, key, token)).fetchone()[0]
+                    completions[done] += 1
+        return outcomes, completions
+
+    with ThreadPoolExecutor(CONNECTIONS) as pool:
+        results = list(pool.map(worker, range(CONNECTIONS)))
+    outcomes = sum((o for o, _ in results), Counter())
+    completions = sum((c for _, c in results), Counter())
+
+    assert outcomes["claimed"] == KEYS, outcomes
+    assert completions == Counter({True: KEYS}), "every winner completes, none twice"
+    assert set(outcomes) <= {"claimed", "in_progress", "duplicate"}, outcomes
+    assert sum(outcomes.values()) == CONNECTIONS * KEYS
+    with connect() as conn:
+        rows = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE state = 'completed' AND attempt = 1),"
+            "       sum(deliveries)"
+            "  FROM webhook_dedup.keys WHERE source = %s", (SOURCE,)).fetchone()
+    assert rows == (KEYS, KEYS, CONNECTIONS * KEYS)
