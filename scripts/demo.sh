@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: replay the 273 real GitHub payloads in tests/fixtures/github
 # as signed deliveries, with the faults real providers produce (retries,
-# concurrent copies, a handler that dies after claiming, forged bodies),
+# concurrent copies, a handler that dies after claiming or after a
+# checkpoint and is resumed from it, forged bodies),
 # against the example receiver (examples/receiver) on a throwaway cluster
 # with webhook_dedup preloaded. Prints the report of examples/replay and
 # exits non-zero unless every valid event had exactly one side effect.

@@ -20,18 +20,36 @@ webhook_dedup each is one SQL call:
        duplicate           -> 200 with the result stored by the first completion,
                               so a redelivery gets the same answer as the first
        conflict            -> 422: same key, different payload bytes
-4. Do the side effect and mark the key completed in ONE transaction:
+       retry_later         -> 503 + Retry-After: a failed attempt is not due again yet
+       unknown_outcome / dead_lettered -> 202: parked for an operator, stop retrying
+4. Do the work in steps, each exactly-once. A step commits its own writes and
+   its record in webhook_dedup in ONE transaction:
+   a. the notification, unless the claim's last_step is already 'notified':
+       BEGIN; INSERT INTO demo.notifications ...;
+              SELECT webhook_checkpoint('github', key, claim_token, 'notified');
+       COMMIT   -- or ROLLBACK and 409 when webhook_checkpoint returns false
+   b. the side effect and the completion:
        BEGIN; INSERT ... side effect ...;
               SELECT webhook_complete('github', key, claim_token, result);
        COMMIT   -- or ROLLBACK when webhook_complete returns false
-   webhook_complete returns false when our lease expired and another worker
-   reclaimed the key; rolling back then keeps the side effect exactly-once.
-   If this process dies before COMMIT, neither the side effect nor the
-   completion exists, the lease expires, and the provider's retry reclaims it.
+   Both return false when our lease expired and another worker reclaimed the
+   key; the step then belongs to that worker, and rolling back keeps it
+   exactly-once.
+   If this process dies, whatever it had not committed is gone, the lease
+   expires, and the provider's retry reclaims the key with last_step = the
+   last checkpoint: it skips the steps already done and resumes there.
+   The checkpoint sits in its step's own transaction because anywhere else a
+   crash breaks exactly-once: committed after the step, a crash between the
+   two makes the reclaim redo the step (twice); committed before it, a crash
+   between the two makes the reclaim skip a step that never happened (never).
+   In one transaction the step and its checkpoint commit together or not at
+   all, and since webhook_checkpoint holds the key's lock until then, a
+   concurrent reclaim waits and sees both or neither, never one alone.
 
-Every answer carries an `X-Webhook-Outcome` header with the claim outcome; it is
-not needed by the pattern, it only lets the demo provider and the tests see
-what happened.
+Every answer carries an `X-Webhook-Outcome` header with the claim outcome, and
+an answer that resumed from a checkpoint an `X-Webhook-Resumed-From` header
+with that step; they are not needed by the pattern, they only let the demo
+provider and the tests see what happened.
 
 Run (libpq environment variables select the database unless --dsn is given):
     WEBHOOK_SECRET=... python3 receiver.py --port 8080 --lease '30 seconds'
@@ -46,7 +64,7 @@ import os
 import signal
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import NamedTuple, Optional
+from typing import NamedTuple, NoReturn, Optional
 
 import psycopg
 from psycopg.rows import namedtuple_row
@@ -58,6 +76,8 @@ PATH = "/webhooks/github"
 MAX_BODY_BYTES = 25 * 1024 * 1024
 FAULT_HEADER = "X-Demo-Fault"
 CRASH_AFTER_CLAIM = "crash-after-claim"
+CRASH_AFTER_CHECKPOINT = "crash-after-checkpoint"
+NOTIFIED = "notified"  # the checkpoint of step 4a
 
 DEMO_SCHEMA = """
 CREATE SCHEMA IF NOT EXISTS demo;
@@ -68,6 +88,14 @@ CREATE TABLE IF NOT EXISTS demo.side_effects (
     idem_key    text NOT NULL,
     delivery_id text NOT NULL,
     event_type  text NOT NULL,
+    attempt     int NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+-- Step 4a's output, not unique either: its checkpoint makes it exactly-once.
+CREATE TABLE IF NOT EXISTS demo.notifications (
+    id          bigserial PRIMARY KEY,
+    idem_key    text NOT NULL,
+    delivery_id text NOT NULL,
     attempt     int NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT clock_timestamp()
 );
@@ -86,10 +114,11 @@ class Response(NamedTuple):
     body: dict
     outcome: Optional[str] = None
     retry_after: Optional[int] = None
+    resumed_from: Optional[str] = None  # the checkpoint this answer resumed from
 
 
 class Crash(Exception):
-    """Raised by the fault injection: the handler must answer nothing at all."""
+    """Raised by the fault injection, with the fault's name: the handler must answer nothing."""
 
 
 def headers_json(headers) -> dict:
@@ -104,6 +133,14 @@ def headers_json(headers) -> dict:
     return {name: values[0] if len(values) == 1 else values for name, values in grouped.items()}
 
 
+def insert_notification(conn, key: str, delivery_id: str, attempt: int) -> None:
+    """The output of step 4a: one row per notified delivery."""
+    conn.execute(
+        "INSERT INTO demo.notifications (idem_key, delivery_id, attempt) VALUES (%s, %s, %s)",
+        (key, delivery_id, attempt),
+    )
+
+
 def insert_side_effect(conn, key: str, delivery_id: str, event_type: str, attempt: int) -> int:
     """The business side effect of this demo: one row per processed delivery."""
     return conn.execute(
@@ -113,8 +150,34 @@ def insert_side_effect(conn, key: str, delivery_id: str, event_type: str, attemp
     ).fetchone()[0]
 
 
-def process_claimed(conn, key: str, delivery_id: str, event_type: str, claim) -> Response:
-    """Step 4: side effect and completion commit together, or not at all."""
+def lease_lost(claim, lost: str) -> Response:
+    """The answer when a stale claim token made us roll a step back; the provider retries."""
+    return Response(409, {"error": f"lease lost to another worker; {lost} rolled back"},
+                    claim.outcome, retry_after=1)
+
+
+def notify(conn, key: str, delivery_id: str, claim) -> bool:
+    """Step 4a: the notification and its checkpoint commit together, or not at all.
+
+    False when the checkpoint found our lease reclaimed by another worker:
+    the notification is then that worker's to send, so ours is rolled back.
+    """
+    with conn.transaction() as tx:
+        insert_notification(conn, key, delivery_id, claim.attempt)
+        # Checkpoint last: it takes the key's lock, which concurrent claims of
+        # this key then wait for until COMMIT.
+        checkpointed = conn.execute(
+            "SELECT webhook_checkpoint(%s, %s, %s, %s)",
+            (SOURCE, key, claim.claim_token, NOTIFIED),
+        ).fetchone()[0]
+        if checkpointed:
+            return True  # leaving the block commits
+        raise psycopg.Rollback(tx)
+    return False
+
+
+def complete(conn, key: str, delivery_id: str, event_type: str, claim) -> Response:
+    """Step 4b: side effect and completion commit together, or not at all."""
     with conn.transaction() as tx:
         side_effect_id = insert_side_effect(conn, key, delivery_id, event_type, claim.attempt)
         result = {"status": 200, "side_effect_id": side_effect_id}
@@ -127,22 +190,40 @@ def process_claimed(conn, key: str, delivery_id: str, event_type: str, claim) ->
         # Our lease expired and another worker reclaimed the key: the side
         # effect belongs to that worker now, so ours must not be committed.
         raise psycopg.Rollback(tx)
-    return Response(409, {"error": "lease lost to another worker; side effect rolled back"},
-                    claim.outcome, retry_after=1)
+    return lease_lost(claim, "side effect")
 
 
-def crash_mid_processing(conn, key: str, delivery_id: str, event_type: str, claim) -> None:
-    """Fault injection: die after the claim, in the middle of the side effect.
+def process_claimed(conn, key: str, delivery_id: str, event_type: str, claim,
+                    crash_after_checkpoint: bool = False) -> Response:
+    """Step 4: a reclaim skips the step its crashed predecessor checkpointed."""
+    if claim.last_step == NOTIFIED:
+        return complete(conn, key, delivery_id, event_type, claim)._replace(
+            resumed_from=NOTIFIED)
+    if not notify(conn, key, delivery_id, claim):
+        return lease_lost(claim, "notification")
+    if crash_after_checkpoint:
+        die(conn, CRASH_AFTER_CHECKPOINT)
+    return complete(conn, key, delivery_id, event_type, claim)
 
-    The side effect is inserted in an open transaction, then the connection is
-    closed without COMMIT, exactly what the server sees when a worker process
-    is killed: it rolls the transaction back. Only the (autocommitted) claim
-    survives, and its lease must expire before the key can be reclaimed.
+
+def crash_mid_notification(conn, key: str, delivery_id: str, claim) -> NoReturn:
+    """Fault injection: die after the claim, in the middle of step 4a.
+
+    The notification is inserted in an open transaction, then the connection
+    is closed without COMMIT, exactly what the server sees when a worker
+    process is killed: it rolls the transaction back, checkpoint included.
+    Only the (autocommitted) claim survives, its last_step still NULL, and its
+    lease must expire before the key can be reclaimed.
     """
     conn.autocommit = False
-    insert_side_effect(conn, key, delivery_id, event_type, claim.attempt)
+    insert_notification(conn, key, delivery_id, claim.attempt)
+    die(conn, CRASH_AFTER_CLAIM)
+
+
+def die(conn, fault: str) -> NoReturn:
+    """Like a killed worker: drop the database connection and answer nothing."""
     conn.close()
-    raise Crash()
+    raise Crash(fault)
 
 
 def handle_delivery(cfg: Config, body: bytes, headers) -> Response:
@@ -167,9 +248,11 @@ def handle_delivery(cfg: Config, body: bytes, headers) -> Response:
         ).fetchone()
 
         if claim.outcome in ("claimed", "reclaimed"):
-            if cfg.fault_injection and headers.get(FAULT_HEADER) == CRASH_AFTER_CLAIM:
-                crash_mid_processing(conn, key, delivery_id, event_type, claim)
-            return process_claimed(conn, key, delivery_id, event_type, claim)
+            fault = headers.get(FAULT_HEADER) if cfg.fault_injection else None
+            if fault == CRASH_AFTER_CLAIM:
+                crash_mid_notification(conn, key, delivery_id, claim)
+            return process_claimed(conn, key, delivery_id, event_type, claim,
+                                   crash_after_checkpoint=fault == CRASH_AFTER_CHECKPOINT)
         if claim.outcome == "in_progress":
             return Response(409, {"error": "delivery is being processed"}, claim.outcome,
                             retry_after=1)
@@ -178,6 +261,14 @@ def handle_delivery(cfg: Config, body: bytes, headers) -> Response:
         if claim.outcome == "conflict":
             return Response(422, {"error": "delivery id reused with a different payload"},
                             claim.outcome)
+        if claim.outcome == "retry_later":
+            # A retryable failure that is not due yet: the provider's next
+            # retry after this one will reclaim it.
+            return Response(503, {"error": "retry scheduled"}, claim.outcome, retry_after=30)
+        if claim.outcome in ("unknown_outcome", "dead_lettered"):
+            # Parked for an operator (webhook_resolve): stop the provider's
+            # retries; the key keeps the event.
+            return Response(202, {"status": claim.outcome}, claim.outcome)
         raise RuntimeError(f"unknown claim outcome {claim.outcome!r}")
 
 
@@ -199,9 +290,9 @@ class WebhookHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(length))
         try:
             response = handle_delivery(self.config, body, self.headers)
-        except Crash:
+        except Crash as crash:
             # Like a killed process: close the connection, send no bytes at all.
-            self.log_message("fault injection: crashed after claim, no response sent")
+            self.log_message("fault injection: %s, no response sent", crash)
             self.close_connection = True
             return
         except psycopg.Error as exc:
@@ -221,6 +312,8 @@ class WebhookHandler(BaseHTTPRequestHandler):
             self.send_header("X-Webhook-Outcome", response.outcome)
         if response.retry_after is not None:
             self.send_header("Retry-After", str(response.retry_after))
+        if response.resumed_from:
+            self.send_header("X-Webhook-Resumed-From", response.resumed_from)
         self.end_headers()
         self.wfile.write(data)
 
@@ -233,7 +326,7 @@ class Server(ThreadingHTTPServer):
 
 
 def prepare_database(dsn: str) -> None:
-    """Create the demo table and fail fast if webhook_dedup is not installed."""
+    """Create the demo tables and fail fast if webhook_dedup is not installed."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         probe = "SELECT to_regprocedure('webhook_claim(text, text, bytea, interval, text)')"
         if conn.execute(probe).fetchone()[0] is None:
@@ -260,7 +353,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="claim lease as a Postgres interval, e.g. '30 seconds' "
                              "(default: the extension's webhook_dedup.default_lease)")
     parser.add_argument("--fault-injection", action="store_true",
-                        help=f"honour '{FAULT_HEADER}: {CRASH_AFTER_CLAIM}' (demo and tests only)")
+                        help=f"honour '{FAULT_HEADER}: {CRASH_AFTER_CLAIM}' and "
+                             f"'{FAULT_HEADER}: {CRASH_AFTER_CHECKPOINT}' (demo and tests only)")
     args = parser.parse_args(argv)
     if not args.secrets:
         env_secret = os.environ.get("WEBHOOK_SECRET")

@@ -7,9 +7,15 @@ A seeded RNG picks which events also suffer the faults real providers produce:
 
   sequential  redelivered with the same id and bytes after the first answer
   concurrent  two copies released at the same instant
-  crash       the first attempt asks the receiver to die after its claim
-              (X-Demo-Fault: crash-after-claim, needs --fault-injection on the
-              receiver); the provider retries once the lease has expired
+  crash-after-claim
+              the first attempt asks the receiver to die after its claim, in
+              the middle of the notification step (X-Demo-Fault, needs
+              --fault-injection on the receiver); the provider retries once the
+              lease has expired, and the reclaim must redo that step
+  crash-after-checkpoint
+              the same, but the receiver dies right after the notification
+              step committed its checkpoint: the reclaim must resume from it
+              (X-Webhook-Resumed-From: notified) and not notify again
   tampered    an extra delivery with a fresh id whose body has one byte changed
               after signing: it must be refused (401) and leave no trace
 
@@ -17,8 +23,9 @@ Like a real provider, every delivery is retried on 409 (after Retry-After), on
 5xx and on a dropped connection, until it gets a 2xx or runs out of attempts.
 
 Afterwards the database is checked: every valid event must have exactly one row
-in demo.side_effects, no tampered delivery may be stored anywhere, and every
-valid delivery must have been accepted. The exit code is non-zero otherwise.
+in demo.notifications and one in demo.side_effects, no tampered delivery may be
+stored anywhere, and every valid delivery must have been accepted. The exit
+code is non-zero otherwise.
 
     WEBHOOK_SECRET=... python3 replay.py --url http://127.0.0.1:8080/webhooks/github \\
         --fixtures tests/fixtures/github --lease-seconds 2
@@ -45,20 +52,24 @@ from typing import Optional
 from urllib.parse import urlsplit
 
 import psycopg
+from psycopg import sql
 
 DEFAULT_SEED = 20240601
 SOURCE = "github"
 FAULT_HEADER = "X-Demo-Fault"
 CRASH_AFTER_CLAIM = "crash-after-claim"
+CRASH_AFTER_CHECKPOINT = "crash-after-checkpoint"
+CRASH_KINDS = (CRASH_AFTER_CLAIM, CRASH_AFTER_CHECKPOINT)  # each kind is its fault's name
+NOTIFIED = "notified"  # the receiver's checkpoint after its notification step
 
 # Share of events given each fault. Kinds are exclusive, so one event exercises
 # one fault and a failure points at it.
-CRASH_RATE = 0.05
+CRASH_RATE = 0.05  # split between the two crash kinds
 CONCURRENT_RATE = 0.10
 SEQUENTIAL_RATE = 0.20
 TAMPERED_RATE = 0.05
 
-KINDS = ("plain", "sequential", "concurrent", "crash", "tampered")
+KINDS = ("plain", "sequential", "concurrent", *CRASH_KINDS, "tampered")
 MAX_ATTEMPTS = 6  # per copy of a delivery, like a provider's bounded retries
 HTTP_TIMEOUT_S = 10.0
 # Wait before retrying an answer without Retry-After (5xx, dropped connection).
@@ -88,6 +99,7 @@ class Answer:
     outcome: Optional[str]  # the receiver's X-Webhook-Outcome header
     retry_after: Optional[str]
     body: bytes
+    resumed_from: Optional[str] = None  # the receiver's X-Webhook-Resumed-From header
 
     @property
     def accepted(self) -> bool:
@@ -109,9 +121,11 @@ class Report:
     requests: int
     accepted: int
     outcomes: Counter  # X-Webhook-Outcome of every answer
+    resumed: int  # answers that resumed from a checkpoint
     rejected_signatures: int
+    notifications_histogram: dict  # notification rows per valid event -> number of events
     side_effects_histogram: dict  # side-effect rows per valid event -> number of events
-    tampered_stored: int  # tampered deliveries found in webhook_dedup.keys or demo.side_effects
+    tampered_stored: int  # tampered deliveries found in webhook_dedup.keys or a demo table
     metrics_columns: list
     metrics_rows: list
     problems: list
@@ -160,10 +174,12 @@ def build_plan(fixtures, seed: int = DEFAULT_SEED) -> list:
     events = list(fixtures)
     rng.shuffle(events)
     n = len(events)
-    n_crash = max(1, round(n * CRASH_RATE))
+    n_crash = max(len(CRASH_KINDS), round(n * CRASH_RATE))
     n_concurrent = max(1, round(n * CONCURRENT_RATE))
     n_sequential = max(1, round(n * SEQUENTIAL_RATE))
-    bounds = [("crash", n_crash), ("concurrent", n_concurrent), ("sequential", n_sequential)]
+    bounds = [(CRASH_AFTER_CLAIM, n_crash - n_crash // 2),
+              (CRASH_AFTER_CHECKPOINT, n_crash // 2),
+              ("concurrent", n_concurrent), ("sequential", n_sequential)]
 
     plan, start = [], 0
     for kind, count in bounds:
@@ -191,7 +207,8 @@ def post(url: str, body: bytes, headers: dict,
         conn.request("POST", parts.path or "/", body=body, headers=headers)
         resp = conn.getresponse()
         return Answer(resp.status, resp.getheader("X-Webhook-Outcome"),
-                      resp.getheader("Retry-After"), resp.read())
+                      resp.getheader("Retry-After"), resp.read(),
+                      resp.getheader("X-Webhook-Resumed-From"))
     except (OSError, http.client.HTTPException):
         # Connection refused, reset or closed before a status line: to a
         # provider this is "no response", which it retries like a timeout.
@@ -237,8 +254,8 @@ class Provider:
         if delivery.kind == "tampered":
             # A forged request is not retried: 401 is the final answer.
             result.answers.append(self.send(delivery))
-        elif delivery.kind == "crash":
-            result.answers.append(self.send(delivery, fault=CRASH_AFTER_CLAIM))
+        elif delivery.kind in CRASH_KINDS:
+            result.answers.append(self.send(delivery, fault=delivery.kind))
             time.sleep(self.lease_seconds + 1.0)
             result.answers += self.deliver(delivery)
         elif delivery.kind == "concurrent":
@@ -285,19 +302,24 @@ def check(conn, results) -> Report:
     tampered = [r for r in results if r.delivery.kind == "tampered"]
     problems = []
 
-    side_effects = _side_effect_counts(conn, [r.delivery.delivery_id for r in valid])
+    valid_ids = [r.delivery.delivery_id for r in valid]
+    notifications = _row_counts(conn, "notifications", valid_ids)
+    side_effects = _row_counts(conn, "side_effects", valid_ids)
     keys = _key_states(conn, [r.delivery.delivery_id for r in results])
     for r in valid:
-        problems += _valid_problems(r, side_effects[r.delivery.delivery_id],
-                                    keys[r.delivery.delivery_id])
-    tampered_side_effects = _side_effect_counts(conn, [r.delivery.delivery_id for r in tampered])
+        delivery_id = r.delivery.delivery_id
+        problems += _valid_problems(r, notifications[delivery_id], side_effects[delivery_id],
+                                    keys[delivery_id])
+    tampered_ids = [r.delivery.delivery_id for r in tampered]
+    tampered_rows = (_row_counts(conn, "notifications", tampered_ids),
+                     _row_counts(conn, "side_effects", tampered_ids))
     tampered_stored = 0
     for r in tampered:
         d = r.delivery
         if [a.status for a in r.answers] != [401]:
             problems.append(f"tampered {d.delivery_id}: answers {[a.status for a in r.answers]}, "
                             "expected [401]")
-        if keys[d.delivery_id] is not None or tampered_side_effects[d.delivery_id]:
+        if keys[d.delivery_id] is not None or any(rows[d.delivery_id] for rows in tampered_rows):
             tampered_stored += 1
             problems.append(f"tampered {d.delivery_id} was stored")
 
@@ -306,7 +328,9 @@ def check(conn, results) -> Report:
         requests=len(answers),
         accepted=sum(a.accepted for a in answers),
         outcomes=Counter(a.outcome for a in answers if a.outcome),
+        resumed=sum(a.resumed_from is not None for a in answers),
         rejected_signatures=sum(a.status == 401 for a in answers),
+        notifications_histogram=dict(Counter(notifications.values())),
         side_effects_histogram=dict(Counter(side_effects.values())),
         tampered_stored=tampered_stored,
         metrics_columns=[c.name for c in cur.description],
@@ -315,10 +339,12 @@ def check(conn, results) -> Report:
     )
 
 
-def _valid_problems(r: DeliveryResult, side_effects: int, key) -> list:
-    """What is wrong with one valid delivery, given its side-effect count and key row."""
+def _valid_problems(r: DeliveryResult, notifications: int, side_effects: int, key) -> list:
+    """What is wrong with one valid delivery, given its row counts and key row."""
     d, problems = r.delivery, []
     where = f"{d.kind} {d.delivery_id} ({d.fixture.parent.name}/{d.fixture.name})"
+    if notifications != 1:
+        problems.append(f"{where}: {notifications} notifications, expected exactly 1")
     if side_effects != 1:
         problems.append(f"{where}: {side_effects} side effects, expected exactly 1")
     if not r.accepted:
@@ -328,22 +354,34 @@ def _valid_problems(r: DeliveryResult, side_effects: int, key) -> list:
     bodies = {a.body for a in r.answers if a.accepted}
     if len(bodies) > 1:
         problems.append(f"{where}: redeliveries got different answers {sorted(bodies)}")
-    if d.kind == "crash":
-        if r.answers[0].status is not None:
-            problems.append(f"{where}: the crash attempt got answer {r.answers[0].status}"
-                            " (is the receiver running with --fault-injection?)")
-        if "reclaimed" not in [a.outcome for a in r.answers] or key is None or key[1] != 2:
-            problems.append(f"{where}: not reclaimed once after the crash (key {key})")
+    if d.kind in CRASH_KINDS:
+        problems += _crash_problems(r, key, where)
     return problems
 
 
-def _side_effect_counts(conn, delivery_ids) -> dict:
-    rows = conn.execute(
-        "SELECT d.id, count(s.id) FROM unnest(%s::text[]) AS d(id)"
-        " LEFT JOIN demo.side_effects s ON s.delivery_id = d.id GROUP BY d.id",
-        (delivery_ids,),
-    ).fetchall()
-    return dict(rows)
+def _crash_problems(r: DeliveryResult, key, where: str) -> list:
+    """A crash delivery must be answered by no one, then reclaimed, and resume
+    from the checkpoint when the crash came after it."""
+    problems = []
+    if r.answers[0].status is not None:
+        problems.append(f"{where}: the crash attempt got answer {r.answers[0].status}"
+                        " (is the receiver running with --fault-injection?)")
+    if "reclaimed" not in [a.outcome for a in r.answers] or key is None or key[1] != 2:
+        problems.append(f"{where}: not reclaimed once after the crash (key {key})")
+    final = r.answers[-1]
+    if r.delivery.kind == CRASH_AFTER_CHECKPOINT and final.resumed_from != NOTIFIED:
+        problems.append(f"{where}: the final answer resumed from {final.resumed_from!r},"
+                        f" expected {NOTIFIED!r}")
+    return problems
+
+
+def _row_counts(conn, table: str, delivery_ids) -> dict:
+    """delivery id -> number of its rows in demo.<table>."""
+    query = sql.SQL(
+        "SELECT d.id, count(t.id) FROM unnest(%s::text[]) AS d(id)"
+        " LEFT JOIN {} t ON t.delivery_id = d.id GROUP BY d.id"
+    ).format(sql.Identifier("demo", table))
+    return dict(conn.execute(query, (delivery_ids,)).fetchall())
 
 
 def _key_states(conn, delivery_ids) -> dict:
@@ -368,6 +406,8 @@ def format_report(report: Report, plan) -> str:
         f" in_progress {report.outcomes['in_progress']})",
         f"rejected signatures (401):  {report.rejected_signatures}",
         f"reclaimed after a crash:    {report.outcomes['reclaimed']}",
+        f"resumed from a checkpoint:  {report.resumed}",
+        f"notifications per event:    {report.notifications_histogram}",
         f"side effects per event:     {report.side_effects_histogram}",
         f"tampered deliveries stored: {report.tampered_stored}",
         "",
@@ -376,7 +416,8 @@ def format_report(report: Report, plan) -> str:
         "",
     ]
     if report.ok:
-        lines.append("OK: exactly one side effect per valid event, every forgery refused")
+        lines.append("OK: exactly one notification and one side effect per valid event,"
+                     " every forgery refused")
     else:
         lines.append(f"FAILED: {len(report.problems)} problem(s)")
         lines += ["  " + p for p in report.problems]

@@ -3,6 +3,8 @@
 import sys
 from pathlib import Path
 
+from psycopg import sql
+
 REPO = Path(__file__).resolve().parents[2]
 RECEIVER = REPO / "examples" / "receiver" / "receiver.py"
 FIXTURES = REPO / "tests" / "fixtures" / "github"
@@ -27,10 +29,25 @@ class Db:
             (delivery_id,),
         ).fetchone()
 
+    def last_step(self, delivery_id: str):
+        """The last step checkpointed on the delivery's key (None before any checkpoint)."""
+        return self.conn.execute(
+            "SELECT last_step FROM webhook_dedup.keys"
+            " WHERE source = 'github' AND idem_key = webhook_key('github', %s)",
+            (delivery_id,),
+        ).fetchone()[0]
+
+    def notification_attempts(self, delivery_id: str) -> list:
+        """The claim attempt recorded by each committed notification of the delivery."""
+        return self._attempts("notifications", delivery_id)
+
     def side_effect_attempts(self, delivery_id: str) -> list:
         """The claim attempt recorded by each committed side effect of the delivery."""
-        rows = self.conn.execute(
-            "SELECT attempt FROM demo.side_effects WHERE delivery_id = %s ORDER BY id",
-            (delivery_id,),
-        ).fetchall()
+        return self._attempts("side_effects", delivery_id)
+
+    def _attempts(self, table: str, delivery_id: str) -> list:
+        """The attempt column of the delivery's rows in demo.<table>, oldest first."""
+        query = sql.SQL("SELECT attempt FROM {} WHERE delivery_id = %s ORDER BY id").format(
+            sql.Identifier("demo", table))
+        rows = self.conn.execute(query, (delivery_id,)).fetchall()
         return [attempt for (attempt,) in rows]

@@ -17,7 +17,8 @@ from psycopg.rows import namedtuple_row
 from support import FIXTURES, LEASE_SECONDS, SECRET  # also puts examples/ on sys.path
 
 import receiver
-from replay import CRASH_AFTER_CLAIM, FAULT_HEADER, github_headers, post, sign
+from replay import (CRASH_AFTER_CHECKPOINT, CRASH_AFTER_CLAIM, FAULT_HEADER, NOTIFIED,
+                    github_headers, post, sign)
 
 BODY = (FIXTURES / "push" / "payload.json").read_bytes()
 
@@ -30,16 +31,33 @@ def signed(delivery_id: str, body: bytes = BODY, secret: str = SECRET) -> dict:
     return github_headers(delivery_id, "push", sign(secret, body))
 
 
+def sleep_until_the_lease_expired(claimed_by: float) -> None:
+    """Sleep until a lease granted by time.monotonic() == claimed_by has surely expired."""
+    time.sleep(max(0.0, claimed_by + LEASE_SECONDS + 0.5 - time.monotonic()))
+
+
+def webhook_key(conn, delivery_id: str) -> str:
+    return conn.execute("SELECT webhook_key('github', %s)", (delivery_id,)).fetchone()[0]
+
+
+def claim(conn, key: str, lease: str):
+    """A webhook_claim row for BODY, as the receiver gets it."""
+    return conn.cursor(row_factory=namedtuple_row).execute(
+        "SELECT * FROM webhook_claim('github', %s, %s, %s::interval, 'push')", (key, BODY, lease)
+    ).fetchone()
+
+
 def test_sequential_duplicate_gets_the_first_answer_and_no_second_side_effect(receiver_url, db):
     delivery = new_delivery_id()
 
     first = post(receiver_url, BODY, signed(delivery))
     second = post(receiver_url, BODY, signed(delivery))
 
-    assert (first.status, first.outcome) == (200, "claimed")
+    assert (first.status, first.outcome, first.resumed_from) == (200, "claimed", None)
     assert (second.status, second.outcome) == (200, "duplicate")
     assert second.body == first.body
     assert json.loads(first.body)["status"] == 200
+    assert db.notification_attempts(delivery) == [1]
     assert db.side_effect_attempts(delivery) == [1]
     assert db.key(delivery) == ("completed", 1)
 
@@ -64,6 +82,7 @@ def test_concurrent_copies_process_once(receiver_url, db):
     retry = post(receiver_url, BODY, signed(delivery))
     assert (retry.status, retry.outcome) == (200, "duplicate")
     assert retry.body == winners[0].body
+    assert db.notification_attempts(delivery) == [1]
     assert db.side_effect_attempts(delivery) == [1]
     assert db.key(delivery) == ("completed", 1)
 
@@ -75,40 +94,90 @@ def test_crash_after_claim_is_reclaimed_once_the_lease_expires(receiver_url, db)
     crashed_at = time.monotonic()
     assert crashed.status is None  # connection closed, no response at all
     assert db.key(delivery) == ("processing", 1)
-    # The side effect was inserted but never committed: the dead connection took it along.
+    # The notification was inserted but neither it nor its checkpoint was
+    # committed: the dead connection took both along.
+    assert db.last_step(delivery) is None
+    assert db.notification_attempts(delivery) == []
     assert db.side_effect_attempts(delivery) == []
 
     early = post(receiver_url, BODY, signed(delivery))
     assert (early.status, early.outcome, early.retry_after) == (409, "in_progress", "1")
     assert db.key(delivery) == ("processing", 1)
 
-    time.sleep(max(0.0, crashed_at + LEASE_SECONDS + 0.5 - time.monotonic()))
+    sleep_until_the_lease_expired(crashed_at)
     late = post(receiver_url, BODY, signed(delivery))
-    assert (late.status, late.outcome) == (200, "reclaimed")
+    # Nothing was checkpointed, so the reclaim does both steps.
+    assert (late.status, late.outcome, late.resumed_from) == (200, "reclaimed", None)
     assert db.key(delivery) == ("completed", 2)
+    assert db.notification_attempts(delivery) == [2]
     assert db.side_effect_attempts(delivery) == [2]
 
 
-def test_stale_claim_token_rolls_back_its_side_effect(db_conn, db):
-    """A worker whose lease was reclaimed must not commit its side effect (answers 409)."""
+def test_crash_after_checkpoint_resumes_from_it_once_the_lease_expires(receiver_url, db):
     delivery = new_delivery_id()
-    key = db_conn.execute("SELECT webhook_key('github', %s)", (delivery,)).fetchone()[0]
-    claims = db_conn.cursor(row_factory=namedtuple_row)
-    claim_sql = "SELECT * FROM webhook_claim('github', %s, %s, %s::interval, 'push')"
 
-    stale = claims.execute(claim_sql, (key, BODY, "1 second")).fetchone()
-    time.sleep(LEASE_SECONDS + 0.5)
-    fresh = claims.execute(claim_sql, (key, BODY, "30 seconds")).fetchone()
+    crashed = post(receiver_url, BODY, {**signed(delivery), FAULT_HEADER: CRASH_AFTER_CHECKPOINT})
+    crashed_at = time.monotonic()
+    assert crashed.status is None  # connection closed, no response at all
+    # The notification committed with its checkpoint; the final step never ran.
+    assert db.key(delivery) == ("processing", 1)
+    assert db.last_step(delivery) == NOTIFIED
+    assert db.notification_attempts(delivery) == [1]
+    assert db.side_effect_attempts(delivery) == []
+
+    sleep_until_the_lease_expired(crashed_at)
+    late = post(receiver_url, BODY, signed(delivery))
+    assert (late.status, late.outcome, late.resumed_from) == (200, "reclaimed", NOTIFIED)
+    assert db.notification_attempts(delivery) == [1]  # not notified again
+    assert db.side_effect_attempts(delivery) == [2]
+    assert db.key(delivery) == ("completed", 2)
+
+
+def test_stale_claim_token_rolls_back_its_notification(db_conn, db):
+    """A worker whose lease was reclaimed must not commit its first step (answers 409)."""
+    delivery = new_delivery_id()
+    key = webhook_key(db_conn, delivery)
+    stale = claim(db_conn, key, f"{LEASE_SECONDS} second")
+    sleep_until_the_lease_expired(time.monotonic())
+    fresh = claim(db_conn, key, "30 seconds")
     assert (stale.outcome, fresh.outcome) == ("claimed", "reclaimed")
 
     with psycopg.connect("", autocommit=True) as conn:
         lost = receiver.process_claimed(conn, key, delivery, "push", stale)
         assert (lost.status, lost.retry_after) == (409, 1)
+        assert db.notification_attempts(delivery) == []
+        assert db.side_effect_attempts(delivery) == []
+        assert db.last_step(delivery) is None
+        assert db.key(delivery) == ("processing", 2)
+
+        won = receiver.process_claimed(conn, key, delivery, "push", fresh)
+    assert (won.status, won.resumed_from) == (200, None)
+    assert db.notification_attempts(delivery) == [2]
+    assert db.side_effect_attempts(delivery) == [2]
+    assert db.key(delivery) == ("completed", 2)
+
+
+def test_lease_lost_between_the_steps_rolls_back_the_side_effect(db_conn, db):
+    """A worker reclaimed after its checkpoint must not commit its final step; the
+    reclaiming worker resumes from the checkpoint."""
+    delivery = new_delivery_id()
+    key = webhook_key(db_conn, delivery)
+    stale = claim(db_conn, key, f"{LEASE_SECONDS} second")
+
+    with psycopg.connect("", autocommit=True) as conn:
+        assert receiver.notify(conn, key, delivery, stale)
+        sleep_until_the_lease_expired(time.monotonic())
+        fresh = claim(db_conn, key, "30 seconds")
+        assert (fresh.outcome, fresh.last_step) == ("reclaimed", NOTIFIED)
+
+        lost = receiver.complete(conn, key, delivery, "push", stale)
+        assert (lost.status, lost.retry_after) == (409, 1)
         assert db.side_effect_attempts(delivery) == []
         assert db.key(delivery) == ("processing", 2)
 
         won = receiver.process_claimed(conn, key, delivery, "push", fresh)
-    assert won.status == 200
+    assert (won.status, won.resumed_from) == (200, NOTIFIED)
+    assert db.notification_attempts(delivery) == [1]
     assert db.side_effect_attempts(delivery) == [2]
     assert db.key(delivery) == ("completed", 2)
 
@@ -123,6 +192,7 @@ def test_same_delivery_id_with_other_bytes_is_a_conflict(receiver_url, db):
 
     assert (first.status, first.outcome) == (200, "claimed")
     assert (reused.status, reused.outcome) == (422, "conflict")
+    assert db.notification_attempts(delivery) == [1]
     assert db.side_effect_attempts(delivery) == [1]
 
 
@@ -135,6 +205,7 @@ def test_tampered_body_is_refused_and_leaves_nothing(receiver_url, db):
 
     assert (answer.status, answer.outcome) == (401, None)
     assert db.key(delivery) is None
+    assert db.notification_attempts(delivery) == []
     assert db.side_effect_attempts(delivery) == []
 
 
@@ -145,6 +216,7 @@ def test_wrong_secret_is_refused_and_leaves_nothing(receiver_url, db):
 
     assert (answer.status, answer.outcome) == (401, None)
     assert db.key(delivery) is None
+    assert db.notification_attempts(delivery) == []
     assert db.side_effect_attempts(delivery) == []
 
 

@@ -11,7 +11,7 @@ EVENTS = 30
 SEED = 7
 
 
-def test_replay_with_every_fault_keeps_exactly_one_side_effect_per_event(receiver_url, db_conn):
+def test_replay_with_every_fault_keeps_exactly_one_of_each_step_per_event(receiver_url, db_conn):
     fixtures = random.Random(SEED).sample(replay.load_fixtures(FIXTURES), EVENTS)
     plan = replay.build_plan(fixtures, SEED)
     kinds = Counter(d.kind for d in plan)
@@ -21,13 +21,17 @@ def test_replay_with_every_fault_keeps_exactly_one_side_effect_per_event(receive
     results = replay.run(plan, receiver_url, SECRET, LEASE_SECONDS)
     report = replay.check(db_conn, results)
 
+    crashes = kinds[replay.CRASH_AFTER_CLAIM] + kinds[replay.CRASH_AFTER_CHECKPOINT]
     assert report.problems == []
+    assert report.notifications_histogram == {1: EVENTS}
     assert report.side_effects_histogram == {1: EVENTS}
     assert report.tampered_stored == 0
     assert report.rejected_signatures == kinds["tampered"]
-    assert report.outcomes["reclaimed"] == kinds["crash"]
+    assert report.outcomes["reclaimed"] == crashes
+    # Only a crash after the checkpoint leaves a step to resume from.
+    assert report.resumed == kinds[replay.CRASH_AFTER_CHECKPOINT]
     # Every valid event is claimed once; a crash's claim is answered by no one.
-    assert report.outcomes["claimed"] == EVENTS - kinds["crash"]
+    assert report.outcomes["claimed"] == EVENTS - crashes
     assert report.outcomes["duplicate"] >= kinds["sequential"]
 
 
@@ -38,6 +42,20 @@ def test_check_flags_an_event_that_never_reached_the_database(db_conn):
     report = replay.check(db_conn, [never_sent])
 
     assert not report.ok
+    assert report.notifications_histogram == {0: 1}
     assert report.side_effects_histogram == {0: 1}
+    assert any("0 notifications" in p for p in report.problems)
     assert any("0 side effects" in p for p in report.problems)
     assert any("never accepted" in p for p in report.problems)
+
+
+def test_check_flags_a_crash_after_checkpoint_that_did_not_resume(db_conn):
+    fixture = replay.load_fixtures(FIXTURES)[0]
+    crashed = replay.DeliveryResult(
+        replay.make_delivery(replay.CRASH_AFTER_CHECKPOINT, fixture, fixture.body),
+        [replay.Answer(None, None, None, b""), replay.Answer(200, "reclaimed", None, b"{}")],
+    )
+
+    report = replay.check(db_conn, [crashed])
+
+    assert any("resumed from None, expected 'notified'" in p for p in report.problems)
