@@ -116,6 +116,9 @@ pub enum Write {
     Lease { attempt: i32 },
     /// Leave the state alone; record the delivery (and a conflict).
     Touch,
+    /// The key is due again but has used all its attempts (its holders
+    /// kept dying without calling `webhook_fail`): dead-letter it instead.
+    DeadLetter,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +134,17 @@ pub struct Decision {
 /// whatever the state (the same key with other content is never processed
 /// and never answered with another payload's result). A key stored without
 /// a fingerprint adopts the first one given.
-pub fn decide(stored: Option<&Stored>, now: i64, fingerprint: Option<&[u8]>) -> Decision {
+///
+/// A key that is due again (an expired lease, a due retry) but whose
+/// `attempt` already reached `max_attempts` is dead-lettered instead of
+/// leased: a message that crashes every worker that takes it must not be
+/// redelivered forever.
+pub fn decide(
+    stored: Option<&Stored>,
+    now: i64,
+    fingerprint: Option<&[u8]>,
+    max_attempts: i32,
+) -> Decision {
     let Some(stored) = stored else {
         return Decision {
             outcome: Outcome::Claimed,
@@ -146,11 +159,19 @@ pub fn decide(stored: Option<&Stored>, now: i64, fingerprint: Option<&[u8]>) -> 
             };
         }
     }
-    let lease = |outcome| Decision {
-        outcome,
-        write: Write::Lease {
-            attempt: stored.attempt + 1,
-        },
+    let lease = |outcome| {
+        if outcome == Outcome::Reclaimed && stored.attempt >= max_attempts {
+            return Decision {
+                outcome: Outcome::DeadLettered,
+                write: Write::DeadLetter,
+            };
+        }
+        Decision {
+            outcome,
+            write: Write::Lease {
+                attempt: stored.attempt + 1,
+            },
+        }
     };
     let touch = |outcome| Decision {
         outcome,
@@ -320,6 +341,7 @@ mod tests {
     use super::*;
 
     const NOW: i64 = 1_000_000_000;
+    const MAX: i32 = 10;
     const FP_A: &[u8] = &[0xaa; 32];
     const FP_B: &[u8] = &[0xbb; 32];
 
@@ -334,13 +356,13 @@ mod tests {
     }
 
     fn outcome(s: &Stored) -> Outcome {
-        decide(Some(s), NOW, None).outcome
+        decide(Some(s), NOW, None, MAX).outcome
     }
 
     #[test]
     fn first_delivery_is_claimed() {
         assert_eq!(
-            decide(None, NOW, None),
+            decide(None, NOW, None, MAX),
             Decision {
                 outcome: Outcome::Claimed,
                 write: Write::Insert
@@ -353,7 +375,7 @@ mod tests {
         let mut s = stored(State::Processing);
         s.lease_expires_at = Some(NOW + 1);
         assert_eq!(
-            decide(Some(&s), NOW, None),
+            decide(Some(&s), NOW, None, MAX),
             Decision {
                 outcome: Outcome::InProgress,
                 write: Write::Touch
@@ -361,7 +383,7 @@ mod tests {
         );
         s.lease_expires_at = Some(NOW);
         assert_eq!(
-            decide(Some(&s), NOW, None),
+            decide(Some(&s), NOW, None, MAX),
             Decision {
                 outcome: Outcome::Reclaimed,
                 write: Write::Lease { attempt: 2 }
@@ -378,7 +400,7 @@ mod tests {
         );
         assert_eq!(outcome(&stored(State::DeadLettered)), Outcome::DeadLettered);
         for s in State::ALL {
-            let d = decide(Some(&stored(s)), NOW, None);
+            let d = decide(Some(&stored(s)), NOW, None, MAX);
             assert_eq!(
                 d.outcome.grants_lease(),
                 matches!(d.write, Write::Lease { .. }),
@@ -397,8 +419,38 @@ mod tests {
     }
 
     #[test]
+    fn a_key_out_of_attempts_is_dead_lettered_instead_of_reclaimed() {
+        let mut s = stored(State::Processing);
+        s.lease_expires_at = Some(NOW);
+        s.attempt = MAX;
+        assert_eq!(
+            decide(Some(&s), NOW, None, MAX),
+            Decision {
+                outcome: Outcome::DeadLettered,
+                write: Write::DeadLetter
+            }
+        );
+        let mut f = stored(State::Failed);
+        f.attempt = MAX;
+        assert_eq!(decide(Some(&f), NOW, None, MAX).write, Write::DeadLetter);
+        // a live lease is still just in progress, whatever the attempt
+        s.lease_expires_at = Some(NOW + 1);
+        assert_eq!(
+            decide(Some(&s), NOW, None, MAX).outcome,
+            Outcome::InProgress
+        );
+        // one attempt left: reclaimed
+        s.lease_expires_at = Some(NOW);
+        s.attempt = MAX - 1;
+        assert_eq!(
+            decide(Some(&s), NOW, None, MAX).write,
+            Write::Lease { attempt: MAX }
+        );
+    }
+
+    #[test]
     fn pending_keys_are_claimed_by_the_first_claim() {
-        let d = decide(Some(&stored(State::Pending)), NOW, None);
+        let d = decide(Some(&stored(State::Pending)), NOW, None, MAX);
         assert_eq!(
             d,
             Decision {
@@ -414,25 +466,25 @@ mod tests {
             let mut s = stored(state);
             s.fingerprint = Some(FP_A.to_vec());
             assert_eq!(
-                decide(Some(&s), NOW, Some(FP_B)).outcome,
+                decide(Some(&s), NOW, Some(FP_B), MAX).outcome,
                 Outcome::Conflict,
                 "{state:?}"
             );
             assert_ne!(
-                decide(Some(&s), NOW, Some(FP_A)).outcome,
+                decide(Some(&s), NOW, Some(FP_A), MAX).outcome,
                 Outcome::Conflict,
                 "{state:?}"
             );
             // a delivery without payload is never a conflict
             assert_ne!(
-                decide(Some(&s), NOW, None).outcome,
+                decide(Some(&s), NOW, None, MAX).outcome,
                 Outcome::Conflict,
                 "{state:?}"
             );
         }
         // a key stored without a fingerprint has nothing to conflict with
         assert_eq!(
-            decide(Some(&stored(State::Completed)), NOW, Some(FP_B)).outcome,
+            decide(Some(&stored(State::Completed)), NOW, Some(FP_B), MAX).outcome,
             Outcome::Duplicate
         );
     }

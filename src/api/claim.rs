@@ -5,6 +5,7 @@
 use super::protocol::{
     existing, expect_one, key_args, lease_arg, lock_key, lookup, new_token, Row,
 };
+use super::transitions::dead_letter_exhausted;
 use crate::claim::{decide, Outcome, State, Write};
 use crate::error::required;
 use crate::jsonb::Jsonb;
@@ -169,13 +170,34 @@ fn webhook_claim(
     let (source, idem_key) = key_args(source, idem_key);
     let lease_us = lease.map(lease_arg);
     let fingerprint: Option<Vec<u8>> = payload.map(|p| Sha256::digest(p).to_vec());
-    let fingerprint = fingerprint.as_deref();
+    TableIterator::once(claim_one(
+        source,
+        idem_key,
+        fingerprint.as_deref(),
+        lease_us,
+        event_type,
+    ))
+}
 
+/// One claim, under the lock protocol: the body of `webhook_claim` and of
+/// each key of `webhook_claim_many`.
+fn claim_one(
+    source: &str,
+    idem_key: &str,
+    fingerprint: Option<&[u8]>,
+    lease_us: Option<i64>,
+    event_type: Option<&str>,
+) -> ClaimRow {
     lock_key(source, idem_key);
     let now = clock_now();
-    let (row, outcome, label) = spi::connected(|conn| {
+    let (row, outcome, write, label) = spi::connected(|conn| {
         let (found, settings) = lookup(conn, source, idem_key);
-        let decision = decide(found.as_ref().map(|r| &r.stored), now, fingerprint);
+        let decision = decide(
+            found.as_ref().map(|r| &r.stored),
+            now,
+            fingerprint,
+            settings.max_attempts(),
+        );
         let label = found
             .as_ref()
             .and_then(|r| r.event_type.clone())
@@ -277,9 +299,22 @@ fn webhook_claim(
                     found.stored.lease_expires_at.map(timestamptz),
                 )
             }
+            (Write::DeadLetter, Some(found)) => {
+                dead_letter_exhausted(conn, (source, idem_key), now, &found, true);
+                (
+                    outcome,
+                    None,
+                    found.stored.attempt,
+                    State::DeadLettered.as_str().into(),
+                    None,
+                    found.last_step,
+                    found.first_seen_at,
+                    None,
+                )
+            }
             (write, None) => unreachable!("decision {write:?} needs a stored row"),
         };
-        (row, decision.outcome, label)
+        (row, decision.outcome, decision.write, label)
     });
     metrics::count(
         source,
@@ -287,7 +322,65 @@ fn webhook_claim(
         Counter::for_outcome(outcome),
         true,
     );
-    TableIterator::once(row)
+    if write == Write::DeadLetter {
+        metrics::count(source, label.as_deref(), Counter::DeadLetters, false);
+    }
+    row
+}
+
+/// Claim several keys of one source in one call, for a delivery that
+/// carries several events. The keys are claimed one by one in sorted order
+/// (duplicates once), so two transactions claiming overlapping keys in any
+/// order never deadlock: the second waits for the first's keys and then
+/// sees them `in_progress` (or completed). One row per distinct key, with
+/// the columns of `webhook_claim` and the key first. Payload fingerprints
+/// are not compared here (use `webhook_claim` per key for that). Errors as
+/// `webhook_claim`, for the source and every key; 22004 for a NULL key.
+#[pg_extern(volatile, parallel_unsafe)]
+#[allow(clippy::type_complexity)] // pgrx needs the column names inline
+fn webhook_claim_many(
+    source: Option<&str>,
+    idem_keys: Option<Vec<Option<String>>>,
+    lease: default!(Option<Interval>, "NULL"),
+    event_type: default!(Option<&str>, "NULL"),
+) -> TableIterator<
+    'static,
+    (
+        name!(idem_key, String),
+        name!(outcome, String),
+        name!(claim_token, Option<Uuid>),
+        name!(attempt, i32),
+        name!(state, String),
+        name!(result, Option<Jsonb>),
+        name!(last_step, Option<String>),
+        name!(first_seen_at, TimestampWithTimeZone),
+        name!(lease_expires_at, Option<TimestampWithTimeZone>),
+    ),
+> {
+    let keys = required(idem_keys, "idem_keys");
+    let mut keys: Vec<String> = keys
+        .into_iter()
+        .map(|k| {
+            k.unwrap_or_else(|| {
+                crate::error::Error::NullValue {
+                    what: "every element of idem_keys",
+                }
+                .raise()
+            })
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let lease_us = lease.map(lease_arg);
+    let rows: Vec<_> = keys
+        .iter()
+        .map(|k| {
+            let (source, idem_key) = key_args(source, Some(k));
+            let (o, t, a, st, r, l, f, e) = claim_one(source, idem_key, None, lease_us, event_type);
+            (k.clone(), o, t, a, st, r, l, f, e)
+        })
+        .collect();
+    TableIterator::new(rows)
 }
 
 /// Complete a claimed key: stores `result` (returned to later duplicates)

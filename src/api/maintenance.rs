@@ -103,19 +103,31 @@ fn create_partition(conn: &Conn<'_>, range: Range) {
     ];
     let strays = conn.execute(&STRAYS, &bounds, Snap::Latest);
     if !strays.is_empty() {
-        for i in 0..strays.len() {
-            let source: String = strays.get(i, 1).expect("source");
-            let idem_key: String = strays.get(i, 2).expect("idem_key");
-            crate::api::protocol::lock_key(&source, &idem_key);
+        let (sources, idem_keys): (Vec<String>, Vec<String>) = (0..strays.len())
+            .map(|i| {
+                (
+                    strays.get::<String>(i, 1).expect("source"),
+                    strays.get::<String>(i, 2).expect("idem_key"),
+                )
+            })
+            .unzip();
+        for (source, idem_key) in sources.iter().zip(&idem_keys) {
+            crate::api::protocol::lock_key(source, idem_key);
         }
-        run(
+        // Only the keys locked above move; a key stored in the range since
+        // then keeps the attach below from succeeding, and the next pass
+        // moves it (under its lock).
+        pgrx::spi::Spi::run_with_args(
             &format!(
                 "WITH moved AS (DELETE FROM webhook_dedup.keys_default
-                                 WHERE partition_at >= '{lo}' AND partition_at < '{hi}' RETURNING *)
+                                 WHERE partition_at >= '{lo}' AND partition_at < '{hi}'
+                                   AND (source, idem_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+                                 RETURNING *)
                  INSERT INTO {table} SELECT * FROM moved"
             ),
-            &format!("moving keys from webhook_dedup.keys_default into {table}"),
-        );
+            &[sources.into(), idem_keys.into()],
+        )
+        .unwrap_or_else(|e| pgrx::error!("webhook_dedup: moving keys from webhook_dedup.keys_default into {table}: {e}"));
         pgrx::log!(
             "webhook_dedup: moved {} keys from the default partition into {table}",
             strays.len()

@@ -69,6 +69,18 @@ pub(crate) fn try_lock_key(source: &str, idem_key: &str) -> bool {
     }
 }
 
+/// Release a key's lock before the transaction ends (for a key
+/// `webhook_next` tried and did not take, so that it does not hold it for
+/// the rest of the caller's transaction).
+pub(crate) fn unlock_key(source: &str, idem_key: &str) {
+    let tag = key_tag(source, idem_key);
+    // SAFETY: the tag of a lock this transaction holds; LockRelease only
+    // warns (never errors) when it is not held.
+    unsafe {
+        pg_sys::LockRelease(&tag, pg_sys::ExclusiveLock as pg_sys::LOCKMODE, false);
+    }
+}
+
 /// A random (version 4) UUID from the server's strong random source.
 pub(crate) fn new_token() -> Uuid {
     let mut bytes = [0u8; 16];
@@ -111,14 +123,21 @@ static LOOKUP: Statement = Statement::new(
 /// the GUCs).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct SourceSettings {
-    pub lease_us: Option<i64>,
+    pub lease: Option<Interval>,
     pub max_attempts: Option<i32>,
 }
 
 impl SourceSettings {
-    /// The lease a claim gets when it passes none.
+    /// The lease a claim gets when it passes none. Converted only when
+    /// needed, so that a bad row in `webhook_dedup.sources` fails only the
+    /// calls that use it (22023), never every call of the source.
     pub fn default_lease_us(&self) -> i64 {
-        self.lease_us.unwrap_or_else(crate::guc::default_lease_us)
+        match self.lease {
+            Some(lease) => {
+                crate::time::duration_us(lease, "webhook_dedup.sources.lease").or_raise()
+            }
+            None => crate::guc::default_lease_us(),
+        }
     }
 
     pub fn max_attempts(&self) -> i32 {
@@ -135,6 +154,7 @@ pub(crate) struct Row {
     pub last_step: Option<String>,
     pub first_seen_at: TimestampWithTimeZone,
     pub event_type: Option<String>,
+    pub due_at: Option<i64>,
 }
 
 impl Row {
@@ -164,9 +184,7 @@ pub(crate) fn lookup(
             .map(pg_sys::TimestampTz::from)
     };
     let settings = SourceSettings {
-        lease_us: rows
-            .get::<Interval>(0, 12)
-            .map(|lease| crate::time::duration_us(lease, "webhook_dedup.sources.lease").or_raise()),
+        lease: rows.get::<Interval>(0, 12),
         max_attempts: rows.get(0, 13),
     };
     let Some(state_text) = rows.get::<String>(0, 1) else {
@@ -188,6 +206,7 @@ pub(crate) fn lookup(
         last_step: rows.get(0, 9),
         first_seen_at: rows.get(0, 10).expect("first_seen_at is NOT NULL"),
         event_type: rows.get(0, 11),
+        due_at: ts(&rows, 14),
     };
     (Some(row), settings)
 }

@@ -4,8 +4,11 @@
 //! `webhook_fail` and `webhook_checkpoint` as claim-and-process receivers.
 
 use super::claim::{touch, LEASE};
-use super::protocol::{expect_one, key_args, lease_arg, lock_key, lookup, new_token, try_lock_key};
-use crate::claim::{decide, decide_enqueue, Enqueued, Write};
+use super::protocol::{
+    expect_one, key_args, lease_arg, lock_key, lookup, new_token, try_lock_key, unlock_key,
+};
+use super::transitions::dead_letter_exhausted;
+use crate::claim::{self, decide, decide_enqueue, Decision, Enqueued, Outcome, Write};
 use crate::error::{required, Error, OrRaise};
 use crate::jsonb::Jsonb;
 use crate::metrics::{self, Counter};
@@ -32,6 +35,10 @@ static ENQUEUE: Statement = Statement::new(
 static CANDIDATES: Statement = Statement::new(
     crate::sql_statement!("queue_candidates.sql"),
     &[TIMESTAMPTZOID, TEXTOID, INT4OID],
+);
+static SET_DUE: Statement = Statement::new(
+    crate::sql_statement!("key_set_due.sql"),
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID],
 );
 static PAYLOAD: Statement = Statement::new(
     crate::sql_statement!("queue_payload.sql"),
@@ -113,15 +120,32 @@ type NextRow = (
     Option<Jsonb>,
 );
 
+/// How many candidates `webhook_next` reads for a batch: some slack for
+/// keys other workers or claims are taking right now.
+fn candidate_limit(batch: i32) -> i32 {
+    (batch * 4 + 16).min(4_000)
+}
+
 /// Take up to `batch` due keys (of `source`, or of every source when
 /// NULL), oldest first: `pending` keys, keys whose lease expired, and
 /// failed keys whose retry is due. Each comes leased to the caller for
 /// `lease` (NULL: the source's, else `webhook_dedup.default_lease`) with a
 /// fresh `claim_token`, its `attempt`, the stored `payload` and `headers`,
-/// its `event_type` and the `last_step` to resume from. Rows another
-/// worker is taking are skipped (`FOR UPDATE SKIP LOCKED`, and the key
-/// locks), so two workers never get the same key. Finish each with
-/// `webhook_complete` / `webhook_fail`. `batch` must be 1..1000 (22023).
+/// its `event_type` and the `last_step` to resume from. A key that is due
+/// again with no attempts left is dead-lettered instead of handed out.
+///
+/// Keys another worker or a claim is taking right now are skipped, not
+/// waited for: each candidate's key lock is *tried* before its row is read
+/// or locked, in the same order as every other writer of a key. (A plain
+/// `FOR UPDATE SKIP LOCKED` would lock rows before their key locks and keep
+/// the locks of skipped rows until the caller's transaction ends, which can
+/// deadlock with a claim; the tried key lock gives the same skip-don't-wait
+/// behaviour without that.) Two workers never get the same key. Finish each
+/// with `webhook_complete` / `webhook_fail`.
+///
+/// Errors: 22004 NULL `batch`; 22023 `batch` outside 1..1000, a bad
+/// `source` or `lease`; 40001 under REPEATABLE READ when a key changed after
+/// the transaction's snapshot.
 #[pg_extern(volatile, parallel_unsafe)]
 #[allow(clippy::type_complexity)] // pgrx needs the column names inline
 fn webhook_next(
@@ -149,12 +173,16 @@ fn webhook_next(
         crate::key::check_bounded("source", source).or_raise();
     }
     let lease_us = lease.map(lease_arg);
-    let now = clock_now();
+    let mut counts: Vec<(String, Option<String>, Counter)> = Vec::new();
     let rows: Vec<NextRow> = spi::connected(|conn| {
         let candidates = conn.execute(
             &CANDIDATES,
-            &[arg(timestamptz(now)), arg(source), arg(batch)],
-            Snap::Statement,
+            &[
+                arg(timestamptz(clock_now())),
+                arg(source),
+                arg(candidate_limit(batch)),
+            ],
+            Snap::Latest,
         );
         let keys: Vec<(String, String)> = (0..candidates.len())
             .map(|i| {
@@ -164,64 +192,106 @@ fn webhook_next(
                 )
             })
             .collect();
-        let mut out = Vec::with_capacity(keys.len());
+        let mut out = Vec::with_capacity(batch as usize);
         for (source, idem_key) in keys {
-            // A key whose lock is held is being claimed right now: skip it.
+            if out.len() == batch as usize {
+                break;
+            }
+            // A key whose lock is held is being claimed or worked right now: skip it.
             if !try_lock_key(&source, &idem_key) {
                 continue;
             }
-            let (Some(found), settings) = lookup(conn, &source, &idem_key) else {
+            let key = (source.as_str(), idem_key.as_str());
+            let now = clock_now();
+            let (found, settings) = lookup(conn, key.0, key.1);
+            let Some(found) = found else {
+                unlock_key(key.0, key.1);
                 continue;
             };
-            let Write::Lease { attempt } = decide(Some(&found.stored), now, None).write else {
-                continue;
-            };
-            let token = new_token();
-            let lease_until = timestamptz(
-                now.saturating_add(lease_us.unwrap_or_else(|| settings.default_lease_us())),
-            );
-            expect_one(conn.execute(
-                &LEASE,
-                &[
-                    arg(source.as_str()),
-                    arg(idem_key.as_str()),
-                    arg(timestamptz(now)),
-                    arg(attempt),
-                    arg(token),
-                    arg(lease_until),
-                    arg(None::<&[u8]>),
-                    arg(None::<&str>),
-                    arg(found.partition_at),
-                    arg(0),
-                ],
-                Snap::Statement,
-            ));
-            let stored = conn.execute(
-                &PAYLOAD,
-                &[
-                    arg(source.as_str()),
-                    arg(idem_key.as_str()),
-                    arg(found.partition_at),
-                ],
-                Snap::Statement,
-            );
-            let payload: Option<Vec<u8>> = stored.get(0, 1);
-            let headers = stored.get_jsonb(0, 2);
-            out.push((
-                source,
-                idem_key,
-                token,
-                attempt,
-                payload,
-                found.event_type,
-                found.last_step,
-                headers,
-            ));
+            match decide(Some(&found.stored), now, None, settings.max_attempts()) {
+                Decision {
+                    write: Write::Lease { attempt },
+                    outcome,
+                } => {
+                    let token = new_token();
+                    let until =
+                        now.saturating_add(lease_us.unwrap_or_else(|| settings.default_lease_us()));
+                    let until = timestamptz(until);
+                    expect_one(conn.execute(
+                        &LEASE,
+                        &[
+                            arg(key.0),
+                            arg(key.1),
+                            arg(timestamptz(now)),
+                            arg(attempt),
+                            arg(token),
+                            arg(until),
+                            arg(None::<&[u8]>),
+                            arg(None::<&str>),
+                            arg(found.partition_at),
+                            arg(0),
+                        ],
+                        Snap::Statement,
+                    ));
+                    let stored = conn.execute(
+                        &PAYLOAD,
+                        &[arg(key.0), arg(key.1), arg(found.partition_at)],
+                        Snap::Statement,
+                    );
+                    let payload: Option<Vec<u8>> = stored.get(0, 1);
+                    let headers = stored.get_jsonb(0, 2);
+                    counts.push((source.clone(), found.event_type.clone(), Counter::Drained));
+                    if outcome == Outcome::Reclaimed {
+                        counts.push((source.clone(), found.event_type.clone(), Counter::Reclaims));
+                    }
+                    out.push((
+                        source.clone(),
+                        idem_key.clone(),
+                        token,
+                        attempt,
+                        payload,
+                        found.event_type,
+                        found.last_step,
+                        headers,
+                    ));
+                }
+                Decision {
+                    write: Write::DeadLetter,
+                    ..
+                } => {
+                    dead_letter_exhausted(conn, key, now, &found, false);
+                    counts.push((
+                        source.clone(),
+                        found.event_type.clone(),
+                        Counter::DeadLetters,
+                    ));
+                }
+                _ => {
+                    // Not due after all (the candidate read raced a change).
+                    // If its due_at says otherwise, repair it so that it
+                    // stops coming back at the head of the queue.
+                    let s = &found.stored;
+                    let due = claim::due_at(s.state, now, s.lease_expires_at, s.next_attempt_at);
+                    if found.due_at.is_some_and(|d| d <= now) && due != found.due_at {
+                        expect_one(conn.execute(
+                            &SET_DUE,
+                            &[
+                                arg(key.0),
+                                arg(key.1),
+                                arg(due.map(timestamptz)),
+                                arg(found.partition_at),
+                            ],
+                            Snap::Statement,
+                        ));
+                    }
+                    unlock_key(key.0, key.1);
+                }
+            }
         }
         out
     });
-    for row in &rows {
-        metrics::count(&row.0, row.5.as_deref(), Counter::Drained, false);
+    for (source, event_type, counter) in &counts {
+        metrics::count(source, event_type.as_deref(), *counter, false);
     }
     TableIterator::new(rows)
 }

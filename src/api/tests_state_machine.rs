@@ -344,7 +344,7 @@ mod tests {
             ("SELECT webhook_resolve('sm', 'k', 'processing')", "22023: new_state must be completed, failed, dead_lettered or pending, not processing"),
             ("SELECT webhook_resolve('sm', 'k', 'done')", "22023: unknown state \"done\""),
             ("SELECT webhook_resolve('sm', 'nope', 'failed')", "P0002: no idempotency key \"nope\" for source \"sm\""),
-            ("SELECT webhook_fail('sm', 'k', gen_random_uuid(), 'e', retry_after => '-1 s')", "22023: retry_after must not be negative"),
+            ("SELECT webhook_fail('sm', 'k', gen_random_uuid(), 'e', retry_after => '-1 s')", "22023: retry_after must be between 0 and 365 days"),
             ("SELECT webhook_fail('sm', 'k', gen_random_uuid(), 'e', retryable => NULL)", "22004: retryable must not be NULL"),
             ("SELECT webhook_fail('sm', 'nope', gen_random_uuid(), 'e')", "P0002: no idempotency key \"nope\" for source \"sm\""),
             ("SELECT webhook_checkpoint('sm', 'k', gen_random_uuid(), '')", "22023: step must not be empty"),
@@ -376,5 +376,183 @@ mod tests {
             .map(|c| c.column())
             .collect();
         assert_eq!(columns, counters);
+    }
+
+    /// due_at, the queue's index, agrees with the state after every write.
+    #[pg_test]
+    fn due_at_follows_every_transition() {
+        let check = |key: &str, expected: &str| {
+            let ok = Spi::get_one_with_args::<bool>(
+                &format!("SELECT {expected} FROM webhook_dedup.keys WHERE source = 'sm' AND idem_key = $1"),
+                &[key.into()],
+            );
+            assert_eq!(ok, Ok(Some(true)), "{key}: {expected}");
+        };
+        let (_, token, ..) = claim("d1", "1 minute");
+        let token = token.unwrap();
+        check("d1", "due_at = lease_expires_at");
+        Spi::get_one_with_args::<bool>(
+            "SELECT webhook_checkpoint('sm', 'd1', $1, 's')",
+            &[token.into()],
+        )
+        .unwrap();
+        check("d1", "due_at = lease_expires_at");
+        Spi::get_one_with_args::<pgrx::datum::TimestampWithTimeZone>(
+            "SELECT webhook_extend_lease('sm', 'd1', $1, '2 minutes')",
+            &[token.into()],
+        )
+        .unwrap();
+        check(
+            "d1",
+            "due_at = lease_expires_at AND due_at > clock_timestamp() + interval '90 s'",
+        );
+        fail("d1", token, true, Some("1 hour"));
+        check(
+            "d1",
+            "due_at = next_attempt_at AND lease_expires_at IS NULL",
+        );
+        Spi::run("SELECT webhook_resolve('sm', 'd1', 'pending')").unwrap();
+        check(
+            "d1",
+            "due_at <= clock_timestamp() AND next_attempt_at IS NULL",
+        );
+        let (_, token, ..) = claim("d1", "1 minute");
+        check("d1", "state = 'processing' AND due_at = lease_expires_at");
+        Spi::get_one_with_args::<bool>(
+            "SELECT webhook_mark_unknown('sm', 'd1', $1)",
+            &[token.unwrap().into()],
+        )
+        .unwrap();
+        check("d1", "due_at IS NULL");
+        Spi::run("SELECT webhook_resolve('sm', 'd1', 'failed')").unwrap();
+        check("d1", "due_at IS NOT NULL AND due_at = next_attempt_at");
+        Spi::run("SELECT webhook_resolve('sm', 'd1', 'completed')").unwrap();
+        check("d1", "due_at IS NULL");
+        let (_, token, ..) = claim("d2", "1 minute");
+        Spi::get_one_with_args::<bool>(
+            "SELECT webhook_complete('sm', 'd2', $1)",
+            &[token.unwrap().into()],
+        )
+        .unwrap();
+        check("d2", "due_at IS NULL");
+        Spi::run("SELECT webhook_enqueue('sm', 'd3', 'x'::bytea)").unwrap();
+        check("d3", "due_at = first_seen_at");
+    }
+
+    /// A key whose holders keep dying is dead-lettered when it is due again
+    /// with no attempts left, by a claim or by the queue.
+    #[pg_test]
+    fn a_poison_key_is_dead_lettered_instead_of_redelivered() {
+        Spi::run("INSERT INTO webhook_dedup.sources (source, max_attempts) VALUES ('sm', 2)")
+            .unwrap();
+        claim("p1", "10 ms");
+        sleep(0.02);
+        assert_eq!(claim("p1", "10 ms").2, 2, "attempt 2, the last");
+        sleep(0.02);
+        let (outcome, token, attempt, _) = claim("p1", "10 ms");
+        assert_eq!(
+            (outcome.as_str(), token, attempt),
+            ("dead_lettered", None, 2)
+        );
+        assert_eq!(state("p1").as_deref(), Some("dead_lettered"));
+        let error = Spi::get_one::<String>(
+            "SELECT last_error FROM webhook_dedup.keys WHERE idem_key = 'p1'",
+        );
+        assert_eq!(
+            error,
+            Ok(Some(
+                "due again after attempt 2, the last allowed: dead-lettered".into()
+            ))
+        );
+        // the same through the queue
+        Spi::run("INSERT INTO webhook_dedup.sources (source, max_attempts) VALUES ('pq', 1)")
+            .unwrap();
+        Spi::run("SELECT webhook_enqueue('pq', 'p2', 'x'::bytea)").unwrap();
+        assert_eq!(
+            Spi::get_one::<i64>("SELECT count(*) FROM webhook_next('pq', lease => '10 ms')"),
+            Ok(Some(1))
+        );
+        sleep(0.02);
+        assert_eq!(
+            Spi::get_one::<i64>("SELECT count(*) FROM webhook_next('pq')"),
+            Ok(Some(0))
+        );
+        let parked =
+            Spi::get_one::<String>("SELECT state FROM webhook_dedup.keys WHERE source = 'pq'");
+        assert_eq!(parked, Ok(Some("dead_lettered".into())));
+    }
+
+    #[pg_test]
+    fn a_source_lease_with_months_is_refused() {
+        assert!(error_of(
+            "INSERT INTO webhook_dedup.sources (source, lease) VALUES ('m', '1 mon')"
+        )
+        .starts_with("23514"));
+        assert!(
+            error_of("INSERT INTO webhook_dedup.sources (source, lease) VALUES ('m', '0 s')")
+                .starts_with("23514")
+        );
+        assert_eq!(
+            error_of("INSERT INTO webhook_dedup.sources (source, lease) VALUES ('m', '30 days')"),
+            "no error"
+        );
+    }
+
+    #[pg_test]
+    fn claim_many_claims_each_distinct_key_once() {
+        let rows = Spi::connect(|c| {
+            c.select(
+                "SELECT idem_key, outcome FROM webhook_claim_many('sm', ARRAY['b', 'a', 'b'])",
+                None,
+                &[],
+            )
+            .unwrap()
+            .map(|r| {
+                (
+                    r.get::<String>(1).unwrap().unwrap(),
+                    r.get::<String>(2).unwrap().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+        });
+        assert_eq!(
+            rows,
+            vec![
+                ("a".into(), "claimed".into()),
+                ("b".into(), "claimed".into())
+            ]
+        );
+        let again = Spi::get_one::<i64>(
+            "SELECT count(*) FROM webhook_claim_many('sm', ARRAY['a', 'b']) WHERE outcome = 'in_progress'",
+        );
+        assert_eq!(again, Ok(Some(2)));
+        assert_eq!(
+            error_of("SELECT * FROM webhook_claim_many('sm', ARRAY['a', NULL])"),
+            "22004: every element of idem_keys must not be NULL"
+        );
+    }
+
+    /// Every table and column of the extension carries a COMMENT, and so
+    /// does every function (docs/sql-reference.md says so).
+    #[pg_test]
+    fn every_object_is_commented() {
+        let uncommented = Spi::get_one::<String>(
+            "SELECT string_agg(c.relname || '.' || a.attname, ', ')
+               FROM pg_class c
+               JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'webhook_dedup'
+               JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+              WHERE c.relkind IN ('r', 'p', 'v') AND c.relname !~ '^keys_(p|default)'
+                AND col_description(c.oid, a.attnum) IS NULL AND c.relkind <> 'v'",
+        );
+        assert_eq!(uncommented, Ok(None));
+        let functions = Spi::get_one::<String>(
+            "SELECT string_agg(p.proname, ', ')
+               FROM pg_depend d JOIN pg_proc p ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+               JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
+               JOIN pg_namespace n ON n.oid = p.pronamespace AND n.nspname <> 'tests'
+              WHERE e.extname = 'webhook_dedup' AND d.deptype = 'e'
+                AND obj_description(p.oid, 'pg_proc') IS NULL",
+        );
+        assert_eq!(functions, Ok(None));
     }
 }

@@ -14,7 +14,7 @@ use crate::metrics::{self, Counter};
 use crate::spi::{self, arg, Conn, Snap, Statement};
 use crate::time::{clock_now, duration_us, timestamptz};
 use pgrx::datum::{Interval, TimestampWithTimeZone};
-use pgrx::pg_sys::{JSONBOID, TEXTOID, TIMESTAMPTZOID};
+use pgrx::pg_sys::{INT4OID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 use pgrx::Uuid;
 
@@ -28,8 +28,40 @@ static FAIL: Statement = Statement::new(
         TEXTOID,
         TEXTOID,
         TIMESTAMPTZOID,
+        INT4OID,
     ],
 );
+
+/// Dead-letter a key that is due again with no attempts left (its holders
+/// kept dying without calling `webhook_fail`); `delivery` when a claim
+/// found it (it counts as one of the key's deliveries).
+pub(crate) fn dead_letter_exhausted(
+    conn: &Conn<'_>,
+    (source, idem_key): (&str, &str),
+    now: i64,
+    found: &Row,
+    delivery: bool,
+) {
+    let error = format!(
+        "due again after attempt {}, the last allowed: dead-lettered",
+        found.stored.attempt
+    );
+    expect_one(conn.execute(
+        &FAIL,
+        &[
+            arg(source),
+            arg(idem_key),
+            arg(timestamptz(now)),
+            arg(None::<TimestampWithTimeZone>),
+            arg(State::DeadLettered.as_str()),
+            arg(error.as_str()),
+            arg(found.partition_at),
+            arg(i32::from(delivery)),
+        ],
+        Snap::Statement,
+    ));
+}
+
 static MARK_UNKNOWN: Statement = Statement::new(
     crate::sql_statement!("key_mark_unknown.sql"),
     &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID],
@@ -96,8 +128,8 @@ fn as_holder<R>(
 /// below the source's `max_attempts` (`webhook_dedup.sources`, else
 /// `webhook_dedup.max_attempts`); otherwise `dead_lettered`. NULL when
 /// `claim_token` is stale (nothing changes). `error` is stored as
-/// `last_error`. Unknown key: P0002; a negative `retry_after` or one with
-/// months: 22023.
+/// `last_error`. Unknown key: P0002; a `retry_after` outside 0..365 days
+/// or with months: 22023.
 #[pg_extern(volatile, parallel_unsafe)]
 fn webhook_fail(
     source: Option<&str>,
@@ -111,8 +143,8 @@ fn webhook_fail(
     let token = required(claim_token, "claim_token");
     let retryable = required(retryable, "retryable");
     let retry_after_us = retry_after.map(|r| duration_us(r, "retry_after").or_raise());
-    if retry_after_us.is_some_and(|r| r < 0) {
-        Error::invalid("retry_after must not be negative").raise();
+    if retry_after_us.is_some_and(|r| !(0..=claim::MAX_LEASE_US).contains(&r)) {
+        Error::invalid("retry_after must be between 0 and 365 days").raise();
     }
     as_holder(key, token, |conn, found, settings, now| {
         let to = claim::decide_fail(
@@ -140,6 +172,7 @@ fn webhook_fail(
                 arg(state.as_str()),
                 arg(error),
                 arg(found.partition_at),
+                arg(0),
             ],
             Snap::Statement,
         ));

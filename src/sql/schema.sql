@@ -47,16 +47,16 @@ COMMENT ON COLUMN webhook_dedup.keys.source IS 'Who sent the event (a provider o
 COMMENT ON COLUMN webhook_dedup.keys.idem_key IS 'The idempotency key within the source, 1-255 characters (see webhook_key).';
 COMMENT ON COLUMN webhook_dedup.keys.partition_at IS 'Places the row in a time partition: when it was stored (maintenance may carry a row forward to a newer partition).';
 COMMENT ON COLUMN webhook_dedup.keys.state IS 'pending, processing, completed, failed, unknown_outcome or dead_lettered.';
-COMMENT ON COLUMN webhook_dedup.keys.attempt IS 'Processing attempts so far; grows by one on every claim that grants a lease. The fencing token to pass to downstream systems.';
+COMMENT ON COLUMN webhook_dedup.keys.attempt IS 'Processing attempts so far (0 while pending); grows by one with every lease a claim or webhook_next grants. The fencing token to pass to downstream systems.';
 COMMENT ON COLUMN webhook_dedup.keys.claim_token IS 'Token of the current (or last) lease; webhook_complete must present it.';
 COMMENT ON COLUMN webhook_dedup.keys.lease_expires_at IS 'When the current lease expires; a later claim reclaims an expired one.';
 COMMENT ON COLUMN webhook_dedup.keys.next_attempt_at IS 'For failed keys: when a retry is due.';
-COMMENT ON COLUMN webhook_dedup.keys.fingerprint IS 'SHA-256 of the first payload claimed with the key; a different payload is a conflict.';
+COMMENT ON COLUMN webhook_dedup.keys.fingerprint IS 'SHA-256 of the first payload claimed or enqueued with the key; a different payload later is a conflict.';
 COMMENT ON COLUMN webhook_dedup.keys.event_type IS 'The provider''s event type, as given to the first claim.';
 COMMENT ON COLUMN webhook_dedup.keys.result IS 'What webhook_complete stored; returned to duplicates.';
 COMMENT ON COLUMN webhook_dedup.keys.last_step IS 'The last checkpointed step, so a reclaimed event resumes there.';
 COMMENT ON COLUMN webhook_dedup.keys.last_error IS 'The last failure''s error text.';
-COMMENT ON COLUMN webhook_dedup.keys.deliveries IS 'Claim calls seen for this key (the first included).';
+COMMENT ON COLUMN webhook_dedup.keys.deliveries IS 'webhook_claim and webhook_enqueue calls seen for this key (the first included).';
 COMMENT ON COLUMN webhook_dedup.keys.conflicts IS 'Deliveries of this key whose payload differed from the fingerprint.';
 COMMENT ON COLUMN webhook_dedup.keys.first_seen_at IS 'First claim (database clock).';
 COMMENT ON COLUMN webhook_dedup.keys.last_seen_at IS 'Last activity on the key (claim, completion).';
@@ -80,10 +80,16 @@ COMMENT ON TABLE webhook_dedup.keys_default IS
 -- worker: retention, tolerance).
 CREATE TABLE webhook_dedup.sources (
     source       text PRIMARY KEY CHECK (pg_catalog.char_length(source) BETWEEN 1 AND 255),
-    lease        interval CHECK (lease > interval '0' AND lease <= interval '365 days'),
+    lease        interval CHECK (lease > interval '0' AND lease <= interval '365 days'
+                                 AND pg_catalog.date_part('month', lease) = 0
+                                 AND pg_catalog.date_part('year', lease) = 0),
     max_attempts integer  CHECK (max_attempts >= 1),
     note         text
 );
+COMMENT ON COLUMN webhook_dedup.sources.source IS 'The source these settings apply to (as passed to the webhook_* functions).';
+COMMENT ON COLUMN webhook_dedup.sources.lease IS 'Lease given when a call passes none; positive, at most 365 days, no months. NULL: webhook_dedup.default_lease.';
+COMMENT ON COLUMN webhook_dedup.sources.max_attempts IS 'Attempts after which a failing key (or one due again) is dead-lettered. NULL: webhook_dedup.max_attempts.';
+COMMENT ON COLUMN webhook_dedup.sources.note IS 'Free text for operators.';
 COMMENT ON TABLE webhook_dedup.sources IS
   'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease) and max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts). NULL columns fall back to the settings.';
 
@@ -100,6 +106,13 @@ CREATE TABLE webhook_dedup.conflicts (
 );
 CREATE INDEX conflicts_key ON webhook_dedup.conflicts (source, idem_key);
 CREATE INDEX conflicts_seen_at ON webhook_dedup.conflicts (seen_at);
+COMMENT ON COLUMN webhook_dedup.conflicts.id IS 'Identity.';
+COMMENT ON COLUMN webhook_dedup.conflicts.source IS 'The key''s source.';
+COMMENT ON COLUMN webhook_dedup.conflicts.idem_key IS 'The key.';
+COMMENT ON COLUMN webhook_dedup.conflicts.seen_at IS 'When the conflicting delivery arrived (database clock).';
+COMMENT ON COLUMN webhook_dedup.conflicts.stored_fingerprint IS 'SHA-256 of the payload the key was first stored with.';
+COMMENT ON COLUMN webhook_dedup.conflicts.fingerprint IS 'SHA-256 of the conflicting payload.';
+COMMENT ON COLUMN webhook_dedup.conflicts.via IS 'claim or enqueue: the call that saw the conflict.';
 COMMENT ON TABLE webhook_dedup.conflicts IS
   'One row per delivery of a known key with a different payload (SHA-256 fingerprints of the stored and the new payload; via = claim or enqueue). Nothing was processed for these deliveries.';
 
@@ -130,5 +143,27 @@ CREATE TABLE webhook_dedup.claim_counts (
     PRIMARY KEY (source, bucket, event_type)
 );
 CREATE INDEX claim_counts_bucket ON webhook_dedup.claim_counts (bucket);
+COMMENT ON COLUMN webhook_dedup.claim_counts.bucket IS 'The hour the counts fall in (UTC-aligned).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.source IS 'The source.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.event_type IS 'The event type given to the claim or enqueue ('''' when none).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.deliveries IS 'webhook_claim and webhook_enqueue calls.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.first_claims IS 'Claims answered claimed.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.reclaims IS 'Leases granted again after an expired lease or a due retry (claims and webhook_next).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.duplicates_of_completed IS 'Deliveries of a completed key (claims answered duplicate, enqueues answered duplicate).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.duplicates_in_progress IS 'Deliveries of a key not completed yet (claims answered in_progress, enqueues answered duplicate).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.conflicts IS 'Deliveries with another payload than the key''s.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.retry_later IS 'Claims answered retry_later.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.unknown_outcome IS 'Claims answered unknown_outcome.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.dead_lettered IS 'Claims answered dead_lettered.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.completions IS 'webhook_complete calls that completed a key.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.stale_completions IS 'webhook_complete calls with a stale token.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.retries_scheduled IS 'webhook_fail calls that scheduled a retry.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.dead_letters IS 'Keys that became dead_lettered (webhook_fail, webhook_resolve, or due again with no attempts left).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.marked_unknown IS 'webhook_mark_unknown calls that marked a key.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.enqueued IS 'webhook_enqueue calls answered accepted.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.drained IS 'Keys handed out by webhook_next.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.forgotten IS 'Keys removed by webhook_forget.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.resolved IS 'webhook_resolve calls.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.stale_tokens IS 'Holder calls other than webhook_complete (fail, mark_unknown, checkpoint, extend_lease) with a stale token.';
 COMMENT ON TABLE webhook_dedup.claim_counts IS
   'Claim counters flushed from shared memory by webhook_dedup.run_maintenance(): one row per hour (bucket), source and event type ('''' when unknown). Read them through webhook_dedup.duplicate_metrics.';

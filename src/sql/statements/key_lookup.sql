@@ -4,7 +4,7 @@
 -- $1 source, $2 idem_key.
 SELECT k.state, k.attempt, k.lease_expires_at, k.next_attempt_at, k.fingerprint, k.partition_at,
        k.claim_token, k.result, k.last_step, k.first_seen_at, k.event_type,
-       s.lease, s.max_attempts
+       s.lease, s.max_attempts, k.due_at
   FROM (SELECT) AS one
   LEFT JOIN webhook_dedup.keys AS k
          ON k.source OPERATOR(pg_catalog.=) $1 AND k.idem_key OPERATOR(pg_catalog.=) $2
