@@ -95,10 +95,8 @@ mod tests {
             "ID-11",
             "api::tests::expired_lease_is_reclaimed_and_the_stale_token_fenced",
         ),
-        // The batch claim is webhook_next: a second batch over overlapping
-        // keys skips the first's (SKIP LOCKED, try-locks) instead of waiting,
-        // so it cannot deadlock and never gets them.
-        ("ID-08", "tests/isolation/specs/queue_race.spec"),
+        // The multi-key claim is webhook_claim_many (sorted locking).
+        ("ID-08", "tests/isolation/specs/claim_many_race.spec"),
     ];
 
     /// Idempotency vectors that need what is not built yet.
