@@ -18,6 +18,14 @@
 //!   never occurs in a readable key (every `%` there starts `%25` or `%3A`),
 //!   so a hashed key never equals a readable one;
 //! - **case-sensitive and unnormalized**: ids are compared byte for byte.
+//!
+//! `webhook_body_key` puts `%b` and the 64 hex digits of SHA-256 over the
+//! raw body where the event id goes: `%b` never occurs in an escaped id, so
+//! a body key never equals an id key. It is the fallback for providers
+//! that send no event id, and it is wrong when two distinct events have
+//! byte-identical bodies (they become one key: the second is a
+//! `duplicate`), and when a provider re-serialises a retry (the retry
+//! becomes a new key).
 
 use crate::error::Error;
 use sha2::{Digest, Sha256};
@@ -36,6 +44,14 @@ pub struct Parts<'a> {
     pub environment: Option<&'a str>,
     pub account: Option<&'a str>,
     pub operation: Option<&'a str>,
+    /// `event_id` is a body key's `%b<hex>` field, written unescaped.
+    pub body_hash: bool,
+}
+
+/// The event-id field of `webhook_body_key`: `%b` and the hex SHA-256 of
+/// the raw body.
+pub fn body_hash_field(payload: &[u8]) -> String {
+    format!("%b{}", hex::encode(Sha256::digest(payload)))
 }
 
 /// Derive the key for `parts`. Empty parts are 22023.
@@ -60,10 +76,17 @@ pub fn derive(parts: &Parts<'_>) -> Result<String, Error> {
     }
 
     let mut readable = String::with_capacity(parts.source.len() + parts.event_id.len() + 8);
+    let push_part = |out: &mut String, value: &str, is_event_id: bool| {
+        if is_event_id && parts.body_hash {
+            out.push_str(value);
+        } else {
+            push_escaped(out, value);
+        }
+    };
     if parts.environment.is_none() && parts.account.is_none() && parts.operation.is_none() {
         push_escaped(&mut readable, parts.source);
         readable.push(':');
-        push_escaped(&mut readable, parts.event_id);
+        push_part(&mut readable, parts.event_id, true);
     } else {
         let fields = [
             Some(parts.source),
@@ -77,7 +100,7 @@ pub fn derive(parts: &Parts<'_>) -> Result<String, Error> {
                 readable.push(':');
             }
             if let Some(value) = field {
-                push_escaped(&mut readable, value);
+                push_part(&mut readable, value, i == 3);
             }
         }
     }
@@ -148,6 +171,7 @@ mod tests {
             environment: Some("live"),
             account: Some("acct_123"),
             operation: Some("fulfillment"),
+            body_hash: false,
         })
         .unwrap();
         assert_eq!(full, "stripe:live:acct_123:evt_456:fulfillment");
@@ -227,5 +251,106 @@ mod tests {
             "idem_key is 256 characters long; the limit is 255"
         );
         assert!(check_bounded("idem_key", "").is_err());
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    /// Parts built from characters that stress the escaping: the separator,
+    /// the escape character, the hex digits of the escapes and the marks.
+    fn part() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[:%3A25hbx]{1,6}",
+            "[:%3A25hbxé]{1,40}",
+            any::<String>().prop_filter("non-empty", |s| !s.is_empty()),
+            "[a-z]{200,300}",
+        ]
+    }
+
+    /// One part list: (source, event id or body, environment, account, operation).
+    type Input = (
+        String,
+        Result<String, Vec<u8>>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+
+    fn input() -> impl Strategy<Value = Input> {
+        (
+            part(),
+            prop_oneof![
+                part().prop_map(Ok),
+                proptest::collection::vec(any::<u8>(), 0..8).prop_map(Err)
+            ],
+            proptest::option::of(part()),
+            proptest::option::of(part()),
+            proptest::option::of(part()),
+        )
+    }
+
+    fn key_of(input: &Input) -> String {
+        let (source, event, environment, account, operation) = input;
+        let (event_id, body_hash) = match event {
+            Ok(id) => (id.clone(), false),
+            Err(body) => (body_hash_field(body), true),
+        };
+        derive(&Parts {
+            source,
+            event_id: &event_id,
+            environment: environment.as_deref(),
+            account: account.as_deref(),
+            operation: operation.as_deref(),
+            body_hash,
+        })
+        .unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// No two different part lists give one key, and every key is at
+        /// most 255 characters. (Over-long keys end in a SHA-256, so
+        /// "injective" there means: no collision short of breaking SHA-256.)
+        #[test]
+        fn keys_are_injective_and_bounded(inputs in proptest::collection::vec(input(), 2..24)) {
+            let mut seen: HashMap<String, Input> = HashMap::new();
+            for input in inputs {
+                let key = key_of(&input);
+                prop_assert!(key.chars().count() <= MAX_KEY_CHARS, "{} chars", key.chars().count());
+                if let Some(other) = seen.get(&key) {
+                    prop_assert_eq!(other, &input, "two inputs share the key {}", key);
+                }
+                seen.insert(key, input);
+            }
+        }
+
+        /// Near misses that a naive join would merge stay apart.
+        #[test]
+        fn shifting_characters_between_parts_changes_the_key(a in "[a-z:%]{1,8}", b in "[a-z:%]{1,8}", c in "[a-z:%]{1,8}") {
+            let left = key_of(&(format!("{a}{b}"), Ok(c.clone()), None, None, None));
+            let right = key_of(&(a.clone(), Ok(format!("{b}{c}")), None, None, None));
+            prop_assert_ne!(left, right);
+            let with_env = key_of(&(a.clone(), Ok(c.clone()), Some(b.clone()), None, None));
+            let with_account = key_of(&(a, Ok(c), None, Some(b), None));
+            prop_assert_ne!(with_env, with_account);
+        }
+    }
+
+    #[test]
+    fn body_keys_never_equal_id_keys() {
+        let body = key_of(&("src".into(), Err(b"{}".to_vec()), None, None, None));
+        assert_eq!(
+            body,
+            format!("src:%b{}", hex::encode(Sha256::digest(b"{}")))
+        );
+        // the same text given as an id is escaped, so it differs
+        let id = key_of(&("src".into(), Ok(body_hash_field(b"{}")), None, None, None));
+        assert_ne!(body, id);
+        assert!(id.starts_with("src:%25b"));
     }
 }

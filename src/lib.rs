@@ -9,6 +9,7 @@
 //! | [`key`] | scoped, bounded idempotency keys | no (pure) |
 //! | [`claim`] | the claim state machine: decisions and argument rules | no (pure) |
 //! | [`partition`] | time-partition arithmetic | no (pure) |
+//! | [`profile`] | where each provider puts event id, type and time | no (pure) |
 //! | [`error`] | one error type, one SQLSTATE mapping | raising only |
 //! | [`guc`] | every `webhook_dedup.*` setting | yes |
 //! | [`time`] | timestamptz/interval conversions | yes |
@@ -31,6 +32,7 @@ pub mod jsonb;
 pub mod key;
 pub mod metrics;
 pub mod partition;
+pub mod profile;
 pub mod signature;
 pub mod spi;
 pub mod subxact;

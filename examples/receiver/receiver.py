@@ -6,14 +6,14 @@ answers, sometimes send the same delivery twice at the same moment, and anyone
 can POST to your URL. A receiver therefore needs four things, and with
 webhook_dedup each is one SQL call:
 
-1. Verify the signature over the exact raw body bytes, before anything else:
-       SELECT webhook_verify('github', body, headers, secrets)
-   false -> 401, and nothing else touches the database (no key, no claim).
-2. Derive a scoped idempotency key from the provider's delivery id:
-       SELECT webhook_key('github', <X-GitHub-Delivery>)
-3. Claim the key, in its own autocommitted statement so other workers see the
-   claim at once:
-       SELECT * FROM webhook_claim('github', key, body, lease, event_type)
+1-3. One call verifies the signature over the exact raw body bytes, derives
+   a scoped idempotency key from GitHub's delivery id (X-GitHub-Delivery, by
+   the provider profile) and claims it, in its own autocommitted statement
+   so other workers see the claim at once:
+       SELECT * FROM webhook_receive('github', body, headers, secrets, lease => ...)
+   verified = false -> 401, and nothing at all was written (no key, no
+   claim); reject_reason = 'missing_event_id' -> 400. (The same three steps
+   exist as separate calls: webhook_verify, webhook_key, webhook_claim.)
    The outcome decides the HTTP answer:
        claimed / reclaimed -> do the work (step 4), then 200
        in_progress         -> 409 + Retry-After: another worker holds a live lease
@@ -229,23 +229,19 @@ def die(conn, fault: str) -> NoReturn:
 def handle_delivery(cfg: Config, body: bytes, headers) -> Response:
     """Steps 1-4 for one POST; raises Crash when the fault injection fires."""
     with psycopg.connect(cfg.dsn, autocommit=True) as conn:
-        verified = conn.execute(
-            "SELECT webhook_verify('github', %s, %s, %s)",
-            (body, Jsonb(headers_json(headers)), cfg.secrets),
-        ).fetchone()[0]
-        if not verified:
-            return Response(401, {"error": "invalid signature"})
-
-        delivery_id = headers.get("X-GitHub-Delivery")
-        event_type = headers.get("X-GitHub-Event")
-        if not delivery_id or not event_type:
-            return Response(400, {"error": "X-GitHub-Delivery and X-GitHub-Event are required"})
-
-        key = conn.execute("SELECT webhook_key(%s, %s)", (SOURCE, delivery_id)).fetchone()[0]
+        # Steps 1-3 in one round trip: verify, derive the key from GitHub's
+        # profile (X-GitHub-Delivery), claim it. A delivery that does not
+        # verify writes nothing.
         claim = conn.cursor(row_factory=namedtuple_row).execute(
-            "SELECT * FROM webhook_claim(%s, %s, %s, %s::interval, %s)",
-            (SOURCE, key, body, cfg.lease, event_type),
+            "SELECT * FROM webhook_receive('github', %s, %s, %s, lease => %s::interval)",
+            (body, Jsonb(headers_json(headers)), cfg.secrets, cfg.lease),
         ).fetchone()
+        if not claim.verified:
+            return Response(401, {"error": "invalid signature"})
+        if claim.reject_reason == "missing_event_id" or not claim.event_type:
+            return Response(400, {"error": "X-GitHub-Delivery and X-GitHub-Event are required"})
+        key, event_type = claim.idem_key, claim.event_type
+        delivery_id = headers.get("X-GitHub-Delivery")
 
         if claim.outcome in ("claimed", "reclaimed"):
             fault = headers.get(FAULT_HEADER) if cfg.fault_injection else None

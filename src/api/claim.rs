@@ -117,7 +117,7 @@ pub(crate) fn touch(
 }
 
 /// One output row of `webhook_claim` (the column names are in its signature).
-type ClaimRow = (
+pub(crate) type ClaimRow = (
     String,
     Option<Uuid>,
     i32,
@@ -181,7 +181,7 @@ fn webhook_claim(
 
 /// One claim, under the lock protocol: the body of `webhook_claim` and of
 /// each key of `webhook_claim_many`.
-fn claim_one(
+pub(crate) fn claim_one(
     source: &str,
     idem_key: &str,
     fingerprint: Option<&[u8]>,

@@ -7,8 +7,11 @@ pub mod key;
 pub mod maintenance;
 pub mod protocol;
 pub mod queue;
+pub mod receive;
 #[cfg(feature = "pg_test")]
 mod tests;
+#[cfg(feature = "pg_test")]
+mod tests_intake;
 #[cfg(feature = "pg_test")]
 mod tests_state_machine;
 pub mod transitions;

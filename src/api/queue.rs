@@ -61,6 +61,20 @@ fn webhook_enqueue(
 ) -> String {
     let (source, idem_key) = key_args(source, idem_key);
     let payload = required(payload, "payload");
+    enqueue_one(source, idem_key, payload, event_type, headers)
+        .as_str()
+        .to_string()
+}
+
+/// One enqueue, under the lock protocol: the body of `webhook_enqueue` and
+/// of `webhook_receive(mode => 'enqueue')`.
+pub(crate) fn enqueue_one(
+    source: &str,
+    idem_key: &str,
+    payload: &[u8],
+    event_type: Option<&str>,
+    headers: Option<Jsonb>,
+) -> Enqueued {
     let fingerprint = Sha256::digest(payload).to_vec();
     lock_key(source, idem_key);
     let now = clock_now();
@@ -105,7 +119,7 @@ fn webhook_enqueue(
         }
     });
     metrics::count(source, label.as_deref(), counter, true);
-    outcome.as_str().to_string()
+    outcome
 }
 
 /// One row handed out by `webhook_next`.

@@ -13,11 +13,11 @@ use pgrx::datum::{Array, Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 
 /// The optional arguments of the generic scheme, as SQL passes them.
-struct HmacArgs<'a> {
-    header: Option<&'a str>,
-    prefix: Option<&'a str>,
-    algorithm: Option<&'a str>,
-    encoding: Option<&'a str>,
+pub(crate) struct HmacArgs<'a> {
+    pub header: Option<&'a str>,
+    pub prefix: Option<&'a str>,
+    pub algorithm: Option<&'a str>,
+    pub encoding: Option<&'a str>,
 }
 
 impl HmacArgs<'_> {
@@ -76,7 +76,7 @@ fn unknown_algorithm(name: &str) -> Error {
 
 /// Everything a verification needs, converted from SQL.
 #[allow(clippy::too_many_arguments)]
-fn verify_sql(
+pub(crate) fn verify_sql(
     scheme: Option<&str>,
     payload: Option<&[u8]>,
     headers: Headers,
@@ -111,7 +111,7 @@ fn verify_sql(
     .or_raise()
 }
 
-fn header_map(headers: Option<Jsonb>) -> Headers {
+pub(crate) fn header_map(headers: Option<Jsonb>) -> Headers {
     Headers::from_json_text(&required(headers, "headers").to_text()).or_raise()
 }
 

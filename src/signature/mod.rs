@@ -398,7 +398,7 @@ pub(crate) fn window(signed_at: i64, now: i64, tolerance: i64) -> Reason {
 
 /// Parse a Unix timestamp in whole seconds: ASCII digits only, no sign, at
 /// most 12 digits (year 33658). Milliseconds, junk or overflow give `None`.
-pub(crate) fn parse_unix_seconds(text: &str) -> Option<i64> {
+pub fn parse_unix_seconds(text: &str) -> Option<i64> {
     if text.is_empty() || text.len() > 12 || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }

@@ -1,0 +1,307 @@
+//! Provider profiles: where each scheme's deliveries carry the event id
+//! (what the idempotency key is built from), the event type, and the event
+//! time (what ordering uses), plus the provider's documented retry horizon
+//! (how long a duplicate can still arrive, which retention must cover).
+//! Pure Rust; `webhook_dedup.providers` shows this table in SQL and
+//! `webhook_receive` uses it.
+//!
+//! Every fact cites its source in [`Profile::sources`]; `docs/signatures.md`
+//! repeats them per provider.
+
+use crate::signature::{Headers, Scheme};
+use serde_json::Value;
+
+/// Where a value lives in a delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location {
+    /// The first of these headers that is present (lower-case names).
+    Header(&'static [&'static str]),
+    /// A JSON pointer (RFC 6901) into the body.
+    Body(&'static str),
+}
+
+impl Location {
+    pub fn describe(self) -> String {
+        match self {
+            Location::Header(names) => names
+                .iter()
+                .map(|n| format!("header {n}"))
+                .collect::<Vec<_>>()
+                .join(", else "),
+            Location::Body(pointer) => format!("body {pointer}"),
+        }
+    }
+}
+
+/// How an event time is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeFormat {
+    /// Whole Unix seconds, as a JSON number or a numeric string.
+    UnixSeconds,
+    /// RFC 3339 (`2023-08-21T11:57:42.337Z`).
+    Rfc3339,
+}
+
+/// What a scheme's deliveries carry.
+#[derive(Debug, Clone, Copy)]
+pub struct Profile {
+    pub scheme: Scheme,
+    pub event_id: Option<Location>,
+    pub event_type: Option<Location>,
+    pub event_time: Option<(Location, TimeFormat)>,
+    /// How long after the first attempt the provider may still deliver an
+    /// event, in seconds (`None`: it does not retry on its own).
+    pub retry_horizon_s: Option<i64>,
+    /// What the horizon and the locations mean in practice.
+    pub notes: &'static str,
+    /// Where each fact comes from.
+    pub sources: &'static str,
+}
+
+const MINUTE: i64 = 60;
+const HOUR: i64 = 60 * MINUTE;
+const DAY: i64 = 24 * HOUR;
+
+/// The built-in profiles, one per scheme that has one (the generic `hmac`
+/// scheme has none: its caller knows where its ids are).
+pub const PROFILES: [Profile; 7] = [
+    Profile {
+        scheme: Scheme::Stripe,
+        event_id: Some(Location::Body("/id")),
+        event_type: Some(Location::Body("/type")),
+        event_time: Some((Location::Body("/created"), TimeFormat::UnixSeconds)),
+        retry_horizon_s: Some(3 * DAY),
+        notes: "Live mode retries for up to three days with exponential backoff (test mode: a few hours).",
+        sources: "https://docs.stripe.com/webhooks#retries ; https://docs.stripe.com/api/events/object",
+    },
+    Profile {
+        scheme: Scheme::Github,
+        event_id: Some(Location::Header(&["x-github-delivery"])),
+        event_type: Some(Location::Header(&["x-github-event"])),
+        event_time: None,
+        retry_horizon_s: Some(3 * DAY),
+        notes: "No automatic retries; a failed delivery can be redelivered by hand for three days, with the same X-GitHub-Delivery.",
+        sources: "https://docs.github.com/en/webhooks/webhook-events-and-payloads#delivery-headers ; https://docs.github.com/en/webhooks/testing-and-troubleshooting-webhooks/redelivering-webhooks",
+    },
+    Profile {
+        scheme: Scheme::Shopify,
+        event_id: Some(Location::Header(&["x-shopify-event-id", "x-shopify-webhook-id"])),
+        event_type: Some(Location::Header(&["x-shopify-topic"])),
+        event_time: Some((Location::Header(&["x-shopify-triggered-at"]), TimeFormat::Rfc3339)),
+        retry_horizon_s: Some(4 * HOUR),
+        notes: "8 retries over 4 hours with exponential backoff since 2024-09-10 (before: 19 over 48 hours); retries carry the original payload and X-Shopify-Triggered-At.",
+        sources: "https://shopify.dev/docs/apps/build/webhooks/subscribe/https ; https://shopify.dev/changelog/updates-to-webhook-retry-mechanism",
+    },
+    Profile {
+        scheme: Scheme::Slack,
+        event_id: Some(Location::Body("/event_id")),
+        event_type: Some(Location::Body("/event/type")),
+        event_time: Some((Location::Body("/event_time"), TimeFormat::UnixSeconds)),
+        retry_horizon_s: Some(5 * MINUTE),
+        notes: "Events API: 3 retries (at once, after 1 minute, after 5 minutes), each with X-Slack-Retry-Num. Slash commands and interactivity carry no event_id (use the body-hash fallback).",
+        sources: "https://api.slack.com/apis/events-api#retries ; https://api.slack.com/apis/events-api#callback-field",
+    },
+    Profile {
+        scheme: Scheme::Standard,
+        event_id: Some(Location::Header(&["webhook-id", "svix-id"])),
+        event_type: Some(Location::Body("/type")),
+        event_time: Some((Location::Body("/timestamp"), TimeFormat::Rfc3339)),
+        retry_horizon_s: Some(75 * HOUR + 35 * MINUTE),
+        notes: "webhook-id is the same on every retry; the payload's timestamp is the event time (webhook-timestamp is the attempt's). The specification's example schedule ends about 75.6 hours after the first attempt.",
+        sources: "https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md ; https://docs.svix.com/retries",
+    },
+    Profile {
+        scheme: Scheme::Paddle,
+        event_id: Some(Location::Body("/event_id")),
+        event_type: Some(Location::Body("/event_type")),
+        event_time: Some((Location::Body("/occurred_at"), TimeFormat::Rfc3339)),
+        retry_horizon_s: Some(3 * DAY),
+        notes: "Live accounts: up to 60 retries over 3 days with exponential backoff.",
+        sources: "https://developer.paddle.com/webhooks/respond-to-webhooks ; https://developer.paddle.com/webhooks/signature-verification",
+    },
+    Profile {
+        scheme: Scheme::Twilio,
+        event_id: Some(Location::Header(&["i-twilio-idempotency-token"])),
+        event_type: None,
+        event_time: None,
+        retry_horizon_s: None,
+        notes: "No retries by default; connection overrides (#rc=) allow up to 5 within seconds, each with the same I-Twilio-Idempotency-Token.",
+        sources: "https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides ; https://www.twilio.com/docs/usage/webhooks/webhooks-security",
+    },
+];
+
+/// The profile of `scheme`, if it has one.
+pub fn profile(scheme: Scheme) -> Option<&'static Profile> {
+    PROFILES.iter().find(|p| p.scheme == scheme)
+}
+
+/// What a delivery says about itself, by its profile.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extracted {
+    pub event_id: Option<String>,
+    pub event_type: Option<String>,
+    /// PostgreSQL timestamp (microseconds since 2000-01-01 UTC).
+    pub event_time: Option<i64>,
+}
+
+/// A delivery's body, parsed as JSON only when a profile needs it (and at
+/// most once).
+pub struct Body<'a> {
+    raw: &'a [u8],
+    parsed: std::cell::OnceCell<Option<Value>>,
+}
+
+impl<'a> Body<'a> {
+    pub fn new(raw: &'a [u8]) -> Self {
+        Body {
+            raw,
+            parsed: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn json(&self) -> Option<&Value> {
+        self.parsed
+            .get_or_init(|| serde_json::from_slice(self.raw).ok())
+            .as_ref()
+    }
+}
+
+/// The value at `location`, as text: a string as is, a number as written,
+/// anything else (or nothing, or an empty string) `None`.
+fn value(location: Location, headers: &Headers, body: &Body<'_>) -> Option<String> {
+    let text = match location {
+        Location::Header(names) => names.iter().find_map(|n| headers.all(n).first().cloned()),
+        Location::Body(pointer) => match body.json()?.pointer(pointer)? {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        },
+    }?;
+    let text = text.trim().to_string();
+    (!text.is_empty()).then_some(text)
+}
+
+/// Parse an event time; `None` when it is not in the profile's format.
+pub fn parse_time(text: &str, format: TimeFormat) -> Option<i64> {
+    let unix_us: i128 = match format {
+        TimeFormat::UnixSeconds => {
+            i128::from(crate::signature::parse_unix_seconds(text)?) * 1_000_000
+        }
+        TimeFormat::Rfc3339 => {
+            let t =
+                time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+                    .ok()?;
+            t.unix_timestamp_nanos() / 1_000
+        }
+    };
+    i64::try_from(unix_us - i128::from(crate::partition::PG_EPOCH_UNIX_S) * 1_000_000).ok()
+}
+
+/// Read a delivery by `profile`.
+pub fn extract(profile: &Profile, headers: &Headers, body: &Body<'_>) -> Extracted {
+    Extracted {
+        event_id: profile.event_id.and_then(|l| value(l, headers, body)),
+        event_type: profile.event_type.and_then(|l| value(l, headers, body)),
+        event_time: profile
+            .event_time
+            .and_then(|(l, format)| value(l, headers, body).and_then(|t| parse_time(&t, format))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::partition::PG_EPOCH_UNIX_S;
+
+    fn pg(unix: i64) -> i64 {
+        (unix - PG_EPOCH_UNIX_S) * 1_000_000
+    }
+
+    #[test]
+    fn every_signing_scheme_but_hmac_has_one_profile() {
+        for scheme in Scheme::ALL {
+            let n = PROFILES.iter().filter(|p| p.scheme == scheme).count();
+            assert_eq!(n, usize::from(scheme != Scheme::Hmac), "{scheme:?}");
+        }
+        for p in PROFILES {
+            assert!(p.sources.starts_with("https://"), "{:?}", p.scheme);
+            assert!(p.event_id.is_some());
+        }
+    }
+
+    #[test]
+    fn stripe_reads_the_body() {
+        let body = br#"{"id":"evt_1","type":"invoice.paid","created":1700000000}"#;
+        let got = extract(
+            profile(Scheme::Stripe).unwrap(),
+            &Headers::default(),
+            &Body::new(body),
+        );
+        assert_eq!(
+            got,
+            Extracted {
+                event_id: Some("evt_1".into()),
+                event_type: Some("invoice.paid".into()),
+                event_time: Some(pg(1_700_000_000))
+            }
+        );
+    }
+
+    #[test]
+    fn shopify_falls_back_to_the_webhook_id_and_reads_rfc3339() {
+        let headers = Headers::from_pairs([
+            (
+                "X-Shopify-Webhook-Id",
+                "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043",
+            ),
+            ("X-Shopify-Topic", "orders/create"),
+            ("X-Shopify-Triggered-At", "2023-03-29T18:00:27.877041743Z"),
+        ]);
+        let got = extract(
+            profile(Scheme::Shopify).unwrap(),
+            &headers,
+            &Body::new(b"{}"),
+        );
+        assert_eq!(
+            got.event_id.as_deref(),
+            Some("b54557e4-bdd9-4b37-8a5f-bf7d70bcd043")
+        );
+        assert_eq!(got.event_time, Some(pg(1_680_112_827) + 877_041));
+        let both =
+            Headers::from_pairs([("X-Shopify-Webhook-Id", "w"), ("X-Shopify-Event-Id", "e")]);
+        let got = extract(profile(Scheme::Shopify).unwrap(), &both, &Body::new(b""));
+        assert_eq!(got.event_id.as_deref(), Some("e"), "the event id wins");
+    }
+
+    #[test]
+    fn missing_or_malformed_values_are_none() {
+        let p = profile(Scheme::Paddle).unwrap();
+        assert_eq!(
+            extract(p, &Headers::default(), &Body::new(b"not json")),
+            Extracted::default()
+        );
+        let body = br#"{"event_id":"","event_type":7,"occurred_at":"yesterday"}"#;
+        let got = extract(p, &Headers::default(), &Body::new(body));
+        assert_eq!(
+            got,
+            Extracted {
+                event_id: None,
+                event_type: Some("7".into()),
+                event_time: None
+            }
+        );
+        assert_eq!(
+            parse_time("1700000000000", TimeFormat::UnixSeconds),
+            None,
+            "milliseconds"
+        );
+        assert_eq!(
+            parse_time("2023-08-21T11:57:42.337Z", TimeFormat::Rfc3339),
+            Some(pg(1_692_619_062) + 337_000)
+        );
+        assert_eq!(
+            parse_time("2023-08-21T13:57:42+02:00", TimeFormat::Rfc3339),
+            Some(pg(1_692_619_062))
+        );
+    }
+}
