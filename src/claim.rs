@@ -139,54 +139,28 @@ pub struct Decision {
 /// `attempt` already reached `max_attempts` is dead-lettered instead of
 /// leased: a message that crashes every worker that takes it must not be
 /// redelivered forever.
-pub fn decide(
-    stored: Option<&Stored>,
-    now: i64,
-    fingerprint: Option<&[u8]>,
-    max_attempts: i32,
-) -> Decision {
+pub fn decide(stored: Option<&Stored>, now: i64, fingerprint: Option<&[u8]>, max_attempts: i32) -> Decision {
     let Some(stored) = stored else {
-        return Decision {
-            outcome: Outcome::Claimed,
-            write: Write::Insert,
-        };
+        return Decision { outcome: Outcome::Claimed, write: Write::Insert };
     };
     if let (Some(have), Some(given)) = (stored.fingerprint.as_deref(), fingerprint) {
         if have != given {
-            return Decision {
-                outcome: Outcome::Conflict,
-                write: Write::Touch,
-            };
+            return Decision { outcome: Outcome::Conflict, write: Write::Touch };
         }
     }
     let lease = |outcome| {
         if outcome == Outcome::Reclaimed && stored.attempt >= max_attempts {
-            return Decision {
-                outcome: Outcome::DeadLettered,
-                write: Write::DeadLetter,
-            };
+            return Decision { outcome: Outcome::DeadLettered, write: Write::DeadLetter };
         }
-        Decision {
-            outcome,
-            write: Write::Lease {
-                attempt: stored.attempt + 1,
-            },
-        }
+        Decision { outcome, write: Write::Lease { attempt: stored.attempt + 1 } }
     };
-    let touch = |outcome| Decision {
-        outcome,
-        write: Write::Touch,
-    };
+    let touch = |outcome| Decision { outcome, write: Write::Touch };
     match stored.state {
         State::Pending => lease(Outcome::Claimed),
-        State::Processing if stored.lease_expires_at.is_some_and(|t| t <= now) => {
-            lease(Outcome::Reclaimed)
-        }
+        State::Processing if stored.lease_expires_at.is_some_and(|t| t <= now) => lease(Outcome::Reclaimed),
         State::Processing => touch(Outcome::InProgress),
         State::Completed => touch(Outcome::Duplicate),
-        State::Failed if stored.next_attempt_at.is_none_or(|t| t <= now) => {
-            lease(Outcome::Reclaimed)
-        }
+        State::Failed if stored.next_attempt_at.is_none_or(|t| t <= now) => lease(Outcome::Reclaimed),
         State::Failed => touch(Outcome::RetryLater),
         State::UnknownOutcome => touch(Outcome::UnknownOutcome),
         State::DeadLettered => touch(Outcome::DeadLettered),
@@ -213,9 +187,7 @@ pub const MAX_BACKOFF_US: i64 = 3_600 * 1_000_000;
 /// `min(30 s * 2^(attempt - 1), 1 h)`.
 pub fn backoff_us(attempt: i32) -> i64 {
     let doublings = u32::try_from(attempt.max(1) - 1).unwrap_or(0).min(20);
-    BASE_BACKOFF_US
-        .saturating_mul(1 << doublings)
-        .min(MAX_BACKOFF_US)
+    BASE_BACKOFF_US.saturating_mul(1 << doublings).min(MAX_BACKOFF_US)
 }
 
 /// Where `webhook_fail` sends a key.
@@ -230,20 +202,12 @@ pub enum FailTo {
 /// Decide a failure of attempt `attempt`: a non-retryable failure, or one
 /// whose attempt reached `max_attempts`, is dead-lettered; otherwise the key
 /// is due again after `retry_after` (when given) or [`backoff_us`].
-pub fn decide_fail(
-    attempt: i32,
-    retryable: bool,
-    retry_after_us: Option<i64>,
-    max_attempts: i32,
-    now: i64,
-) -> FailTo {
+pub fn decide_fail(attempt: i32, retryable: bool, retry_after_us: Option<i64>, max_attempts: i32, now: i64) -> FailTo {
     if !retryable || attempt >= max_attempts {
         return FailTo::DeadLettered;
     }
     let wait = retry_after_us.unwrap_or_else(|| backoff_us(attempt));
-    FailTo::Failed {
-        next_attempt_at: now.saturating_add(wait),
-    }
+    FailTo::Failed { next_attempt_at: now.saturating_add(wait) }
 }
 
 /// The states an operator may move a key to with `webhook_resolve`, from
@@ -286,13 +250,7 @@ impl Enqueued {
 pub fn decide_enqueue(stored: Option<&Stored>, fingerprint: &[u8]) -> Enqueued {
     match stored {
         None => Enqueued::Accepted,
-        Some(s)
-            if s.fingerprint
-                .as_deref()
-                .is_some_and(|have| have != fingerprint) =>
-        {
-            Enqueued::Conflict
-        }
+        Some(s) if s.fingerprint.as_deref().is_some_and(|have| have != fingerprint) => Enqueued::Conflict,
         Some(_) => Enqueued::Duplicate,
     }
 }
@@ -301,12 +259,7 @@ pub fn decide_enqueue(stored: Option<&Stored>, fingerprint: &[u8]) -> Enqueued {
 /// (the indexed `due_at` column): a pending key at once, a processing key
 /// when its lease expires, a failed key at its next attempt; never for the
 /// others.
-pub fn due_at(
-    state: State,
-    now: i64,
-    lease_expires_at: Option<i64>,
-    next_attempt_at: Option<i64>,
-) -> Option<i64> {
+pub fn due_at(state: State, now: i64, lease_expires_at: Option<i64>, next_attempt_at: Option<i64>) -> Option<i64> {
     match state {
         State::Pending => Some(now),
         State::Processing => lease_expires_at,
@@ -324,14 +277,10 @@ pub const MAX_LEASE_US: i64 = 365 * 86_400 * 1_000_000;
 /// refused earlier, when the interval is converted).
 pub fn check_lease_us(lease_us: i64) -> Result<i64, crate::error::Error> {
     if lease_us <= 0 {
-        return Err(crate::error::Error::invalid(
-            "lease must be a positive interval",
-        ));
+        return Err(crate::error::Error::invalid("lease must be a positive interval"));
     }
     if lease_us > MAX_LEASE_US {
-        return Err(crate::error::Error::invalid(
-            "lease must be at most 365 days",
-        ));
+        return Err(crate::error::Error::invalid("lease must be at most 365 days"));
     }
     Ok(lease_us)
 }
@@ -346,13 +295,7 @@ mod tests {
     const FP_B: &[u8] = &[0xbb; 32];
 
     fn stored(state: State) -> Stored {
-        Stored {
-            state,
-            attempt: 1,
-            lease_expires_at: None,
-            next_attempt_at: None,
-            fingerprint: None,
-        }
+        Stored { state, attempt: 1, lease_expires_at: None, next_attempt_at: None, fingerprint: None }
     }
 
     fn outcome(s: &Stored) -> Outcome {
@@ -361,51 +304,29 @@ mod tests {
 
     #[test]
     fn first_delivery_is_claimed() {
-        assert_eq!(
-            decide(None, NOW, None, MAX),
-            Decision {
-                outcome: Outcome::Claimed,
-                write: Write::Insert
-            }
-        );
+        assert_eq!(decide(None, NOW, None, MAX), Decision { outcome: Outcome::Claimed, write: Write::Insert });
     }
 
     #[test]
     fn live_lease_is_in_progress_expired_is_reclaimed() {
         let mut s = stored(State::Processing);
         s.lease_expires_at = Some(NOW + 1);
-        assert_eq!(
-            decide(Some(&s), NOW, None, MAX),
-            Decision {
-                outcome: Outcome::InProgress,
-                write: Write::Touch
-            }
-        );
+        assert_eq!(decide(Some(&s), NOW, None, MAX), Decision { outcome: Outcome::InProgress, write: Write::Touch });
         s.lease_expires_at = Some(NOW);
         assert_eq!(
             decide(Some(&s), NOW, None, MAX),
-            Decision {
-                outcome: Outcome::Reclaimed,
-                write: Write::Lease { attempt: 2 }
-            }
+            Decision { outcome: Outcome::Reclaimed, write: Write::Lease { attempt: 2 } }
         );
     }
 
     #[test]
     fn terminal_and_parked_states_are_not_processed() {
         assert_eq!(outcome(&stored(State::Completed)), Outcome::Duplicate);
-        assert_eq!(
-            outcome(&stored(State::UnknownOutcome)),
-            Outcome::UnknownOutcome
-        );
+        assert_eq!(outcome(&stored(State::UnknownOutcome)), Outcome::UnknownOutcome);
         assert_eq!(outcome(&stored(State::DeadLettered)), Outcome::DeadLettered);
         for s in State::ALL {
             let d = decide(Some(&stored(s)), NOW, None, MAX);
-            assert_eq!(
-                d.outcome.grants_lease(),
-                matches!(d.write, Write::Lease { .. }),
-                "{s:?}"
-            );
+            assert_eq!(d.outcome.grants_lease(), matches!(d.write, Write::Lease { .. }), "{s:?}");
         }
     }
 
@@ -425,39 +346,24 @@ mod tests {
         s.attempt = MAX;
         assert_eq!(
             decide(Some(&s), NOW, None, MAX),
-            Decision {
-                outcome: Outcome::DeadLettered,
-                write: Write::DeadLetter
-            }
+            Decision { outcome: Outcome::DeadLettered, write: Write::DeadLetter }
         );
         let mut f = stored(State::Failed);
         f.attempt = MAX;
         assert_eq!(decide(Some(&f), NOW, None, MAX).write, Write::DeadLetter);
         // a live lease is still just in progress, whatever the attempt
         s.lease_expires_at = Some(NOW + 1);
-        assert_eq!(
-            decide(Some(&s), NOW, None, MAX).outcome,
-            Outcome::InProgress
-        );
+        assert_eq!(decide(Some(&s), NOW, None, MAX).outcome, Outcome::InProgress);
         // one attempt left: reclaimed
         s.lease_expires_at = Some(NOW);
         s.attempt = MAX - 1;
-        assert_eq!(
-            decide(Some(&s), NOW, None, MAX).write,
-            Write::Lease { attempt: MAX }
-        );
+        assert_eq!(decide(Some(&s), NOW, None, MAX).write, Write::Lease { attempt: MAX });
     }
 
     #[test]
     fn pending_keys_are_claimed_by_the_first_claim() {
         let d = decide(Some(&stored(State::Pending)), NOW, None, MAX);
-        assert_eq!(
-            d,
-            Decision {
-                outcome: Outcome::Claimed,
-                write: Write::Lease { attempt: 2 }
-            }
-        );
+        assert_eq!(d, Decision { outcome: Outcome::Claimed, write: Write::Lease { attempt: 2 } });
     }
 
     #[test]
@@ -465,28 +371,13 @@ mod tests {
         for state in State::ALL {
             let mut s = stored(state);
             s.fingerprint = Some(FP_A.to_vec());
-            assert_eq!(
-                decide(Some(&s), NOW, Some(FP_B), MAX).outcome,
-                Outcome::Conflict,
-                "{state:?}"
-            );
-            assert_ne!(
-                decide(Some(&s), NOW, Some(FP_A), MAX).outcome,
-                Outcome::Conflict,
-                "{state:?}"
-            );
+            assert_eq!(decide(Some(&s), NOW, Some(FP_B), MAX).outcome, Outcome::Conflict, "{state:?}");
+            assert_ne!(decide(Some(&s), NOW, Some(FP_A), MAX).outcome, Outcome::Conflict, "{state:?}");
             // a delivery without payload is never a conflict
-            assert_ne!(
-                decide(Some(&s), NOW, None, MAX).outcome,
-                Outcome::Conflict,
-                "{state:?}"
-            );
+            assert_ne!(decide(Some(&s), NOW, None, MAX).outcome, Outcome::Conflict, "{state:?}");
         }
         // a key stored without a fingerprint has nothing to conflict with
-        assert_eq!(
-            decide(Some(&stored(State::Completed)), NOW, Some(FP_B), MAX).outcome,
-            Outcome::Duplicate
-        );
+        assert_eq!(decide(Some(&stored(State::Completed)), NOW, Some(FP_B), MAX).outcome, Outcome::Duplicate);
     }
 
     #[test]
@@ -512,30 +403,15 @@ mod tests {
 
     #[test]
     fn failures_retry_until_max_attempts_then_dead_letter() {
-        assert_eq!(
-            decide_fail(1, true, None, 3, NOW),
-            FailTo::Failed {
-                next_attempt_at: NOW + 30_000_000
-            }
-        );
-        assert_eq!(
-            decide_fail(2, true, Some(5), 3, NOW),
-            FailTo::Failed {
-                next_attempt_at: NOW + 5
-            }
-        );
+        assert_eq!(decide_fail(1, true, None, 3, NOW), FailTo::Failed { next_attempt_at: NOW + 30_000_000 });
+        assert_eq!(decide_fail(2, true, Some(5), 3, NOW), FailTo::Failed { next_attempt_at: NOW + 5 });
         assert_eq!(decide_fail(3, true, None, 3, NOW), FailTo::DeadLettered);
         assert_eq!(decide_fail(1, false, None, 3, NOW), FailTo::DeadLettered);
     }
 
     #[test]
     fn operators_resolve_to_four_states() {
-        for s in [
-            State::Completed,
-            State::Failed,
-            State::DeadLettered,
-            State::Pending,
-        ] {
+        for s in [State::Completed, State::Failed, State::DeadLettered, State::Pending] {
             assert_eq!(check_resolve_target(s), Ok(s));
         }
         assert!(check_resolve_target(State::Processing).is_err());
@@ -555,14 +431,8 @@ mod tests {
     #[test]
     fn due_times_follow_the_state() {
         assert_eq!(due_at(State::Pending, NOW, None, None), Some(NOW));
-        assert_eq!(
-            due_at(State::Processing, NOW, Some(NOW + 9), None),
-            Some(NOW + 9)
-        );
-        assert_eq!(
-            due_at(State::Failed, NOW, None, Some(NOW + 7)),
-            Some(NOW + 7)
-        );
+        assert_eq!(due_at(State::Processing, NOW, Some(NOW + 9), None), Some(NOW + 9));
+        assert_eq!(due_at(State::Failed, NOW, None, Some(NOW + 7)), Some(NOW + 7));
         for s in [State::Completed, State::UnknownOutcome, State::DeadLettered] {
             assert_eq!(due_at(s, NOW, Some(1), Some(2)), None);
         }
@@ -574,10 +444,7 @@ mod tests {
         assert!(check_lease_us(-1).is_err());
         assert_eq!(check_lease_us(1).unwrap(), 1);
         assert_eq!(check_lease_us(MAX_LEASE_US).unwrap(), MAX_LEASE_US);
-        assert_eq!(
-            check_lease_us(MAX_LEASE_US + 1).unwrap_err().to_string(),
-            "lease must be at most 365 days"
-        );
+        assert_eq!(check_lease_us(MAX_LEASE_US + 1).unwrap_err().to_string(), "lease must be at most 365 days");
     }
 
     #[test]

@@ -16,10 +16,7 @@ pub enum Error {
     NullValue { what: &'static str },
     /// 22023 invalid_parameter_value: an argument has the right type but an
     /// unacceptable value (empty key, bad secret, unknown scheme, ...).
-    InvalidParameter {
-        message: String,
-        hint: Option<String>,
-    },
+    InvalidParameter { message: String, hint: Option<String> },
     /// P0002 no_data_found: the key named by the call does not exist.
     NoDataFound { message: String },
     /// 40001 serialization_failure: a race that the caller's REPEATABLE READ
@@ -27,25 +24,16 @@ pub enum Error {
     SerializationFailure { message: String },
     /// 55000 object_not_in_prerequisite_state: something the call needs is
     /// missing (for example the library is not preloaded).
-    NotInPrerequisiteState {
-        message: String,
-        hint: Option<String>,
-    },
+    NotInPrerequisiteState { message: String, hint: Option<String> },
 }
 
 impl Error {
     pub fn invalid(message: impl Into<String>) -> Self {
-        Error::InvalidParameter {
-            message: message.into(),
-            hint: None,
-        }
+        Error::InvalidParameter { message: message.into(), hint: None }
     }
 
     pub fn invalid_with_hint(message: impl Into<String>, hint: impl Into<String>) -> Self {
-        Error::InvalidParameter {
-            message: message.into(),
-            hint: Some(hint.into()),
-        }
+        Error::InvalidParameter { message: message.into(), hint: Some(hint.into()) }
     }
 
     /// The SQLSTATE this error is reported with.
@@ -55,17 +43,13 @@ impl Error {
             Error::InvalidParameter { .. } => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             Error::NoDataFound { .. } => PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
             Error::SerializationFailure { .. } => PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
-            Error::NotInPrerequisiteState { .. } => {
-                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
-            }
+            Error::NotInPrerequisiteState { .. } => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         }
     }
 
     fn hint(&self) -> Option<&str> {
         match self {
-            Error::InvalidParameter { hint, .. } | Error::NotInPrerequisiteState { hint, .. } => {
-                hint.as_deref()
-            }
+            Error::InvalidParameter { hint, .. } | Error::NotInPrerequisiteState { hint, .. } => hint.as_deref(),
             Error::SerializationFailure { .. } => {
                 Some("Retry the transaction; the key was changed by a concurrent transaction.")
             }

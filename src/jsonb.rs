@@ -29,9 +29,8 @@ impl Jsonb {
         // constructors); jsonb_out detoasts it and returns a palloc'd
         // C string, copied here before it is freed.
         unsafe {
-            let text =
-                pgrx::direct_function_call::<&core::ffi::CStr>(pg_sys::jsonb_out, &[Some(self.0)])
-                    .expect("jsonb_out returns a string");
+            let text = pgrx::direct_function_call::<&core::ffi::CStr>(pg_sys::jsonb_out, &[Some(self.0)])
+                .expect("jsonb_out returns a string");
             let owned = text.to_string_lossy().into_owned();
             pg_sys::pfree(text.as_ptr().cast_mut().cast());
             owned
@@ -45,10 +44,7 @@ impl Jsonb {
         // SAFETY: jsonb_in takes a C string and returns a palloc'd jsonb
         // datum in the current memory context.
         let datum = unsafe {
-            pgrx::direct_function_call_as_datum(
-                pg_sys::jsonb_in,
-                &[Some(pg_sys::Datum::from(text.as_ptr()))],
-            )
+            pgrx::direct_function_call_as_datum(pg_sys::jsonb_in, &[Some(pg_sys::Datum::from(text.as_ptr()))])
         };
         Jsonb(datum.expect("jsonb_in returns a value"))
     }
@@ -63,11 +59,7 @@ impl Jsonb {
 }
 
 impl FromDatum for Jsonb {
-    unsafe fn from_polymorphic_datum(
-        datum: pg_sys::Datum,
-        is_null: bool,
-        _: pg_sys::Oid,
-    ) -> Option<Self> {
+    unsafe fn from_polymorphic_datum(datum: pg_sys::Datum, is_null: bool, _: pg_sys::Oid) -> Option<Self> {
         (!is_null).then_some(Jsonb(datum))
     }
 }
@@ -87,8 +79,7 @@ unsafe impl SqlTranslatable for Jsonb {
     const TYPE_IDENT: &'static str = pgrx::pgrx_resolved_type!(Jsonb);
     const TYPE_ORIGIN: TypeOrigin = TypeOrigin::External;
     const ARGUMENT_SQL: Result<SqlMappingRef, ArgumentError> = Ok(SqlMappingRef::literal("jsonb"));
-    const RETURN_SQL: Result<ReturnsRef, ReturnsError> =
-        Ok(ReturnsRef::One(SqlMappingRef::literal("jsonb")));
+    const RETURN_SQL: Result<ReturnsRef, ReturnsError> = Ok(ReturnsRef::One(SqlMappingRef::literal("jsonb")));
 }
 
 // SAFETY: the argument is declared jsonb (SqlTranslatable above), so its
@@ -97,8 +88,7 @@ unsafe impl<'fcx> ArgAbi<'fcx> for Jsonb {
     unsafe fn unbox_arg_unchecked(arg: Arg<'_, 'fcx>) -> Self {
         let index = arg.index();
         // SAFETY: as above; NULL is handled by Option<Jsonb>.
-        unsafe { arg.unbox_arg_using_from_datum() }
-            .unwrap_or_else(|| panic!("argument {index} must not be null"))
+        unsafe { arg.unbox_arg_using_from_datum() }.unwrap_or_else(|| panic!("argument {index} must not be null"))
     }
 }
 

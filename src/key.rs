@@ -65,11 +65,8 @@ pub fn derive(parts: &Parts<'_>) -> Result<String, Error> {
     };
     check("source", parts.source)?;
     check("event_id", parts.event_id)?;
-    for (name, part) in [
-        ("environment", parts.environment),
-        ("account", parts.account),
-        ("operation", parts.operation),
-    ] {
+    for (name, part) in [("environment", parts.environment), ("account", parts.account), ("operation", parts.operation)]
+    {
         if let Some(value) = part {
             check(name, value)?;
         }
@@ -88,13 +85,7 @@ pub fn derive(parts: &Parts<'_>) -> Result<String, Error> {
         readable.push(':');
         push_part(&mut readable, parts.event_id, true);
     } else {
-        let fields = [
-            Some(parts.source),
-            parts.environment,
-            parts.account,
-            Some(parts.event_id),
-            parts.operation,
-        ];
+        let fields = [Some(parts.source), parts.environment, parts.account, Some(parts.event_id), parts.operation];
         for (i, field) in fields.iter().enumerate() {
             if i > 0 {
                 readable.push(':');
@@ -151,12 +142,7 @@ mod tests {
     use super::*;
 
     fn key(source: &str, event_id: &str) -> String {
-        derive(&Parts {
-            source,
-            event_id,
-            ..Parts::default()
-        })
-        .unwrap()
+        derive(&Parts { source, event_id, ..Parts::default() }).unwrap()
     }
 
     #[test]
@@ -175,13 +161,9 @@ mod tests {
         })
         .unwrap();
         assert_eq!(full, "stripe:live:acct_123:evt_456:fulfillment");
-        let partial = derive(&Parts {
-            source: "stripe",
-            event_id: "evt_456",
-            account: Some("acct_123"),
-            ..Parts::default()
-        })
-        .unwrap();
+        let partial =
+            derive(&Parts { source: "stripe", event_id: "evt_456", account: Some("acct_123"), ..Parts::default() })
+                .unwrap();
         assert_eq!(partial, "stripe::acct_123:evt_456:");
     }
 
@@ -193,37 +175,15 @@ mod tests {
         // a literal "%3A" in an id is escaped, so it differs from an escaped ':'
         assert_ne!(key("a", "%3A"), key("a", ":"));
         // the 2-field form never equals a 5-field form
-        let five = derive(&Parts {
-            source: "a",
-            event_id: "b",
-            operation: Some("c"),
-            ..Parts::default()
-        })
-        .unwrap();
+        let five = derive(&Parts { source: "a", event_id: "b", operation: Some("c"), ..Parts::default() }).unwrap();
         assert_ne!(five, key("a", "b:c"));
     }
 
     #[test]
     fn empty_parts_are_rejected() {
-        assert!(derive(&Parts {
-            source: "",
-            event_id: "x",
-            ..Parts::default()
-        })
-        .is_err());
-        assert!(derive(&Parts {
-            source: "s",
-            event_id: "",
-            ..Parts::default()
-        })
-        .is_err());
-        assert!(derive(&Parts {
-            source: "s",
-            event_id: "x",
-            account: Some(""),
-            ..Parts::default()
-        })
-        .is_err());
+        assert!(derive(&Parts { source: "", event_id: "x", ..Parts::default() }).is_err());
+        assert!(derive(&Parts { source: "s", event_id: "", ..Parts::default() }).is_err());
+        assert!(derive(&Parts { source: "s", event_id: "x", account: Some(""), ..Parts::default() }).is_err());
     }
 
     #[test]
@@ -246,10 +206,7 @@ mod tests {
     fn bounded_check_counts_characters() {
         assert!(check_bounded("idem_key", &"é".repeat(255)).is_ok());
         let err = check_bounded("idem_key", &"k".repeat(256)).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "idem_key is 256 characters long; the limit is 255"
-        );
+        assert_eq!(err.to_string(), "idem_key is 256 characters long; the limit is 255");
         assert!(check_bounded("idem_key", "").is_err());
     }
 }
@@ -273,21 +230,12 @@ mod properties {
     }
 
     /// One part list: (source, event id or body, environment, account, operation).
-    type Input = (
-        String,
-        Result<String, Vec<u8>>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-    );
+    type Input = (String, Result<String, Vec<u8>>, Option<String>, Option<String>, Option<String>);
 
     fn input() -> impl Strategy<Value = Input> {
         (
             part(),
-            prop_oneof![
-                part().prop_map(Ok),
-                proptest::collection::vec(any::<u8>(), 0..8).prop_map(Err)
-            ],
+            prop_oneof![part().prop_map(Ok), proptest::collection::vec(any::<u8>(), 0..8).prop_map(Err)],
             proptest::option::of(part()),
             proptest::option::of(part()),
             proptest::option::of(part()),
@@ -320,9 +268,7 @@ mod properties {
         let (source, event, environment, account, operation) = input;
         source.is_empty()
             || event.as_ref().is_ok_and(|id| id.is_empty())
-            || [environment, account, operation]
-                .iter()
-                .any(|p| p.as_deref() == Some(""))
+            || [environment, account, operation].iter().any(|p| p.as_deref() == Some(""))
     }
 
     proptest! {
@@ -368,10 +314,7 @@ mod properties {
     #[test]
     fn body_keys_never_equal_id_keys() {
         let body = key_of(&("src".into(), Err(b"{}".to_vec()), None, None, None));
-        assert_eq!(
-            body,
-            format!("src:%b{}", hex::encode(Sha256::digest(b"{}")))
-        );
+        assert_eq!(body, format!("src:%b{}", hex::encode(Sha256::digest(b"{}"))));
         // the same text given as an id is escaped, so it differs
         let id = key_of(&("src".into(), Ok(body_hash_field(b"{}")), None, None, None));
         assert_ne!(body, id);

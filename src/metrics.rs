@@ -198,17 +198,8 @@ impl Key {
     /// FNV-1a over the key, for the probe start.
     fn hash(&self) -> usize {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let head = self
-            .database
-            .to_le_bytes()
-            .into_iter()
-            .chain(self.hour.to_le_bytes())
-            .chain([self.overflow as u8]);
-        for b in head
-            .chain(self.source().iter().copied())
-            .chain([0xff])
-            .chain(self.event_type().iter().copied())
-        {
+        let head = self.database.to_le_bytes().into_iter().chain(self.hour.to_le_bytes()).chain([self.overflow as u8]);
+        for b in head.chain(self.source().iter().copied()).chain([0xff]).chain(self.event_type().iter().copied()) {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
@@ -252,11 +243,7 @@ pub struct Table {
 
 impl Default for Table {
     fn default() -> Self {
-        Table {
-            entries: [Entry::EMPTY; CAPACITY],
-            used: 0,
-            dropped: 0,
-        }
+        Table { entries: [Entry::EMPTY; CAPACITY], used: 0, dropped: 0 }
     }
 }
 
@@ -319,11 +306,7 @@ impl Table {
                 }
                 return;
             }
-            self.entries[slot] = Entry {
-                used: true,
-                key: *key,
-                counts: [0; SLOTS],
-            };
+            self.entries[slot] = Entry { used: true, key: *key, counts: [0; SLOTS] };
             self.used += 1;
         }
         for (total, n) in self.entries[slot].counts.iter_mut().zip(counts) {
@@ -359,11 +342,7 @@ impl Table {
     /// Copy every entry of `database` into `out` (room as in [`Table::take`]).
     fn copy(&self, database: u32, out: &mut Vec<Entry>) {
         debug_assert!(out.capacity() - out.len() >= CAPACITY);
-        out.extend(
-            self.entries
-                .iter()
-                .filter(|e| e.used && e.key.database == database),
-        );
+        out.extend(self.entries.iter().filter(|e| e.used && e.key.database == database));
     }
 }
 
@@ -405,12 +384,7 @@ pub fn count(source: &str, event_type: Option<&str>, counter: Counter, delivery:
         return;
     }
     let hour = align_down(crate::time::clock_now(), HOUR_US);
-    let key = Key::new(
-        database(),
-        hour,
-        cut(source, SOURCE_BYTES),
-        cut(event_type.unwrap_or(""), EVENT_TYPE_BYTES),
-    );
+    let key = Key::new(database(), hour, cut(source, SOURCE_BYTES), cut(event_type.unwrap_or(""), EVENT_TYPE_BYTES));
     let mut counts: Counts = [0; SLOTS];
     counts[counter as usize] += 1;
     if delivery {
@@ -455,12 +429,7 @@ pub fn flush() -> i64 {
 
 static UPSERT: Statement = Statement::new(
     crate::sql_statement!("metrics_upsert.sql"),
-    &[
-        pg_sys::TIMESTAMPTZOID,
-        pg_sys::TEXTOID,
-        pg_sys::TEXTOID,
-        pg_sys::INT8ARRAYOID,
-    ],
+    &[pg_sys::TIMESTAMPTZOID, pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::INT8ARRAYOID],
 );
 
 fn upsert(conn: &Conn<'_>, row: &Row) {
@@ -495,14 +464,9 @@ mod webhook_dedup {
             name!(counts, Vec<i64>),
         ),
     > {
-        TableIterator::new(live_rows().into_iter().map(|r| {
-            (
-                crate::time::timestamptz(r.hour),
-                r.source,
-                r.event_type,
-                r.counts,
-            )
-        }))
+        TableIterator::new(
+            live_rows().into_iter().map(|r| (crate::time::timestamptz(r.hour), r.source, r.event_type, r.counts)),
+        )
     }
 
     /// Flush the live counters now; returns how many entries were written.
@@ -534,31 +498,17 @@ mod tests {
         let mut buffer = Vec::with_capacity(CAPACITY);
         t.copy(database, &mut buffer);
         let mut rows: Vec<Row> = buffer.iter().map(Row::from_entry).collect();
-        rows.sort_by(|a, b| {
-            (a.hour, &a.source, &a.event_type).cmp(&(b.hour, &b.source, &b.event_type))
-        });
+        rows.sort_by(|a, b| (a.hour, &a.source, &a.event_type).cmp(&(b.hour, &b.source, &b.event_type)));
         rows
     }
 
     #[test]
     fn counts_accumulate_per_key() {
         let mut t = table();
-        t.add(
-            &Key::new(1, 0, b"github", b"push"),
-            &counts(&[Counter::Deliveries, Counter::FirstClaims]),
-        );
-        t.add(
-            &Key::new(1, 0, b"github", b"push"),
-            &counts(&[Counter::Deliveries, Counter::DuplicatesOfCompleted]),
-        );
-        t.add(
-            &Key::new(1, 0, b"github", b"issues"),
-            &counts(&[Counter::Deliveries]),
-        );
-        t.add(
-            &Key::new(1, HOUR_US, b"github", b"push"),
-            &counts(&[Counter::Deliveries]),
-        );
+        t.add(&Key::new(1, 0, b"github", b"push"), &counts(&[Counter::Deliveries, Counter::FirstClaims]));
+        t.add(&Key::new(1, 0, b"github", b"push"), &counts(&[Counter::Deliveries, Counter::DuplicatesOfCompleted]));
+        t.add(&Key::new(1, 0, b"github", b"issues"), &counts(&[Counter::Deliveries]));
+        t.add(&Key::new(1, HOUR_US, b"github", b"push"), &counts(&[Counter::Deliveries]));
         let rows = rows(&t, 1);
         assert_eq!(rows.len(), 3);
         assert_eq!(rows[1].event_type, "push");
@@ -572,10 +522,7 @@ mod tests {
         let mut t = table();
         for db in [1, 2] {
             for i in 0..10 {
-                t.add(
-                    &Key::new(db, 0, format!("s{i}").as_bytes(), b""),
-                    &counts(&[Counter::Deliveries]),
-                );
+                t.add(&Key::new(db, 0, format!("s{i}").as_bytes(), b""), &counts(&[Counter::Deliveries]));
             }
         }
         assert_eq!(rows(&t, 1).len(), 10);
@@ -595,20 +542,11 @@ mod tests {
     fn past_max_load_counts_go_to_the_overflow_entry_of_their_hour() {
         let mut t = table();
         for i in 0..MAX_LOAD + 5 {
-            t.add(
-                &Key::new(1, 0, format!("s{i}").as_bytes(), b""),
-                &counts(&[Counter::Deliveries]),
-            );
+            t.add(&Key::new(1, 0, format!("s{i}").as_bytes(), b""), &counts(&[Counter::Deliveries]));
         }
-        t.add(
-            &Key::new(1, HOUR_US, b"late", b""),
-            &counts(&[Counter::Deliveries]),
-        );
+        t.add(&Key::new(1, HOUR_US, b"late", b""), &counts(&[Counter::Deliveries]));
         let rows = rows(&t, 1);
-        let overflow: Vec<&Row> = rows
-            .iter()
-            .filter(|r| r.source == OVERFLOW_SOURCE)
-            .collect();
+        let overflow: Vec<&Row> = rows.iter().filter(|r| r.source == OVERFLOW_SOURCE).collect();
         assert_eq!(overflow.len(), 2, "one overflow entry per hour");
         assert_eq!(overflow[0].counts[Counter::Deliveries as usize], 5);
         assert_eq!((overflow[1].hour, overflow[1].counts[0]), (HOUR_US, 1));
@@ -622,10 +560,7 @@ mod tests {
         let mut t = table();
         // overflow entries of many hours fill the headroom
         for hour in 0..CAPACITY as i64 {
-            t.add(
-                &Key::new(1, hour, b"", b"").overflow(),
-                &counts(&[Counter::Deliveries]),
-            );
+            t.add(&Key::new(1, hour, b"", b"").overflow(), &counts(&[Counter::Deliveries]));
         }
         assert_eq!(t.used, CAPACITY - 1, "one slot always stays empty");
         assert_eq!(t.dropped, 1);

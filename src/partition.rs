@@ -43,11 +43,7 @@ pub fn ranges_to_create(existing: &[Range], now: i64, interval: i64, premake: i6
             continue;
         }
         let next_aligned = align_down(cursor, interval) + interval;
-        let next_existing = existing
-            .iter()
-            .map(|r| r.lo)
-            .filter(|&lo| lo > cursor)
-            .min();
+        let next_existing = existing.iter().map(|r| r.lo).filter(|&lo| lo > cursor).min();
         let hi = next_existing.map_or(next_aligned, |lo| lo.min(next_aligned));
         created.push(Range { lo: cursor, hi });
         cursor = hi;
@@ -62,11 +58,7 @@ pub fn partition_name(lo: i64) -> String {
     let days = secs.div_euclid(86_400);
     let second_of_day = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "keys_p{y:04}{m:02}{d:02}_{:02}{:02}",
-        second_of_day / 3_600,
-        (second_of_day % 3_600) / 60
-    )
+    format!("keys_p{y:04}{m:02}{d:02}_{:02}{:02}", second_of_day / 3_600, (second_of_day % 3_600) / 60)
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day).
@@ -98,14 +90,8 @@ mod tests {
     #[test]
     fn names_are_utc_dates() {
         assert_eq!(partition_name(0), "keys_p20000101_0000");
-        assert_eq!(
-            partition_name(align_down(sample_now(), DAY_US)),
-            "keys_p20261130_0000"
-        );
-        assert_eq!(
-            partition_name(align_down(sample_now(), HOUR)),
-            "keys_p20261130_0500"
-        );
+        assert_eq!(partition_name(align_down(sample_now(), DAY_US)), "keys_p20261130_0000");
+        assert_eq!(partition_name(align_down(sample_now(), HOUR)), "keys_p20261130_0500");
         assert_eq!(partition_name(-DAY_US), "keys_p19991231_0000");
         // a leap day
         let feb29 = (1_709_164_800 - PG_EPOCH_UNIX_S) * 1_000_000;
@@ -127,18 +113,9 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                Range {
-                    lo: today,
-                    hi: today + DAY_US
-                },
-                Range {
-                    lo: today + DAY_US,
-                    hi: today + 2 * DAY_US
-                },
-                Range {
-                    lo: today + 2 * DAY_US,
-                    hi: today + 3 * DAY_US
-                },
+                Range { lo: today, hi: today + DAY_US },
+                Range { lo: today + DAY_US, hi: today + 2 * DAY_US },
+                Range { lo: today + 2 * DAY_US, hi: today + 3 * DAY_US },
             ]
         );
     }
@@ -159,34 +136,16 @@ mod tests {
         let now = sample_now();
         let today = align_down(now, DAY_US);
         // an existing 7-day range starting today, then the interval shrinks to 1 day
-        let week = Range {
-            lo: today,
-            hi: today + 7 * DAY_US,
-        };
+        let week = Range { lo: today, hi: today + 7 * DAY_US };
         let got = ranges_to_create(&[week], now, DAY_US, 9);
         assert_eq!(got.first().unwrap().lo, week.hi);
         assert_eq!(got.len(), 3);
         // an existing range starting mid-interval truncates the new one before it
-        let odd = Range {
-            lo: today + 5 * HOUR,
-            hi: today + DAY_US,
-        };
+        let odd = Range { lo: today + 5 * HOUR, hi: today + DAY_US };
         let got = ranges_to_create(&[odd], now - 6 * HOUR, DAY_US, 0);
-        assert_eq!(
-            got,
-            vec![Range {
-                lo: today - DAY_US,
-                hi: today
-            }]
-        );
+        assert_eq!(got, vec![Range { lo: today - DAY_US, hi: today }]);
         let got = ranges_to_create(&[odd], today, DAY_US, 0);
-        assert_eq!(
-            got,
-            vec![Range {
-                lo: today,
-                hi: today + 5 * HOUR
-            }]
-        );
+        assert_eq!(got, vec![Range { lo: today, hi: today + 5 * HOUR }]);
     }
 
     #[test]
@@ -210,12 +169,7 @@ pub fn utc_literal(us: i64) -> String {
     let secs = us.div_euclid(1_000_000) + PG_EPOCH_UNIX_S;
     let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}+00",
-        s / 3_600,
-        (s % 3_600) / 60,
-        s % 60
-    )
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}+00", s / 3_600, (s % 3_600) / 60, s % 60)
 }
 
 #[cfg(test)]
@@ -225,10 +179,7 @@ mod literal_tests {
     #[test]
     fn utc_literals() {
         assert_eq!(utc_literal(0), "2000-01-01 00:00:00+00");
-        assert_eq!(
-            utc_literal(DAY_US + 3_723_000_000),
-            "2000-01-02 01:02:03+00"
-        );
+        assert_eq!(utc_literal(DAY_US + 3_723_000_000), "2000-01-02 01:02:03+00");
         assert_eq!(utc_literal(-1_000_000), "1999-12-31 23:59:59+00");
     }
 }

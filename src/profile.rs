@@ -23,11 +23,7 @@ pub enum Location {
 impl Location {
     pub fn describe(self) -> String {
         match self {
-            Location::Header(names) => names
-                .iter()
-                .map(|n| format!("header {n}"))
-                .collect::<Vec<_>>()
-                .join(", else "),
+            Location::Header(names) => names.iter().map(|n| format!("header {n}")).collect::<Vec<_>>().join(", else "),
             Location::Body(pointer) => format!("body {pointer}"),
         }
     }
@@ -153,16 +149,11 @@ pub struct Body<'a> {
 
 impl<'a> Body<'a> {
     pub fn new(raw: &'a [u8]) -> Self {
-        Body {
-            raw,
-            parsed: std::cell::OnceCell::new(),
-        }
+        Body { raw, parsed: std::cell::OnceCell::new() }
     }
 
     fn json(&self) -> Option<&Value> {
-        self.parsed
-            .get_or_init(|| serde_json::from_slice(self.raw).ok())
-            .as_ref()
+        self.parsed.get_or_init(|| serde_json::from_slice(self.raw).ok()).as_ref()
     }
 }
 
@@ -184,13 +175,9 @@ fn value(location: Location, headers: &Headers, body: &Body<'_>) -> Option<Strin
 /// Parse an event time; `None` when it is not in the profile's format.
 pub fn parse_time(text: &str, format: TimeFormat) -> Option<i64> {
     let unix_us: i128 = match format {
-        TimeFormat::UnixSeconds => {
-            i128::from(crate::signature::parse_unix_seconds(text)?) * 1_000_000
-        }
+        TimeFormat::UnixSeconds => i128::from(crate::signature::parse_unix_seconds(text)?) * 1_000_000,
         TimeFormat::Rfc3339 => {
-            let t =
-                time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-                    .ok()?;
+            let t = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
             t.unix_timestamp_nanos() / 1_000
         }
     };
@@ -232,11 +219,7 @@ mod tests {
     #[test]
     fn stripe_reads_the_body() {
         let body = br#"{"id":"evt_1","type":"invoice.paid","created":1700000000}"#;
-        let got = extract(
-            profile(Scheme::Stripe).unwrap(),
-            &Headers::default(),
-            &Body::new(body),
-        );
+        let got = extract(profile(Scheme::Stripe).unwrap(), &Headers::default(), &Body::new(body));
         assert_eq!(
             got,
             Extracted {
@@ -250,25 +233,14 @@ mod tests {
     #[test]
     fn shopify_falls_back_to_the_webhook_id_and_reads_rfc3339() {
         let headers = Headers::from_pairs([
-            (
-                "X-Shopify-Webhook-Id",
-                "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043",
-            ),
+            ("X-Shopify-Webhook-Id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"),
             ("X-Shopify-Topic", "orders/create"),
             ("X-Shopify-Triggered-At", "2023-03-29T18:00:27.877041743Z"),
         ]);
-        let got = extract(
-            profile(Scheme::Shopify).unwrap(),
-            &headers,
-            &Body::new(b"{}"),
-        );
-        assert_eq!(
-            got.event_id.as_deref(),
-            Some("b54557e4-bdd9-4b37-8a5f-bf7d70bcd043")
-        );
+        let got = extract(profile(Scheme::Shopify).unwrap(), &headers, &Body::new(b"{}"));
+        assert_eq!(got.event_id.as_deref(), Some("b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"));
         assert_eq!(got.event_time, Some(pg(1_680_112_827) + 877_041));
-        let both =
-            Headers::from_pairs([("X-Shopify-Webhook-Id", "w"), ("X-Shopify-Event-Id", "e")]);
+        let both = Headers::from_pairs([("X-Shopify-Webhook-Id", "w"), ("X-Shopify-Event-Id", "e")]);
         let got = extract(profile(Scheme::Shopify).unwrap(), &both, &Body::new(b""));
         assert_eq!(got.event_id.as_deref(), Some("e"), "the event id wins");
     }
@@ -276,32 +248,12 @@ mod tests {
     #[test]
     fn missing_or_malformed_values_are_none() {
         let p = profile(Scheme::Paddle).unwrap();
-        assert_eq!(
-            extract(p, &Headers::default(), &Body::new(b"not json")),
-            Extracted::default()
-        );
+        assert_eq!(extract(p, &Headers::default(), &Body::new(b"not json")), Extracted::default());
         let body = br#"{"event_id":"","event_type":7,"occurred_at":"yesterday"}"#;
         let got = extract(p, &Headers::default(), &Body::new(body));
-        assert_eq!(
-            got,
-            Extracted {
-                event_id: None,
-                event_type: Some("7".into()),
-                event_time: None
-            }
-        );
-        assert_eq!(
-            parse_time("1700000000000", TimeFormat::UnixSeconds),
-            None,
-            "milliseconds"
-        );
-        assert_eq!(
-            parse_time("2023-08-21T11:57:42.337Z", TimeFormat::Rfc3339),
-            Some(pg(1_692_619_062) + 337_000)
-        );
-        assert_eq!(
-            parse_time("2023-08-21T13:57:42+02:00", TimeFormat::Rfc3339),
-            Some(pg(1_692_619_062))
-        );
+        assert_eq!(got, Extracted { event_id: None, event_type: Some("7".into()), event_time: None });
+        assert_eq!(parse_time("1700000000000", TimeFormat::UnixSeconds), None, "milliseconds");
+        assert_eq!(parse_time("2023-08-21T11:57:42.337Z", TimeFormat::Rfc3339), Some(pg(1_692_619_062) + 337_000));
+        assert_eq!(parse_time("2023-08-21T13:57:42+02:00", TimeFormat::Rfc3339), Some(pg(1_692_619_062)));
     }
 }

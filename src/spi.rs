@@ -39,11 +39,7 @@ unsafe impl Sync for Statement {}
 
 impl Statement {
     pub const fn new(sql: &'static CStr, argtypes: &'static [pg_sys::Oid]) -> Self {
-        Statement {
-            sql,
-            argtypes,
-            plan: Cell::new(None),
-        }
+        Statement { sql, argtypes, plan: Cell::new(None) }
     }
 
     fn plan(&self, _conn: &Conn<'_>) -> NonNull<pg_sys::_SPI_plan> {
@@ -53,19 +49,12 @@ impl Statement {
         // SAFETY: inside an SPI connection (a Conn exists); the argtypes
         // slice outlives the call; SPI_prepare copies what it needs.
         let plan = unsafe {
-            pg_sys::SPI_prepare(
-                self.sql.as_ptr(),
-                self.argtypes.len() as i32,
-                self.argtypes.as_ptr().cast_mut(),
-            )
+            pg_sys::SPI_prepare(self.sql.as_ptr(), self.argtypes.len() as i32, self.argtypes.as_ptr().cast_mut())
         };
         let Some(plan) = NonNull::new(plan) else {
             // SAFETY: SPI_result is set by the failed SPI_prepare.
             let code = unsafe { pg_sys::SPI_result };
-            pgrx::error!(
-                "webhook_dedup: SPI_prepare failed ({code}) for: {:?}",
-                self.sql
-            );
+            pgrx::error!("webhook_dedup: SPI_prepare failed ({code}) for: {:?}", self.sql);
         };
         // SAFETY: the plan was just prepared in this SPI connection; keeping
         // moves it under CacheMemoryContext so it survives SPI_finish.
@@ -93,11 +82,7 @@ pub struct Conn<'c> {
 /// Run `body` inside an SPI connection. What `body` returns cannot borrow
 /// the connection, so rows never outlive it.
 pub fn connected<R>(body: impl for<'c> FnOnce(&Conn<'c>) -> R) -> R {
-    pgrx::spi::Spi::connect(|_client| {
-        body(&Conn {
-            _connection: PhantomData,
-        })
-    })
+    pgrx::spi::Spi::connect(|_client| body(&Conn { _connection: PhantomData }))
 }
 
 /// The rows a statement returned (or affected), valid while its connection is.
@@ -119,10 +104,7 @@ impl Rows<'_> {
 
     /// Column `column` (1-based) of row `row` (0-based).
     pub fn get<T: FromDatum>(&self, row: usize, column: i32) -> Option<T> {
-        assert!(
-            row < self.count && !self.table.is_null(),
-            "row {row} out of range"
-        );
+        assert!(row < self.count && !self.table.is_null(), "row {row} out of range");
         // SAFETY: the table belongs to the current SPI connection and `row`
         // is in range; SPI_getbinval checks the column number (raising an
         // ERROR on a bad one, never reading out of bounds).
@@ -140,10 +122,7 @@ impl Rows<'_> {
     /// was current when the connection opened (the caller's), so it
     /// outlives the connection.
     pub fn get_jsonb(&self, row: usize, column: i32) -> Option<Jsonb> {
-        assert!(
-            row < self.count && !self.table.is_null(),
-            "row {row} out of range"
-        );
+        assert!(row < self.count && !self.table.is_null(), "row {row} out of range");
         // SAFETY: as in `get`; the column is asserted to be jsonb before its
         // datum is treated as a varlena; pg_detoast_datum_packed returns the
         // datum itself or a copy in the SPI context, and SPI_datumTransfer
@@ -151,11 +130,7 @@ impl Rows<'_> {
         // upper executor context.
         unsafe {
             let table = &*self.table;
-            assert_eq!(
-                pg_sys::SPI_gettypeid(table.tupdesc, column),
-                pg_sys::JSONBOID,
-                "column {column} is not jsonb"
-            );
+            assert_eq!(pg_sys::SPI_gettypeid(table.tupdesc, column), pg_sys::JSONBOID, "column {column} is not jsonb");
             let tuple = *table.vals.add(row);
             let mut is_null = false;
             let datum = pg_sys::SPI_getbinval(tuple, table.tupdesc, column, &mut is_null);
@@ -177,37 +152,16 @@ pub fn arg<T: IntoDatum>(value: T) -> Option<pg_sys::Datum> {
 impl<'c> Conn<'c> {
     /// Execute `statement` with `args` (one per parameter, `None` for NULL).
     /// Errors raised by the statement propagate as Postgres ERRORs.
-    pub fn execute(
-        &self,
-        statement: &Statement,
-        args: &[Option<pg_sys::Datum>],
-        snap: Snap,
-    ) -> Rows<'c> {
+    pub fn execute(&self, statement: &Statement, args: &[Option<pg_sys::Datum>], snap: Snap) -> Rows<'c> {
         execute(self, statement, args, snap)
     }
 }
 
-fn execute<'c>(
-    conn: &Conn<'c>,
-    statement: &Statement,
-    args: &[Option<pg_sys::Datum>],
-    snap: Snap,
-) -> Rows<'c> {
-    assert_eq!(
-        args.len(),
-        statement.argtypes.len(),
-        "wrong argument count for {:?}",
-        statement.sql
-    );
+fn execute<'c>(conn: &Conn<'c>, statement: &Statement, args: &[Option<pg_sys::Datum>], snap: Snap) -> Rows<'c> {
+    assert_eq!(args.len(), statement.argtypes.len(), "wrong argument count for {:?}", statement.sql);
     let plan = statement.plan(conn);
-    let mut values: Vec<pg_sys::Datum> = args
-        .iter()
-        .map(|a| a.unwrap_or(pg_sys::Datum::from(0)))
-        .collect();
-    let nulls: Vec<std::ffi::c_char> = args
-        .iter()
-        .map(|a| if a.is_some() { b' ' as _ } else { b'n' as _ })
-        .collect();
+    let mut values: Vec<pg_sys::Datum> = args.iter().map(|a| a.unwrap_or(pg_sys::Datum::from(0))).collect();
+    let nulls: Vec<std::ffi::c_char> = args.iter().map(|a| if a.is_some() { b' ' as _ } else { b'n' as _ }).collect();
     // SAFETY: inside an SPI connection (conn); `values`/`nulls` have one entry per
     // plan argument and live across the call; a null snapshot pointer means
     // "SPI's choice" (InvalidSnapshot); GetLatestSnapshot returns a valid
@@ -229,16 +183,9 @@ fn execute<'c>(
             0,
         );
         if status < 0 {
-            pgrx::error!(
-                "webhook_dedup: SPI_execute_snapshot failed ({status}) for: {:?}",
-                statement.sql
-            );
+            pgrx::error!("webhook_dedup: SPI_execute_snapshot failed ({status}) for: {:?}", statement.sql);
         }
-        Rows {
-            table: pg_sys::SPI_tuptable,
-            count: pg_sys::SPI_processed as usize,
-            _connection: PhantomData,
-        }
+        Rows { table: pg_sys::SPI_tuptable, count: pg_sys::SPI_processed as usize, _connection: PhantomData }
     }
 }
 
@@ -248,15 +195,7 @@ fn execute<'c>(
 macro_rules! sql_statement {
     ($file:literal) => {
         match ::std::ffi::CStr::from_bytes_with_nul(
-            concat!(
-                include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/src/sql/statements/",
-                    $file
-                )),
-                "\0"
-            )
-            .as_bytes(),
+            concat!(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/sql/statements/", $file)), "\0").as_bytes(),
         ) {
             Ok(sql) => sql,
             Err(_) => panic!(concat!($file, " contains a NUL byte")),

@@ -45,12 +45,9 @@ pub fn attempt<R>(body: impl FnOnce() -> R + UnwindSafe) -> Result<R, Failure> {
             Err(match caught {
                 CaughtError::PostgresError(report)
                 | CaughtError::ErrorReport(report)
-                | CaughtError::RustPanic {
-                    ereport: report, ..
-                } => Failure {
-                    sqlstate: report.sql_error_code(),
-                    message: report.message().to_string(),
-                },
+                | CaughtError::RustPanic { ereport: report, .. } => {
+                    Failure { sqlstate: report.sql_error_code(), message: report.message().to_string() }
+                }
             })
         })
         .execute()

@@ -33,9 +33,7 @@ pub fn timestamptz(us: i64) -> TimestampWithTimeZone {
 /// length, so an interval with a month part is 22023; a day counts 24 h.
 pub fn duration_us(interval: Interval, what: &str) -> Result<i64, Error> {
     if interval.months() != 0 {
-        return Err(Error::invalid(format!(
-            "{what} must not have a month or year part (use days, e.g. '30 days')"
-        )));
+        return Err(Error::invalid(format!("{what} must not have a month or year part (use days, e.g. '30 days')")));
     }
     i64::from(interval.days())
         .checked_mul(DAY_US)

@@ -2,9 +2,7 @@
 //! [`crate::claim`] decides; [`super::protocol`] locks and reads; this
 //! file writes.
 
-use super::protocol::{
-    existing, expect_one, key_args, lease_arg, lock_key, lookup, new_token, Row,
-};
+use super::protocol::{existing, expect_one, key_args, lease_arg, lock_key, lookup, new_token, Row};
 use super::transitions::dead_letter_exhausted;
 use crate::claim::{decide, Outcome, State, Write};
 use crate::error::required;
@@ -20,43 +18,17 @@ use sha2::{Digest, Sha256};
 
 static INSERT: Statement = Statement::new(
     crate::sql_statement!("claim_insert.sql"),
-    &[
-        TEXTOID,
-        TEXTOID,
-        TIMESTAMPTZOID,
-        UUIDOID,
-        TIMESTAMPTZOID,
-        BYTEAOID,
-        TEXTOID,
-    ],
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, UUIDOID, TIMESTAMPTZOID, BYTEAOID, TEXTOID],
 );
 
 pub(crate) static LEASE: Statement = Statement::new(
     crate::sql_statement!("claim_lease.sql"),
-    &[
-        TEXTOID,
-        TEXTOID,
-        TIMESTAMPTZOID,
-        INT4OID,
-        UUIDOID,
-        TIMESTAMPTZOID,
-        BYTEAOID,
-        TEXTOID,
-        TIMESTAMPTZOID,
-        INT4OID,
-    ],
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, UUIDOID, TIMESTAMPTZOID, BYTEAOID, TEXTOID, TIMESTAMPTZOID, INT4OID],
 );
 
 pub(crate) static TOUCH: Statement = Statement::new(
     crate::sql_statement!("claim_touch.sql"),
-    &[
-        TEXTOID,
-        TEXTOID,
-        TIMESTAMPTZOID,
-        INT4OID,
-        BYTEAOID,
-        TIMESTAMPTZOID,
-    ],
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, BYTEAOID, TIMESTAMPTZOID],
 );
 
 static COMPLETE: Statement = Statement::new(
@@ -66,14 +38,7 @@ static COMPLETE: Statement = Statement::new(
 
 static CONFLICT: Statement = Statement::new(
     crate::sql_statement!("conflict_record.sql"),
-    &[
-        TEXTOID,
-        TEXTOID,
-        TIMESTAMPTZOID,
-        BYTEAOID,
-        BYTEAOID,
-        TEXTOID,
-    ],
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, BYTEAOID, BYTEAOID, TEXTOID],
 );
 
 /// Count a delivery of a stored key that changes no state, and record it
@@ -90,14 +55,7 @@ pub(crate) fn touch(
     let now_ts = timestamptz(now);
     expect_one(conn.execute(
         &TOUCH,
-        &[
-            arg(source),
-            arg(idem_key),
-            arg(now_ts),
-            arg(i32::from(conflict)),
-            arg(fingerprint),
-            arg(found.partition_at),
-        ],
+        &[arg(source), arg(idem_key), arg(now_ts), arg(i32::from(conflict)), arg(fingerprint), arg(found.partition_at)],
         Snap::Statement,
     ));
     if conflict {
@@ -170,13 +128,7 @@ fn webhook_claim(
     let (source, idem_key) = key_args(source, idem_key);
     let lease_us = lease.map(lease_arg);
     let fingerprint: Option<Vec<u8>> = payload.map(|p| Sha256::digest(p).to_vec());
-    TableIterator::once(claim_one(
-        source,
-        idem_key,
-        fingerprint.as_deref(),
-        lease_us,
-        event_type,
-    ))
+    TableIterator::once(claim_one(source, idem_key, fingerprint.as_deref(), lease_us, event_type))
 }
 
 /// One claim, under the lock protocol: the body of `webhook_claim` and of
@@ -192,20 +144,10 @@ pub(crate) fn claim_one(
     let now = clock_now();
     let (row, outcome, write, label) = spi::connected(|conn| {
         let (found, settings) = lookup(conn, source, idem_key);
-        let decision = decide(
-            found.as_ref().map(|r| &r.stored),
-            now,
-            fingerprint,
-            settings.max_attempts(),
-        );
-        let label = found
-            .as_ref()
-            .and_then(|r| r.event_type.clone())
-            .or(event_type.map(str::to_string));
+        let decision = decide(found.as_ref().map(|r| &r.stored), now, fingerprint, settings.max_attempts());
+        let label = found.as_ref().and_then(|r| r.event_type.clone()).or(event_type.map(str::to_string));
         let now_ts = timestamptz(now);
-        let lease_until = timestamptz(
-            now.saturating_add(lease_us.unwrap_or_else(|| settings.default_lease_us())),
-        );
+        let lease_until = timestamptz(now.saturating_add(lease_us.unwrap_or_else(|| settings.default_lease_us())));
         let processing = State::Processing.as_str().to_string();
         let outcome = decision.outcome.as_str().to_string();
         let row: ClaimRow = match (decision.write, found) {
@@ -224,16 +166,7 @@ pub(crate) fn claim_one(
                     ],
                     Snap::Statement,
                 );
-                (
-                    outcome,
-                    Some(token),
-                    1,
-                    processing,
-                    None,
-                    None,
-                    now_ts,
-                    Some(lease_until),
-                )
+                (outcome, Some(token), 1, processing, None, None, now_ts, Some(lease_until))
             }
             (Write::Lease { attempt }, Some(found)) => {
                 let token = new_token();
@@ -253,41 +186,15 @@ pub(crate) fn claim_one(
                     ],
                     Snap::Statement,
                 ));
-                let Row {
-                    result,
-                    last_step,
-                    first_seen_at,
-                    ..
-                } = found;
-                (
-                    outcome,
-                    Some(token),
-                    attempt,
-                    processing,
-                    result,
-                    last_step,
-                    first_seen_at,
-                    Some(lease_until),
-                )
+                let Row { result, last_step, first_seen_at, .. } = found;
+                (outcome, Some(token), attempt, processing, result, last_step, first_seen_at, Some(lease_until))
             }
             (Write::Touch, Some(found)) => {
                 let conflict = decision.outcome == Outcome::Conflict;
-                touch(
-                    conn,
-                    (source, idem_key),
-                    now,
-                    &found,
-                    fingerprint,
-                    conflict,
-                    "claim",
-                );
+                touch(conn, (source, idem_key), now, &found, fingerprint, conflict, "claim");
                 // A conflicting delivery never sees what the other payload's
                 // holder stored.
-                let (result, last_step) = if conflict {
-                    (None, None)
-                } else {
-                    (found.result, found.last_step)
-                };
+                let (result, last_step) = if conflict { (None, None) } else { (found.result, found.last_step) };
                 (
                     outcome,
                     None,
@@ -316,12 +223,7 @@ pub(crate) fn claim_one(
         };
         (row, decision.outcome, decision.write, label)
     });
-    metrics::count(
-        source,
-        label.as_deref(),
-        Counter::for_outcome(outcome),
-        true,
-    );
+    metrics::count(source, label.as_deref(), Counter::for_outcome(outcome), true);
     if write == Write::DeadLetter {
         metrics::count(source, label.as_deref(), Counter::DeadLetters, false);
     }
@@ -360,14 +262,7 @@ fn webhook_claim_many(
     let keys = required(idem_keys, "idem_keys");
     let mut keys: Vec<String> = keys
         .into_iter()
-        .map(|k| {
-            k.unwrap_or_else(|| {
-                crate::error::Error::NullValue {
-                    what: "every element of idem_keys",
-                }
-                .raise()
-            })
-        })
+        .map(|k| k.unwrap_or_else(|| crate::error::Error::NullValue { what: "every element of idem_keys" }.raise()))
         .collect();
     keys.sort();
     keys.dedup();
@@ -408,22 +303,12 @@ fn webhook_complete(
         }
         expect_one(conn.execute(
             &COMPLETE,
-            &[
-                arg(source),
-                arg(idem_key),
-                arg(timestamptz(now)),
-                arg(result),
-                arg(found.partition_at),
-            ],
+            &[arg(source), arg(idem_key), arg(timestamptz(now)), arg(result), arg(found.partition_at)],
             Snap::Statement,
         ));
         (true, found.event_type)
     });
-    let counter = if done {
-        Counter::Completions
-    } else {
-        Counter::StaleCompletions
-    };
+    let counter = if done { Counter::Completions } else { Counter::StaleCompletions };
     metrics::count(source, label.as_deref(), counter, false);
     done
 }

@@ -21,15 +21,7 @@ fn webhook_key(
 ) -> String {
     let source = required(source, "source");
     let event_id = required(event_id, "event_id");
-    derive(&Parts {
-        source,
-        event_id,
-        environment,
-        account,
-        operation,
-        body_hash: false,
-    })
-    .or_raise()
+    derive(&Parts { source, event_id, environment, account, operation, body_hash: false }).or_raise()
 }
 
 /// The key of an event that carries no event id: SHA-256 over the raw
@@ -49,13 +41,5 @@ fn webhook_body_key(
 ) -> String {
     let source = required(source, "source");
     let field = body_hash_field(required(payload, "payload"));
-    derive(&Parts {
-        source,
-        event_id: &field,
-        environment,
-        account,
-        operation,
-        body_hash: true,
-    })
-    .or_raise()
+    derive(&Parts { source, event_id: &field, environment, account, operation, body_hash: true }).or_raise()
 }

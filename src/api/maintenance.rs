@@ -29,26 +29,16 @@ const LOCK_TIMEOUT: &str = "500ms";
 
 /// Partition bounds as `pg_get_expr` prints them: with the settings of
 /// [`with_fixed_formats`] they are ISO timestamps in UTC.
-static PARTITIONS: Statement =
-    Statement::new(crate::sql_statement!("maintenance_partitions.sql"), &[]);
+static PARTITIONS: Statement = Statement::new(crate::sql_statement!("maintenance_partitions.sql"), &[]);
 
 /// Keys stored in the default partition within a range, in lock order.
-static STRAYS: Statement = Statement::new(
-    crate::sql_statement!("maintenance_strays.sql"),
-    &[pg_sys::TIMESTAMPTZOID, pg_sys::TIMESTAMPTZOID],
-);
+static STRAYS: Statement =
+    Statement::new(crate::sql_statement!("maintenance_strays.sql"), &[pg_sys::TIMESTAMPTZOID, pg_sys::TIMESTAMPTZOID]);
 
 /// Run `body` with bound formats that do not depend on the session's
 /// DateStyle or TimeZone, and with the pass's lock timeout.
 fn with_fixed_formats<R>(body: impl FnOnce() -> R) -> R {
-    subxact::with_settings(
-        &[
-            ("DateStyle", "ISO, YMD"),
-            ("TimeZone", "UTC"),
-            ("lock_timeout", LOCK_TIMEOUT),
-        ],
-        body,
-    )
+    subxact::with_settings(&[("DateStyle", "ISO, YMD"), ("TimeZone", "UTC"), ("lock_timeout", LOCK_TIMEOUT)], body)
 }
 
 fn existing_ranges(conn: &Conn<'_>) -> Vec<Range> {
@@ -59,10 +49,7 @@ fn existing_ranges(conn: &Conn<'_>) -> Vec<Range> {
         .map(|i| {
             let lo: TimestampWithTimeZone = rows.get(i, 1).expect("lower bound");
             let hi: TimestampWithTimeZone = rows.get(i, 2).expect("upper bound");
-            Range {
-                lo: lo.into(),
-                hi: hi.into(),
-            }
+            Range { lo: lo.into(), hi: hi.into() }
         })
         .collect()
 }
@@ -79,10 +66,7 @@ fn run(sql: &str, what: &str) {
 fn create_partition(conn: &Conn<'_>, range: Range) {
     let name = partition::partition_name(range.lo);
     let table = format!("webhook_dedup.{}", quote_identifier(&name));
-    let (lo, hi) = (
-        partition::utc_literal(range.lo),
-        partition::utc_literal(range.hi),
-    );
+    let (lo, hi) = (partition::utc_literal(range.lo), partition::utc_literal(range.hi));
     // Bounds are integers this module computed, rendered as UTC literals;
     // names are quoted identifiers. DDL takes no parameters.
     run(
@@ -97,19 +81,11 @@ fn create_partition(conn: &Conn<'_>, range: Range) {
         ),
         &format!("creating {table}"),
     );
-    let bounds = [
-        arg(crate::time::timestamptz(range.lo)),
-        arg(crate::time::timestamptz(range.hi)),
-    ];
+    let bounds = [arg(crate::time::timestamptz(range.lo)), arg(crate::time::timestamptz(range.hi))];
     let strays = conn.execute(&STRAYS, &bounds, Snap::Latest);
     if !strays.is_empty() {
         let (sources, idem_keys): (Vec<String>, Vec<String>) = (0..strays.len())
-            .map(|i| {
-                (
-                    strays.get::<String>(i, 1).expect("source"),
-                    strays.get::<String>(i, 2).expect("idem_key"),
-                )
-            })
+            .map(|i| (strays.get::<String>(i, 1).expect("source"), strays.get::<String>(i, 2).expect("idem_key")))
             .unzip();
         for (source, idem_key) in sources.iter().zip(&idem_keys) {
             crate::api::protocol::lock_key(source, idem_key);
@@ -127,11 +103,10 @@ fn create_partition(conn: &Conn<'_>, range: Range) {
             ),
             &[sources.into(), idem_keys.into()],
         )
-        .unwrap_or_else(|e| pgrx::error!("webhook_dedup: moving keys from webhook_dedup.keys_default into {table}: {e}"));
-        pgrx::log!(
-            "webhook_dedup: moved {} keys from the default partition into {table}",
-            strays.len()
-        );
+        .unwrap_or_else(|e| {
+            pgrx::error!("webhook_dedup: moving keys from webhook_dedup.keys_default into {table}: {e}")
+        });
+        pgrx::log!("webhook_dedup: moved {} keys from the default partition into {table}", strays.len());
     }
     run(
         &format!("ALTER TABLE webhook_dedup.keys ATTACH PARTITION {table} FOR VALUES FROM ('{lo}') TO ('{hi}')"),
@@ -149,9 +124,7 @@ fn outside_extension_script<R>(body: impl FnOnce() -> R + std::panic::UnwindSafe
     // path out, including an ERROR unwinding through `body`.
     let saved = unsafe { pg_sys::creating_extension };
     unsafe { pg_sys::creating_extension = false };
-    pgrx::PgTryBuilder::new(body)
-        .finally(move || unsafe { pg_sys::creating_extension = saved })
-        .execute()
+    pgrx::PgTryBuilder::new(body).finally(move || unsafe { pg_sys::creating_extension = saved }).execute()
 }
 
 /// Create the partitions due now; returns how many were created.
@@ -204,14 +177,9 @@ mod webhook_dedup {
     /// NULL when the partition work failed (the WARNING says why; the next
     /// pass retries it); `metrics_flushed` counts the entries flushed.
     #[pg_extern(volatile, parallel_unsafe)]
-    fn run_maintenance() -> TableIterator<
-        'static,
-        (
-            name!(ran, bool),
-            name!(partitions_created, Option<i32>),
-            name!(metrics_flushed, i64),
-        ),
-    > {
+    fn run_maintenance(
+    ) -> TableIterator<'static, (name!(ran, bool), name!(partitions_created, Option<i32>), name!(metrics_flushed, i64))>
+    {
         if !try_lock_maintenance() {
             return TableIterator::once((false, Some(0), 0));
         }

@@ -49,12 +49,7 @@ pub(crate) fn lock_key(source: &str, idem_key: &str) {
     // SAFETY: a fully initialised tag; LockAcquire waits (dontWait = false)
     // and raises on deadlock, so it returns only with the lock held.
     unsafe {
-        pg_sys::LockAcquire(
-            &tag,
-            pg_sys::ExclusiveLock as pg_sys::LOCKMODE,
-            false,
-            false,
-        );
+        pg_sys::LockAcquire(&tag, pg_sys::ExclusiveLock as pg_sys::LOCKMODE, false, false);
     }
 }
 
@@ -95,10 +90,7 @@ pub(crate) fn new_token() -> Uuid {
 }
 
 /// The key named by a call: both parts present (22004) and bounded (22023).
-pub(crate) fn key_args<'a>(
-    source: Option<&'a str>,
-    idem_key: Option<&'a str>,
-) -> (&'a str, &'a str) {
+pub(crate) fn key_args<'a>(source: Option<&'a str>, idem_key: Option<&'a str>) -> (&'a str, &'a str) {
     let source = required(source, "source");
     let idem_key = required(idem_key, "idem_key");
     check_bounded("source", source).or_raise();
@@ -109,15 +101,10 @@ pub(crate) fn key_args<'a>(
 /// A lease length given as an interval: positive, at most 365 days, no
 /// months (22023 otherwise).
 pub(crate) fn lease_arg(lease: Interval) -> i64 {
-    crate::time::duration_us(lease, "lease")
-        .and_then(claim::check_lease_us)
-        .or_raise()
+    crate::time::duration_us(lease, "lease").and_then(claim::check_lease_us).or_raise()
 }
 
-static LOOKUP: Statement = Statement::new(
-    crate::sql_statement!("key_lookup.sql"),
-    &[pg_sys::TEXTOID, pg_sys::TEXTOID],
-);
+static LOOKUP: Statement = Statement::new(crate::sql_statement!("key_lookup.sql"), &[pg_sys::TEXTOID, pg_sys::TEXTOID]);
 
 /// The source's settings from `webhook_dedup.sources` (NULL falls back to
 /// the GUCs).
@@ -133,9 +120,7 @@ impl SourceSettings {
     /// calls that use it (22023), never every call of the source.
     pub fn default_lease_us(&self) -> i64 {
         match self.lease {
-            Some(lease) => {
-                crate::time::duration_us(lease, "webhook_dedup.sources.lease").or_raise()
-            }
+            Some(lease) => crate::time::duration_us(lease, "webhook_dedup.sources.lease").or_raise(),
             None => crate::guc::default_lease_us(),
         }
     }
@@ -167,31 +152,18 @@ impl Row {
 
 /// Look (`source`, `idem_key`) up on the latest snapshot, with its source's
 /// settings. Call with the key's lock held.
-pub(crate) fn lookup(
-    conn: &Conn<'_>,
-    source: &str,
-    idem_key: &str,
-) -> (Option<Row>, SourceSettings) {
+pub(crate) fn lookup(conn: &Conn<'_>, source: &str, idem_key: &str) -> (Option<Row>, SourceSettings) {
     let rows = conn.execute(&LOOKUP, &[arg(source), arg(idem_key)], Snap::Latest);
     if rows.len() != 1 {
-        pgrx::error!(
-            "webhook_dedup: key ({source}, {idem_key}) is stored {} times",
-            rows.len()
-        );
+        pgrx::error!("webhook_dedup: key ({source}, {idem_key}) is stored {} times", rows.len());
     }
-    let ts = |rows: &Rows, col| {
-        rows.get::<TimestampWithTimeZone>(0, col)
-            .map(pg_sys::TimestampTz::from)
-    };
-    let settings = SourceSettings {
-        lease: rows.get::<Interval>(0, 12),
-        max_attempts: rows.get(0, 13),
-    };
+    let ts = |rows: &Rows, col| rows.get::<TimestampWithTimeZone>(0, col).map(pg_sys::TimestampTz::from);
+    let settings = SourceSettings { lease: rows.get::<Interval>(0, 12), max_attempts: rows.get(0, 13) };
     let Some(state_text) = rows.get::<String>(0, 1) else {
         return (None, settings);
     };
-    let state = State::parse(&state_text)
-        .unwrap_or_else(|| pgrx::error!("webhook_dedup: unknown stored state {state_text:?}"));
+    let state =
+        State::parse(&state_text).unwrap_or_else(|| pgrx::error!("webhook_dedup: unknown stored state {state_text:?}"));
     let row = Row {
         stored: Stored {
             state,
@@ -214,10 +186,7 @@ pub(crate) fn lookup(
 /// The row a call names must exist: P0002 otherwise.
 pub(crate) fn existing(row: Option<Row>, source: &str, idem_key: &str) -> Row {
     row.unwrap_or_else(|| {
-        Error::NoDataFound {
-            message: format!("no idempotency key \"{idem_key}\" for source \"{source}\""),
-        }
-        .raise()
+        Error::NoDataFound { message: format!("no idempotency key \"{idem_key}\" for source \"{source}\"") }.raise()
     })
 }
 

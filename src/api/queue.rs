@@ -4,9 +4,7 @@
 //! `webhook_fail` and `webhook_checkpoint` as claim-and-process receivers.
 
 use super::claim::{touch, LEASE};
-use super::protocol::{
-    expect_one, key_args, lease_arg, lock_key, lookup, new_token, try_lock_key, unlock_key,
-};
+use super::protocol::{expect_one, key_args, lease_arg, lock_key, lookup, new_token, try_lock_key, unlock_key};
 use super::transitions::dead_letter_exhausted;
 use crate::claim::{self, decide, decide_enqueue, Decision, Enqueued, Outcome, Write};
 use crate::error::{required, Error, OrRaise};
@@ -22,28 +20,14 @@ use sha2::{Digest, Sha256};
 
 static ENQUEUE: Statement = Statement::new(
     crate::sql_statement!("queue_enqueue.sql"),
-    &[
-        TEXTOID,
-        TEXTOID,
-        TIMESTAMPTZOID,
-        BYTEAOID,
-        BYTEAOID,
-        TEXTOID,
-        JSONBOID,
-    ],
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, BYTEAOID, BYTEAOID, TEXTOID, JSONBOID],
 );
-static CANDIDATES: Statement = Statement::new(
-    crate::sql_statement!("queue_candidates.sql"),
-    &[TIMESTAMPTZOID, TEXTOID, INT4OID],
-);
-static SET_DUE: Statement = Statement::new(
-    crate::sql_statement!("key_set_due.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID],
-);
-static PAYLOAD: Statement = Statement::new(
-    crate::sql_statement!("queue_payload.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID],
-);
+static CANDIDATES: Statement =
+    Statement::new(crate::sql_statement!("queue_candidates.sql"), &[TIMESTAMPTZOID, TEXTOID, INT4OID]);
+static SET_DUE: Statement =
+    Statement::new(crate::sql_statement!("key_set_due.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID]);
+static PAYLOAD: Statement =
+    Statement::new(crate::sql_statement!("queue_payload.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID]);
 
 /// Store a delivery for the workers: `accepted` (a new key, now `pending`
 /// with its raw `payload` and optional `headers`), `duplicate` (the key is
@@ -61,9 +45,7 @@ fn webhook_enqueue(
 ) -> String {
     let (source, idem_key) = key_args(source, idem_key);
     let payload = required(payload, "payload");
-    enqueue_one(source, idem_key, payload, event_type, headers)
-        .as_str()
-        .to_string()
+    enqueue_one(source, idem_key, payload, event_type, headers).as_str().to_string()
 }
 
 /// One enqueue, under the lock protocol: the body of `webhook_enqueue` and
@@ -100,15 +82,7 @@ pub(crate) fn enqueue_one(
             }
             Some(found) => {
                 let conflict = outcome == Enqueued::Conflict;
-                touch(
-                    conn,
-                    (source, idem_key),
-                    now,
-                    &found,
-                    Some(&fingerprint),
-                    conflict,
-                    "enqueue",
-                );
+                touch(conn, (source, idem_key), now, &found, Some(&fingerprint), conflict, "enqueue");
                 let counter = match (conflict, found.stored.state) {
                     (true, _) => Counter::Conflicts,
                     (false, crate::claim::State::Completed) => Counter::DuplicatesOfCompleted,
@@ -123,16 +97,7 @@ pub(crate) fn enqueue_one(
 }
 
 /// One row handed out by `webhook_next`.
-type NextRow = (
-    String,
-    String,
-    Uuid,
-    i32,
-    Option<Vec<u8>>,
-    Option<String>,
-    Option<String>,
-    Option<Jsonb>,
-);
+type NextRow = (String, String, Uuid, i32, Option<Vec<u8>>, Option<String>, Option<String>, Option<Jsonb>);
 
 /// How many candidates `webhook_next` reads for a batch: some slack for
 /// keys other workers or claims are taking right now.
@@ -191,20 +156,11 @@ fn webhook_next(
     let rows: Vec<NextRow> = spi::connected(|conn| {
         let candidates = conn.execute(
             &CANDIDATES,
-            &[
-                arg(timestamptz(clock_now())),
-                arg(source),
-                arg(candidate_limit(batch)),
-            ],
+            &[arg(timestamptz(clock_now())), arg(source), arg(candidate_limit(batch))],
             Snap::Latest,
         );
         let keys: Vec<(String, String)> = (0..candidates.len())
-            .map(|i| {
-                (
-                    candidates.get(i, 1).expect("source"),
-                    candidates.get(i, 2).expect("idem_key"),
-                )
-            })
+            .map(|i| (candidates.get(i, 1).expect("source"), candidates.get(i, 2).expect("idem_key")))
             .collect();
         let mut out = Vec::with_capacity(batch as usize);
         for (source, idem_key) in keys {
@@ -223,13 +179,9 @@ fn webhook_next(
                 continue;
             };
             match decide(Some(&found.stored), now, None, settings.max_attempts()) {
-                Decision {
-                    write: Write::Lease { attempt },
-                    outcome,
-                } => {
+                Decision { write: Write::Lease { attempt }, outcome } => {
                     let token = new_token();
-                    let until =
-                        now.saturating_add(lease_us.unwrap_or_else(|| settings.default_lease_us()));
+                    let until = now.saturating_add(lease_us.unwrap_or_else(|| settings.default_lease_us()));
                     let until = timestamptz(until);
                     expect_one(conn.execute(
                         &LEASE,
@@ -247,11 +199,8 @@ fn webhook_next(
                         ],
                         Snap::Statement,
                     ));
-                    let stored = conn.execute(
-                        &PAYLOAD,
-                        &[arg(key.0), arg(key.1), arg(found.partition_at)],
-                        Snap::Statement,
-                    );
+                    let stored =
+                        conn.execute(&PAYLOAD, &[arg(key.0), arg(key.1), arg(found.partition_at)], Snap::Statement);
                     let payload: Option<Vec<u8>> = stored.get(0, 1);
                     let headers = stored.get_jsonb(0, 2);
                     counts.push((source.clone(), found.event_type.clone(), Counter::Drained));
@@ -269,16 +218,9 @@ fn webhook_next(
                         headers,
                     ));
                 }
-                Decision {
-                    write: Write::DeadLetter,
-                    ..
-                } => {
+                Decision { write: Write::DeadLetter, .. } => {
                     dead_letter_exhausted(conn, key, now, &found, false);
-                    counts.push((
-                        source.clone(),
-                        found.event_type.clone(),
-                        Counter::DeadLetters,
-                    ));
+                    counts.push((source.clone(), found.event_type.clone(), Counter::DeadLetters));
                 }
                 _ => {
                     // Not due after all (the candidate read raced a change).
@@ -289,12 +231,7 @@ fn webhook_next(
                     if found.due_at.is_some_and(|d| d <= now) && due != found.due_at {
                         expect_one(conn.execute(
                             &SET_DUE,
-                            &[
-                                arg(key.0),
-                                arg(key.1),
-                                arg(due.map(timestamptz)),
-                                arg(found.partition_at),
-                            ],
+                            &[arg(key.0), arg(key.1), arg(due.map(timestamptz)), arg(found.partition_at)],
                             Snap::Statement,
                         ));
                     }

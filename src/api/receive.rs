@@ -31,9 +31,7 @@ impl Mode {
         match text {
             "claim" => Ok(Mode::Claim),
             "enqueue" => Ok(Mode::Enqueue),
-            other => Err(Error::invalid(format!(
-                "mode must be claim or enqueue, not \"{other}\""
-            ))),
+            other => Err(Error::invalid(format!("mode must be claim or enqueue, not \"{other}\""))),
         }
     }
 }
@@ -119,114 +117,38 @@ fn webhook_receive(
     let headers = header_map(headers);
     let secrets = required(secrets, "secrets");
     let secrets: Vec<Option<&str>> = secrets.iter().collect();
-    let hmac = HmacArgs {
-        header: signature_header,
-        prefix: signature_prefix,
-        algorithm,
-        encoding,
-    };
+    let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
 
-    let verdict = verify_sql(
-        Some(scheme_name),
-        Some(body),
-        headers.clone(),
-        secrets,
-        tolerance,
-        at,
-        url,
-        hmac,
-    );
+    let verdict = verify_sql(Some(scheme_name), Some(body), headers.clone(), secrets, tolerance, at, url, hmac);
     if !verdict.valid() {
         let reason = verdict.reason.as_str().to_string();
-        return TableIterator::once((
-            false,
-            Some(reason),
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-        ));
+        return TableIterator::once((false, Some(reason), None, None, None, None, None, None, None, None));
     }
 
     let json = Body::new(body);
-    let extracted = profile::profile(scheme_parsed)
-        .map(|p| profile::extract(p, &headers, &json))
-        .unwrap_or_default();
-    let Extracted {
-        event_id,
-        event_type,
-        event_time,
-    } = extracted;
+    let extracted = profile::profile(scheme_parsed).map(|p| profile::extract(p, &headers, &json)).unwrap_or_default();
+    let Extracted { event_id, event_type, event_time } = extracted;
     let event_time = event_time.map(timestamptz);
     let (event_id, body_hash) = match event_id {
         Some(id) => (id, false),
         None if body_key_fallback => (body_hash_field(body), true),
         None => {
-            let row: ReceiveRow = (
-                true,
-                Some("missing_event_id".into()),
-                None,
-                None,
-                None,
-                None,
-                None,
-                event_type,
-                event_time,
-                None,
-            );
+            let row: ReceiveRow =
+                (true, Some("missing_event_id".into()), None, None, None, None, None, event_type, event_time, None);
             return TableIterator::once(row);
         }
     };
-    let key = derive(&Parts {
-        source,
-        event_id: &event_id,
-        environment,
-        account,
-        operation,
-        body_hash,
-    })
-    .or_raise();
+    let key = derive(&Parts { source, event_id: &event_id, environment, account, operation, body_hash }).or_raise();
     let row: ReceiveRow = match mode {
         Mode::Claim => {
             let fingerprint = Sha256::digest(body);
-            let (outcome, token, attempt, _state, result, last_step, _, _) = claim_one(
-                source,
-                &key,
-                Some(&fingerprint),
-                lease_us,
-                event_type.as_deref(),
-            );
-            (
-                true,
-                None,
-                Some(key),
-                Some(outcome),
-                token,
-                Some(attempt),
-                result,
-                event_type,
-                event_time,
-                last_step,
-            )
+            let (outcome, token, attempt, _state, result, last_step, _, _) =
+                claim_one(source, &key, Some(&fingerprint), lease_us, event_type.as_deref());
+            (true, None, Some(key), Some(outcome), token, Some(attempt), result, event_type, event_time, last_step)
         }
         Mode::Enqueue => {
             let outcome = enqueue_one(source, &key, body, event_type.as_deref(), None);
-            (
-                true,
-                None,
-                Some(key),
-                Some(outcome.as_str().into()),
-                None,
-                None,
-                None,
-                event_type,
-                event_time,
-                None,
-            )
+            (true, None, Some(key), Some(outcome.as_str().into()), None, None, None, event_type, event_time, None)
         }
     };
     TableIterator::once(row)

@@ -24,9 +24,7 @@ mod tests {
              EXCEPTION WHEN others THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$",
         )
         .unwrap();
-        Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[query.into()])
-            .unwrap()
-            .unwrap()
+        Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[query.into()]).unwrap().unwrap()
     }
 
     fn claim(
@@ -57,12 +55,7 @@ mod tests {
     fn complete(source: &str, key: &str, token: pgrx::Uuid, result: Value) -> bool {
         Spi::get_one_with_args::<bool>(
             "SELECT webhook_complete($1, $2, $3, $4)",
-            &[
-                source.into(),
-                key.into(),
-                token.into(),
-                JsonB(result).into(),
-            ],
+            &[source.into(), key.into(), token.into(), JsonB(result).into()],
         )
         .unwrap()
         .unwrap()
@@ -102,10 +95,8 @@ mod tests {
             let Some((scheme, hmac)) = vectors::scheme_of(&v) else {
                 continue;
             };
-            let secrets: Vec<Option<String>> = vectors::secrets(&v)
-                .into_iter()
-                .map(|s| s.map(str::to_string))
-                .collect();
+            let secrets: Vec<Option<String>> =
+                vectors::secrets(&v).into_iter().map(|s| s.map(str::to_string)).collect();
             let got = Spi::get_one_with_args::<String>(
                 "SELECT pg_temp.verify_or_sqlstate($1, $2, $3, $4, make_interval(secs => $5),
                                                    to_timestamp($6), $7, $8)",
@@ -130,11 +121,7 @@ mod tests {
                 "22023" => !expected,
                 other => panic!("{}: unexpected {other}", v["id"]),
             };
-            assert!(
-                ok,
-                "{}: got {got}, expected {expected}: {}",
-                v["id"], v["reason"]
-            );
+            assert!(ok, "{}: got {got}, expected {expected}: {}", v["id"], v["reason"]);
             checked += 1;
         }
         assert_eq!(checked, 45 + 14);
@@ -156,27 +143,12 @@ mod tests {
         )
         .unwrap()
         .unwrap();
+        assert_eq!(detail(&signed, 1_700_000_000), (Some(true), Some("ok".into()), Some(2)));
+        assert_eq!(detail(&signed, 1_700_000_301), (Some(false), Some("timestamp_too_old".into()), Some(2)));
+        assert_eq!(detail(&signed, 1_699_999_699), (Some(false), Some("timestamp_too_new".into()), Some(2)));
+        assert_eq!(detail("{}", 1_700_000_000), (Some(false), Some("missing_header".into()), None));
         assert_eq!(
-            detail(&signed, 1_700_000_000),
-            (Some(true), Some("ok".into()), Some(2))
-        );
-        assert_eq!(
-            detail(&signed, 1_700_000_301),
-            (Some(false), Some("timestamp_too_old".into()), Some(2))
-        );
-        assert_eq!(
-            detail(&signed, 1_699_999_699),
-            (Some(false), Some("timestamp_too_new".into()), Some(2))
-        );
-        assert_eq!(
-            detail("{}", 1_700_000_000),
-            (Some(false), Some("missing_header".into()), None)
-        );
-        assert_eq!(
-            detail(
-                r#"{"Stripe-Signature": "t=1700000000,v0=00"}"#,
-                1_700_000_000
-            ),
+            detail(r#"{"Stripe-Signature": "t=1700000000,v0=00"}"#, 1_700_000_000),
             (Some(false), Some("unsupported_version".into()), None)
         );
         let signed_at = Spi::get_one_with_args::<String>(
@@ -202,21 +174,13 @@ mod tests {
             ("twilio", ", url => 'https://h.example/x?a=1'", "webhook_verify_twilio('https://h.example/x?a=1', $1, $2->>'X-Twilio-Signature', 'sekrit')"),
         ];
         for (scheme, extra, typed) in cases {
-            let secret = if scheme == "standard" {
-                "whsec_c2Vrcml0"
-            } else {
-                "sekrit"
-            };
+            let secret = if scheme == "standard" { "whsec_c2Vrcml0" } else { "sekrit" };
             let headers = Spi::get_one::<JsonB>(&format!(
                 "SELECT webhook_sign('{scheme}', 'a=1&b=2'::bytea, '{secret}', at => to_timestamp(1700000000){extra})"
             ))
             .unwrap()
             .unwrap();
-            let url = if scheme == "twilio" {
-                "'https://h.example/x?a=1'"
-            } else {
-                "NULL"
-            };
+            let url = if scheme == "twilio" { "'https://h.example/x?a=1'" } else { "NULL" };
             let both = Spi::get_two_with_args::<bool, bool>(
                 &format!(
                     "SELECT webhook_verify('{scheme}', $1, $2, ARRAY['{secret}'], at => to_timestamp(1700000000), url => {url}),
@@ -262,14 +226,8 @@ mod tests {
         let mac = Spi::get_one::<String>(
             "SELECT encode(webhook_hmac(convert_to('what do ya want for nothing?', 'UTF8'), convert_to('Jefe', 'UTF8')), 'hex')",
         );
-        assert_eq!(
-            mac,
-            Ok(Some(
-                "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843".into()
-            ))
-        );
-        let sha1 =
-            Spi::get_one::<i32>("SELECT length(webhook_hmac('x'::bytea, 'k'::bytea, 'SHA1'))");
+        assert_eq!(mac, Ok(Some("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843".into())));
+        let sha1 = Spi::get_one::<i32>("SELECT length(webhook_hmac('x'::bytea, 'k'::bytea, 'SHA1'))");
         assert_eq!(sha1, Ok(Some(20)));
     }
 
@@ -280,10 +238,7 @@ mod tests {
                 "SELECT webhook_verify('gitlab', ''::bytea, '{}', ARRAY['s'])",
                 "22023: unknown webhook signature scheme \"gitlab\"",
             ),
-            (
-                "SELECT webhook_verify('github', NULL, '{}', ARRAY['s'])",
-                "22004: payload must not be NULL",
-            ),
+            ("SELECT webhook_verify('github', NULL, '{}', ARRAY['s'])", "22004: payload must not be NULL"),
             (
                 "SELECT webhook_verify('github', ''::bytea, '[1]', ARRAY['s'])",
                 "22023: headers must be a JSON object of header names to values, not an array",
@@ -292,10 +247,7 @@ mod tests {
                 "SELECT webhook_verify('github', ''::bytea, '{\"a\": 1}', ARRAY['s'])",
                 "22023: header \"a\" must be a string or an array of strings, not a number",
             ),
-            (
-                "SELECT webhook_verify('github', ''::bytea, '{}', ARRAY['s', ''])",
-                "22023: secret 2 of 2 is empty",
-            ),
+            ("SELECT webhook_verify('github', ''::bytea, '{}', ARRAY['s', ''])", "22023: secret 2 of 2 is empty"),
             (
                 "SELECT webhook_verify('stripe', ''::bytea, '{}', ARRAY['s\n'])",
                 "22023: secret 1 of 1 has leading or trailing whitespace",
@@ -316,34 +268,13 @@ mod tests {
                 "SELECT webhook_verify('stripe', ''::bytea, '{}', ARRAY['s'], at => 'infinity')",
                 "22023: at must be a finite timestamp",
             ),
-            (
-                "SELECT webhook_key(NULL, 'e')",
-                "22004: source must not be NULL",
-            ),
-            (
-                "SELECT webhook_key('s', '')",
-                "22023: event_id must not be empty",
-            ),
-            (
-                "SELECT webhook_key('s', 'e', account => '')",
-                "22023: account must not be empty",
-            ),
-            (
-                "SELECT * FROM webhook_claim(NULL, 'k')",
-                "22004: source must not be NULL",
-            ),
-            (
-                "SELECT * FROM webhook_claim('s', NULL)",
-                "22004: idem_key must not be NULL",
-            ),
-            (
-                "SELECT * FROM webhook_claim('', 'k')",
-                "22023: source must not be empty",
-            ),
-            (
-                "SELECT * FROM webhook_claim('s', '')",
-                "22023: idem_key must not be empty",
-            ),
+            ("SELECT webhook_key(NULL, 'e')", "22004: source must not be NULL"),
+            ("SELECT webhook_key('s', '')", "22023: event_id must not be empty"),
+            ("SELECT webhook_key('s', 'e', account => '')", "22023: account must not be empty"),
+            ("SELECT * FROM webhook_claim(NULL, 'k')", "22004: source must not be NULL"),
+            ("SELECT * FROM webhook_claim('s', NULL)", "22004: idem_key must not be NULL"),
+            ("SELECT * FROM webhook_claim('', 'k')", "22023: source must not be empty"),
+            ("SELECT * FROM webhook_claim('s', '')", "22023: idem_key must not be empty"),
             (
                 "SELECT * FROM webhook_claim('s', repeat('k', 256))",
                 "22023: idem_key is 256 characters long; the limit is 255",
@@ -352,10 +283,7 @@ mod tests {
                 "SELECT * FROM webhook_claim(repeat('s', 300), 'k')",
                 "22023: source is 300 characters long; the limit is 255",
             ),
-            (
-                "SELECT * FROM webhook_claim('s', 'k', lease => '0 s')",
-                "22023: lease must be a positive interval",
-            ),
+            ("SELECT * FROM webhook_claim('s', 'k', lease => '0 s')", "22023: lease must be a positive interval"),
             (
                 "SELECT * FROM webhook_claim('s', 'k', lease => '1 mon')",
                 "22023: lease must not have a month or year part (use days, e.g. '30 days')",
@@ -364,43 +292,22 @@ mod tests {
                 "SELECT webhook_complete('s', 'missing', gen_random_uuid())",
                 "P0002: no idempotency key \"missing\" for source \"s\"",
             ),
-            (
-                "SELECT webhook_complete('s', 'k', NULL)",
-                "22004: claim_token must not be NULL",
-            ),
+            ("SELECT webhook_complete('s', 'k', NULL)", "22004: claim_token must not be NULL"),
         ];
         for (query, want) in cases {
             assert_eq!(error_of(query), want, "{query}");
         }
         // nothing above stored a key
-        assert_eq!(
-            Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.keys"),
-            Ok(Some(0))
-        );
+        assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.keys"), Ok(Some(0)));
     }
 
     /// ID-02: a duplicate after completion gets `duplicate` and the stored result.
     #[pg_test]
     fn duplicate_after_completion_returns_the_stored_result() {
-        let (outcome, token, attempt, _) = claim(
-            "stripe",
-            "evt_dup_0001",
-            Some("{\"amount\":2000}"),
-            "5 minutes",
-        );
+        let (outcome, token, attempt, _) = claim("stripe", "evt_dup_0001", Some("{\"amount\":2000}"), "5 minutes");
         assert_eq!((outcome.as_str(), attempt), ("claimed", 1));
-        assert!(complete(
-            "stripe",
-            "evt_dup_0001",
-            token.unwrap(),
-            json!({"status": 200})
-        ));
-        let (outcome, token, attempt, result) = claim(
-            "stripe",
-            "evt_dup_0001",
-            Some("{\"amount\":2000}"),
-            "5 minutes",
-        );
+        assert!(complete("stripe", "evt_dup_0001", token.unwrap(), json!({"status": 200})));
+        let (outcome, token, attempt, result) = claim("stripe", "evt_dup_0001", Some("{\"amount\":2000}"), "5 minutes");
         assert_eq!((outcome.as_str(), token, attempt), ("duplicate", None, 1));
         assert_eq!(result.map(|r| r.0), Some(json!({"status": 200})));
         // the key stayed one row that saw two deliveries
@@ -414,36 +321,14 @@ mod tests {
     /// processed, not answered with the first payload's result, recorded.
     #[pg_test]
     fn same_key_other_payload_is_a_conflict() {
-        let (_, token, ..) = claim(
-            "shop",
-            "order-42-charge",
-            Some("{\"amount\":2000}"),
-            "5 minutes",
-        );
-        assert!(complete(
-            "shop",
-            "order-42-charge",
-            token.unwrap(),
-            json!({"charged": 2000})
-        ));
-        let (outcome, token, _, result) = claim(
-            "shop",
-            "order-42-charge",
-            Some("{\"amount\":20000}"),
-            "5 minutes",
-        );
-        assert_eq!(
-            (outcome.as_str(), token, result.map(|r| r.0)),
-            ("conflict", None, None)
-        );
+        let (_, token, ..) = claim("shop", "order-42-charge", Some("{\"amount\":2000}"), "5 minutes");
+        assert!(complete("shop", "order-42-charge", token.unwrap(), json!({"charged": 2000})));
+        let (outcome, token, _, result) = claim("shop", "order-42-charge", Some("{\"amount\":20000}"), "5 minutes");
+        assert_eq!((outcome.as_str(), token, result.map(|r| r.0)), ("conflict", None, None));
         // no payload given: nothing to compare, an ordinary duplicate
-        assert_eq!(
-            claim("shop", "order-42-charge", None, "5 minutes").0,
-            "duplicate"
-        );
-        let conflicts = Spi::get_one::<i32>(
-            "SELECT conflicts FROM webhook_dedup.keys WHERE idem_key = 'order-42-charge'",
-        );
+        assert_eq!(claim("shop", "order-42-charge", None, "5 minutes").0, "duplicate");
+        let conflicts =
+            Spi::get_one::<i32>("SELECT conflicts FROM webhook_dedup.keys WHERE idem_key = 'order-42-charge'");
         assert_eq!(conflicts, Ok(Some(1)));
     }
 
@@ -452,9 +337,7 @@ mod tests {
     fn key_length_limits() {
         assert_eq!(claim("s", &"k".repeat(255), None, "1 minute").0, "claimed");
         assert_eq!(claim("s", &"é".repeat(255), None, "1 minute").0, "claimed");
-        assert!(
-            error_of("SELECT * FROM webhook_claim('s', repeat('é', 256))").starts_with("22023")
-        );
+        assert!(error_of("SELECT * FROM webhook_claim('s', repeat('é', 256))").starts_with("22023"));
     }
 
     /// ID-05 and ID-11: a lease that expires is reclaimed by the next
@@ -464,37 +347,17 @@ mod tests {
     fn expired_lease_is_reclaimed_and_the_stale_token_fenced() {
         let (outcome, token_a, ..) = claim("svc", "evt_lease_0001", None, "50 milliseconds");
         assert_eq!(outcome, "claimed");
-        assert_eq!(
-            claim("svc", "evt_lease_0001", None, "30 seconds").0,
-            "in_progress"
-        );
+        assert_eq!(claim("svc", "evt_lease_0001", None, "30 seconds").0, "in_progress");
         Spi::run("SELECT pg_sleep(0.06)").unwrap();
         let (outcome, token_b, attempt, _) = claim("svc", "evt_lease_0001", None, "30 seconds");
         assert_eq!((outcome.as_str(), attempt), ("reclaimed", 2));
         assert_ne!(token_a, token_b);
-        assert!(!complete(
-            "svc",
-            "evt_lease_0001",
-            token_a.unwrap(),
-            json!({"by": "A"})
-        ));
-        assert!(complete(
-            "svc",
-            "evt_lease_0001",
-            token_b.unwrap(),
-            json!({"by": "B"})
-        ));
-        let stored = Spi::get_one::<JsonB>(
-            "SELECT result FROM webhook_dedup.keys WHERE idem_key = 'evt_lease_0001'",
-        );
+        assert!(!complete("svc", "evt_lease_0001", token_a.unwrap(), json!({"by": "A"})));
+        assert!(complete("svc", "evt_lease_0001", token_b.unwrap(), json!({"by": "B"})));
+        let stored = Spi::get_one::<JsonB>("SELECT result FROM webhook_dedup.keys WHERE idem_key = 'evt_lease_0001'");
         assert_eq!(stored.unwrap().map(|r| r.0), Some(json!({"by": "B"})));
         // a completed key refuses every token
-        assert!(!complete(
-            "svc",
-            "evt_lease_0001",
-            token_b.unwrap(),
-            json!({"by": "B again"})
-        ));
+        assert!(!complete("svc", "evt_lease_0001", token_b.unwrap(), json!({"by": "B again"})));
     }
 
     /// A holder whose lease expired but was not reclaimed still completes:
@@ -513,18 +376,12 @@ mod tests {
         let key_for = |request_id: &str| {
             Spi::get_one_with_args::<String>(
                 "SELECT webhook_key('standard', $1::jsonb->>'webhook-id')",
-                &[format!(
-                    r#"{{"webhook-id": "msg_redelivery_0001", "X-Request-Id": "{request_id}"}}"#
-                )
-                .into()],
+                &[format!(r#"{{"webhook-id": "msg_redelivery_0001", "X-Request-Id": "{request_id}"}}"#).into()],
             )
             .unwrap()
         };
         assert_eq!(key_for("req-attempt-1"), key_for("req-attempt-2"));
-        assert_eq!(
-            key_for("req-attempt-1").as_deref(),
-            Some("standard:msg_redelivery_0001")
-        );
+        assert_eq!(key_for("req-attempt-1").as_deref(), Some("standard:msg_redelivery_0001"));
     }
 
     /// Sources scope keys: the same key under two sources is two keys.
@@ -589,34 +446,24 @@ mod tests {
     #[pg_test]
     fn maintenance_moves_keys_out_of_the_default_partition() {
         claim("probe", "p", None, "1 minute");
-        let current = Spi::get_one::<String>(
-            "SELECT tableoid::regclass::text FROM webhook_dedup.keys WHERE source = 'probe'",
-        )
-        .unwrap()
-        .unwrap();
+        let current =
+            Spi::get_one::<String>("SELECT tableoid::regclass::text FROM webhook_dedup.keys WHERE source = 'probe'")
+                .unwrap()
+                .unwrap();
         assert_ne!(current, "webhook_dedup.keys_default");
-        Spi::run(&format!(
-            "ALTER TABLE webhook_dedup.keys DETACH PARTITION {current}; DROP TABLE {current}"
-        ))
-        .unwrap();
+        Spi::run(&format!("ALTER TABLE webhook_dedup.keys DETACH PARTITION {current}; DROP TABLE {current}")).unwrap();
         assert_eq!(claim("svc", "stray", None, "1 minute").0, "claimed");
         let home = || {
-            Spi::get_one::<String>(
-                "SELECT tableoid::regclass::text FROM webhook_dedup.keys WHERE idem_key = 'stray'",
-            )
-            .unwrap()
-            .unwrap()
+            Spi::get_one::<String>("SELECT tableoid::regclass::text FROM webhook_dedup.keys WHERE idem_key = 'stray'")
+                .unwrap()
+                .unwrap()
         };
         assert_eq!(home(), "webhook_dedup.keys_default");
 
-        let created =
-            Spi::get_one::<i32>("SELECT partitions_created FROM webhook_dedup.run_maintenance()");
+        let created = Spi::get_one::<i32>("SELECT partitions_created FROM webhook_dedup.run_maintenance()");
         assert_eq!(created, Ok(Some(1)));
         assert_eq!(home(), current);
-        assert_eq!(
-            Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.keys_default"),
-            Ok(Some(0))
-        );
+        assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.keys_default"), Ok(Some(0)));
         assert_eq!(claim("svc", "stray", None, "1 minute").0, "in_progress");
     }
 
@@ -624,9 +471,7 @@ mod tests {
     #[pg_test]
     fn maintenance_ignores_session_date_formats() {
         Spi::run("SET LOCAL DateStyle = 'SQL, DMY'; SET LOCAL TimeZone = 'Asia/Kolkata'").unwrap();
-        let pass = Spi::get_two::<bool, i32>(
-            "SELECT ran, partitions_created FROM webhook_dedup.run_maintenance()",
-        );
+        let pass = Spi::get_two::<bool, i32>("SELECT ran, partitions_created FROM webhook_dedup.run_maintenance()");
         assert_eq!(pass, Ok((Some(true), Some(0))));
     }
 
@@ -653,14 +498,12 @@ mod tests {
         assert_eq!(pass.1, None, "the partition step failed");
         assert!(pass.2.unwrap() >= 1, "metrics were flushed anyway");
         assert_eq!(
-            Spi::get_one::<i64>("SELECT sum(deliveries)::bigint FROM webhook_dedup.claim_counts WHERE source = 'metered2'"),
+            Spi::get_one::<i64>(
+                "SELECT sum(deliveries)::bigint FROM webhook_dedup.claim_counts WHERE source = 'metered2'"
+            ),
             Ok(Some(1))
         );
-        assert_eq!(
-            Spi::get_one::<i32>("SELECT 1"),
-            Ok(Some(1)),
-            "the transaction is still usable"
-        );
+        assert_eq!(Spi::get_one::<i32>("SELECT 1"), Ok(Some(1)), "the transaction is still usable");
     }
 
     /// The README's function list and the catalog agree.
@@ -687,10 +530,7 @@ mod tests {
         });
         assert!(in_catalog.len() >= 7, "{in_catalog:?}");
         for name in &in_catalog {
-            assert!(
-                readme.contains(&format!("`{name}(")),
-                "README does not list {name}"
-            );
+            assert!(readme.contains(&format!("`{name}(")), "README does not list {name}");
         }
     }
 }

@@ -9,23 +9,9 @@ mod tests {
     use serde_json::{json, Value};
 
     /// (verified, reject_reason, idem_key, outcome, event_type, event_time as ISO UTC text).
-    type Received = (
-        bool,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-    );
+    type Received = (bool, Option<String>, Option<String>, Option<String>, Option<String>, Option<String>);
 
-    fn receive(
-        scheme: &str,
-        body: &[u8],
-        headers: &Value,
-        secret: &str,
-        at_unix: f64,
-        extra: &str,
-    ) -> Received {
+    fn receive(scheme: &str, body: &[u8], headers: &Value, secret: &str, at_unix: f64, extra: &str) -> Received {
         Spi::connect(|c| {
             let row = c
                 .select(
@@ -51,22 +37,10 @@ mod tests {
     }
 
     /// Headers a sender would send for `body` (webhook_sign), plus `extra`.
-    fn signed(
-        scheme: &str,
-        body: &[u8],
-        secret: &str,
-        at_unix: i64,
-        sign_args: &str,
-        extra: Value,
-    ) -> Value {
+    fn signed(scheme: &str, body: &[u8], secret: &str, at_unix: i64, sign_args: &str, extra: Value) -> Value {
         let headers = Spi::get_one_with_args::<JsonB>(
             &format!("SELECT webhook_sign($1, $2, $3, at => to_timestamp($4){sign_args})"),
-            &[
-                scheme.into(),
-                body.into(),
-                secret.into(),
-                (at_unix as f64).into(),
-            ],
+            &[scheme.into(), body.into(), secret.into(), (at_unix as f64).into()],
         )
         .unwrap()
         .unwrap()
@@ -77,11 +51,7 @@ mod tests {
     }
 
     fn vector(id: &str) -> Value {
-        vectors::all()
-            .into_iter()
-            .chain(vectors::own())
-            .find(|v| v["id"] == id)
-            .unwrap()
+        vectors::all().into_iter().chain(vectors::own()).find(|v| v["id"] == id).unwrap()
     }
 
     fn s(text: &str) -> Option<String> {
@@ -100,30 +70,14 @@ mod tests {
             json!({"X-GitHub-Delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958", "X-GitHub-Event": "push"}),
         );
         let got = receive("github", body, &headers, "gh-secret", 0.0, "");
-        assert_eq!(
-            got,
-            (
-                true,
-                None,
-                s("github:72d3162e-cc78-11e3-81ab-4c9367dc0958"),
-                s("claimed"),
-                s("push"),
-                None
-            )
-        );
+        assert_eq!(got, (true, None, s("github:72d3162e-cc78-11e3-81ab-4c9367dc0958"), s("claimed"), s("push"), None));
     }
 
     #[pg_test]
     fn stripe_vector_through_receive() {
         let v = vector("ST-01");
-        let got = receive(
-            "stripe",
-            &vectors::body(&v),
-            &v["headers"],
-            v["secret"].as_str().unwrap(),
-            1_700_000_000.0,
-            "",
-        );
+        let got =
+            receive("stripe", &vectors::body(&v), &v["headers"], v["secret"].as_str().unwrap(), 1_700_000_000.0, "");
         let expected = (
             true,
             None,
@@ -150,14 +104,7 @@ mod tests {
             .unwrap()
             .clone(),
         );
-        let got = receive(
-            "shopify",
-            &vectors::body(&v),
-            &headers,
-            v["secret"].as_str().unwrap(),
-            0.0,
-            "",
-        );
+        let got = receive("shopify", &vectors::body(&v), &headers, v["secret"].as_str().unwrap(), 0.0, "");
         assert_eq!(
             got,
             (
@@ -177,52 +124,18 @@ mod tests {
     #[pg_test]
     fn slack_events_and_slash_commands_through_receive() {
         let body = br#"{"token":"XXYYZZ","team_id":"T123ABC456","api_app_id":"A123ABC456","event":{"type":"app_mention","user":"U123ABC456","text":"hi","ts":"1515449522.000016","channel":"C123ABC456","event_ts":"1515449522000016"},"type":"event_callback","authed_users":["U123ABC456"],"event_id":"Ev123ABC456","event_time":1515449522}"#;
-        let headers = signed(
-            "slack",
-            body,
-            "8f742231b10e8888abcd99yyyzzz85a5",
-            1_515_449_522,
-            "",
-            json!({}),
-        );
-        let got = receive(
-            "slack",
-            body,
-            &headers,
-            "8f742231b10e8888abcd99yyyzzz85a5",
-            1_515_449_530.0,
-            "",
-        );
+        let headers = signed("slack", body, "8f742231b10e8888abcd99yyyzzz85a5", 1_515_449_522, "", json!({}));
+        let got = receive("slack", body, &headers, "8f742231b10e8888abcd99yyyzzz85a5", 1_515_449_530.0, "");
         assert_eq!(
             got,
-            (
-                true,
-                None,
-                s("slack:Ev123ABC456"),
-                s("claimed"),
-                s("app_mention"),
-                s("2018-01-08T22:12:02.000000")
-            )
+            (true, None, s("slack:Ev123ABC456"), s("claimed"), s("app_mention"), s("2018-01-08T22:12:02.000000"))
         );
         let v = vector("SL-01");
         let (body, secret) = (vectors::body(&v), v["secret"].as_str().unwrap());
         let missing = receive("slack", &body, &v["headers"], secret, 1_531_420_678.0, "");
-        assert_eq!(
-            missing,
-            (true, s("missing_event_id"), None, None, None, None)
-        );
-        let fallback = receive(
-            "slack",
-            &body,
-            &v["headers"],
-            secret,
-            1_531_420_678.0,
-            ", body_key_fallback => true",
-        );
-        let key = Spi::get_one_with_args::<String>(
-            "SELECT webhook_body_key('slack', $1)",
-            &[body.as_slice().into()],
-        );
+        assert_eq!(missing, (true, s("missing_event_id"), None, None, None, None));
+        let fallback = receive("slack", &body, &v["headers"], secret, 1_531_420_678.0, ", body_key_fallback => true");
+        let key = Spi::get_one_with_args::<String>("SELECT webhook_body_key('slack', $1)", &[body.as_slice().into()]);
         assert_eq!(fallback.2, key.unwrap());
         assert_eq!(fallback.3, s("claimed"));
     }
@@ -230,68 +143,25 @@ mod tests {
     #[pg_test]
     fn standard_webhooks_through_receive() {
         let v = vector("SW-01");
-        let got = receive(
-            "svix",
-            &vectors::body(&v),
-            &v["headers"],
-            v["secret"].as_str().unwrap(),
-            1_614_265_330.0,
-            "",
-        );
-        assert_eq!(
-            got,
-            (
-                true,
-                None,
-                s("standard:msg_p5jXN8AQM9LWM0D4loKWxJek"),
-                s("claimed"),
-                None,
-                None
-            )
-        );
+        let got =
+            receive("svix", &vectors::body(&v), &v["headers"], v["secret"].as_str().unwrap(), 1_614_265_330.0, "");
+        assert_eq!(got, (true, None, s("standard:msg_p5jXN8AQM9LWM0D4loKWxJek"), s("claimed"), None, None));
         // a payload with the specification's type and timestamp fields
         let body = br#"{"type":"invoice.paid","timestamp":"2022-11-03T20:26:10.344522Z","data":{"id":"in_1"}}"#;
         let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-        let headers = signed(
-            "standard",
-            body,
-            secret,
-            1_700_000_000,
-            ", msg_id => 'msg_2'",
-            json!({}),
-        );
-        let got = receive(
-            "standard",
-            body,
-            &headers,
-            secret,
-            1_700_000_000.0,
-            ", source => 'billing'",
-        );
+        let headers = signed("standard", body, secret, 1_700_000_000, ", msg_id => 'msg_2'", json!({}));
+        let got = receive("standard", body, &headers, secret, 1_700_000_000.0, ", source => 'billing'");
         assert_eq!(
             got,
-            (
-                true,
-                None,
-                s("billing:msg_2"),
-                s("claimed"),
-                s("invoice.paid"),
-                s("2022-11-03T20:26:10.344522")
-            )
+            (true, None, s("billing:msg_2"), s("claimed"), s("invoice.paid"), s("2022-11-03T20:26:10.344522"))
         );
     }
 
     #[pg_test]
     fn paddle_and_twilio_through_receive() {
         let v = vector("PD-01");
-        let got = receive(
-            "paddle",
-            &vectors::body(&v),
-            &v["headers"],
-            v["secret"].as_str().unwrap(),
-            1_692_619_065.0,
-            "",
-        );
+        let got =
+            receive("paddle", &vectors::body(&v), &v["headers"], v["secret"].as_str().unwrap(), 1_692_619_065.0, "");
         assert_eq!(
             got,
             (
@@ -308,17 +178,7 @@ mod tests {
         headers["I-Twilio-Idempotency-Token"] = json!("ae7c1d5a-2f1b-4d2e-9d6c-0b6a1c9e0f11");
         let extra = format!(", url => '{}'", v["url"].as_str().unwrap());
         let got = receive("twilio", &vectors::body(&v), &headers, "12345", 0.0, &extra);
-        assert_eq!(
-            got,
-            (
-                true,
-                None,
-                s("twilio:ae7c1d5a-2f1b-4d2e-9d6c-0b6a1c9e0f11"),
-                s("claimed"),
-                None,
-                None
-            )
-        );
+        assert_eq!(got, (true, None, s("twilio:ae7c1d5a-2f1b-4d2e-9d6c-0b6a1c9e0f11"), s("claimed"), None, None));
     }
 
     /// ID-10 through the intake: two attempts that differ only in a
@@ -334,10 +194,7 @@ mod tests {
         let a = receive("standard", &body, &first, secret, 1_614_265_330.0, "");
         let b = receive("standard", &body, &second, secret, 1_614_265_330.0, "");
         assert_eq!(a.2, b.2);
-        assert_eq!(
-            (a.3.as_deref(), b.3.as_deref()),
-            (Some("claimed"), Some("in_progress"))
-        );
+        assert_eq!((a.3.as_deref(), b.3.as_deref()), (Some("claimed"), Some("in_progress")));
     }
 
     #[pg_test]
@@ -345,36 +202,15 @@ mod tests {
         let v = vector("ST-01");
         let (body, secret) = (vectors::body(&v), v["secret"].as_str().unwrap());
         let enqueue = ", mode => 'enqueue'";
-        let first = receive(
-            "stripe",
-            &body,
-            &v["headers"],
-            secret,
-            1_700_000_000.0,
-            enqueue,
-        );
-        let again = receive(
-            "stripe",
-            &body,
-            &v["headers"],
-            secret,
-            1_700_000_000.0,
-            enqueue,
-        );
-        assert_eq!(
-            (first.3.as_deref(), again.3.as_deref()),
-            (Some("accepted"), Some("duplicate"))
-        );
+        let first = receive("stripe", &body, &v["headers"], secret, 1_700_000_000.0, enqueue);
+        let again = receive("stripe", &body, &v["headers"], secret, 1_700_000_000.0, enqueue);
+        assert_eq!((first.3.as_deref(), again.3.as_deref()), (Some("accepted"), Some("duplicate")));
         let drained = Spi::get_two::<String, String>(
             "SELECT idem_key, convert_from(payload, 'UTF8') FROM webhook_next('stripe')",
         )
         .unwrap();
         assert_eq!(drained.0, s("stripe:evt_test_vector_0001"));
-        assert_eq!(
-            drained.1.unwrap().as_bytes(),
-            body.as_slice(),
-            "the raw body, byte for byte"
-        );
+        assert_eq!(drained.1.unwrap().as_bytes(), body.as_slice(), "the raw body, byte for byte");
     }
 
     /// A delivery that does not verify writes nothing at all: no key, no
@@ -410,21 +246,14 @@ mod tests {
             .collect();
         assert_eq!(
             reasons,
-            vec![
-                s("no_matching_signature"),
-                s("no_matching_signature"),
-                s("timestamp_too_old"),
-                s("missing_header")
-            ]
+            vec![s("no_matching_signature"), s("no_matching_signature"), s("timestamp_too_old"), s("missing_header")]
         );
         assert_eq!(counts(), before);
     }
 
     #[pg_test]
     fn providers_view_lists_every_profile() {
-        let rows = Spi::get_one::<i64>(
-            "SELECT count(*) FROM webhook_dedup.providers WHERE sources LIKE 'https://%'",
-        );
+        let rows = Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.providers WHERE sources LIKE 'https://%'");
         assert_eq!(rows, Ok(Some(7)));
         let stripe = Spi::get_two::<String, String>(
             "SELECT event_id, retry_horizon::text FROM webhook_dedup.providers WHERE scheme = 'stripe'",
@@ -436,9 +265,6 @@ mod tests {
                RETURN 'no error'; EXCEPTION WHEN others THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
              SELECT pg_temp.e()",
         );
-        assert_eq!(
-            bad_mode,
-            Ok(s("22023: mode must be claim or enqueue, not \"later\""))
-        );
+        assert_eq!(bad_mode, Ok(s("22023: mode must be claim or enqueue, not \"later\"")));
     }
 }

@@ -16,9 +16,7 @@ mod tests {
              EXCEPTION WHEN others THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$",
         )
         .unwrap();
-        Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[query.into()])
-            .unwrap()
-            .unwrap()
+        Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[query.into()]).unwrap().unwrap()
     }
 
     /// (outcome, claim_token, attempt, last_step) of a claim.
@@ -52,12 +50,7 @@ mod tests {
     fn fail(key: &str, token: Uuid, retryable: bool, retry_after: Option<&str>) -> Option<String> {
         Spi::get_one_with_args::<String>(
             "SELECT webhook_fail('sm', $1, $2, 'boom', $3, $4::interval)",
-            &[
-                key.into(),
-                token.into(),
-                retryable.into(),
-                retry_after.into(),
-            ],
+            &[key.into(), token.into(), retryable.into(), retry_after.into()],
         )
         .unwrap()
     }
@@ -68,14 +61,10 @@ mod tests {
 
     #[pg_test]
     fn retryable_failures_back_off_then_dead_letter_at_max_attempts() {
-        Spi::run("INSERT INTO webhook_dedup.sources (source, max_attempts) VALUES ('sm', 2)")
-            .unwrap();
+        Spi::run("INSERT INTO webhook_dedup.sources (source, max_attempts) VALUES ('sm', 2)").unwrap();
         let (_, token, attempt, _) = claim("f1", "1 minute");
         assert_eq!(attempt, 1);
-        assert_eq!(
-            fail("f1", token.unwrap(), true, None).as_deref(),
-            Some("failed")
-        );
+        assert_eq!(fail("f1", token.unwrap(), true, None).as_deref(), Some("failed"));
         // the default backoff after attempt 1 is 30 s: not due yet
         let due = Spi::get_one::<bool>(
             "SELECT next_attempt_at BETWEEN clock_timestamp() + interval '29 s' AND clock_timestamp() + interval '31 s'
@@ -84,38 +73,24 @@ mod tests {
         assert_eq!(due, Ok(Some(true)));
         assert_eq!(claim("f1", "1 minute").0, "retry_later");
         // an operator makes it due now; the next delivery reclaims it
-        assert_eq!(
-            Spi::get_one::<String>("SELECT webhook_resolve('sm', 'f1', 'failed')"),
-            Ok(Some("failed".into()))
-        );
+        assert_eq!(Spi::get_one::<String>("SELECT webhook_resolve('sm', 'f1', 'failed')"), Ok(Some("failed".into())));
         let (outcome, token, attempt, _) = claim("f1", "1 minute");
         assert_eq!((outcome.as_str(), attempt), ("reclaimed", 2));
         // attempt 2 of max 2: dead-lettered even though retryable
-        assert_eq!(
-            fail("f1", token.unwrap(), true, Some("1 ms")).as_deref(),
-            Some("dead_lettered")
-        );
+        assert_eq!(fail("f1", token.unwrap(), true, Some("1 ms")).as_deref(), Some("dead_lettered"));
         assert_eq!(claim("f1", "1 minute").0, "dead_lettered");
-        let error = Spi::get_one::<String>(
-            "SELECT last_error FROM webhook_dedup.keys WHERE idem_key = 'f1'",
-        );
+        let error = Spi::get_one::<String>("SELECT last_error FROM webhook_dedup.keys WHERE idem_key = 'f1'");
         assert_eq!(error, Ok(Some("boom".into())));
     }
 
     #[pg_test]
     fn retry_after_sets_the_next_attempt_and_non_retryable_dead_letters() {
         let (_, token, ..) = claim("f2", "1 minute");
-        assert_eq!(
-            fail("f2", token.unwrap(), true, Some("20 ms")).as_deref(),
-            Some("failed")
-        );
+        assert_eq!(fail("f2", token.unwrap(), true, Some("20 ms")).as_deref(), Some("failed"));
         sleep(0.03);
         let (outcome, token, attempt, _) = claim("f2", "1 minute");
         assert_eq!((outcome.as_str(), attempt), ("reclaimed", 2));
-        assert_eq!(
-            fail("f2", token.unwrap(), false, None).as_deref(),
-            Some("dead_lettered")
-        );
+        assert_eq!(fail("f2", token.unwrap(), false, None).as_deref(), Some("dead_lettered"));
     }
 
     #[pg_test]
@@ -133,10 +108,7 @@ mod tests {
         );
         assert_eq!(stale, Ok((Some(false), Some(false), Some(true))));
         assert_eq!(state("s1").as_deref(), Some("processing"));
-        let holder = Spi::get_one_with_args::<bool>(
-            "SELECT webhook_complete('sm', 's1', $1)",
-            &[new.unwrap().into()],
-        );
+        let holder = Spi::get_one_with_args::<bool>("SELECT webhook_complete('sm', 's1', $1)", &[new.unwrap().into()]);
         assert_eq!(holder, Ok(Some(true)));
     }
 
@@ -149,13 +121,10 @@ mod tests {
         );
         assert_eq!(marked, Ok(Some(true)));
         assert_eq!(claim("u1", "1 minute").0, "unknown_outcome");
-        let previous = Spi::get_one::<String>(
-            r#"SELECT webhook_resolve('sm', 'u1', 'completed', '{"charged": true}')"#,
-        );
+        let previous =
+            Spi::get_one::<String>(r#"SELECT webhook_resolve('sm', 'u1', 'completed', '{"charged": true}')"#);
         assert_eq!(previous, Ok(Some("unknown_outcome".into())));
-        let dup =
-            Spi::get_two::<String, JsonB>("SELECT outcome, result FROM webhook_claim('sm', 'u1')")
-                .unwrap();
+        let dup = Spi::get_two::<String, JsonB>("SELECT outcome, result FROM webhook_claim('sm', 'u1')").unwrap();
         assert_eq!(dup.0.as_deref(), Some("duplicate"));
         assert_eq!(dup.1.map(|r| r.0), Some(json!({"charged": true})));
     }
@@ -171,10 +140,7 @@ mod tests {
         assert_eq!(ok, Ok(Some(true)));
         sleep(0.02);
         let (outcome, _, attempt, last_step) = claim("c1", "1 minute");
-        assert_eq!(
-            (outcome.as_str(), attempt, last_step.as_deref()),
-            ("reclaimed", 2, Some("charged"))
-        );
+        assert_eq!((outcome.as_str(), attempt, last_step.as_deref()), ("reclaimed", 2, Some("charged")));
     }
 
     #[pg_test]
@@ -196,10 +162,7 @@ mod tests {
             Spi::get_one::<String>("SELECT webhook_resolve('sm', 'r1', 'dead_lettered')"),
             Ok(Some("processing".into()))
         );
-        let late = Spi::get_one_with_args::<bool>(
-            "SELECT webhook_complete('sm', 'r1', $1)",
-            &[token.unwrap().into()],
-        );
+        let late = Spi::get_one_with_args::<bool>("SELECT webhook_complete('sm', 'r1', $1)", &[token.unwrap().into()]);
         assert_eq!(late, Ok(Some(false)));
         assert_eq!(state("r1").as_deref(), Some("dead_lettered"));
         // and back to the queue
@@ -211,20 +174,10 @@ mod tests {
     #[pg_test]
     fn forgetting_a_key_lets_a_replay_through() {
         let (_, token, ..) = claim("g1", "1 minute");
-        Spi::get_one_with_args::<bool>(
-            "SELECT webhook_complete('sm', 'g1', $1)",
-            &[token.unwrap().into()],
-        )
-        .unwrap();
+        Spi::get_one_with_args::<bool>("SELECT webhook_complete('sm', 'g1', $1)", &[token.unwrap().into()]).unwrap();
         assert_eq!(claim("g1", "1 minute").0, "duplicate");
-        assert_eq!(
-            Spi::get_one::<bool>("SELECT webhook_forget('sm', 'g1')"),
-            Ok(Some(true))
-        );
-        assert_eq!(
-            Spi::get_one::<bool>("SELECT webhook_forget('sm', 'g1')"),
-            Ok(Some(false))
-        );
+        assert_eq!(Spi::get_one::<bool>("SELECT webhook_forget('sm', 'g1')"), Ok(Some(true)));
+        assert_eq!(Spi::get_one::<bool>("SELECT webhook_forget('sm', 'g1')"), Ok(Some(false)));
         assert_eq!(claim("g1", "1 minute").0, "claimed");
     }
 
@@ -269,33 +222,15 @@ mod tests {
         });
         assert_eq!(drained.len(), 2, "both, oldest first");
         assert_eq!(
-            (
-                &drained[0].0[..],
-                drained[0].1,
-                &drained[0].2[..],
-                drained[0].3.as_deref(),
-                drained[0].4.as_deref()
-            ),
-            (
-                "evt_1",
-                1,
-                r#"{"n":1}"#,
-                Some("invoice.paid"),
-                Some("evt_1")
-            )
+            (&drained[0].0[..], drained[0].1, &drained[0].2[..], drained[0].3.as_deref(), drained[0].4.as_deref()),
+            ("evt_1", 1, r#"{"n":1}"#, Some("invoice.paid"), Some("evt_1"))
         );
         assert_eq!(drained[1].0, "evt_2");
         // leased now: nothing more is due, and a claim sees the live lease
-        assert_eq!(
-            Spi::get_one::<i64>("SELECT count(*) FROM webhook_next('q')"),
-            Ok(Some(0))
-        );
+        assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM webhook_next('q')"), Ok(Some(0)));
         let claimed = Spi::get_one::<String>("SELECT outcome FROM webhook_claim('q', 'evt_1')");
         assert_eq!(claimed, Ok(Some("in_progress".into())));
-        let done = Spi::get_one_with_args::<bool>(
-            "SELECT webhook_complete('q', 'evt_1', $1)",
-            &[drained[0].5.into()],
-        );
+        let done = Spi::get_one_with_args::<bool>("SELECT webhook_complete('q', 'evt_1', $1)", &[drained[0].5.into()]);
         assert_eq!(done, Ok(Some(true)));
         // a failed drained key comes back through the queue when due
         let failed = Spi::get_one_with_args::<String>(
@@ -309,14 +244,8 @@ mod tests {
 
     #[pg_test]
     fn the_queue_filters_by_source_and_bounds_batches() {
-        Spi::run(
-            "SELECT webhook_enqueue('qa', 'a', 'x'::bytea), webhook_enqueue('qb', 'b', 'y'::bytea)",
-        )
-        .unwrap();
-        assert_eq!(
-            Spi::get_one::<String>("SELECT idem_key FROM webhook_next('qb')"),
-            Ok(Some("b".into()))
-        );
+        Spi::run("SELECT webhook_enqueue('qa', 'a', 'x'::bytea), webhook_enqueue('qb', 'b', 'y'::bytea)").unwrap();
+        assert_eq!(Spi::get_one::<String>("SELECT idem_key FROM webhook_next('qb')"), Ok(Some("b".into())));
         assert_eq!(
             error_of("SELECT * FROM webhook_next(batch => 0)"),
             "22023: batch must be between 1 and 1000, not 0"
@@ -325,8 +254,7 @@ mod tests {
 
     #[pg_test]
     fn per_source_lease_applies_when_the_call_gives_none() {
-        Spi::run("INSERT INTO webhook_dedup.sources (source, lease) VALUES ('sm', '7 seconds')")
-            .unwrap();
+        Spi::run("INSERT INTO webhook_dedup.sources (source, lease) VALUES ('sm', '7 seconds')").unwrap();
         let lease = Spi::get_one::<bool>(
             "SELECT lease_expires_at - first_seen_at = interval '7 seconds' FROM webhook_claim('sm', 'l1')",
         );
@@ -341,14 +269,29 @@ mod tests {
     fn transition_errors_have_precise_sqlstates() {
         Spi::run("SELECT webhook_claim('sm', 'k')").unwrap();
         let cases = [
-            ("SELECT webhook_resolve('sm', 'k', 'processing')", "22023: new_state must be completed, failed, dead_lettered or pending, not processing"),
+            (
+                "SELECT webhook_resolve('sm', 'k', 'processing')",
+                "22023: new_state must be completed, failed, dead_lettered or pending, not processing",
+            ),
             ("SELECT webhook_resolve('sm', 'k', 'done')", "22023: unknown state \"done\""),
             ("SELECT webhook_resolve('sm', 'nope', 'failed')", "P0002: no idempotency key \"nope\" for source \"sm\""),
-            ("SELECT webhook_fail('sm', 'k', gen_random_uuid(), 'e', retry_after => '-1 s')", "22023: retry_after must be between 0 and 365 days"),
-            ("SELECT webhook_fail('sm', 'k', gen_random_uuid(), 'e', retryable => NULL)", "22004: retryable must not be NULL"),
-            ("SELECT webhook_fail('sm', 'nope', gen_random_uuid(), 'e')", "P0002: no idempotency key \"nope\" for source \"sm\""),
+            (
+                "SELECT webhook_fail('sm', 'k', gen_random_uuid(), 'e', retry_after => '-1 s')",
+                "22023: retry_after must be between 0 and 365 days",
+            ),
+            (
+                "SELECT webhook_fail('sm', 'k', gen_random_uuid(), 'e', retryable => NULL)",
+                "22004: retryable must not be NULL",
+            ),
+            (
+                "SELECT webhook_fail('sm', 'nope', gen_random_uuid(), 'e')",
+                "P0002: no idempotency key \"nope\" for source \"sm\"",
+            ),
             ("SELECT webhook_checkpoint('sm', 'k', gen_random_uuid(), '')", "22023: step must not be empty"),
-            ("SELECT webhook_extend_lease('sm', 'k', gen_random_uuid(), '0 s')", "22023: lease must be a positive interval"),
+            (
+                "SELECT webhook_extend_lease('sm', 'k', gen_random_uuid(), '0 s')",
+                "22023: lease must be a positive interval",
+            ),
             ("SELECT webhook_enqueue('sm', 'k2', NULL)", "22004: payload must not be NULL"),
             ("SELECT webhook_forget('sm', '')", "22023: idem_key must not be empty"),
         ];
@@ -371,10 +314,7 @@ mod tests {
             .map(|r| r.get::<String>(1).unwrap().unwrap())
             .collect()
         });
-        let counters: Vec<&str> = crate::metrics::Counter::ALL
-            .iter()
-            .map(|c| c.column())
-            .collect();
+        let counters: Vec<&str> = crate::metrics::Counter::ALL.iter().map(|c| c.column()).collect();
         assert_eq!(columns, counters);
     }
 
@@ -391,49 +331,29 @@ mod tests {
         let (_, token, ..) = claim("d1", "1 minute");
         let token = token.unwrap();
         check("d1", "due_at = lease_expires_at");
-        Spi::get_one_with_args::<bool>(
-            "SELECT webhook_checkpoint('sm', 'd1', $1, 's')",
-            &[token.into()],
-        )
-        .unwrap();
+        Spi::get_one_with_args::<bool>("SELECT webhook_checkpoint('sm', 'd1', $1, 's')", &[token.into()]).unwrap();
         check("d1", "due_at = lease_expires_at");
         Spi::get_one_with_args::<pgrx::datum::TimestampWithTimeZone>(
             "SELECT webhook_extend_lease('sm', 'd1', $1, '2 minutes')",
             &[token.into()],
         )
         .unwrap();
-        check(
-            "d1",
-            "due_at = lease_expires_at AND due_at > clock_timestamp() + interval '90 s'",
-        );
+        check("d1", "due_at = lease_expires_at AND due_at > clock_timestamp() + interval '90 s'");
         fail("d1", token, true, Some("1 hour"));
-        check(
-            "d1",
-            "due_at = next_attempt_at AND lease_expires_at IS NULL",
-        );
+        check("d1", "due_at = next_attempt_at AND lease_expires_at IS NULL");
         Spi::run("SELECT webhook_resolve('sm', 'd1', 'pending')").unwrap();
-        check(
-            "d1",
-            "due_at <= clock_timestamp() AND next_attempt_at IS NULL",
-        );
+        check("d1", "due_at <= clock_timestamp() AND next_attempt_at IS NULL");
         let (_, token, ..) = claim("d1", "1 minute");
         check("d1", "state = 'processing' AND due_at = lease_expires_at");
-        Spi::get_one_with_args::<bool>(
-            "SELECT webhook_mark_unknown('sm', 'd1', $1)",
-            &[token.unwrap().into()],
-        )
-        .unwrap();
+        Spi::get_one_with_args::<bool>("SELECT webhook_mark_unknown('sm', 'd1', $1)", &[token.unwrap().into()])
+            .unwrap();
         check("d1", "due_at IS NULL");
         Spi::run("SELECT webhook_resolve('sm', 'd1', 'failed')").unwrap();
         check("d1", "due_at IS NOT NULL AND due_at = next_attempt_at");
         Spi::run("SELECT webhook_resolve('sm', 'd1', 'completed')").unwrap();
         check("d1", "due_at IS NULL");
         let (_, token, ..) = claim("d2", "1 minute");
-        Spi::get_one_with_args::<bool>(
-            "SELECT webhook_complete('sm', 'd2', $1)",
-            &[token.unwrap().into()],
-        )
-        .unwrap();
+        Spi::get_one_with_args::<bool>("SELECT webhook_complete('sm', 'd2', $1)", &[token.unwrap().into()]).unwrap();
         check("d2", "due_at IS NULL");
         Spi::run("SELECT webhook_enqueue('sm', 'd3', 'x'::bytea)").unwrap();
         check("d3", "due_at = first_seen_at");
@@ -443,85 +363,44 @@ mod tests {
     /// with no attempts left, by a claim or by the queue.
     #[pg_test]
     fn a_poison_key_is_dead_lettered_instead_of_redelivered() {
-        Spi::run("INSERT INTO webhook_dedup.sources (source, max_attempts) VALUES ('sm', 2)")
-            .unwrap();
+        Spi::run("INSERT INTO webhook_dedup.sources (source, max_attempts) VALUES ('sm', 2)").unwrap();
         claim("p1", "10 ms");
         sleep(0.02);
         assert_eq!(claim("p1", "10 ms").2, 2, "attempt 2, the last");
         sleep(0.02);
         let (outcome, token, attempt, _) = claim("p1", "10 ms");
-        assert_eq!(
-            (outcome.as_str(), token, attempt),
-            ("dead_lettered", None, 2)
-        );
+        assert_eq!((outcome.as_str(), token, attempt), ("dead_lettered", None, 2));
         assert_eq!(state("p1").as_deref(), Some("dead_lettered"));
-        let error = Spi::get_one::<String>(
-            "SELECT last_error FROM webhook_dedup.keys WHERE idem_key = 'p1'",
-        );
-        assert_eq!(
-            error,
-            Ok(Some(
-                "due again after attempt 2, the last allowed: dead-lettered".into()
-            ))
-        );
+        let error = Spi::get_one::<String>("SELECT last_error FROM webhook_dedup.keys WHERE idem_key = 'p1'");
+        assert_eq!(error, Ok(Some("due again after attempt 2, the last allowed: dead-lettered".into())));
         // the same through the queue
-        Spi::run("INSERT INTO webhook_dedup.sources (source, max_attempts) VALUES ('pq', 1)")
-            .unwrap();
+        Spi::run("INSERT INTO webhook_dedup.sources (source, max_attempts) VALUES ('pq', 1)").unwrap();
         Spi::run("SELECT webhook_enqueue('pq', 'p2', 'x'::bytea)").unwrap();
-        assert_eq!(
-            Spi::get_one::<i64>("SELECT count(*) FROM webhook_next('pq', lease => '10 ms')"),
-            Ok(Some(1))
-        );
+        assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM webhook_next('pq', lease => '10 ms')"), Ok(Some(1)));
         sleep(0.02);
-        assert_eq!(
-            Spi::get_one::<i64>("SELECT count(*) FROM webhook_next('pq')"),
-            Ok(Some(0))
-        );
-        let parked =
-            Spi::get_one::<String>("SELECT state FROM webhook_dedup.keys WHERE source = 'pq'");
+        assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM webhook_next('pq')"), Ok(Some(0)));
+        let parked = Spi::get_one::<String>("SELECT state FROM webhook_dedup.keys WHERE source = 'pq'");
         assert_eq!(parked, Ok(Some("dead_lettered".into())));
     }
 
     #[pg_test]
     fn a_source_lease_with_months_is_refused() {
-        assert!(error_of(
-            "INSERT INTO webhook_dedup.sources (source, lease) VALUES ('m', '1 mon')"
-        )
-        .starts_with("23514"));
         assert!(
-            error_of("INSERT INTO webhook_dedup.sources (source, lease) VALUES ('m', '0 s')")
-                .starts_with("23514")
+            error_of("INSERT INTO webhook_dedup.sources (source, lease) VALUES ('m', '1 mon')").starts_with("23514")
         );
-        assert_eq!(
-            error_of("INSERT INTO webhook_dedup.sources (source, lease) VALUES ('m', '30 days')"),
-            "no error"
-        );
+        assert!(error_of("INSERT INTO webhook_dedup.sources (source, lease) VALUES ('m', '0 s')").starts_with("23514"));
+        assert_eq!(error_of("INSERT INTO webhook_dedup.sources (source, lease) VALUES ('m', '30 days')"), "no error");
     }
 
     #[pg_test]
     fn claim_many_claims_each_distinct_key_once() {
         let rows = Spi::connect(|c| {
-            c.select(
-                "SELECT idem_key, outcome FROM webhook_claim_many('sm', ARRAY['b', 'a', 'b'])",
-                None,
-                &[],
-            )
-            .unwrap()
-            .map(|r| {
-                (
-                    r.get::<String>(1).unwrap().unwrap(),
-                    r.get::<String>(2).unwrap().unwrap(),
-                )
-            })
-            .collect::<Vec<_>>()
+            c.select("SELECT idem_key, outcome FROM webhook_claim_many('sm', ARRAY['b', 'a', 'b'])", None, &[])
+                .unwrap()
+                .map(|r| (r.get::<String>(1).unwrap().unwrap(), r.get::<String>(2).unwrap().unwrap()))
+                .collect::<Vec<_>>()
         });
-        assert_eq!(
-            rows,
-            vec![
-                ("a".into(), "claimed".into()),
-                ("b".into(), "claimed".into())
-            ]
-        );
+        assert_eq!(rows, vec![("a".into(), "claimed".into()), ("b".into(), "claimed".into())]);
         let again = Spi::get_one::<i64>(
             "SELECT count(*) FROM webhook_claim_many('sm', ARRAY['a', 'b']) WHERE outcome = 'in_progress'",
         );

@@ -4,9 +4,7 @@
 //! follows the lock protocol of [`super::protocol`]; the rules are in
 //! [`crate::claim`].
 
-use super::protocol::{
-    existing, expect_one, key_args, lease_arg, lock_key, lookup, Row, SourceSettings,
-};
+use super::protocol::{existing, expect_one, key_args, lease_arg, lock_key, lookup, Row, SourceSettings};
 use crate::claim::{self, FailTo, State};
 use crate::error::{required, Error, OrRaise};
 use crate::jsonb::Jsonb;
@@ -20,16 +18,7 @@ use pgrx::Uuid;
 
 static FAIL: Statement = Statement::new(
     crate::sql_statement!("key_fail.sql"),
-    &[
-        TEXTOID,
-        TEXTOID,
-        TIMESTAMPTZOID,
-        TIMESTAMPTZOID,
-        TEXTOID,
-        TEXTOID,
-        TIMESTAMPTZOID,
-        INT4OID,
-    ],
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID],
 );
 
 /// Dead-letter a key that is due again with no attempts left (its holders
@@ -42,10 +31,7 @@ pub(crate) fn dead_letter_exhausted(
     found: &Row,
     delivery: bool,
 ) {
-    let error = format!(
-        "due again after attempt {}, the last allowed: dead-lettered",
-        found.stored.attempt
-    );
+    let error = format!("due again after attempt {}, the last allowed: dead-lettered", found.stored.attempt);
     expect_one(conn.execute(
         &FAIL,
         &[
@@ -72,30 +58,13 @@ static CHECKPOINT: Statement = Statement::new(
 );
 static EXTEND: Statement = Statement::new(
     crate::sql_statement!("key_extend_lease.sql"),
-    &[
-        TEXTOID,
-        TEXTOID,
-        TIMESTAMPTZOID,
-        TIMESTAMPTZOID,
-        TIMESTAMPTZOID,
-    ],
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID],
 );
 static RESOLVE: Statement = Statement::new(
     crate::sql_statement!("key_resolve.sql"),
-    &[
-        TEXTOID,
-        TEXTOID,
-        TIMESTAMPTZOID,
-        TEXTOID,
-        JSONBOID,
-        TIMESTAMPTZOID,
-        TIMESTAMPTZOID,
-    ],
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID],
 );
-static FORGET: Statement = Statement::new(
-    crate::sql_statement!("key_forget.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID],
-);
+static FORGET: Statement = Statement::new(crate::sql_statement!("key_forget.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID]);
 
 /// A call by the holder of `token`: lock the key, read it (P0002 when
 /// unknown) and run `body` only if `token` holds its lease. `None` (and a
@@ -147,19 +116,9 @@ fn webhook_fail(
         Error::invalid("retry_after must be between 0 and 365 days").raise();
     }
     as_holder(key, token, |conn, found, settings, now| {
-        let to = claim::decide_fail(
-            found.stored.attempt,
-            retryable,
-            retry_after_us,
-            settings.max_attempts(),
-            now,
-        );
+        let to = claim::decide_fail(found.stored.attempt, retryable, retry_after_us, settings.max_attempts(), now);
         let (state, next, counter) = match to {
-            FailTo::Failed { next_attempt_at } => (
-                State::Failed,
-                Some(next_attempt_at),
-                Counter::RetriesScheduled,
-            ),
+            FailTo::Failed { next_attempt_at } => (State::Failed, Some(next_attempt_at), Counter::RetriesScheduled),
             FailTo::DeadLettered => (State::DeadLettered, None, Counter::DeadLetters),
         };
         expect_one(conn.execute(
@@ -197,13 +156,7 @@ fn webhook_mark_unknown(
     as_holder(key, token, |conn, found, _, now| {
         expect_one(conn.execute(
             &MARK_UNKNOWN,
-            &[
-                arg(key.0),
-                arg(key.1),
-                arg(timestamptz(now)),
-                arg(detail),
-                arg(found.partition_at),
-            ],
+            &[arg(key.0), arg(key.1), arg(timestamptz(now)), arg(detail), arg(found.partition_at)],
             Snap::Statement,
         ));
         ((), Some(Counter::MarkedUnknown))
@@ -232,13 +185,7 @@ fn webhook_checkpoint(
     as_holder(key, token, |conn, found, _, now| {
         expect_one(conn.execute(
             &CHECKPOINT,
-            &[
-                arg(key.0),
-                arg(key.1),
-                arg(timestamptz(now)),
-                arg(step),
-                arg(found.partition_at),
-            ],
+            &[arg(key.0), arg(key.1), arg(timestamptz(now)), arg(step), arg(found.partition_at)],
             Snap::Statement,
         ));
         ((), None)
@@ -264,13 +211,7 @@ fn webhook_extend_lease(
         let until = timestamptz(now.saturating_add(lease_us));
         expect_one(conn.execute(
             &EXTEND,
-            &[
-                arg(key.0),
-                arg(key.1),
-                arg(timestamptz(now)),
-                arg(until),
-                arg(found.partition_at),
-            ],
+            &[arg(key.0), arg(key.1), arg(timestamptz(now)), arg(until), arg(found.partition_at)],
             Snap::Statement,
         ));
         (until, None)
@@ -332,11 +273,7 @@ fn webhook_forget(source: Option<&str>, idem_key: Option<&str>) -> bool {
     lock_key(source, idem_key);
     let label = spi::connected(|conn| {
         let found = lookup(conn, source, idem_key).0?;
-        expect_one(conn.execute(
-            &FORGET,
-            &[arg(source), arg(idem_key), arg(found.partition_at)],
-            Snap::Statement,
-        ));
+        expect_one(conn.execute(&FORGET, &[arg(source), arg(idem_key), arg(found.partition_at)], Snap::Statement));
         Some(found.event_type)
     });
     match label {

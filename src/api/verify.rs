@@ -5,9 +5,7 @@
 
 use crate::error::{required, Error, OrRaise};
 use crate::jsonb::Jsonb;
-use crate::signature::{
-    self, Algorithm, Config, Delivery, Encoding, Headers, HmacSpec, Scheme, Verdict,
-};
+use crate::signature::{self, Algorithm, Config, Delivery, Encoding, Headers, HmacSpec, Scheme, Verdict};
 use crate::time::{duration_us, micros, timestamptz, unix_seconds};
 use pgrx::datum::{Array, Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
@@ -21,21 +19,14 @@ pub(crate) struct HmacArgs<'a> {
 }
 
 impl HmacArgs<'_> {
-    const NONE: HmacArgs<'static> = HmacArgs {
-        header: None,
-        prefix: None,
-        algorithm: None,
-        encoding: None,
-    };
+    const NONE: HmacArgs<'static> = HmacArgs { header: None, prefix: None, algorithm: None, encoding: None };
 
     /// The spec for scheme `hmac` (`None` when `signature_header` is
     /// missing: the verifier reports it). Any of these arguments given to
     /// another scheme is 22023 rather than silently ignored.
     fn spec(&self, scheme: Scheme) -> Result<Option<HmacSpec>, Error> {
-        let given = self.header.is_some()
-            || self.prefix.is_some()
-            || self.algorithm.is_some()
-            || self.encoding.is_some();
+        let given =
+            self.header.is_some() || self.prefix.is_some() || self.algorithm.is_some() || self.encoding.is_some();
         if scheme != Scheme::Hmac {
             return if given {
                 Err(Error::invalid(format!(
@@ -55,9 +46,8 @@ impl HmacArgs<'_> {
         };
         let encoding = match self.encoding {
             None => Encoding::Hex,
-            Some(name) => Encoding::parse(name).ok_or_else(|| {
-                Error::invalid(format!("unknown encoding \"{name}\" (hex or base64)"))
-            })?,
+            Some(name) => Encoding::parse(name)
+                .ok_or_else(|| Error::invalid(format!("unknown encoding \"{name}\" (hex or base64)")))?,
         };
         Ok(Some(HmacSpec {
             header: header.to_string(),
@@ -69,9 +59,7 @@ impl HmacArgs<'_> {
 }
 
 fn unknown_algorithm(name: &str) -> Error {
-    Error::invalid(format!(
-        "unknown HMAC algorithm \"{name}\" (sha1, sha256 or sha512)"
-    ))
+    Error::invalid(format!("unknown HMAC algorithm \"{name}\" (sha1, sha256 or sha512)"))
 }
 
 /// Everything a verification needs, converted from SQL.
@@ -89,26 +77,15 @@ pub(crate) fn verify_sql(
     let scheme = Scheme::parse(required(scheme, "scheme")).or_raise();
     let body = required(payload, "payload");
     let at = micros(required(at, "at"), "at").or_raise();
-    let tolerance_s = tolerance
-        .map(|t| duration_us(t, "tolerance").map(|us| us.div_euclid(1_000_000)))
-        .transpose()
-        .or_raise();
+    let tolerance_s =
+        tolerance.map(|t| duration_us(t, "tolerance").map(|us| us.div_euclid(1_000_000))).transpose().or_raise();
     let config = Config {
         secrets: signature::check_secrets(&secrets).or_raise(),
         tolerance_s,
         now_unix: unix_seconds(at),
         hmac: hmac.spec(scheme).or_raise(),
     };
-    signature::verify(
-        scheme,
-        Delivery {
-            body,
-            headers: &headers,
-            url,
-        },
-        &config,
-    )
-    .or_raise()
+    signature::verify(scheme, Delivery { body, headers: &headers, url }, &config).or_raise()
 }
 
 pub(crate) fn header_map(headers: Option<Jsonb>) -> Headers {
@@ -150,25 +127,10 @@ fn webhook_verify(
     algorithm: default!(Option<&str>, "NULL"),
     encoding: default!(Option<&str>, "NULL"),
 ) -> bool {
-    let hmac = HmacArgs {
-        header: signature_header,
-        prefix: signature_prefix,
-        algorithm,
-        encoding,
-    };
+    let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
     let secrets = required(secrets, "secrets");
     let secrets: Vec<Option<&str>> = secrets.iter().collect();
-    verify_sql(
-        scheme,
-        payload,
-        header_map(headers),
-        secrets,
-        tolerance,
-        at,
-        url,
-        hmac,
-    )
-    .valid()
+    verify_sql(scheme, payload, header_map(headers), secrets, tolerance, at, url, hmac).valid()
 }
 
 /// `webhook_verify` with its reasons: one row of `valid`, `reason` (ok,
@@ -200,33 +162,12 @@ fn webhook_verify_detail(
         name!(signed_at, Option<TimestampWithTimeZone>),
     ),
 > {
-    let hmac = HmacArgs {
-        header: signature_header,
-        prefix: signature_prefix,
-        algorithm,
-        encoding,
-    };
+    let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
     let secrets = required(secrets, "secrets");
     let secrets: Vec<Option<&str>> = secrets.iter().collect();
-    let v = verify_sql(
-        scheme,
-        payload,
-        header_map(headers),
-        secrets,
-        tolerance,
-        at,
-        url,
-        hmac,
-    );
-    let signed_at = v
-        .signed_at
-        .map(|s| timestamptz((s - crate::partition::PG_EPOCH_UNIX_S) * 1_000_000));
-    TableIterator::once((
-        v.valid(),
-        v.reason.as_str().to_string(),
-        v.secret_index.map(|i| i as i32 + 1),
-        signed_at,
-    ))
+    let v = verify_sql(scheme, payload, header_map(headers), secrets, tolerance, at, url, hmac);
+    let signed_at = v.signed_at.map(|s| timestamptz((s - crate::partition::PG_EPOCH_UNIX_S) * 1_000_000));
+    TableIterator::once((v.valid(), v.reason.as_str().to_string(), v.secret_index.map(|i| i as i32 + 1), signed_at))
 }
 
 /// A typed convenience: `headers` built from named values (NULL values are
@@ -242,22 +183,8 @@ fn typed(
     url: Option<&str>,
 ) -> bool {
     let secret = required(secret, "secret");
-    let headers = Headers::from_pairs(
-        header_values
-            .iter()
-            .filter_map(|(name, value)| value.map(|v| (*name, v))),
-    );
-    verify_sql(
-        Some(scheme),
-        payload,
-        headers,
-        vec![Some(secret)],
-        tolerance,
-        at,
-        url,
-        HmacArgs::NONE,
-    )
-    .valid()
+    let headers = Headers::from_pairs(header_values.iter().filter_map(|(name, value)| value.map(|v| (*name, v))));
+    verify_sql(Some(scheme), payload, headers, vec![Some(secret)], tolerance, at, url, HmacArgs::NONE).valid()
 }
 
 /// The clock for schemes that sign no timestamp (it is never read).
@@ -267,20 +194,8 @@ fn untimed() -> Option<TimestampWithTimeZone> {
 
 /// GitHub: `X-Hub-Signature-256` (`sha256=<hex>`) over the raw body.
 #[pg_extern(immutable, parallel_safe)]
-fn webhook_verify_github(
-    payload: Option<&[u8]>,
-    signature_header: Option<&str>,
-    secret: Option<&str>,
-) -> bool {
-    typed(
-        "github",
-        payload,
-        &[("X-Hub-Signature-256", signature_header)],
-        secret,
-        None,
-        untimed(),
-        None,
-    )
+fn webhook_verify_github(payload: Option<&[u8]>, signature_header: Option<&str>, secret: Option<&str>) -> bool {
+    typed("github", payload, &[("X-Hub-Signature-256", signature_header)], secret, None, untimed(), None)
 }
 
 /// Stripe: the `Stripe-Signature` header value; 300 s window by default.
@@ -292,33 +207,13 @@ fn webhook_verify_stripe(
     tolerance: default!(Option<Interval>, "NULL"),
     at: default!(Option<TimestampWithTimeZone>, "now()"),
 ) -> bool {
-    typed(
-        "stripe",
-        payload,
-        &[("Stripe-Signature", signature_header)],
-        secret,
-        tolerance,
-        at,
-        None,
-    )
+    typed("stripe", payload, &[("Stripe-Signature", signature_header)], secret, tolerance, at, None)
 }
 
 /// Shopify: the `X-Shopify-Hmac-Sha256` header value (base64).
 #[pg_extern(immutable, parallel_safe)]
-fn webhook_verify_shopify(
-    payload: Option<&[u8]>,
-    hmac_header: Option<&str>,
-    secret: Option<&str>,
-) -> bool {
-    typed(
-        "shopify",
-        payload,
-        &[("X-Shopify-Hmac-Sha256", hmac_header)],
-        secret,
-        None,
-        untimed(),
-        None,
-    )
+fn webhook_verify_shopify(payload: Option<&[u8]>, hmac_header: Option<&str>, secret: Option<&str>) -> bool {
+    typed("shopify", payload, &[("X-Shopify-Hmac-Sha256", hmac_header)], secret, None, untimed(), None)
 }
 
 /// Slack: `X-Slack-Request-Timestamp` and `X-Slack-Signature`; 300 s window by default.
@@ -331,10 +226,7 @@ fn webhook_verify_slack(
     tolerance: default!(Option<Interval>, "NULL"),
     at: default!(Option<TimestampWithTimeZone>, "now()"),
 ) -> bool {
-    let values = [
-        ("X-Slack-Request-Timestamp", timestamp_header),
-        ("X-Slack-Signature", signature_header),
-    ];
+    let values = [("X-Slack-Request-Timestamp", timestamp_header), ("X-Slack-Signature", signature_header)];
     typed("slack", payload, &values, secret, tolerance, at, None)
 }
 
@@ -351,11 +243,8 @@ fn webhook_verify_standard(
     tolerance: default!(Option<Interval>, "NULL"),
     at: default!(Option<TimestampWithTimeZone>, "now()"),
 ) -> bool {
-    let values = [
-        ("webhook-id", msg_id),
-        ("webhook-timestamp", msg_timestamp),
-        ("webhook-signature", signature_header),
-    ];
+    let values =
+        [("webhook-id", msg_id), ("webhook-timestamp", msg_timestamp), ("webhook-signature", signature_header)];
     typed("standard", payload, &values, secret, tolerance, at, None)
 }
 
@@ -368,15 +257,7 @@ fn webhook_verify_paddle(
     tolerance: default!(Option<Interval>, "NULL"),
     at: default!(Option<TimestampWithTimeZone>, "now()"),
 ) -> bool {
-    typed(
-        "paddle",
-        payload,
-        &[("Paddle-Signature", signature_header)],
-        secret,
-        tolerance,
-        at,
-        None,
-    )
+    typed("paddle", payload, &[("Paddle-Signature", signature_header)], secret, tolerance, at, None)
 }
 
 /// Twilio: the full request `url`, the raw body (form parameters, or JSON
@@ -389,24 +270,14 @@ fn webhook_verify_twilio(
     auth_token: Option<&str>,
 ) -> bool {
     let url = required(url, "url");
-    typed(
-        "twilio",
-        payload,
-        &[("X-Twilio-Signature", signature_header)],
-        auth_token,
-        None,
-        untimed(),
-        Some(url),
-    )
+    typed("twilio", payload, &[("X-Twilio-Signature", signature_header)], auth_token, None, untimed(), Some(url))
 }
 
 /// The raw HMAC (RFC 2104) of `payload` under `secret` with `algorithm`
 /// (sha1, sha256 or sha512). An empty secret or unknown algorithm is 22023.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn webhook_hmac(payload: &[u8], secret: &[u8], algorithm: default!(&str, "'sha256'")) -> Vec<u8> {
-    let algorithm = Algorithm::parse(algorithm)
-        .ok_or_else(|| unknown_algorithm(algorithm))
-        .or_raise();
+    let algorithm = Algorithm::parse(algorithm).ok_or_else(|| unknown_algorithm(algorithm)).or_raise();
     if secret.is_empty() {
         Error::invalid("secret must not be empty").raise();
     }
@@ -439,20 +310,10 @@ fn webhook_sign(
     let secret = signature::check_secrets(&[secret]).or_raise()[0];
     let key = signature::keys(scheme, &[secret]).or_raise().remove(0);
     let t = unix_seconds(micros(required(at, "at"), "at").or_raise());
-    let hmac = HmacArgs {
-        header: signature_header,
-        prefix: signature_prefix,
-        algorithm,
-        encoding,
-    }
-    .spec(scheme)
-    .or_raise();
+    let hmac =
+        HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding }.spec(scheme).or_raise();
     if url.is_some() && scheme != Scheme::Twilio {
-        Error::invalid(format!(
-            "url applies only to scheme twilio, not {}",
-            scheme.name()
-        ))
-        .raise();
+        Error::invalid(format!("url applies only to scheme twilio, not {}", scheme.name())).raise();
     }
     let headers: Vec<(String, String)> = match scheme {
         Scheme::Github => owned(github::sign(body, &key)),
@@ -460,34 +321,21 @@ fn webhook_sign(
         Scheme::Shopify => owned(shopify::sign(body, &key)),
         Scheme::Slack => owned(slack::sign(body, &key, t)),
         Scheme::Standard => {
-            let id = msg_id.unwrap_or_else(|| {
-                Error::NullValue {
-                    what: "msg_id (for scheme standard)",
-                }
-                .raise()
-            });
+            let id = msg_id.unwrap_or_else(|| Error::NullValue { what: "msg_id (for scheme standard)" }.raise());
             owned(standard::sign(body, &key, id, t))
         }
         Scheme::Paddle => owned(paddle::sign(body, &key, t)),
         Scheme::Twilio => {
-            let url = url.unwrap_or_else(|| {
-                Error::NullValue {
-                    what: "url (for scheme twilio)",
-                }
-                .raise()
-            });
+            let url = url.unwrap_or_else(|| Error::NullValue { what: "url (for scheme twilio)" }.raise());
             owned(twilio::sign(url, body, &key))
         }
         Scheme::Hmac => {
-            let spec = hmac
-                .unwrap_or_else(|| Error::invalid("scheme hmac needs signature_header").raise());
+            let spec = hmac.unwrap_or_else(|| Error::invalid("scheme hmac needs signature_header").raise());
             vec![(spec.header.clone(), generic::sign(body, &key, &spec))]
         }
     };
-    let object: serde_json::Map<String, serde_json::Value> = headers
-        .into_iter()
-        .map(|(k, v)| (k, serde_json::Value::String(v)))
-        .collect();
+    let object: serde_json::Map<String, serde_json::Value> =
+        headers.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect();
     Jsonb::from_text(&serde_json::Value::Object(object).to_string())
 }
 

@@ -38,9 +38,7 @@ impl Algorithm {
     }
 
     pub fn parse(name: &str) -> Option<Algorithm> {
-        Algorithm::ALL
-            .into_iter()
-            .find(|a| a.name().eq_ignore_ascii_case(name))
+        Algorithm::ALL.into_iter().find(|a| a.name().eq_ignore_ascii_case(name))
     }
 }
 
@@ -64,9 +62,7 @@ pub fn hmac(algorithm: Algorithm, key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
 
 /// HMAC-SHA256 (the common case) as a fixed array.
 pub fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
-    hmac(Algorithm::Sha256, key, parts)
-        .try_into()
-        .expect("SHA-256 MACs are 32 bytes")
+    hmac(Algorithm::Sha256, key, parts).try_into().expect("SHA-256 MACs are 32 bytes")
 }
 
 /// True when `expected` and `presented` are the same bytes.
@@ -104,9 +100,7 @@ pub fn decode_hex(text: &str, len: usize) -> Option<Vec<u8>> {
 /// trailing bits, no whitespace). `None` when it is not, or when it does not
 /// decode to exactly `len` bytes (or to any length when `len` is `None`).
 pub fn decode_base64(text: &str, len: Option<usize>) -> Option<Vec<u8>> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text)
-        .ok()?;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(text).ok()?;
     len.is_none_or(|len| bytes.len() == len).then_some(bytes)
 }
 
@@ -132,10 +126,7 @@ mod tests {
             hex::encode(hmac(Algorithm::Sha512, b"Jefe", &parts)),
             "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea2505549758bf75c05a994a6d034f65f8f0e6fdcaeab1a34d4a6b4b636e070a38bce737"
         );
-        assert_eq!(
-            hex::encode(hmac(Algorithm::Sha1, b"Jefe", &parts)),
-            "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79"
-        );
+        assert_eq!(hex::encode(hmac(Algorithm::Sha1, b"Jefe", &parts)), "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79");
         for a in Algorithm::ALL {
             assert_eq!(hmac(a, b"k", &[b"x"]).len(), a.mac_len());
             assert_eq!(Algorithm::parse(&a.name().to_uppercase()), Some(a));
@@ -163,11 +154,7 @@ mod tests {
     fn decode_base64_is_canonical_only() {
         assert_eq!(decode_base64("AAE=", Some(2)), Some(vec![0, 1]));
         assert_eq!(decode_base64("AAE", Some(2)), None, "unpadded");
-        assert_eq!(
-            decode_base64("AAF=", Some(2)),
-            None,
-            "non-zero trailing bits"
-        );
+        assert_eq!(decode_base64("AAF=", Some(2)), None, "non-zero trailing bits");
         assert_eq!(decode_base64(" AAE=", Some(2)), None, "whitespace");
         assert_eq!(decode_base64("AA-_", None), None, "URL-safe alphabet");
         assert_eq!(decode_base64("AAE=", Some(3)), None, "wrong length");

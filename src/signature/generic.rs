@@ -18,36 +18,22 @@ pub fn verify(delivery: Delivery<'_>, spec: &HmacSpec, keys: &[Vec<u8>]) -> Verd
     let mut other_prefix = false;
     for value in values {
         match value.trim().strip_prefix(spec.prefix.as_str()) {
-            Some(encoded) => candidates.extend(
-                spec.encoding
-                    .decode(encoded.trim(), spec.algorithm.mac_len()),
-            ),
+            Some(encoded) => candidates.extend(spec.encoding.decode(encoded.trim(), spec.algorithm.mac_len())),
             None => other_prefix = true,
         }
     }
     if candidates.is_empty() {
         return super::no_candidates(other_prefix, None);
     }
-    match ct::first_match(keys, &candidates, |key| {
-        ct::hmac(spec.algorithm, key, &[delivery.body])
-    }) {
-        Some(index) => Verdict {
-            reason: Reason::Ok,
-            secret_index: Some(index),
-            signed_at: None,
-        },
+    match ct::first_match(keys, &candidates, |key| ct::hmac(spec.algorithm, key, &[delivery.body])) {
+        Some(index) => Verdict { reason: Reason::Ok, secret_index: Some(index), signed_at: None },
         None => Verdict::rejected(Reason::NoMatchingSignature),
     }
 }
 
 /// The header value a sender would send for `body` under `secret`.
 pub fn sign(body: &[u8], secret: &[u8], spec: &HmacSpec) -> String {
-    format!(
-        "{}{}",
-        spec.prefix,
-        spec.encoding
-            .encode(&ct::hmac(spec.algorithm, secret, &[body]))
-    )
+    format!("{}{}", spec.prefix, spec.encoding.encode(&ct::hmac(spec.algorithm, secret, &[body])))
 }
 
 #[cfg(test)]
@@ -59,43 +45,16 @@ mod tests {
     fn every_algorithm_and_encoding_round_trips() {
         for algorithm in Algorithm::ALL {
             for encoding in [Encoding::Hex, Encoding::Base64] {
-                let spec = HmacSpec {
-                    header: "X-Sig".into(),
-                    prefix: "v=".into(),
-                    algorithm,
-                    encoding,
-                };
+                let spec = HmacSpec { header: "X-Sig".into(), prefix: "v=".into(), algorithm, encoding };
                 let value = sign(b"body", b"k", &spec);
                 let headers = Headers::from_pairs([("x-sig", value.as_str())]);
-                let d = Delivery {
-                    body: b"body",
-                    headers: &headers,
-                    url: None,
-                };
-                assert_eq!(
-                    verify(d, &spec, &[b"k".to_vec()]).reason,
-                    Reason::Ok,
-                    "{algorithm:?} {encoding:?}"
-                );
-                let d = Delivery {
-                    body: b"bodY",
-                    headers: &headers,
-                    url: None,
-                };
-                assert_eq!(
-                    verify(d, &spec, &[b"k".to_vec()]).reason,
-                    Reason::NoMatchingSignature
-                );
+                let d = Delivery { body: b"body", headers: &headers, url: None };
+                assert_eq!(verify(d, &spec, &[b"k".to_vec()]).reason, Reason::Ok, "{algorithm:?} {encoding:?}");
+                let d = Delivery { body: b"bodY", headers: &headers, url: None };
+                assert_eq!(verify(d, &spec, &[b"k".to_vec()]).reason, Reason::NoMatchingSignature);
                 let other = Headers::from_pairs([("x-sig", value.trim_start_matches("v="))]);
-                let d = Delivery {
-                    body: b"body",
-                    headers: &other,
-                    url: None,
-                };
-                assert_eq!(
-                    verify(d, &spec, &[b"k".to_vec()]).reason,
-                    Reason::UnsupportedVersion
-                );
+                let d = Delivery { body: b"body", headers: &other, url: None };
+                assert_eq!(verify(d, &spec, &[b"k".to_vec()]).reason, Reason::UnsupportedVersion);
             }
         }
     }

@@ -23,17 +23,12 @@ pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
     if candidates.is_empty() {
         return no_candidates(other_tag, None);
     }
-    untimed(keys, &candidates, |key| {
-        ct::hmac_sha256(key, &[delivery.body]).to_vec()
-    })
+    untimed(keys, &candidates, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
 }
 
 /// The headers GitHub would send for `body` under `secret`.
 pub fn sign(body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
-    vec![(
-        "X-Hub-Signature-256",
-        format!("{TAG}{}", hex::encode(ct::hmac_sha256(secret, &[body]))),
-    )]
+    vec![("X-Hub-Signature-256", format!("{TAG}{}", hex::encode(ct::hmac_sha256(secret, &[body]))))]
 }
 
 #[cfg(test)]
@@ -48,14 +43,7 @@ mod tests {
     fn check(body: &[u8], values: &[&str], keys: &[&[u8]]) -> Verdict {
         let headers = Headers::from_pairs(values.iter().map(|v| ("X-Hub-Signature-256", *v)));
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
-        verify(
-            Delivery {
-                body,
-                headers: &headers,
-                url: None,
-            },
-            &keys,
-        )
+        verify(Delivery { body, headers: &headers, url: None }, &keys)
     }
 
     #[test]
@@ -75,31 +63,13 @@ mod tests {
     fn rejections_have_reasons() {
         let body = b"Hello, World!";
         assert_eq!(check(body, &[], &[SECRET]).reason, Reason::MissingHeader);
-        assert_eq!(
-            check(body, &["garbage"], &[SECRET]).reason,
-            Reason::MalformedHeader
-        );
-        assert_eq!(
-            check(body, &["sha256=zz"], &[SECRET]).reason,
-            Reason::MalformedHeader
-        );
-        assert_eq!(
-            check(body, &["sha1=01dc10d0"], &[SECRET]).reason,
-            Reason::UnsupportedVersion
-        );
-        assert_eq!(
-            check(b"Hello, World?", &[DOC_SIG], &[SECRET]).reason,
-            Reason::NoMatchingSignature
-        );
-        assert_eq!(
-            check(body, &[DOC_SIG], &[b"wrong"]).reason,
-            Reason::NoMatchingSignature
-        );
+        assert_eq!(check(body, &["garbage"], &[SECRET]).reason, Reason::MalformedHeader);
+        assert_eq!(check(body, &["sha256=zz"], &[SECRET]).reason, Reason::MalformedHeader);
+        assert_eq!(check(body, &["sha1=01dc10d0"], &[SECRET]).reason, Reason::UnsupportedVersion);
+        assert_eq!(check(b"Hello, World?", &[DOC_SIG], &[SECRET]).reason, Reason::NoMatchingSignature);
+        assert_eq!(check(body, &[DOC_SIG], &[b"wrong"]).reason, Reason::NoMatchingSignature);
         // a truncated signature is a length mismatch, not a prefix match
-        assert_eq!(
-            check(body, &[&DOC_SIG[..40]], &[SECRET]).reason,
-            Reason::MalformedHeader
-        );
+        assert_eq!(check(body, &[&DOC_SIG[..40]], &[SECRET]).reason, Reason::MalformedHeader);
     }
 
     #[test]

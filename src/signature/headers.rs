@@ -30,11 +30,8 @@ impl Headers {
     /// as [`Headers::from_json`], and when serde cannot represent the value
     /// (a number out of range, nesting deeper than 128).
     pub fn from_json_text(text: &str) -> Result<Self, Error> {
-        let value: Value = serde_json::from_str(text).map_err(|e| {
-            Error::invalid(format!(
-                "headers must be a JSON object of header names to values: {e}"
-            ))
-        })?;
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| Error::invalid(format!("headers must be a JSON object of header names to values: {e}")))?;
         Headers::from_json(&value)
     }
 
@@ -76,10 +73,7 @@ impl Headers {
     /// Every value of header `name` (given in lower case).
     pub fn all(&self, name: &str) -> &[String] {
         debug_assert_eq!(name, name.to_ascii_lowercase());
-        self.entries
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(&[], |(_, v)| v.as_slice())
+        self.entries.iter().find(|(n, _)| n == name).map_or(&[], |(_, v)| v.as_slice())
     }
 
     /// The single value of header `name`: `Ok(None)` when absent,
@@ -105,10 +99,7 @@ fn json_kind(value: &Value) -> &'static str {
 }
 
 fn bad_value(name: &str, value: &Value) -> Error {
-    Error::invalid(format!(
-        "header \"{name}\" must be a string or an array of strings, not {}",
-        json_kind(value)
-    ))
+    Error::invalid(format!("header \"{name}\" must be a string or an array of strings, not {}", json_kind(value)))
 }
 
 #[cfg(test)]
@@ -118,10 +109,7 @@ mod tests {
 
     #[test]
     fn names_fold_case_and_merge() {
-        let h = Headers::from_json(
-            &json!({"X-Hub-Signature-256": "a", "x-hub-signature-256": ["b", "c"]}),
-        )
-        .unwrap();
+        let h = Headers::from_json(&json!({"X-Hub-Signature-256": "a", "x-hub-signature-256": ["b", "c"]})).unwrap();
         assert_eq!(h.all("x-hub-signature-256"), ["a", "b", "c"]);
         assert_eq!(h.one("x-hub-signature-256"), Err(Repeated));
         assert_eq!(h.one("missing"), Ok(None));
@@ -133,10 +121,7 @@ mod tests {
         assert!(Headers::from_json_text(&huge).is_err());
         let deep = format!("{{\"a\": {}{}}}", "[".repeat(200), "]".repeat(200));
         assert!(Headers::from_json_text(&deep).is_err());
-        assert_eq!(
-            Headers::from_json_text(r#"{"A": "b"}"#).unwrap().all("a"),
-            ["b"]
-        );
+        assert_eq!(Headers::from_json_text(r#"{"A": "b"}"#).unwrap().all("a"), ["b"]);
     }
 
     #[test]
@@ -145,12 +130,6 @@ mod tests {
         assert!(Headers::from_json(&json!({"a": 1})).is_err());
         assert!(Headers::from_json(&json!({"a": [1]})).is_err());
         assert!(Headers::from_json(&json!({"a": null})).is_err());
-        assert_eq!(
-            Headers::from_json(&json!({"a": []}))
-                .unwrap()
-                .all("a")
-                .len(),
-            0
-        );
+        assert_eq!(Headers::from_json(&json!({"a": []})).unwrap().all("a").len(), 0);
     }
 }

@@ -90,18 +90,15 @@ impl Scheme {
         if name.eq_ignore_ascii_case("svix") {
             return Ok(Scheme::Standard);
         }
-        Scheme::ALL
-            .into_iter()
-            .find(|s| s.name().eq_ignore_ascii_case(name))
-            .ok_or_else(|| {
-                Error::invalid_with_hint(
-                    format!("unknown webhook signature scheme \"{name}\""),
-                    format!(
-                        "Supported schemes: {} (svix is an alias of standard).",
-                        Scheme::ALL.map(Scheme::name).join(", ")
-                    ),
-                )
-            })
+        Scheme::ALL.into_iter().find(|s| s.name().eq_ignore_ascii_case(name)).ok_or_else(|| {
+            Error::invalid_with_hint(
+                format!("unknown webhook signature scheme \"{name}\""),
+                format!(
+                    "Supported schemes: {} (svix is an alias of standard).",
+                    Scheme::ALL.map(Scheme::name).join(", ")
+                ),
+            )
+        })
     }
 
     /// The replay window the provider documents, in seconds, for schemes
@@ -189,31 +186,18 @@ impl Verdict {
     }
 
     pub(crate) fn rejected(reason: Reason) -> Self {
-        Verdict {
-            reason,
-            secret_index: None,
-            signed_at: None,
-        }
+        Verdict { reason, secret_index: None, signed_at: None }
     }
 
     /// The verdict of a timestamped scheme: the window is checked once a
     /// signature matched (so the reason says what is wrong with a genuine
     /// but stale delivery).
-    pub(crate) fn timestamped(
-        matched: Option<usize>,
-        signed_at: i64,
-        now: i64,
-        tolerance: i64,
-    ) -> Self {
+    pub(crate) fn timestamped(matched: Option<usize>, signed_at: i64, now: i64, tolerance: i64) -> Self {
         let reason = match matched {
             Some(_) => window(signed_at, now, tolerance),
             None => Reason::NoMatchingSignature,
         };
-        Verdict {
-            reason,
-            secret_index: matched,
-            signed_at: Some(signed_at),
-        }
+        Verdict { reason, secret_index: matched, signed_at: Some(signed_at) }
     }
 }
 
@@ -295,18 +279,10 @@ pub fn check_secrets<'a>(secrets: &[Option<&'a str>]) -> Result<Vec<&'a str>, Er
         .map(|(i, secret)| {
             let n = i + 1;
             match secret {
-                None => Err(Error::NullValue {
-                    what: "every element of secrets",
-                }),
-                Some("") => Err(Error::invalid(format!(
-                    "secret {n} of {} is empty",
-                    secrets.len()
-                ))),
+                None => Err(Error::NullValue { what: "every element of secrets" }),
+                Some("") => Err(Error::invalid(format!("secret {n} of {} is empty", secrets.len()))),
                 Some(s) if s.trim() != *s => Err(Error::invalid_with_hint(
-                    format!(
-                        "secret {n} of {} has leading or trailing whitespace",
-                        secrets.len()
-                    ),
+                    format!("secret {n} of {} has leading or trailing whitespace", secrets.len()),
                     "Secrets are used byte for byte; a trailing newline copied from a file is \
                      the usual cause.",
                 )),
@@ -323,9 +299,9 @@ pub fn keys(scheme: Scheme, secrets: &[&str]) -> Result<Vec<Vec<u8>>, Error> {
         .iter()
         .enumerate()
         .map(|(i, secret)| {
-            scheme.key(secret).map_err(|problem| {
-                Error::invalid(format!("secret {} of {} {problem}", i + 1, secrets.len()))
-            })
+            scheme
+                .key(secret)
+                .map_err(|problem| Error::invalid(format!("secret {} of {} {problem}", i + 1, secrets.len())))
         })
         .collect()
 }
@@ -333,21 +309,14 @@ pub fn keys(scheme: Scheme, secrets: &[&str]) -> Result<Vec<Vec<u8>>, Error> {
 /// Verify one delivery under `scheme`. Errors are misconfigurations (22023):
 /// a bad secret, a negative tolerance, a missing `url` (Twilio) or
 /// [`HmacSpec`] (generic), or those given to a scheme that does not use them.
-pub fn verify(
-    scheme: Scheme,
-    delivery: Delivery<'_>,
-    config: &Config<'_>,
-) -> Result<Verdict, Error> {
+pub fn verify(scheme: Scheme, delivery: Delivery<'_>, config: &Config<'_>) -> Result<Verdict, Error> {
     if let Some(t) = config.tolerance_s {
         if t < 0 {
             return Err(Error::invalid("tolerance must not be negative"));
         }
     }
     if delivery.url.is_some() && scheme != Scheme::Twilio {
-        return Err(Error::invalid(format!(
-            "url applies only to scheme twilio, not {}",
-            scheme.name()
-        )));
+        return Err(Error::invalid(format!("url applies only to scheme twilio, not {}", scheme.name())));
     }
     if config.hmac.is_some() && scheme != Scheme::Hmac {
         return Err(Error::invalid(format!(
@@ -356,10 +325,7 @@ pub fn verify(
         )));
     }
     let keys = keys(scheme, &config.secrets)?;
-    let tolerance = config
-        .tolerance_s
-        .or(scheme.default_tolerance_s())
-        .unwrap_or(0);
+    let tolerance = config.tolerance_s.or(scheme.default_tolerance_s()).unwrap_or(0);
     let now = config.now_unix;
     Ok(match scheme {
         Scheme::Github => github::verify(delivery, &keys),
@@ -369,14 +335,15 @@ pub fn verify(
         Scheme::Standard => standard::verify(delivery, &keys, tolerance, now),
         Scheme::Paddle => paddle::verify(delivery, &keys, tolerance, now),
         Scheme::Twilio => {
-            let url = delivery.url.ok_or_else(|| {
-                Error::invalid("scheme twilio needs the request url (argument url)")
-            })?;
+            let url =
+                delivery.url.ok_or_else(|| Error::invalid("scheme twilio needs the request url (argument url)"))?;
             twilio::verify(delivery, url, &keys)
         }
         Scheme::Hmac => {
             let spec = config.hmac.as_ref().ok_or_else(|| {
-                Error::invalid("scheme hmac needs signature_header (and optionally signature_prefix, algorithm, encoding)")
+                Error::invalid(
+                    "scheme hmac needs signature_header (and optionally signature_prefix, algorithm, encoding)",
+                )
             })?;
             generic::verify(delivery, spec, &keys)
         }
@@ -416,10 +383,7 @@ pub(crate) fn single<'h>(headers: &'h Headers, name: &str) -> Result<&'h str, Ve
 }
 
 /// A signed Unix timestamp header: present once and strictly numeric.
-pub(crate) fn timestamp_header<'h>(
-    headers: &'h Headers,
-    name: &str,
-) -> Result<(&'h str, i64), Verdict> {
+pub(crate) fn timestamp_header<'h>(headers: &'h Headers, name: &str) -> Result<(&'h str, i64), Verdict> {
     let text = single(headers, name)?.trim();
     let value = parse_unix_seconds(text).ok_or(Verdict::rejected(Reason::MalformedHeader))?;
     Ok((text, value))
@@ -427,17 +391,9 @@ pub(crate) fn timestamp_header<'h>(
 
 /// The verdict of a scheme without a timestamp: which key's MAC (computed
 /// by `mac`) matches one of `candidates`, if any.
-pub(crate) fn untimed(
-    keys: &[Vec<u8>],
-    candidates: &[Vec<u8>],
-    mac: impl Fn(&[u8]) -> Vec<u8>,
-) -> Verdict {
+pub(crate) fn untimed(keys: &[Vec<u8>], candidates: &[Vec<u8>], mac: impl Fn(&[u8]) -> Vec<u8>) -> Verdict {
     match ct::first_match(keys, candidates, mac) {
-        Some(index) => Verdict {
-            reason: Reason::Ok,
-            secret_index: Some(index),
-            signed_at: None,
-        },
+        Some(index) => Verdict { reason: Reason::Ok, secret_index: Some(index), signed_at: None },
         None => Verdict::rejected(Reason::NoMatchingSignature),
     }
 }
@@ -445,11 +401,7 @@ pub(crate) fn untimed(
 /// The signatures in header values of the form `<tag><encoded MAC>` (GitHub
 /// `sha256=`, Slack `v0=`), decoded by `decode`; also whether a value with
 /// another `<tag>=` was seen (for `unsupported_version`).
-pub(crate) fn tagged(
-    values: &[String],
-    tag: &str,
-    decode: impl Fn(&str) -> Option<Vec<u8>>,
-) -> (Vec<Vec<u8>>, bool) {
+pub(crate) fn tagged(values: &[String], tag: &str, decode: impl Fn(&str) -> Option<Vec<u8>>) -> (Vec<Vec<u8>>, bool) {
     let mut candidates = Vec::with_capacity(values.len());
     let mut other_tag = false;
     for value in values {
@@ -504,27 +456,14 @@ pub(crate) fn parse_timestamped_list<'a>(
         }
     }
     let (timestamp_text, timestamp) = timestamp.ok_or(Reason::MalformedHeader)?;
-    Ok(TimestampedList {
-        timestamp_text,
-        timestamp,
-        signatures,
-        other_tags,
-    })
+    Ok(TimestampedList { timestamp_text, timestamp, signatures, other_tags })
 }
 
 /// The verdict when no candidate signature could be decoded: another
 /// version tag was seen (`unsupported_version`) or nothing usable was.
 pub(crate) fn no_candidates(other_tag: bool, signed_at: Option<i64>) -> Verdict {
-    let reason = if other_tag {
-        Reason::UnsupportedVersion
-    } else {
-        Reason::MalformedHeader
-    };
-    Verdict {
-        reason,
-        secret_index: None,
-        signed_at,
-    }
+    let reason = if other_tag { Reason::UnsupportedVersion } else { Reason::MalformedHeader };
+    Verdict { reason, secret_index: None, signed_at }
 }
 
 #[cfg(test)]
@@ -539,10 +478,7 @@ mod tests {
         }
         assert_eq!(Scheme::parse("Svix"), Ok(Scheme::Standard));
         let err = Scheme::parse("gitlab").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "unknown webhook signature scheme \"gitlab\""
-        );
+        assert_eq!(err.to_string(), "unknown webhook signature scheme \"gitlab\"");
     }
 
     #[test]
@@ -559,67 +495,32 @@ mod tests {
         assert!(check_secrets(&[]).is_err());
         assert_eq!(check_secrets(&[Some("a"), Some("b")]).unwrap(), ["a", "b"]);
         let err = check_secrets(&[Some("ok"), Some("whsec_x\n")]).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "secret 2 of 2 has leading or trailing whitespace"
-        );
+        assert_eq!(err.to_string(), "secret 2 of 2 has leading or trailing whitespace");
         assert!(!err.to_string().contains("whsec_x"));
-        assert_eq!(
-            check_secrets(&[Some("")]).unwrap_err().to_string(),
-            "secret 1 of 1 is empty"
-        );
-        assert!(matches!(
-            check_secrets(&[None]),
-            Err(Error::NullValue { .. })
-        ));
+        assert_eq!(check_secrets(&[Some("")]).unwrap_err().to_string(), "secret 1 of 1 is empty");
+        assert!(matches!(check_secrets(&[None]), Err(Error::NullValue { .. })));
         assert!(check_secrets(&[Some(" lead")]).is_err());
     }
 
     #[test]
     fn standard_keys_must_decode() {
-        assert_eq!(
-            keys(Scheme::Standard, &["whsec_AAE="]).unwrap(),
-            vec![vec![0, 1]]
-        );
+        assert_eq!(keys(Scheme::Standard, &["whsec_AAE="]).unwrap(), vec![vec![0, 1]]);
         assert_eq!(keys(Scheme::Standard, &["AAE="]).unwrap(), vec![vec![0, 1]]);
-        let err = keys(Scheme::Standard, &["whsec_AAE=", "whsec_!!!!"])
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            err,
-            "secret 2 of 2 is not canonical base64 after its optional whsec_ prefix"
-        );
+        let err = keys(Scheme::Standard, &["whsec_AAE=", "whsec_!!!!"]).unwrap_err().to_string();
+        assert_eq!(err, "secret 2 of 2 is not canonical base64 after its optional whsec_ prefix");
         assert!(keys(Scheme::Standard, &["whsec_"]).is_err());
-        assert_eq!(
-            keys(Scheme::Stripe, &["whsec_AAE="]).unwrap(),
-            vec![b"whsec_AAE=".to_vec()]
-        );
+        assert_eq!(keys(Scheme::Stripe, &["whsec_AAE="]).unwrap(), vec![b"whsec_AAE=".to_vec()]);
     }
 
     #[test]
     fn options_belong_to_their_scheme() {
         let headers = Headers::default();
-        let config = Config {
-            secrets: vec!["s"],
-            tolerance_s: None,
-            now_unix: 0,
-            hmac: None,
-        };
-        let with_url = Delivery {
-            body: b"",
-            headers: &headers,
-            url: Some("https://x/"),
-        };
+        let config = Config { secrets: vec!["s"], tolerance_s: None, now_unix: 0, hmac: None };
+        let with_url = Delivery { body: b"", headers: &headers, url: Some("https://x/") };
         assert!(verify(Scheme::Github, with_url, &config).is_err());
-        let without = Delivery {
-            body: b"",
-            headers: &headers,
-            url: None,
-        };
+        let without = Delivery { body: b"", headers: &headers, url: None };
         assert_eq!(
-            verify(Scheme::Twilio, without, &config)
-                .unwrap_err()
-                .to_string(),
+            verify(Scheme::Twilio, without, &config).unwrap_err().to_string(),
             "scheme twilio needs the request url (argument url)"
         );
         assert!(verify(Scheme::Hmac, without, &config).is_err());

@@ -8,9 +8,7 @@
 //! five-second tolerance by default. (Paddle Classic's RSA
 //! `p_signature` is a different, retired scheme and is not supported.)
 
-use super::{
-    ct, no_candidates, parse_timestamped_list, single, Delivery, Reason, TimestampedList, Verdict,
-};
+use super::{ct, no_candidates, parse_timestamped_list, single, Delivery, Reason, TimestampedList, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "paddle-signature";
@@ -24,21 +22,11 @@ pub fn parse(value: &str) -> Result<TimestampedList<'_>, Reason> {
 }
 
 /// Verify a Paddle delivery against every key.
-pub fn verify(
-    delivery: Delivery<'_>,
-    keys: &[Vec<u8>],
-    tolerance_s: i64,
-    now_unix: i64,
-) -> Verdict {
+pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Verdict {
     check(delivery, keys, tolerance_s, now_unix).unwrap_or_else(|rejected| rejected)
 }
 
-fn check(
-    delivery: Delivery<'_>,
-    keys: &[Vec<u8>],
-    tolerance_s: i64,
-    now_unix: i64,
-) -> Result<Verdict, Verdict> {
+fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Result<Verdict, Verdict> {
     let list = parse(single(delivery.headers, HEADER)?).map_err(Verdict::rejected)?;
     if list.signatures.is_empty() {
         return Err(no_candidates(list.other_tags, Some(list.timestamp)));
@@ -46,22 +34,14 @@ fn check(
     let matched = ct::first_match(keys, &list.signatures, |key| {
         ct::hmac_sha256(key, &[list.timestamp_text.as_bytes(), b":", delivery.body]).to_vec()
     });
-    Ok(Verdict::timestamped(
-        matched,
-        list.timestamp,
-        now_unix,
-        tolerance_s,
-    ))
+    Ok(Verdict::timestamped(matched, list.timestamp, now_unix, tolerance_s))
 }
 
 /// The headers Paddle would send for `body` under `secret` at `t`.
 pub fn sign(body: &[u8], secret: &[u8], t: i64) -> Vec<(&'static str, String)> {
     let t = t.to_string();
     let mac = ct::hmac_sha256(secret, &[t.as_bytes(), b":", body]);
-    vec![(
-        "Paddle-Signature",
-        format!("ts={t};h1={}", hex::encode(mac)),
-    )]
+    vec![("Paddle-Signature", format!("ts={t};h1={}", hex::encode(mac)))]
 }
 
 #[cfg(test)]
@@ -71,17 +51,8 @@ mod tests {
 
     fn check(body: &[u8], value: &str, now: i64) -> Reason {
         let headers = Headers::from_pairs([("Paddle-Signature", value)]);
-        verify(
-            Delivery {
-                body,
-                headers: &headers,
-                url: None,
-            },
-            &[b"pdl_secret".to_vec()],
-            DEFAULT_TOLERANCE_S,
-            now,
-        )
-        .reason
+        verify(Delivery { body, headers: &headers, url: None }, &[b"pdl_secret".to_vec()], DEFAULT_TOLERANCE_S, now)
+            .reason
     }
 
     #[test]
@@ -90,19 +61,9 @@ mod tests {
         assert_eq!(check(b"{}", &header, 1_005), Reason::Ok);
         assert_eq!(check(b"{}", &header, 1_006), Reason::TimestampTooOld);
         assert_eq!(check(b"{ }", &header, 1_000), Reason::NoMatchingSignature);
-        let rotated = format!(
-            "ts=1000;h1={};{}",
-            "0".repeat(64),
-            header.split(';').nth(1).unwrap()
-        );
+        let rotated = format!("ts=1000;h1={};{}", "0".repeat(64), header.split(';').nth(1).unwrap());
         assert_eq!(check(b"{}", &rotated, 1_000), Reason::Ok);
-        assert_eq!(
-            check(b"{}", &format!("{header};ts=1000"), 1_000),
-            Reason::MalformedHeader
-        );
-        assert_eq!(
-            check(b"{}", "ts=1000;h2=00", 1_000),
-            Reason::UnsupportedVersion
-        );
+        assert_eq!(check(b"{}", &format!("{header};ts=1000"), 1_000), Reason::MalformedHeader);
+        assert_eq!(check(b"{}", "ts=1000;h2=00", 1_000), Reason::UnsupportedVersion);
     }
 }

@@ -31,73 +31,31 @@ fn secret_for(scheme: Scheme, key: &[u8]) -> String {
 
 fn sign(scheme: Scheme, body: &[u8], secret: &str, t: i64) -> Signed {
     let key = keys(scheme, &[secret]).unwrap().remove(0);
-    let owned =
-        |pairs: Vec<(&str, String)>| pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let owned = |pairs: Vec<(&str, String)>| pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     match scheme {
-        Scheme::Github => Signed {
-            headers: owned(github::sign(body, &key)),
-            url: None,
-        },
-        Scheme::Stripe => Signed {
-            headers: owned(stripe::sign(body, &key, t)),
-            url: None,
-        },
-        Scheme::Shopify => Signed {
-            headers: owned(shopify::sign(body, &key)),
-            url: None,
-        },
-        Scheme::Slack => Signed {
-            headers: owned(slack::sign(body, &key, t)),
-            url: None,
-        },
-        Scheme::Standard => Signed {
-            headers: owned(standard::sign(body, &key, "msg_prop", t)),
-            url: None,
-        },
-        Scheme::Paddle => Signed {
-            headers: owned(paddle::sign(body, &key, t)),
-            url: None,
-        },
+        Scheme::Github => Signed { headers: owned(github::sign(body, &key)), url: None },
+        Scheme::Stripe => Signed { headers: owned(stripe::sign(body, &key, t)), url: None },
+        Scheme::Shopify => Signed { headers: owned(shopify::sign(body, &key)), url: None },
+        Scheme::Slack => Signed { headers: owned(slack::sign(body, &key, t)), url: None },
+        Scheme::Standard => Signed { headers: owned(standard::sign(body, &key, "msg_prop", t)), url: None },
+        Scheme::Paddle => Signed { headers: owned(paddle::sign(body, &key, t)), url: None },
         Scheme::Twilio => {
             // JSON mode: the raw body is covered byte for byte (in form
             // mode Twilio signs decoded parameters, so `+` and `%20` are
             // the same signed text, as in Twilio's own libraries).
             use sha2::Digest;
-            let url = format!(
-                "https://example.com/hook?bodySHA256={}",
-                hex::encode(sha2::Sha256::digest(body))
-            );
-            Signed {
-                headers: owned(twilio::sign(&url, body, &key)),
-                url: Some(url),
-            }
+            let url = format!("https://example.com/hook?bodySHA256={}", hex::encode(sha2::Sha256::digest(body)));
+            Signed { headers: owned(twilio::sign(&url, body, &key)), url: Some(url) }
         }
-        Scheme::Hmac => Signed {
-            headers: vec![("X-Signature".into(), generic::sign(body, &key, &SPEC()))],
-            url: None,
-        },
+        Scheme::Hmac => Signed { headers: vec![("X-Signature".into(), generic::sign(body, &key, &SPEC()))], url: None },
     }
 }
 
 fn check(scheme: Scheme, body: &[u8], signed: &Signed, secret: &str, now: i64) -> Reason {
     let headers = Headers::from_pairs(signed.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let config = Config {
-        secrets: vec![secret],
-        tolerance_s: None,
-        now_unix: now,
-        hmac: (scheme == Scheme::Hmac).then(SPEC),
-    };
-    verify(
-        scheme,
-        Delivery {
-            body,
-            headers: &headers,
-            url: signed.url.as_deref(),
-        },
-        &config,
-    )
-    .unwrap()
-    .reason
+    let config =
+        Config { secrets: vec![secret], tolerance_s: None, now_unix: now, hmac: (scheme == Scheme::Hmac).then(SPEC) };
+    verify(scheme, Delivery { body, headers: &headers, url: signed.url.as_deref() }, &config).unwrap().reason
 }
 
 /// Where the MAC sits in a scheme's signature header: the header, the text
@@ -121,11 +79,7 @@ fn flip_mac(scheme: Scheme, signed: &Signed, bit: usize) -> Signed {
     let (name, marker, encoding) = mac_location(scheme);
     let mut out = signed.clone();
     let value = &mut out.headers.iter_mut().find(|(k, _)| k == name).unwrap().1;
-    let at = if marker.is_empty() {
-        0
-    } else {
-        value.rfind(marker).unwrap() + marker.len()
-    };
+    let at = if marker.is_empty() { 0 } else { value.rfind(marker).unwrap() + marker.len() };
     let mut mac = match encoding {
         Encoding::Hex => hex::decode(&value[at..]).unwrap(),
         Encoding::Base64 => ct::decode_base64(&value[at..], None).unwrap(),
@@ -185,14 +139,7 @@ fn hostile_headers() -> impl Strategy<Value = Vec<(&'static str, String)>> {
     proptest::collection::vec((proptest::sample::select(names), hostile_value()), 0..6)
 }
 
-fn never_panics(
-    scheme: Scheme,
-    headers: &[(&str, String)],
-    body: &[u8],
-    url: &str,
-    now: i64,
-    tolerance: i64,
-) {
+fn never_panics(scheme: Scheme, headers: &[(&str, String)], body: &[u8], url: &str, now: i64, tolerance: i64) {
     let headers = Headers::from_pairs(headers.iter().map(|(k, v)| (*k, v.as_str())));
     let config = Config {
         secrets: vec!["secret", "whsec_AAEC"],
@@ -201,15 +148,7 @@ fn never_panics(
         hmac: (scheme == Scheme::Hmac).then(SPEC),
     };
     let url = (scheme == Scheme::Twilio).then_some(url);
-    let _ = verify(
-        scheme,
-        Delivery {
-            body,
-            headers: &headers,
-            url,
-        },
-        &config,
-    );
+    let _ = verify(scheme, Delivery { body, headers: &headers, url }, &config);
 }
 
 proptest! {
@@ -277,27 +216,12 @@ proptest! {
 #[test]
 #[ignore = "long: run with scripts/fuzz.sh"]
 fn fuzz_parsers() {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(200_000);
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(200_000);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(cases));
-    let strategy = (
-        scheme(),
-        hostile_headers(),
-        proptest::collection::vec(any::<u8>(), 0..64),
-        any::<i64>(),
-    );
+    let strategy = (scheme(), hostile_headers(), proptest::collection::vec(any::<u8>(), 0..64), any::<i64>());
     runner
         .run(&strategy, |(scheme, headers, body, now)| {
-            never_panics(
-                scheme,
-                &headers,
-                &body,
-                "https://h:1/x?bodySHA256=00",
-                now,
-                300,
-            );
+            never_panics(scheme, &headers, &body, "https://h:1/x?bodySHA256=00", now, 300);
             let _ = stripe::parse(&headers.first().map(|h| h.1.clone()).unwrap_or_default());
             let _ = paddle::parse(&headers.last().map(|h| h.1.clone()).unwrap_or_default());
             Ok(())

@@ -20,24 +20,16 @@ pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
     if values.is_empty() {
         return Verdict::rejected(Reason::MissingHeader);
     }
-    let candidates: Vec<Vec<u8>> = values
-        .iter()
-        .filter_map(|v| ct::decode_base64(v.trim(), Some(32)))
-        .collect();
+    let candidates: Vec<Vec<u8>> = values.iter().filter_map(|v| ct::decode_base64(v.trim(), Some(32))).collect();
     if candidates.is_empty() {
         return Verdict::rejected(Reason::MalformedHeader);
     }
-    untimed(keys, &candidates, |key| {
-        ct::hmac_sha256(key, &[delivery.body]).to_vec()
-    })
+    untimed(keys, &candidates, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
 }
 
 /// The headers Shopify would send for `body` under `secret`.
 pub fn sign(body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
-    vec![(
-        "X-Shopify-Hmac-Sha256",
-        ct::encode_base64(&ct::hmac_sha256(secret, &[body])),
-    )]
+    vec![("X-Shopify-Hmac-Sha256", ct::encode_base64(&ct::hmac_sha256(secret, &[body])))]
 }
 
 #[cfg(test)]
@@ -47,15 +39,7 @@ mod tests {
 
     fn check(body: &[u8], value: &str) -> Reason {
         let headers = Headers::from_pairs([("X-Shopify-Hmac-Sha256", value)]);
-        verify(
-            Delivery {
-                body,
-                headers: &headers,
-                url: None,
-            },
-            &[b"secret".to_vec()],
-        )
-        .reason
+        verify(Delivery { body, headers: &headers, url: None }, &[b"secret".to_vec()]).reason
     }
 
     #[test]
@@ -63,15 +47,9 @@ mod tests {
         let good = sign(b"{\"id\":1}", b"secret").remove(0).1;
         assert_eq!(check(b"{\"id\":1}", &good), Reason::Ok);
         assert_eq!(check(b"{\"id\":2}", &good), Reason::NoMatchingSignature);
+        assert_eq!(check(b"{\"id\":1}", good.trim_end_matches('=')), Reason::MalformedHeader);
         assert_eq!(
-            check(b"{\"id\":1}", good.trim_end_matches('=')),
-            Reason::MalformedHeader
-        );
-        assert_eq!(
-            check(
-                b"{\"id\":1}",
-                &hex::encode(ct::hmac_sha256(b"secret", &[b"{\"id\":1}"]))
-            ),
+            check(b"{\"id\":1}", &hex::encode(ct::hmac_sha256(b"secret", &[b"{\"id\":1}"]))),
             Reason::MalformedHeader
         );
     }

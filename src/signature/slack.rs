@@ -18,29 +18,15 @@ pub const DEFAULT_TOLERANCE_S: i64 = 300;
 const TAG: &str = "v0=";
 
 /// Verify a Slack request against every key.
-pub fn verify(
-    delivery: Delivery<'_>,
-    keys: &[Vec<u8>],
-    tolerance_s: i64,
-    now_unix: i64,
-) -> Verdict {
+pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Verdict {
     check(delivery, keys, tolerance_s, now_unix).unwrap_or_else(|rejected| rejected)
 }
 
-fn check(
-    delivery: Delivery<'_>,
-    keys: &[Vec<u8>],
-    tolerance_s: i64,
-    now_unix: i64,
-) -> Result<Verdict, Verdict> {
+fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Result<Verdict, Verdict> {
     let (ts_text, ts) = timestamp_header(delivery.headers, TIMESTAMP_HEADER)?;
     let values = delivery.headers.all(HEADER);
     if values.is_empty() {
-        return Err(Verdict {
-            reason: Reason::MissingHeader,
-            secret_index: None,
-            signed_at: Some(ts),
-        });
+        return Err(Verdict { reason: Reason::MissingHeader, secret_index: None, signed_at: Some(ts) });
     }
     let (candidates, other_tag) = tagged(values, TAG, |hex| ct::decode_hex(hex, 32));
     if candidates.is_empty() {
@@ -56,10 +42,7 @@ fn check(
 pub fn sign(body: &[u8], secret: &[u8], t: i64) -> Vec<(&'static str, String)> {
     let t = t.to_string();
     let mac = ct::hmac_sha256(secret, &[b"v0:", t.as_bytes(), b":", body]);
-    vec![
-        ("X-Slack-Request-Timestamp", t),
-        ("X-Slack-Signature", format!("{TAG}{}", hex::encode(mac))),
-    ]
+    vec![("X-Slack-Request-Timestamp", t), ("X-Slack-Signature", format!("{TAG}{}", hex::encode(mac)))]
 }
 
 #[cfg(test)]
@@ -69,16 +52,7 @@ mod tests {
 
     fn check(body: &[u8], headers: &[(&str, &str)], now: i64) -> Verdict {
         let headers = Headers::from_pairs(headers.iter().copied());
-        verify(
-            Delivery {
-                body,
-                headers: &headers,
-                url: None,
-            },
-            &[b"secret".to_vec()],
-            DEFAULT_TOLERANCE_S,
-            now,
-        )
+        verify(Delivery { body, headers: &headers, url: None }, &[b"secret".to_vec()], DEFAULT_TOLERANCE_S, now)
     }
 
     #[test]
@@ -87,25 +61,14 @@ mod tests {
         let pairs: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
         assert_eq!(check(b"a=1", &pairs, 1_000).reason, Reason::Ok);
         assert_eq!(check(b"a=1", &pairs, 1_301).reason, Reason::TimestampTooOld);
-        assert_eq!(
-            check(b"a=2", &pairs, 1_000).reason,
-            Reason::NoMatchingSignature
-        );
-        assert_eq!(
-            check(b"a=1", &pairs[1..], 1_000).reason,
-            Reason::MissingHeader
-        );
+        assert_eq!(check(b"a=2", &pairs, 1_000).reason, Reason::NoMatchingSignature);
+        assert_eq!(check(b"a=1", &pairs[1..], 1_000).reason, Reason::MissingHeader);
         assert_eq!(
             check(b"a=1", &[pairs[0], ("X-Slack-Signature", "v1=00")], 1_000).reason,
             Reason::UnsupportedVersion
         );
         assert_eq!(
-            check(
-                b"a=1",
-                &[("X-Slack-Request-Timestamp", "soon"), pairs[1]],
-                1_000
-            )
-            .reason,
+            check(b"a=1", &[("X-Slack-Request-Timestamp", "soon"), pairs[1]], 1_000).reason,
             Reason::MalformedHeader
         );
     }

@@ -46,31 +46,17 @@ fn names(headers: &Headers) -> [&'static str; 3] {
 }
 
 /// Verify a Standard Webhooks delivery against every key.
-pub fn verify(
-    delivery: Delivery<'_>,
-    keys: &[Vec<u8>],
-    tolerance_s: i64,
-    now_unix: i64,
-) -> Verdict {
+pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Verdict {
     check(delivery, keys, tolerance_s, now_unix).unwrap_or_else(|rejected| rejected)
 }
 
-fn check(
-    delivery: Delivery<'_>,
-    keys: &[Vec<u8>],
-    tolerance_s: i64,
-    now_unix: i64,
-) -> Result<Verdict, Verdict> {
+fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Result<Verdict, Verdict> {
     let [id_name, ts_name, sig_name] = names(delivery.headers);
     let id = single(delivery.headers, id_name)?.trim();
     let (ts_text, ts) = timestamp_header(delivery.headers, ts_name)?;
     let values = delivery.headers.all(sig_name);
     if values.is_empty() {
-        return Err(Verdict {
-            reason: Reason::MissingHeader,
-            secret_index: None,
-            signed_at: Some(ts),
-        });
+        return Err(Verdict { reason: Reason::MissingHeader, secret_index: None, signed_at: Some(ts) });
     }
     let mut candidates = Vec::new();
     let mut other_version = false;
@@ -85,11 +71,7 @@ fn check(
         return Err(no_candidates(other_version, Some(ts)));
     }
     let matched = ct::first_match(keys, &candidates, |key| {
-        ct::hmac_sha256(
-            key,
-            &[id.as_bytes(), b".", ts_text.as_bytes(), b".", delivery.body],
-        )
-        .to_vec()
+        ct::hmac_sha256(key, &[id.as_bytes(), b".", ts_text.as_bytes(), b".", delivery.body]).to_vec()
     });
     Ok(Verdict::timestamped(matched, ts, now_unix, tolerance_s))
 }
@@ -102,10 +84,7 @@ pub fn sign(body: &[u8], key: &[u8], id: &str, t: i64) -> Vec<(&'static str, Str
     vec![
         ("webhook-id", id.to_string()),
         ("webhook-timestamp", t),
-        (
-            "webhook-signature",
-            format!("v1,{}", ct::encode_base64(&mac)),
-        ),
+        ("webhook-signature", format!("v1,{}", ct::encode_base64(&mac))),
     ]
 }
 
@@ -115,16 +94,7 @@ mod tests {
 
     fn check(body: &[u8], pairs: &[(&str, &str)], now: i64) -> Verdict {
         let headers = Headers::from_pairs(pairs.iter().copied());
-        verify(
-            Delivery {
-                body,
-                headers: &headers,
-                url: None,
-            },
-            &[vec![7; 24]],
-            DEFAULT_TOLERANCE_S,
-            now,
-        )
+        verify(Delivery { body, headers: &headers, url: None }, &[vec![7; 24]], DEFAULT_TOLERANCE_S, now)
     }
 
     #[test]
@@ -132,23 +102,14 @@ mod tests {
         let signed = sign(b"{}", &[7; 24], "msg_1", 1_000);
         let pairs: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
         assert_eq!(check(b"{}", &pairs, 1_000).reason, Reason::Ok);
-        let svix: Vec<(String, &str)> = pairs
-            .iter()
-            .map(|(k, v)| (k.replace("webhook-", "svix-"), *v))
-            .collect();
+        let svix: Vec<(String, &str)> = pairs.iter().map(|(k, v)| (k.replace("webhook-", "svix-"), *v)).collect();
         let svix: Vec<(&str, &str)> = svix.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         assert_eq!(check(b"{}", &svix, 1_000).reason, Reason::Ok);
         assert_eq!(check(b"{}", &pairs, 1_301).reason, Reason::TimestampTooOld);
         // the id is signed
         let other_id = [("webhook-id", "msg_2"), pairs[1], pairs[2]];
-        assert_eq!(
-            check(b"{}", &other_id, 1_000).reason,
-            Reason::NoMatchingSignature
-        );
-        assert_eq!(
-            check(b"{}", &pairs[1..], 1_000).reason,
-            Reason::MissingHeader
-        );
+        assert_eq!(check(b"{}", &other_id, 1_000).reason, Reason::NoMatchingSignature);
+        assert_eq!(check(b"{}", &pairs[1..], 1_000).reason, Reason::MissingHeader);
     }
 
     #[test]
@@ -156,21 +117,10 @@ mod tests {
         let signed = sign(b"{}", &[7; 24], "msg_1", 1_000);
         let sig = signed[2].1.trim_start_matches("v1,").to_string();
         let v1a = format!("v1a,{sig}");
-        let pairs = [
-            ("webhook-id", "msg_1"),
-            ("webhook-timestamp", "1000"),
-            ("webhook-signature", v1a.as_str()),
-        ];
-        assert_eq!(
-            check(b"{}", &pairs, 1_000).reason,
-            Reason::UnsupportedVersion
-        );
+        let pairs = [("webhook-id", "msg_1"), ("webhook-timestamp", "1000"), ("webhook-signature", v1a.as_str())];
+        assert_eq!(check(b"{}", &pairs, 1_000).reason, Reason::UnsupportedVersion);
         let both = format!("v1a,xyz v1,{sig}");
-        let pairs = [
-            ("webhook-id", "msg_1"),
-            ("webhook-timestamp", "1000"),
-            ("webhook-signature", both.as_str()),
-        ];
+        let pairs = [("webhook-id", "msg_1"), ("webhook-timestamp", "1000"), ("webhook-signature", both.as_str())];
         assert_eq!(check(b"{}", &pairs, 1_000).reason, Reason::Ok);
     }
 }

@@ -10,9 +10,7 @@
 //! the window symmetric (a timestamp more than the tolerance in the future
 //! is rejected too), which Stripe's libraries do not.
 
-use super::{
-    ct, no_candidates, parse_timestamped_list, single, Delivery, Reason, TimestampedList, Verdict,
-};
+use super::{ct, no_candidates, parse_timestamped_list, single, Delivery, Reason, TimestampedList, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "stripe-signature";
@@ -27,21 +25,11 @@ pub fn parse(value: &str) -> Result<TimestampedList<'_>, Reason> {
 
 /// Verify a Stripe delivery: some `v1` must match some key, and the signed
 /// timestamp must be within `tolerance_s` of `now_unix`.
-pub fn verify(
-    delivery: Delivery<'_>,
-    keys: &[Vec<u8>],
-    tolerance_s: i64,
-    now_unix: i64,
-) -> Verdict {
+pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Verdict {
     check(delivery, keys, tolerance_s, now_unix).unwrap_or_else(|rejected| rejected)
 }
 
-fn check(
-    delivery: Delivery<'_>,
-    keys: &[Vec<u8>],
-    tolerance_s: i64,
-    now_unix: i64,
-) -> Result<Verdict, Verdict> {
+fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Result<Verdict, Verdict> {
     let list = parse(single(delivery.headers, HEADER)?).map_err(Verdict::rejected)?;
     if list.signatures.is_empty() {
         return Err(no_candidates(list.other_tags, Some(list.timestamp)));
@@ -49,12 +37,7 @@ fn check(
     let matched = ct::first_match(keys, &list.signatures, |key| {
         ct::hmac_sha256(key, &[list.timestamp_text.as_bytes(), b".", delivery.body]).to_vec()
     });
-    Ok(Verdict::timestamped(
-        matched,
-        list.timestamp,
-        now_unix,
-        tolerance_s,
-    ))
+    Ok(Verdict::timestamped(matched, list.timestamp, now_unix, tolerance_s))
 }
 
 /// The headers Stripe would send for `body` under `secret` at `t`.
@@ -74,16 +57,7 @@ mod tests {
 
     fn check(body: &[u8], header: &str, now: i64) -> Verdict {
         let headers = Headers::from_pairs([("Stripe-Signature", header)]);
-        verify(
-            Delivery {
-                body,
-                headers: &headers,
-                url: None,
-            },
-            &[SECRET.to_vec()],
-            DEFAULT_TOLERANCE_S,
-            now,
-        )
+        verify(Delivery { body, headers: &headers, url: None }, &[SECRET.to_vec()], DEFAULT_TOLERANCE_S, now)
     }
 
     fn header(body: &[u8], t: i64) -> String {
@@ -93,10 +67,7 @@ mod tests {
     #[test]
     fn sign_then_verify() {
         let v = check(b"{}", &header(b"{}", NOW), NOW + 10);
-        assert_eq!(
-            (v.reason, v.secret_index, v.signed_at),
-            (Reason::Ok, Some(0), Some(NOW))
-        );
+        assert_eq!((v.reason, v.secret_index, v.signed_at), (Reason::Ok, Some(0), Some(NOW)));
     }
 
     #[test]
@@ -107,35 +78,17 @@ mod tests {
         assert_eq!(check(b"{} ", &h, NOW).reason, Reason::NoMatchingSignature);
         // the timestamp is signed: changing it breaks the signature
         let moved = h.replacen(&NOW.to_string(), &(NOW + 1).to_string(), 1);
-        assert_eq!(
-            check(b"{}", &moved, NOW).reason,
-            Reason::NoMatchingSignature
-        );
+        assert_eq!(check(b"{}", &moved, NOW).reason, Reason::NoMatchingSignature);
     }
 
     #[test]
     fn header_parsing_rules() {
         let sig = "5".repeat(64);
-        assert_eq!(
-            parse(&format!("t=1, v1={sig}")).unwrap().signatures.len(),
-            1
-        );
-        assert_eq!(
-            parse(&format!("t=1,v1={sig},v1=zz,junk,v0={sig}"))
-                .unwrap()
-                .signatures
-                .len(),
-            1
-        );
+        assert_eq!(parse(&format!("t=1, v1={sig}")).unwrap().signatures.len(), 1);
+        assert_eq!(parse(&format!("t=1,v1={sig},v1=zz,junk,v0={sig}")).unwrap().signatures.len(), 1);
         assert!(parse(&format!("t=1,v0={sig}")).unwrap().other_tags);
-        assert_eq!(
-            parse(&format!("t=1,t=2,v1={sig}")),
-            Err(Reason::MalformedHeader)
-        );
-        assert_eq!(
-            parse(&format!("t=17e8,v1={sig}")),
-            Err(Reason::MalformedHeader)
-        );
+        assert_eq!(parse(&format!("t=1,t=2,v1={sig}")), Err(Reason::MalformedHeader));
+        assert_eq!(parse(&format!("t=17e8,v1={sig}")), Err(Reason::MalformedHeader));
         assert_eq!(parse(&format!("v1={sig}")), Err(Reason::MalformedHeader));
         assert_eq!(parse(""), Err(Reason::MalformedHeader));
     }
@@ -143,20 +96,8 @@ mod tests {
     #[test]
     fn two_header_lines_are_ambiguous() {
         let h = header(b"{}", NOW);
-        let headers = Headers::from_pairs([
-            ("Stripe-Signature", h.as_str()),
-            ("stripe-signature", "t=1"),
-        ]);
-        let v = verify(
-            Delivery {
-                body: b"{}",
-                headers: &headers,
-                url: None,
-            },
-            &[SECRET.to_vec()],
-            300,
-            NOW,
-        );
+        let headers = Headers::from_pairs([("Stripe-Signature", h.as_str()), ("stripe-signature", "t=1")]);
+        let v = verify(Delivery { body: b"{}", headers: &headers, url: None }, &[SECRET.to_vec()], 300, NOW);
         assert_eq!(v.reason, Reason::MalformedHeader);
     }
 }

@@ -58,14 +58,7 @@ pub fn url_variants(url: &str) -> Vec<String> {
     };
     let without = format!("{head}{tail}");
     let with = if port.is_empty() {
-        let default = if head
-            .get(..8)
-            .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
-        {
-            443
-        } else {
-            80
-        };
+        let default = if head.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://")) { 443 } else { 80 };
         format!("{head}:{default}{tail}")
     } else {
         url.to_string()
@@ -81,9 +74,7 @@ pub fn url_variants(url: &str) -> Vec<String> {
 fn query_param(url: &str, name: &str) -> Option<String> {
     let query = url.split_once('?')?.1;
     let query = query.split('#').next().unwrap_or(query);
-    form_urlencoded::parse(query.as_bytes())
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
+    form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
 }
 
 /// The form parameters of `body` in signing order: names sorted and
@@ -91,10 +82,7 @@ fn query_param(url: &str, name: &str) -> Option<String> {
 fn form_suffix(body: &[u8]) -> Vec<u8> {
     let mut params: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (name, value) in form_urlencoded::parse(body) {
-        params
-            .entry(name.into_owned())
-            .or_default()
-            .push(value.into_owned());
+        params.entry(name.into_owned()).or_default().push(value.into_owned());
     }
     let mut out = Vec::new();
     for (name, mut values) in params {
@@ -114,10 +102,7 @@ pub fn verify(delivery: Delivery<'_>, url: &str, keys: &[Vec<u8>]) -> Verdict {
     if values.is_empty() {
         return Verdict::rejected(Reason::MissingHeader);
     }
-    let candidates: Vec<Vec<u8>> = values
-        .iter()
-        .filter_map(|v| ct::decode_base64(v.trim(), Some(20)))
-        .collect();
+    let candidates: Vec<Vec<u8>> = values.iter().filter_map(|v| ct::decode_base64(v.trim(), Some(20))).collect();
     if candidates.is_empty() {
         return Verdict::rejected(Reason::MalformedHeader);
     }
@@ -135,11 +120,7 @@ pub fn verify(delivery: Delivery<'_>, url: &str, keys: &[Vec<u8>]) -> Verdict {
     };
     url_variants(url)
         .iter()
-        .map(|variant| {
-            untimed(keys, &candidates, |key| {
-                ct::hmac(Algorithm::Sha1, key, &[variant.as_bytes(), &suffix])
-            })
-        })
+        .map(|variant| untimed(keys, &candidates, |key| ct::hmac(Algorithm::Sha1, key, &[variant.as_bytes(), &suffix])))
         .find(Verdict::valid)
         .unwrap_or(Verdict::rejected(Reason::NoMatchingSignature))
 }
@@ -147,11 +128,7 @@ pub fn verify(delivery: Delivery<'_>, url: &str, keys: &[Vec<u8>]) -> Verdict {
 /// The headers Twilio would send for a request to `url` with `body` (form
 /// parameters, or a JSON body when `url` carries `bodySHA256`).
 pub fn sign(url: &str, body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
-    let suffix = if query_param(url, BODY_HASH_PARAM).is_some() {
-        Vec::new()
-    } else {
-        form_suffix(body)
-    };
+    let suffix = if query_param(url, BODY_HASH_PARAM).is_some() { Vec::new() } else { form_suffix(body) };
     let mac = ct::hmac(Algorithm::Sha1, secret, &[url.as_bytes(), &suffix]);
     vec![("X-Twilio-Signature", ct::encode_base64(&mac))]
 }
@@ -169,16 +146,7 @@ mod tests {
 
     fn check(url: &str, body: &[u8], signature: &str) -> Reason {
         let headers = Headers::from_pairs([("X-Twilio-Signature", signature)]);
-        verify(
-            Delivery {
-                body,
-                headers: &headers,
-                url: Some(url),
-            },
-            url,
-            &[b"12345".to_vec()],
-        )
-        .reason
+        verify(Delivery { body, headers: &headers, url: Some(url) }, url, &[b"12345".to_vec()]).reason
     }
 
     #[test]
@@ -186,20 +154,11 @@ mod tests {
         assert_eq!(sign(URL, BODY, b"12345")[0].1, SIGNATURE);
         assert_eq!(check(URL, BODY, SIGNATURE), Reason::Ok);
         // parameter order in the body does not matter; values do
-        let reordered = b"To=%2B18005551212&CallSid=CA1234567890ABCDE&Caller=%2B12349013030&Digits=1234&From=%2B12349013030";
+        let reordered =
+            b"To=%2B18005551212&CallSid=CA1234567890ABCDE&Caller=%2B12349013030&Digits=1234&From=%2B12349013030";
         assert_eq!(check(URL, reordered, SIGNATURE), Reason::Ok);
-        assert_eq!(
-            check(URL, &BODY[..BODY.len() - 1], SIGNATURE),
-            Reason::NoMatchingSignature
-        );
-        assert_eq!(
-            check(
-                "https://mycompany.com/myapp.php?foo=1&bar=3",
-                BODY,
-                SIGNATURE
-            ),
-            Reason::NoMatchingSignature
-        );
+        assert_eq!(check(URL, &BODY[..BODY.len() - 1], SIGNATURE), Reason::NoMatchingSignature);
+        assert_eq!(check("https://mycompany.com/myapp.php?foo=1&bar=3", BODY, SIGNATURE), Reason::NoMatchingSignature);
     }
 
     #[test]
@@ -209,29 +168,17 @@ mod tests {
         assert_eq!(check(with_port, BODY, SIGNATURE), Reason::Ok);
         let signed_with_port = sign(with_port, BODY, b"12345").remove(0).1;
         assert_eq!(check(URL, BODY, &signed_with_port), Reason::Ok);
-        assert_eq!(
-            url_variants("http://[::1]:8080/x?y=1"),
-            ["http://[::1]/x?y=1", "http://[::1]:8080/x?y=1"]
-        );
-        assert_eq!(
-            url_variants("https://u:p@h/x"),
-            ["https://u:p@h/x", "https://u:p@h:443/x"]
-        );
+        assert_eq!(url_variants("http://[::1]:8080/x?y=1"), ["http://[::1]/x?y=1", "http://[::1]:8080/x?y=1"]);
+        assert_eq!(url_variants("https://u:p@h/x"), ["https://u:p@h/x", "https://u:p@h:443/x"]);
         assert_eq!(url_variants("not a url"), ["not a url"]);
     }
 
     #[test]
     fn json_bodies_are_covered_by_body_sha256() {
         let body = br#"{"event":"call.completed"}"#;
-        let url = format!(
-            "https://example.com/hook?bodySHA256={}",
-            hex::encode(Sha256::digest(body))
-        );
+        let url = format!("https://example.com/hook?bodySHA256={}", hex::encode(Sha256::digest(body)));
         let signature = sign(&url, body, b"12345").remove(0).1;
         assert_eq!(check(&url, body, &signature), Reason::Ok);
-        assert_eq!(
-            check(&url, br#"{"event":"call.failed"}"#, &signature),
-            Reason::NoMatchingSignature
-        );
+        assert_eq!(check(&url, br#"{"event":"call.failed"}"#, &signature), Reason::NoMatchingSignature);
     }
 }

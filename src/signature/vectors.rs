@@ -80,28 +80,18 @@ mod tests {
     /// Idempotency vectors and the test that checks each.
     const CLAIM_VECTORS: [(&str, &str); 8] = [
         ("ID-01", "tests/isolation/specs/claim_race.spec"),
-        (
-            "ID-02",
-            "api::tests::duplicate_after_completion_returns_the_stored_result",
-        ),
+        ("ID-02", "api::tests::duplicate_after_completion_returns_the_stored_result"),
         ("ID-03", "api::tests::same_key_other_payload_is_a_conflict"),
         ("ID-04", "api::tests::key_length_limits"),
-        (
-            "ID-05",
-            "api::tests::expired_lease_is_reclaimed_and_the_stale_token_fenced",
-        ),
+        ("ID-05", "api::tests::expired_lease_is_reclaimed_and_the_stale_token_fenced"),
         ("ID-10", "api::tests::key_ignores_transport_headers"),
-        (
-            "ID-11",
-            "api::tests::expired_lease_is_reclaimed_and_the_stale_token_fenced",
-        ),
+        ("ID-11", "api::tests::expired_lease_is_reclaimed_and_the_stale_token_fenced"),
         // The multi-key claim is webhook_claim_many (sorted locking).
         ("ID-08", "tests/isolation/specs/claim_many_race.spec"),
     ];
 
     /// Idempotency vectors that need what is not built yet.
-    const CLAIM_VECTORS_NOT_YET: [(&str, &str); 1] =
-        [("ID-07", "needs retention past 75 h (the worker issue)")];
+    const CLAIM_VECTORS_NOT_YET: [(&str, &str); 1] = [("ID-07", "needs retention past 75 h (the worker issue)")];
 
     /// The verdict of the pure verifier; a configuration error (a bad
     /// secret) counts as not valid.
@@ -123,17 +113,7 @@ mod tests {
             hmac,
         };
         let url = v["url"].as_str();
-        verify(
-            scheme,
-            Delivery {
-                body: &body,
-                headers: &headers,
-                url,
-            },
-            &config,
-        )
-        .unwrap()
-        .valid()
+        verify(scheme, Delivery { body: &body, headers: &headers, url }, &config).unwrap().valid()
     }
 
     #[test]
@@ -143,10 +123,7 @@ mod tests {
             let id = v["id"].as_str().unwrap();
             if scheme_of(&v).is_none() {
                 assert!(
-                    CLAIM_VECTORS
-                        .iter()
-                        .chain(&CLAIM_VECTORS_NOT_YET)
-                        .any(|(c, _)| *c == id),
+                    CLAIM_VECTORS.iter().chain(&CLAIM_VECTORS_NOT_YET).any(|(c, _)| *c == id),
                     "{id} is not covered by a claim test"
                 );
                 continue;
@@ -179,47 +156,22 @@ mod tests {
             let secret = v["secret"].as_str().unwrap_or_default().as_bytes();
             let scheme = scheme_of(&v).map(|(s, _)| s);
             if let (Some(want), Some(Scheme::Github)) = (v["expected_header"].as_str(), scheme) {
-                assert_eq!(
-                    crate::signature::github::sign(&body, secret)[0].1,
-                    want,
-                    "{id}"
-                );
+                assert_eq!(crate::signature::github::sign(&body, secret)[0].1, want, "{id}");
                 checked += 1;
             }
             if let (Some(want), Some(Scheme::Shopify)) = (v["expected_header"].as_str(), scheme) {
-                assert_eq!(
-                    crate::signature::shopify::sign(&body, secret)[0].1,
-                    want,
-                    "{id}"
-                );
+                assert_eq!(crate::signature::shopify::sign(&body, secret)[0].1, want, "{id}");
                 checked += 1;
             }
-            if let (Some(want), Some(header)) = (
-                v["expected_v1"].as_str(),
-                v["headers"]["Stripe-Signature"].as_str(),
-            ) {
-                let t: i64 = header
-                    .split(',')
-                    .next()
-                    .unwrap()
-                    .trim_start_matches("t=")
-                    .parse()
-                    .unwrap();
-                assert_eq!(
-                    crate::signature::stripe::sign(&body, secret, t)[0].1,
-                    format!("t={t},v1={want}"),
-                    "{id}"
-                );
+            if let (Some(want), Some(header)) = (v["expected_v1"].as_str(), v["headers"]["Stripe-Signature"].as_str()) {
+                let t: i64 = header.split(',').next().unwrap().trim_start_matches("t=").parse().unwrap();
+                assert_eq!(crate::signature::stripe::sign(&body, secret, t)[0].1, format!("t={t},v1={want}"), "{id}");
                 checked += 1;
             }
             if let Some(want) = v["expected_hex"].as_str() {
                 let mac = ct::hmac_sha256(secret, &[&body]);
                 assert_eq!(hex::encode(mac), want, "{id}");
-                assert_eq!(
-                    ct::encode_base64(&mac),
-                    v["expected_base64"].as_str().unwrap(),
-                    "{id}"
-                );
+                assert_eq!(ct::encode_base64(&mac), v["expected_base64"].as_str().unwrap(), "{id}");
                 checked += 1;
             }
             if let Some(want) = v["key_hex"].as_str() {
@@ -228,9 +180,6 @@ mod tests {
                 checked += 1;
             }
         }
-        assert_eq!(
-            checked, 18,
-            "every expected_header, expected_v1, expected_hex and key_hex"
-        );
+        assert_eq!(checked, 18, "every expected_header, expected_v1, expected_hex and key_hex");
     }
 }
