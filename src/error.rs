@@ -25,6 +25,13 @@ pub enum Error {
     /// 55000 object_not_in_prerequisite_state: something the call needs is
     /// missing (for example the library is not preloaded).
     NotInPrerequisiteState { message: String, hint: Option<String> },
+    /// 42703 undefined_column: a trigger argument names no column.
+    UndefinedColumn { message: String },
+    /// 42804 datatype_mismatch: a column has the wrong type for its use.
+    DatatypeMismatch { message: String },
+    /// 39P01 trigger_protocol_violated: a trigger function fired in a way
+    /// it does not support.
+    TriggerProtocolViolated { message: String },
 }
 
 impl Error {
@@ -44,6 +51,9 @@ impl Error {
             Error::NoDataFound { .. } => PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
             Error::SerializationFailure { .. } => PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
             Error::NotInPrerequisiteState { .. } => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            Error::UndefinedColumn { .. } => PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+            Error::DatatypeMismatch { .. } => PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+            Error::TriggerProtocolViolated { .. } => PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
         }
     }
 
@@ -77,7 +87,10 @@ impl fmt::Display for Error {
             Error::InvalidParameter { message, .. }
             | Error::NoDataFound { message }
             | Error::SerializationFailure { message }
-            | Error::NotInPrerequisiteState { message, .. } => f.write_str(message),
+            | Error::NotInPrerequisiteState { message, .. }
+            | Error::UndefinedColumn { message }
+            | Error::DatatypeMismatch { message }
+            | Error::TriggerProtocolViolated { message } => f.write_str(message),
         }
     }
 }

@@ -5,6 +5,7 @@
 pub mod claim;
 pub mod key;
 pub mod maintenance;
+pub mod ordering;
 pub mod protocol;
 pub mod queue;
 pub mod receive;
@@ -12,6 +13,8 @@ pub mod receive;
 mod tests;
 #[cfg(feature = "pg_test")]
 mod tests_intake;
+#[cfg(feature = "pg_test")]
+mod tests_ordering;
 #[cfg(feature = "pg_test")]
 mod tests_state_machine;
 pub mod transitions;

@@ -116,6 +116,26 @@ COMMENT ON COLUMN webhook_dedup.conflicts.via IS 'claim or enqueue: the call tha
 COMMENT ON TABLE webhook_dedup.conflicts IS
   'One row per delivery of a known key with a different payload (SHA-256 fingerprints of the stored and the new payload; via = claim or enqueue). Nothing was processed for these deliveries.';
 
+-- The out-of-order guard: the newest source_updated_at seen per entity.
+CREATE TABLE webhook_dedup.watermarks (
+    source            text        NOT NULL CHECK (pg_catalog.char_length(source) BETWEEN 1 AND 255),
+    entity_id         text        NOT NULL CHECK (pg_catalog.char_length(entity_id) BETWEEN 1 AND 255),
+    source_updated_at timestamptz NOT NULL,
+    event_id          text,
+    sequence          bigint,
+    updated_at        timestamptz NOT NULL,
+    PRIMARY KEY (source, entity_id)
+);
+CREATE INDEX watermarks_updated_at ON webhook_dedup.watermarks (updated_at);
+COMMENT ON TABLE webhook_dedup.watermarks IS
+  'The out-of-order guard of webhook_advance: per (source, entity_id), the newest source_updated_at applied. Pruned by maintenance after the retention (the worker issue).';
+COMMENT ON COLUMN webhook_dedup.watermarks.source IS 'The source the entity belongs to.';
+COMMENT ON COLUMN webhook_dedup.watermarks.entity_id IS 'The entity (a subscription, an order, ...) whose updates are ordered.';
+COMMENT ON COLUMN webhook_dedup.watermarks.source_updated_at IS 'The provider''s time of the newest event applied to the entity (the profile''s event time).';
+COMMENT ON COLUMN webhook_dedup.watermarks.event_id IS 'The id of that event, when given (a re-apply of the same event is allowed).';
+COMMENT ON COLUMN webhook_dedup.watermarks.sequence IS 'The tie-breaking sequence of that event, when given.';
+COMMENT ON COLUMN webhook_dedup.watermarks.updated_at IS 'When the watermark last moved (database clock).';
+
 -- Flushed claim counters, one row per hour, source and event type.
 CREATE TABLE webhook_dedup.claim_counts (
     bucket                  timestamptz NOT NULL,
