@@ -5,7 +5,9 @@
 #   2. unit: the pure Rust modules (cargo test, no PostgreSQL);
 #   3. pg_test: the SQL functions in one session (cargo pgrx test);
 #   4. isolation: races between sessions (pg_isolation_regress) on a real cluster;
-#   5. cluster: many connections, killed backends, a crashed server (pytest);
+#   5. cluster: many connections, killed backends, a crashed server, the
+#      background worker and partition drops under load (pytest; the worker
+#      and partition tests start clusters of their own);
 #   6. end-to-end: the example receiver and real signed deliveries (pytest).
 # Installs whatever is missing first (see scripts/lib.sh). Exits non-zero on
 # the first failing layer; prints each runner's summary line.
@@ -58,7 +60,7 @@ fi
 grep -E '^(ok|not ok|test) ' "$WORK/isolation.log" || true
 summary+=("isolation: $(grep -cE '^(ok|test .*\.\.\. ok)' "$WORK/isolation.log") specs passed")
 
-log "5/6 cluster tests (pytest: 32 connections on 1,000 keys, killed backends, a crashed server)"
+log "5/6 cluster tests (pytest: 32 connections on 1,000 keys, killed backends, a crashed server, the worker, drops under load)"
 psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION webhook_dedup'
 export WEBHOOK_DEDUP_PGDATA=$CLUSTER_DIR/data WEBHOOK_DEDUP_PG_BIN=$PG_BIN WEBHOOK_DEDUP_PG_OS_USER=$PG_OS_USER
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/cluster 2>&1 | tee "$WORK/cluster.log"

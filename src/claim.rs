@@ -171,8 +171,8 @@ pub fn decide(stored: Option<&Stored>, now: i64, fingerprint: Option<&[u8]>, max
 /// and lease token `held`: only the current holder of a `processing` key
 /// may complete, fail, checkpoint, extend or mark it. A stale token (the
 /// lease was reclaimed since, or an operator resolved the key) changes
-/// nothing. An expired lease that nobody reclaimed still belongs to its
-/// holder: fencing is by token, not by clock.
+/// nothing. An expired lease that nobody reclaimed (and maintenance did not
+/// sweep yet) still belongs to its holder: fencing is by token, not by clock.
 pub fn holds_lease(state: State, held: Option<&[u8]>, token: &[u8]) -> bool {
     state == State::Processing && held == Some(token)
 }

@@ -1,9 +1,30 @@
 //! Every `webhook_dedup.*` setting: private statics, typed accessors, one
 //! [`init`]. Contexts are chosen deliberately (see `docs/operations.md`):
-//! `PGC_SIGHUP` for what maintenance reads, `PGC_USERSET` for per-session
-//! defaults of a call (`PGC_POSTMASTER` will hold what the worker reads once).
+//! `PGC_POSTMASTER` for what the worker reads once (its database),
+//! `PGC_SIGHUP` for what maintenance re-reads (interval, retention, batch
+//! size, partitions), `PGC_USERSET` for per-session defaults of a call.
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
+use std::ffi::CString;
+
+/// The database the background worker connects to (it runs maintenance
+/// there only). Read once, at server start.
+static DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
+
+/// Seconds between two maintenance passes of the worker; 0 stops the
+/// worker's passes (run `webhook_dedup.run_maintenance()` yourself then).
+static MAINTENANCE_INTERVAL_S: GucSetting<i32> = GucSetting::<i32>::new(60);
+
+/// How long a completed key (and other history) is kept after its last
+/// activity, in seconds, unless `webhook_dedup.sources.retention` says
+/// otherwise. Source of the default: issue "background worker" (30 days),
+/// ten times Stripe's three-day retry horizon.
+static RETENTION_S: GucSetting<i32> = GucSetting::<i32>::new(30 * 86_400);
+
+/// Rows one maintenance step handles per pass (expired leases swept, keys
+/// carried forward, history rows pruned), so that a backlog never holds
+/// locks for long.
+static BATCH_SIZE: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 
 /// Lease given by `webhook_claim` when the call passes none, in seconds.
 /// Source of the default: issue "claim state machine" (5 minutes), long
@@ -22,6 +43,50 @@ static PARTITION_INTERVAL_S: GucSetting<i32> = GucSetting::<i32>::new(86_400);
 static PREMAKE: GucSetting<i32> = GucSetting::<i32>::new(4);
 
 pub fn init() {
+    GucRegistry::define_string_guc(
+        c"webhook_dedup.database",
+        c"Database in which the background worker runs maintenance.",
+        c"The worker connects to this database at server start and runs \
+          webhook_dedup.run_maintenance() there; it waits quietly while the \
+          extension is not installed in it.",
+        &DATABASE,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"webhook_dedup.maintenance_interval",
+        c"Time between two maintenance passes of the background worker.",
+        c"0 stops the worker's passes (call webhook_dedup.run_maintenance() yourself). \
+          Re-read on reload.",
+        &MAINTENANCE_INTERVAL_S,
+        0,
+        86_400,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"webhook_dedup.retention",
+        c"How long completed keys and other history are kept after their last activity.",
+        c"Must be at least the provider's retry horizon, or a late retry is processed \
+          again (webhook_dedup.retention_warnings lists such sources); \
+          webhook_dedup.sources.retention overrides it per source.",
+        &RETENTION_S,
+        60,
+        i32::MAX,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"webhook_dedup.batch_size",
+        c"Rows one maintenance step handles per pass.",
+        c"Expired leases swept, keys carried forward and history rows pruned per step \
+          and pass; run_maintenance() reports more = true when a step had more.",
+        &BATCH_SIZE,
+        1,
+        1_000_000,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
     GucRegistry::define_int_guc(
         c"webhook_dedup.default_lease",
         c"Lease given by webhook_claim when the call passes none.",
@@ -92,4 +157,24 @@ pub fn partition_interval_us() -> i64 {
 
 pub fn premake() -> i64 {
     i64::from(PREMAKE.get())
+}
+
+/// `webhook_dedup.database`.
+pub fn database() -> String {
+    DATABASE.get().map_or_else(|| "postgres".to_owned(), |db| db.to_string_lossy().into_owned())
+}
+
+/// `webhook_dedup.maintenance_interval` in seconds (0: the worker's passes are off).
+pub fn maintenance_interval_s() -> u64 {
+    u64::try_from(MAINTENANCE_INTERVAL_S.get()).unwrap_or(0)
+}
+
+/// `webhook_dedup.retention` in microseconds.
+pub fn retention_us() -> i64 {
+    i64::from(RETENTION_S.get()) * 1_000_000
+}
+
+/// `webhook_dedup.batch_size`.
+pub fn batch_size() -> i64 {
+    i64::from(BATCH_SIZE.get())
 }

@@ -17,6 +17,8 @@
 //! | [`jsonb`] | `jsonb` passed through without a serde round trip | yes |
 //! | [`subxact`] | internal subtransactions and scoped settings | yes |
 //! | [`metrics`] | shared-memory counters and their flush | yes |
+//! | [`maintenance`] | one maintenance pass: sweep, prune, partitions | yes |
+//! | [`worker`] | the background worker that schedules the passes | yes |
 //! | [`api`] | the thin `#[pg_extern]` wrappers (the SQL surface) | yes |
 //!
 //! Hand-written DDL lives in `src/sql/*.sql`, the text of every statement the
@@ -30,6 +32,7 @@ pub mod error;
 pub mod guc;
 pub mod jsonb;
 pub mod key;
+pub mod maintenance;
 pub mod metrics;
 pub mod partition;
 pub mod profile;
@@ -37,6 +40,7 @@ pub mod signature;
 pub mod spi;
 pub mod subxact;
 pub mod time;
+pub mod worker;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -45,12 +49,14 @@ pub mod time;
 extension_sql_file!("sql/schema.sql", name = "schema", bootstrap);
 extension_sql_file!("sql/finalize.sql", name = "finalize", finalize);
 
-/// Library load: register settings and, when preloaded, shared memory.
+/// Library load: register settings and, when preloaded, shared memory and
+/// the background worker.
 ///
 /// Returns at once under `pg_upgrade` (binary upgrade mode must not start
-/// anything). Shared memory can only be requested from
-/// `shared_preload_libraries`; without it the extension still works and the
-/// metrics fall back as documented in [`metrics`].
+/// anything). Shared memory and static background workers can only be set
+/// up from `shared_preload_libraries`; without it everything but the
+/// counters and the worker works the same, and `run_maintenance()` can be
+/// called by hand or from pg_cron (see `docs/operations.md`).
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     // SAFETY: reading a backend-global flag set before any library is loaded.
@@ -62,6 +68,7 @@ pub extern "C-unwind" fn _PG_init() {
     // processes shared_preload_libraries.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         metrics::init_shared_memory();
+        worker::register();
     }
 }
 

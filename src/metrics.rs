@@ -77,10 +77,11 @@ pub enum Counter {
     Forgotten,
     Resolved,
     StaleTokens,
+    ExpiredLeases,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 19] = [
+    pub const ALL: [Counter; 20] = [
         Counter::Deliveries,
         Counter::FirstClaims,
         Counter::Reclaims,
@@ -100,6 +101,7 @@ impl Counter {
         Counter::Forgotten,
         Counter::Resolved,
         Counter::StaleTokens,
+        Counter::ExpiredLeases,
     ];
 
     /// The `webhook_dedup.claim_counts` column this counter is flushed to.
@@ -124,6 +126,7 @@ impl Counter {
             Counter::Forgotten => "forgotten",
             Counter::Resolved => "resolved",
             Counter::StaleTokens => "stale_tokens",
+            Counter::ExpiredLeases => "expired_leases",
         }
     }
 

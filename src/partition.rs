@@ -51,6 +51,35 @@ pub fn ranges_to_create(existing: &[Range], now: i64, interval: i64, premake: i6
     created
 }
 
+/// The partitions past retention: those whose every row was stored before
+/// `now - min_retention_us` (upper bound at or before it), oldest first.
+/// `min_retention_us` is the shortest retention of any source (and of
+/// `webhook_dedup.retention`): a partition younger than that can hold no
+/// key that may go, so it is not even looked at.
+pub fn past_retention(existing: &[Range], now: i64, min_retention_us: i64) -> Vec<Range> {
+    let cutoff = now.saturating_sub(min_retention_us);
+    let mut old: Vec<Range> = existing.iter().copied().filter(|r| r.hi <= cutoff).collect();
+    old.sort();
+    old
+}
+
+/// Whether to drop a partition past retention now, given its `rows` and
+/// how many of them are completed keys still within their source's
+/// retention (`retained`). Dropping means carrying every key that must live
+/// on into the current partition first, one row move each. Keys that are
+/// not completed (pending, processing, failed, unknown_outcome,
+/// dead_lettered) never expire by themselves, so they are carried whenever
+/// the partition goes and do not count here. Retained completed keys do
+/// expire: the partition is dropped once at least half of its rows go with
+/// it (`retained <= rows / 2`), so carrying never moves more rows than the
+/// drop frees; until then it waits for more of them to expire. With one
+/// retention for every source nothing is retained but keys touched late (a
+/// duplicate delivery long after the first), and every partition goes at
+/// its first look.
+pub fn worth_dropping(rows: i64, retained: i64) -> bool {
+    retained.saturating_mul(2) <= rows
+}
+
 /// The table name of the partition starting at `lo`: `keys_pYYYYMMDD_HHMM`
 /// (UTC). Names sort in time order, and stay under 63 bytes.
 pub fn partition_name(lo: i64) -> String {
@@ -146,6 +175,34 @@ mod tests {
         assert_eq!(got, vec![Range { lo: today - DAY_US, hi: today }]);
         let got = ranges_to_create(&[odd], today, DAY_US, 0);
         assert_eq!(got, vec![Range { lo: today, hi: today + 5 * HOUR }]);
+    }
+
+    #[test]
+    fn past_retention_takes_whole_partitions_older_than_the_shortest_retention() {
+        let now = sample_now();
+        let today = align_down(now, DAY_US);
+        let days: Vec<Range> =
+            (-40..3).map(|d| Range { lo: today + d * DAY_US, hi: today + (d + 1) * DAY_US }).rev().collect();
+        let old = past_retention(&days, now, 30 * DAY_US);
+        // the partition holding now - 30 days still has rows younger than that
+        let cutoff = now - 30 * DAY_US;
+        assert!(old.iter().all(|r| r.hi <= cutoff));
+        assert_eq!(old.len(), 10, "days -40..-31 go, day -30 straddles the cutoff");
+        assert!(old.windows(2).all(|w| w[0].lo < w[1].lo), "oldest first");
+        // a boundary exactly at the cutoff: that partition goes
+        let exact = [Range { lo: cutoff - DAY_US, hi: cutoff }];
+        assert_eq!(past_retention(&exact, now, 30 * DAY_US), exact.to_vec());
+        assert!(past_retention(&days, now, 50 * DAY_US).is_empty());
+    }
+
+    #[test]
+    fn a_partition_goes_when_at_most_half_of_it_is_retained() {
+        assert!(worth_dropping(0, 0), "an empty partition goes");
+        assert!(worth_dropping(10, 0));
+        assert!(worth_dropping(10, 5));
+        assert!(!worth_dropping(10, 6));
+        assert!(!worth_dropping(1, 1));
+        assert!(worth_dropping(i64::MAX, i64::MAX / 2), "no overflow");
     }
 
     #[test]

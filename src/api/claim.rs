@@ -283,8 +283,8 @@ fn webhook_claim_many(
 /// key's lease; false, changing nothing, when the token is stale (the
 /// lease was reclaimed by another delivery, or the key is no longer
 /// `processing`). An unknown key is P0002. Fencing is by token, not by
-/// clock: a holder whose lease expired but was not reclaimed still
-/// completes.
+/// clock: a holder whose lease expired but was not reclaimed (nor swept by
+/// maintenance, which moves it to `failed`) still completes.
 #[pg_extern(volatile, parallel_unsafe)]
 fn webhook_complete(
     source: Option<&str>,

@@ -14,6 +14,8 @@ mod tests;
 #[cfg(feature = "pg_test")]
 mod tests_intake;
 #[cfg(feature = "pg_test")]
+mod tests_maintenance;
+#[cfg(feature = "pg_test")]
 mod tests_ordering;
 #[cfg(feature = "pg_test")]
 mod tests_state_machine;

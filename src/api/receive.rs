@@ -11,6 +11,7 @@ use crate::jsonb::Jsonb;
 use crate::key::{body_hash_field, check_bounded, derive, Parts};
 use crate::profile::{self, Body, Extracted};
 use crate::signature::Scheme;
+use crate::spi::{self, arg, Snap, Statement};
 use crate::time::timestamptz;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
@@ -50,6 +51,21 @@ type ReceiveRow = (
     Option<String>,
 );
 
+static SOURCE_TOLERANCE: Statement =
+    Statement::new(crate::sql_statement!("source_tolerance.sql"), &[pgrx::pg_sys::TEXTOID]);
+
+/// `webhook_dedup.sources.tolerance` of `source`, if set.
+fn source_tolerance(source: &str) -> Option<Interval> {
+    spi::connected(|conn| {
+        let rows = conn.execute(&SOURCE_TOLERANCE, &[arg(source)], Snap::Statement);
+        if rows.is_empty() {
+            None
+        } else {
+            rows.get::<Interval>(0, 1)
+        }
+    })
+}
+
 /// The whole intake of one delivery in one call, returning one row:
 ///
 /// 1. **verify** the signature as `webhook_verify` does; a delivery that does
@@ -64,6 +80,9 @@ type ReceiveRow = (
 /// 3. **claim** it (`mode => 'claim'`: the columns of `webhook_claim`) or
 ///    **store** it for the workers (`mode => 'enqueue'`: `outcome` is
 ///    `accepted`, `duplicate` or `conflict`).
+///
+/// `tolerance` NULL means the source's `webhook_dedup.sources.tolerance`,
+/// else the provider's default window.
 ///
 /// `event_type` and `event_time` are read by the profile (`event_time` is
 /// NULL when absent or malformed); `last_step` is where a reclaim resumes.
@@ -119,6 +138,7 @@ fn webhook_receive(
     let secrets: Vec<Option<&str>> = secrets.iter().collect();
     let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
 
+    let tolerance = tolerance.or_else(|| source_tolerance(source));
     let verdict = verify_sql(Some(scheme_name), Some(body), headers.clone(), secrets, tolerance, at, url, hmac);
     if !verdict.valid() {
         let reason = verdict.reason.as_str().to_string();

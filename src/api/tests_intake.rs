@@ -89,6 +89,21 @@ mod tests {
         assert_eq!(got, expected);
     }
 
+    /// A source's `webhook_dedup.sources.tolerance` replaces the provider's
+    /// default window when the call gives none; a call's own tolerance wins.
+    #[pg_test]
+    fn a_source_tolerance_applies_when_the_call_gives_none() {
+        let v = vector("ST-01");
+        let (body, secret) = (vectors::body(&v), v["secret"].as_str().unwrap());
+        // ten minutes after the signature: outside Stripe's 300 s
+        let late = 1_700_000_000.0 + 600.0;
+        let reason = |extra: &str| receive("stripe", &body, &v["headers"], secret, late, extra).1;
+        assert_eq!(reason(""), s("timestamp_too_old"));
+        Spi::run("INSERT INTO webhook_dedup.sources (source, tolerance) VALUES ('stripe', '15 minutes')").unwrap();
+        assert_eq!(reason(""), None, "the source's 15 minutes apply");
+        assert_eq!(reason(", tolerance => '1 minute'"), s("timestamp_too_old"), "the call's own tolerance wins");
+    }
+
     #[pg_test]
     fn shopify_vector_with_its_headers_through_receive() {
         let v = vector("SH-01");

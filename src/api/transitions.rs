@@ -16,7 +16,7 @@ use pgrx::pg_sys::{INT4OID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 use pgrx::Uuid;
 
-static FAIL: Statement = Statement::new(
+pub(crate) static FAIL: Statement = Statement::new(
     crate::sql_statement!("key_fail.sql"),
     &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID],
 );

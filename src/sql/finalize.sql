@@ -34,7 +34,9 @@ COMMENT ON FUNCTION webhook_dedup.metrics_live() IS
 COMMENT ON FUNCTION webhook_dedup.flush_metrics() IS
   'Moves this database''s shared-memory claim counters into webhook_dedup.claim_counts; returns the number of (hour, source, event type) entries written (0 without shared_preload_libraries).';
 COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
-  'One maintenance pass: creates partitions of webhook_dedup.keys ahead (webhook_dedup.premake of webhook_dedup.partition_interval), moving keys that landed in the default partition into them, and flushes the metrics. ran = false when another pass holds the maintenance lock; partitions_created = NULL when the partition work failed (a WARNING says why; it waits at most 500 ms for locks) and was rolled back for the next pass to retry. Schedule it (pg_cron, or by hand) at least once per partition_interval.';
+  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) watermarks, conflicts, claim counts and maintenance runs past retention are deleted, and expired completed keys in the default partition; (3) metrics are flushed; (4) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings); (5) partitions of webhook_dedup.keys are created ahead (premake), and at most one partition past retention is dropped after carrying forward the keys that must live on (every key not completed, and completed keys within retention of their last activity). One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size or a partition waits: call again) and errors (one entry per step that failed and was rolled back; the others ran). Each step waits at most 500 ms for a lock. Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) at least once per partition_interval.';
+COMMENT ON FUNCTION webhook_dedup.default_retention() IS
+  'webhook_dedup.retention as an interval: how long history of sources without their own retention (webhook_dedup.sources.retention) is kept.';
 
 COMMENT ON FUNCTION @extschema@.webhook_verify(text, bytea, jsonb, text[], interval, timestamptz, text, text, text, text, text) IS
   'webhook_verify(scheme, payload, headers, secrets, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL) -> boolean. True when payload (the raw body) carries a valid signature of scheme under any of secrets (rotation). Schemes and their sources: github (X-Hub-Signature-256, docs.github.com "Validating webhook deliveries"), stripe (Stripe-Signature t=,v1=, docs.stripe.com/webhooks, 300 s), shopify (X-Shopify-Hmac-Sha256 base64, shopify.dev), slack (X-Slack-Signature v0= and X-Slack-Request-Timestamp, api.slack.com "Verifying requests", 300 s), standard or svix (webhook-id/timestamp/signature v1, Standard Webhooks spec, key = base64 after whsec_, 300 s), paddle (Paddle-Signature ts=;h1=, developer.paddle.com, 5 s), twilio (X-Twilio-Signature over url and form parameters or bodySHA256, twilio.com webhooks security; needs url), hmac (generic: signature_header, signature_prefix, algorithm sha1/sha256/sha512, encoding hex/base64). Windows are symmetric and inclusive; tolerance NULL = the provider''s default. False for any signature that does not verify. Errors: 22023 unknown scheme, no secrets, an empty, whitespace-padded or (standard) undecodable secret (named by position, never echoed), headers not a JSON object of strings or arrays of strings, a negative tolerance or one with months, an infinite at, url or hmac arguments given to another scheme or missing for theirs; 22004 a NULL argument or NULL secret. See docs/signatures.md.';
@@ -99,6 +101,36 @@ COMMENT ON FUNCTION @extschema@.webhook_advance(text, text, timestamptz, text, b
   'webhook_advance(source, entity_id, source_updated_at, event_id => NULL, sequence => NULL) -> boolean. The out-of-order guard: true when the event is newer than every event seen for (source, entity_id) (apply it; the watermark moves), false when it is older (skip it; nothing changed). Ties on source_updated_at: the same event_id is an idempotent re-apply (true); with both sequences given the greater wins; any other tie is refused (false). One atomic upsert on webhook_dedup.watermarks; concurrent advances end at the newest event in any order. Errors: 22004 NULL source, entity_id or source_updated_at; 22023 empty or over 255 characters, an infinite time. See docs/ordering.md.';
 COMMENT ON FUNCTION @extschema@.webhook_monotonic_guard() IS
   'Trigger function for the caller''s own tables: CREATE TRIGGER ... BEFORE INSERT OR UPDATE ... FOR EACH ROW EXECUTE FUNCTION webhook_monotonic_guard(''source_updated_at''). Skips an update whose new value of the named timestamptz/timestamp column is older than the stored one (the statement reports zero rows), also in INSERT ... ON CONFLICT DO UPDATE. Stored NULL: passes; incoming NULL over a stored value: skipped; equal: passes; inserts pass. Errors at trigger time: 22023 not exactly one argument; 42703 no such column; 42804 not a timestamp type; 39P01 not a BEFORE row trigger on INSERT or UPDATE.';
+
+CREATE VIEW webhook_dedup.retention_warnings AS
+WITH used AS (
+  SELECT s.source FROM webhook_dedup.sources AS s
+  UNION
+  -- sources named after a provider that have keys (one index probe per partition)
+  SELECT p.scheme FROM webhook_dedup.providers AS p
+   WHERE EXISTS (SELECT FROM webhook_dedup.keys AS k WHERE k.source OPERATOR(pg_catalog.=) p.scheme)
+), checked AS (
+  SELECT u.source,
+         COALESCE(s.provider, u.source) AS provider,
+         p.scheme IS NOT NULL AS known,
+         COALESCE(s.retention, webhook_dedup.default_retention()) AS retention,
+         p.retry_horizon
+    FROM used AS u
+    LEFT JOIN webhook_dedup.sources AS s ON s.source OPERATOR(pg_catalog.=) u.source
+    LEFT JOIN webhook_dedup.providers AS p ON p.scheme OPERATOR(pg_catalog.=) COALESCE(s.provider, u.source)
+)
+SELECT c.source, c.provider, c.retention, c.retry_horizon,
+       CASE WHEN c.known
+            THEN pg_catalog.format('source %s keeps keys for %s after their last activity, less than the %s retry horizon of %s: a retry that comes later is processed again (raise webhook_dedup.sources.retention or webhook_dedup.retention)',
+                                   c.source, c.retention, c.provider, c.retry_horizon)
+            ELSE pg_catalog.format('source %s names provider %s, which has no profile in webhook_dedup.providers: its retention cannot be checked',
+                                   c.source, c.provider)
+       END AS message
+  FROM checked AS c
+ WHERE (c.known AND c.retry_horizon IS NOT NULL AND c.retention OPERATOR(pg_catalog.<) c.retry_horizon)
+    OR (NOT c.known AND c.provider IS DISTINCT FROM c.source);
+COMMENT ON VIEW webhook_dedup.retention_warnings IS
+  'Sources kept for less than their provider''s documented retry horizon (a retry after the retention would be processed again), and sources whose webhook_dedup.sources.provider names no profile. One row each: source, provider, retention (webhook_dedup.sources.retention, else webhook_dedup.retention), retry_horizon (webhook_dedup.providers), message. Sources checked: every row of webhook_dedup.sources, and every provider scheme used as a source name that has keys. run_maintenance() raises the messages as WARNINGs. Empty is good.';
 
 -- The first partitions, so claims never start in the default partition.
 SELECT webhook_dedup.run_maintenance();

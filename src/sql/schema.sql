@@ -69,6 +69,10 @@ COMMENT ON COLUMN webhook_dedup.keys.headers IS 'The request headers stored by w
 -- A partitioned index, so every partition gets it.
 CREATE INDEX keys_due ON webhook_dedup.keys (due_at) WHERE due_at IS NOT NULL;
 
+-- The sweep's index: leases by expiry. Only processing keys are in it, so it
+-- stays as small as the work in flight.
+CREATE INDEX keys_lease_expiry ON webhook_dedup.keys (lease_expires_at) WHERE state = 'processing';
+
 -- Catches rows whose time has no partition yet (maintenance did not run);
 -- maintenance moves them out. Normally empty.
 CREATE TABLE webhook_dedup.keys_default PARTITION OF webhook_dedup.keys DEFAULT WITH (fillfactor = 90);
@@ -76,22 +80,32 @@ CREATE UNIQUE INDEX keys_default_key ON webhook_dedup.keys_default (source, idem
 COMMENT ON TABLE webhook_dedup.keys_default IS
   'Default partition of webhook_dedup.keys: rows whose time has no partition yet. Normally empty.';
 
--- Per-source overrides of the claim settings (more columns come with the
--- worker: retention, tolerance).
+-- Per-source overrides of the settings. Intervals have no months (a month
+-- has no fixed length), as every interval argument of the extension.
 CREATE TABLE webhook_dedup.sources (
     source       text PRIMARY KEY CHECK (pg_catalog.char_length(source) BETWEEN 1 AND 255),
     lease        interval CHECK (lease > interval '0' AND lease <= interval '365 days'
                                  AND pg_catalog.date_part('month', lease) = 0
                                  AND pg_catalog.date_part('year', lease) = 0),
     max_attempts integer  CHECK (max_attempts >= 1),
+    retention    interval CHECK (retention >= interval '1 minute' AND retention <= interval '3650 days'
+                                 AND pg_catalog.date_part('month', retention) = 0
+                                 AND pg_catalog.date_part('year', retention) = 0),
+    tolerance    interval CHECK (tolerance >= interval '0' AND tolerance <= interval '365 days'
+                                 AND pg_catalog.date_part('month', tolerance) = 0
+                                 AND pg_catalog.date_part('year', tolerance) = 0),
+    provider     text,
     note         text
 );
 COMMENT ON COLUMN webhook_dedup.sources.source IS 'The source these settings apply to (as passed to the webhook_* functions).';
 COMMENT ON COLUMN webhook_dedup.sources.lease IS 'Lease given when a call passes none; positive, at most 365 days, no months. NULL: webhook_dedup.default_lease.';
 COMMENT ON COLUMN webhook_dedup.sources.max_attempts IS 'Attempts after which a failing key (or one due again) is dead-lettered. NULL: webhook_dedup.max_attempts.';
+COMMENT ON COLUMN webhook_dedup.sources.retention IS 'How long completed keys, watermarks, conflicts and counts of the source are kept after their last activity; 1 minute to 3650 days, no months. NULL: webhook_dedup.retention. Keep it at least the provider''s retry horizon (webhook_dedup.retention_warnings).';
+COMMENT ON COLUMN webhook_dedup.sources.tolerance IS 'Replay window webhook_receive uses for this source when the call passes no tolerance; 0 to 365 days, no months. NULL: the provider''s documented default.';
+COMMENT ON COLUMN webhook_dedup.sources.provider IS 'The provider profile (a scheme of webhook_dedup.providers) whose retry horizon the retention is checked against. NULL: the profile named like the source, if any.';
 COMMENT ON COLUMN webhook_dedup.sources.note IS 'Free text for operators.';
 COMMENT ON TABLE webhook_dedup.sources IS
-  'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease) and max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts). NULL columns fall back to the settings.';
+  'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease), max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts), retention (else webhook_dedup.retention), tolerance (webhook_receive''s replay window; else the provider''s default) and provider (the profile for retention_warnings). NULL columns fall back to the settings.';
 
 -- Deliveries whose payload differed from the key's fingerprint: one row
 -- each, for inspection.
@@ -128,7 +142,7 @@ CREATE TABLE webhook_dedup.watermarks (
 );
 CREATE INDEX watermarks_updated_at ON webhook_dedup.watermarks (updated_at);
 COMMENT ON TABLE webhook_dedup.watermarks IS
-  'The out-of-order guard of webhook_advance: per (source, entity_id), the newest source_updated_at applied. Pruned by maintenance after the retention (the worker issue).';
+  'The out-of-order guard of webhook_advance: per (source, entity_id), the newest source_updated_at applied. Pruned by maintenance when not moved within the source''s retention (webhook_dedup.sources.retention, else webhook_dedup.retention).';
 COMMENT ON COLUMN webhook_dedup.watermarks.source IS 'The source the entity belongs to.';
 COMMENT ON COLUMN webhook_dedup.watermarks.entity_id IS 'The entity (a subscription, an order, ...) whose updates are ordered.';
 COMMENT ON COLUMN webhook_dedup.watermarks.source_updated_at IS 'The provider''s time of the newest event applied to the entity (the profile''s event time).';
@@ -160,6 +174,7 @@ CREATE TABLE webhook_dedup.claim_counts (
     forgotten               bigint      NOT NULL DEFAULT 0,
     resolved                bigint      NOT NULL DEFAULT 0,
     stale_tokens            bigint      NOT NULL DEFAULT 0,
+    expired_leases          bigint      NOT NULL DEFAULT 0,
     PRIMARY KEY (source, bucket, event_type)
 );
 CREATE INDEX claim_counts_bucket ON webhook_dedup.claim_counts (bucket);
@@ -185,5 +200,44 @@ COMMENT ON COLUMN webhook_dedup.claim_counts.drained IS 'Keys handed out by webh
 COMMENT ON COLUMN webhook_dedup.claim_counts.forgotten IS 'Keys removed by webhook_forget.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.resolved IS 'webhook_resolve calls.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.stale_tokens IS 'Holder calls other than webhook_complete (fail, mark_unknown, checkpoint, extend_lease) with a stale token.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.expired_leases IS 'Expired leases that maintenance moved to failed (or dead_lettered): the holder neither completed, failed nor extended in time.';
 COMMENT ON TABLE webhook_dedup.claim_counts IS
   'Claim counters flushed from shared memory by webhook_dedup.run_maintenance(): one row per hour (bucket), source and event type ('''' when unknown). Read them through webhook_dedup.duplicate_metrics.';
+
+-- One row per maintenance pass that ran (what it did), for operators and
+-- the worker's tests; pruned after webhook_dedup.retention.
+CREATE TABLE webhook_dedup.maintenance_runs (
+    id                   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    started_at           timestamptz NOT NULL,
+    finished_at          timestamptz NOT NULL,
+    application_name     text        NOT NULL,
+    leases_expired       integer     NOT NULL,
+    dead_lettered        integer     NOT NULL,
+    partitions_created   integer     NOT NULL,
+    partitions_dropped   integer     NOT NULL,
+    keys_carried_forward bigint      NOT NULL,
+    keys_pruned          bigint      NOT NULL,
+    history_pruned       bigint      NOT NULL,
+    metrics_flushed      bigint      NOT NULL,
+    retention_warnings   integer     NOT NULL,
+    more                 boolean     NOT NULL,
+    errors               text[]      NOT NULL
+);
+CREATE INDEX maintenance_runs_started_at ON webhook_dedup.maintenance_runs (started_at);
+COMMENT ON TABLE webhook_dedup.maintenance_runs IS
+  'One row per webhook_dedup.run_maintenance() pass that ran (by the worker or by hand): what it did, and the steps that failed. Pruned after webhook_dedup.retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.id IS 'Identity.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.started_at IS 'When the pass started (database clock).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.finished_at IS 'When the pass finished, before its transaction committed.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.application_name IS 'application_name of the session that ran the pass (webhook_dedup maintenance for the worker).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.leases_expired IS 'Expired processing leases moved to failed (due at once).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.dead_lettered IS 'Expired processing leases moved to dead_lettered (no attempts left).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_created IS 'Partitions of webhook_dedup.keys created ahead.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_dropped IS 'Partitions of webhook_dedup.keys dropped past retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_carried_forward IS 'Keys moved out of a partition about to be dropped because they must live on.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_pruned IS 'Expired completed keys deleted from the default partition (partitions are dropped whole, never pruned row by row).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS 'Watermarks, conflicts, claim counts and maintenance runs deleted past retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.metrics_flushed IS 'Metrics entries flushed from shared memory.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.retention_warnings IS 'Sources whose retention is shorter than their provider''s retry horizon (webhook_dedup.retention_warnings).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS 'A step stopped at webhook_dedup.batch_size or left a partition for later: the worker runs the next pass at once.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.errors IS 'One entry per step that failed (SQLSTATE and message); the pass went on with the other steps.';

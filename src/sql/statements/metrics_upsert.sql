@@ -4,9 +4,9 @@ INSERT INTO webhook_dedup.claim_counts AS c
     (bucket, source, event_type, deliveries, first_claims, reclaims, duplicates_of_completed,
      duplicates_in_progress, conflicts, retry_later, unknown_outcome, dead_lettered,
      completions, stale_completions, retries_scheduled, dead_letters, marked_unknown,
-     enqueued, drained, forgotten, resolved, stale_tokens)
+     enqueued, drained, forgotten, resolved, stale_tokens, expired_leases)
   VALUES ($1, $2, $3, $4[1], $4[2], $4[3], $4[4], $4[5], $4[6], $4[7], $4[8], $4[9], $4[10], $4[11],
-          $4[12], $4[13], $4[14], $4[15], $4[16], $4[17], $4[18], $4[19])
+          $4[12], $4[13], $4[14], $4[15], $4[16], $4[17], $4[18], $4[19], $4[20])
   ON CONFLICT (source, bucket, event_type) DO UPDATE SET
     deliveries = c.deliveries OPERATOR(pg_catalog.+) EXCLUDED.deliveries,
     first_claims = c.first_claims OPERATOR(pg_catalog.+) EXCLUDED.first_claims,
@@ -26,4 +26,5 @@ INSERT INTO webhook_dedup.claim_counts AS c
     drained = c.drained OPERATOR(pg_catalog.+) EXCLUDED.drained,
     forgotten = c.forgotten OPERATOR(pg_catalog.+) EXCLUDED.forgotten,
     resolved = c.resolved OPERATOR(pg_catalog.+) EXCLUDED.resolved,
-    stale_tokens = c.stale_tokens OPERATOR(pg_catalog.+) EXCLUDED.stale_tokens
+    stale_tokens = c.stale_tokens OPERATOR(pg_catalog.+) EXCLUDED.stale_tokens,
+    expired_leases = c.expired_leases OPERATOR(pg_catalog.+) EXCLUDED.expired_leases

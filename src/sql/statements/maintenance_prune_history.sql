@@ -1,0 +1,50 @@
+-- Delete up to $3 rows of each history table past retention: watermarks
+-- (by updated_at), conflicts (seen_at) and claim counts (bucket end) by their
+-- source's retention, maintenance runs (started_at) by webhook_dedup.retention.
+-- Each is bounded and uses its time index; returns how many went.
+-- $1 now, $2 webhook_dedup.retention, $3 how many per table,
+-- $4 the shortest retention of any source (an index bound for the scans).
+WITH cutoff AS (
+  SELECT $1 OPERATOR(pg_catalog.-) $4 AS earliest
+), watermarks AS (
+  DELETE FROM webhook_dedup.watermarks AS w
+   WHERE w.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+     SELECT x.ctid FROM webhook_dedup.watermarks AS x, cutoff
+      WHERE x.updated_at OPERATOR(pg_catalog.<) cutoff.earliest
+        AND x.updated_at OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) COALESCE(
+              (SELECT s.retention FROM webhook_dedup.sources AS s
+                WHERE s.source OPERATOR(pg_catalog.=) x.source), $2))
+      LIMIT $3 FOR UPDATE OF x SKIP LOCKED))
+  RETURNING 1
+), conflicts AS (
+  DELETE FROM webhook_dedup.conflicts AS c
+   WHERE c.id OPERATOR(pg_catalog.=) ANY (ARRAY(
+     SELECT x.id FROM webhook_dedup.conflicts AS x, cutoff
+      WHERE x.seen_at OPERATOR(pg_catalog.<) cutoff.earliest
+        AND x.seen_at OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) COALESCE(
+              (SELECT s.retention FROM webhook_dedup.sources AS s
+                WHERE s.source OPERATOR(pg_catalog.=) x.source), $2))
+      LIMIT $3))
+  RETURNING 1
+), counts AS (
+  DELETE FROM webhook_dedup.claim_counts AS c
+   WHERE (c.source, c.bucket, c.event_type) IN (
+     SELECT x.source, x.bucket, x.event_type FROM webhook_dedup.claim_counts AS x, cutoff
+      WHERE x.bucket OPERATOR(pg_catalog.<) cutoff.earliest
+        AND x.bucket OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) COALESCE(
+              (SELECT s.retention FROM webhook_dedup.sources AS s
+                WHERE s.source OPERATOR(pg_catalog.=) x.source), $2))
+      LIMIT $3)
+  RETURNING 1
+), runs AS (
+  DELETE FROM webhook_dedup.maintenance_runs AS r
+   WHERE r.id OPERATOR(pg_catalog.=) ANY (ARRAY(
+     SELECT x.id FROM webhook_dedup.maintenance_runs AS x
+      WHERE x.started_at OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) $2)
+      LIMIT $3))
+  RETURNING 1
+)
+SELECT (SELECT pg_catalog.count(*) FROM watermarks) AS watermarks,
+       (SELECT pg_catalog.count(*) FROM conflicts) AS conflicts,
+       (SELECT pg_catalog.count(*) FROM counts) AS counts,
+       (SELECT pg_catalog.count(*) FROM runs) AS runs

@@ -1,0 +1,201 @@
+//! The background worker: it only schedules. Every
+//! `webhook_dedup.maintenance_interval` it runs one maintenance pass
+//! ([`crate::maintenance::run`], the body of
+//! `webhook_dedup.run_maintenance()`) in its own transaction, and further
+//! passes at once while a pass reports `more`. The loop follows pg_cron's
+//! launcher and PostgreSQL's `worker_spi` example:
+//!
+//! - registered from `_PG_init` only when the library is in
+//!   `shared_preload_libraries` (static workers cannot be registered
+//!   later);
+//! - connects to `webhook_dedup.database` (read once: `PGC_POSTMASTER`);
+//! - starts when recovery has finished, so it does nothing on a standby
+//!   (and starts on promotion);
+//! - while the extension is not installed in that database it waits
+//!   quietly (DEBUG1) and checks again every [`IDLE_RECHECK`], so that
+//!   `CREATE EXTENSION` needs no restart. PostgreSQL's documentation says a
+//!   worker that should pause "should use an interruptible sleep rather
+//!   than exiting" (exit code 0 would unregister it until the next restart);
+//! - re-reads `postgresql.conf` on SIGHUP itself (pgrx 0.18's handler only
+//!   sets a flag and the latch), so a new interval applies at once;
+//! - on SIGTERM (shutdown, `pg_terminate_backend`) stops between passes and
+//!   exits with code 1, so that the postmaster starts it again after
+//!   [`RESTART_AFTER`] unless the server is shutting down; after an ERROR
+//!   it exits the same way and is restarted (pgrx's default is never);
+//! - shows as `backend_type` and `application_name`
+//!   `webhook_dedup maintenance` in `pg_stat_activity`, with the pass it is
+//!   running as its query.
+
+use crate::maintenance::Pass;
+use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags};
+use pgrx::prelude::*;
+use std::time::{Duration, Instant};
+
+/// `backend_type`, `application_name` and the worker's name.
+pub const NAME: &str = "webhook_dedup maintenance";
+
+/// The postmaster starts the worker again this long after it exited with
+/// an error or was terminated.
+pub const RESTART_AFTER: Duration = Duration::from_secs(5);
+
+/// How often an idle worker (extension not installed, or
+/// `maintenance_interval = 0`) looks again.
+pub const IDLE_RECHECK: Duration = Duration::from_secs(10);
+
+/// Passes in a row while each reports `more`, before the worker sleeps
+/// anyway (so that a step that always reports more cannot spin).
+const MAX_PASSES_IN_A_ROW: u32 = 100;
+
+/// Register the worker; call from `_PG_init` while
+/// `shared_preload_libraries` is being processed.
+pub fn register() {
+    BackgroundWorkerBuilder::new(NAME)
+        .set_type(NAME)
+        .set_library("webhook_dedup")
+        .set_function("webhook_dedup_worker_main")
+        .enable_spi_access()
+        .set_start_time(BgWorkerStartTime::RecoveryFinished)
+        .set_restart_time(Some(RESTART_AFTER))
+        .load();
+}
+
+/// Why the loop stopped.
+enum Stop {
+    Terminated,
+}
+
+fn report_activity(query: Option<&std::ffi::CStr>) {
+    // SAFETY: called in a connected worker; the string outlives the call
+    // (pgstat copies it).
+    unsafe {
+        match query {
+            Some(q) => pg_sys::pgstat_report_activity(pg_sys::BackendState::STATE_RUNNING, q.as_ptr()),
+            None => pg_sys::pgstat_report_activity(pg_sys::BackendState::STATE_IDLE, std::ptr::null()),
+        }
+    }
+}
+
+fn extension_installed() -> bool {
+    BackgroundWorker::transaction(|| {
+        Spi::get_one::<bool>("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'webhook_dedup')")
+            .ok()
+            .flatten()
+            .unwrap_or(false)
+    })
+}
+
+fn log_pass(pass: &Pass) {
+    if pass.did_something() || !pass.errors.is_empty() {
+        pgrx::log!(
+            "webhook_dedup maintenance: {} leases expired, {} dead-lettered, {} partitions created, \
+             {} dropped ({} keys carried forward), {} keys and {} history rows pruned{}",
+            pass.leases_expired,
+            pass.dead_lettered,
+            pass.partitions_created,
+            pass.partitions_dropped,
+            pass.keys_carried_forward,
+            pass.keys_pruned,
+            pass.history_pruned,
+            if pass.errors.is_empty() { String::new() } else { format!("; failed: {}", pass.errors.join("; ")) }
+        );
+    }
+}
+
+/// Run passes until one has nothing more waiting. Returns early on SIGTERM.
+fn passes() -> Result<(), Stop> {
+    for _ in 0..MAX_PASSES_IN_A_ROW {
+        report_activity(Some(c"SELECT * FROM webhook_dedup.run_maintenance()"));
+        let pass = BackgroundWorker::transaction(crate::maintenance::run);
+        report_activity(None);
+        log_pass(&pass);
+        if BackgroundWorker::sigterm_received() {
+            return Err(Stop::Terminated);
+        }
+        if !pass.ran || !pass.more {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The worker's entry point (named in [`register`]).
+#[pg_guard]
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn webhook_dedup_worker_main(_arg: pg_sys::Datum) {
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    let database = crate::guc::database();
+    BackgroundWorker::connect_worker_to_spi(Some(&database), None);
+    // SAFETY: a connected backend; sets this session's application_name
+    // (whose assign hook reports it to pg_stat_activity).
+    unsafe {
+        let name = std::ffi::CString::new(NAME).expect("no NUL");
+        pg_sys::SetConfigOption(
+            c"application_name".as_ptr(),
+            name.as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+        );
+    }
+    pgrx::log!(
+        "webhook_dedup maintenance worker started in database \"{database}\" (maintenance_interval {} s)",
+        crate::guc::maintenance_interval_s()
+    );
+    let mut last_start: Option<Instant> = None;
+    let mut installed_before: Option<bool> = None;
+    let mut next = Instant::now();
+    loop {
+        let wait = next.saturating_duration_since(Instant::now());
+        if !BackgroundWorker::wait_latch(Some(wait)) {
+            break;
+        }
+        let interval = Duration::from_secs(crate::guc::maintenance_interval_s());
+        if BackgroundWorker::sighup_received() {
+            // SAFETY: the documented way for a backend to apply a reload.
+            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+            let interval = Duration::from_secs(crate::guc::maintenance_interval_s());
+            pgrx::log!(
+                "webhook_dedup maintenance worker: configuration reloaded (maintenance_interval {} s)",
+                interval.as_secs()
+            );
+            next = match last_start {
+                Some(start) if !interval.is_zero() => start + interval,
+                _ => Instant::now(),
+            };
+            continue;
+        }
+        if Instant::now() < next {
+            continue; // woken early by the latch for nothing we handle
+        }
+        if interval.is_zero() {
+            next = Instant::now() + IDLE_RECHECK;
+            continue;
+        }
+        let installed = extension_installed();
+        if installed_before != Some(installed) {
+            if installed {
+                pgrx::debug1!("webhook_dedup maintenance worker: the extension is installed in \"{database}\"");
+            } else {
+                pgrx::debug1!(
+                    "webhook_dedup maintenance worker: the extension is not installed in \"{database}\"; waiting"
+                );
+            }
+            installed_before = Some(installed);
+        }
+        if !installed {
+            next = Instant::now() + IDLE_RECHECK;
+            continue;
+        }
+        let start = Instant::now();
+        last_start = Some(start);
+        let stopped = passes();
+        next = start + interval;
+        if let Err(Stop::Terminated) = stopped {
+            break;
+        }
+    }
+    pgrx::log!("webhook_dedup maintenance worker stopping");
+    // SAFETY: ends this process. Exit code 1: the postmaster starts the
+    // worker again after RESTART_AFTER unless it is shutting down (exit
+    // code 0 would unregister it until the next server start).
+    unsafe { pg_sys::proc_exit(1) };
+}

@@ -1,0 +1,86 @@
+"""A throwaway PostgreSQL cluster of a test's own, for what the shared test
+cluster cannot do: settings only read at server start (the worker's
+database), a 1 s maintenance interval, partitions rearranged around the
+current time, stops with -m immediate.
+
+It listens only on a Unix socket in its own temporary directory, runs as
+WEBHOOK_DEDUP_PG_OS_USER with the binaries in WEBHOOK_DEDUP_PG_BIN (both set
+by scripts/test.sh), and preloads webhook_dedup.
+"""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+
+def _require(names):
+    missing = [n for n in names if not os.environ.get(n)]
+    if missing:
+        pytest.fail(f"cluster tests need {', '.join(missing)} (scripts/test.sh sets them)", pytrace=False)
+
+
+class OwnCluster:
+    def __init__(self, settings: dict):
+        _require(("WEBHOOK_DEDUP_PG_BIN", "WEBHOOK_DEDUP_PG_OS_USER"))
+        self.bin = Path(os.environ["WEBHOOK_DEDUP_PG_BIN"])
+        self.user = os.environ["WEBHOOK_DEDUP_PG_OS_USER"]
+        self.dir = Path(tempfile.mkdtemp(prefix="webhook_dedup_own."))
+        shutil.chown(self.dir, self.user)
+        self.dir.chmod(0o755)
+        self.data = self.dir / "data"
+        self.log = self.dir / "server.log"
+        self._run("initdb", "-D", str(self.data), "--auth=trust", "--username=postgres",
+                  "--encoding=UTF8", "--locale=C.UTF-8")
+        conf = {
+            "listen_addresses": "''",
+            "unix_socket_directories": f"'{self.dir}'",
+            "port": "5432",
+            "shared_preload_libraries": "'webhook_dedup'",
+            **settings,
+        }
+        with open(self.data / "postgresql.conf", "a") as f:
+            for name, value in conf.items():
+                f.write(f"{name} = {value}\n")
+        self.start()
+
+    def _run(self, program, *args):
+        subprocess.run(["runuser", "-u", self.user, "--", str(self.bin / program), *args],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def start(self):
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "start")
+
+    def stop(self, mode="fast"):
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def connect(self, dbname="postgres", autocommit=True) -> psycopg.Connection:
+        return psycopg.connect(host=str(self.dir), port=5432, user="postgres", dbname=dbname,
+                               autocommit=autocommit)
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def destroy(self):
+        try:
+            self.stop("immediate")
+        except subprocess.CalledProcessError:
+            pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def wait_for(what: str, probe, timeout_s: float, every_s: float = 0.2):
+    """Poll `probe()` until it returns something truthy; fail with `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s} s waiting for {what}", pytrace=False)
+        time.sleep(every_s)

@@ -1,0 +1,223 @@
+"""The background worker against a real cluster of its own, with the library
+preloaded, webhook_dedup.database = 'wd' and a maintenance interval of 1 s
+(the worker issue's evidence list): it waits for the extension, sweeps an
+expired lease within seconds, keeps partitions made ahead, drops a partition
+past retention while a processing key in it lives on, follows a reload,
+bounds each pass by batch_size, and comes back after an error, after
+pg_terminate_backend and after pg_ctl stop -m immediate.
+
+Every wait is a bounded poll (own_cluster.wait_for); nothing asserts how
+fast something happened beyond "within a few seconds".
+"""
+
+import re
+import time
+
+import pytest
+from psycopg import sql
+
+from own_cluster import OwnCluster, wait_for
+
+WORKER = "webhook_dedup maintenance"
+RESTART_S = 5  # src/worker.rs RESTART_AFTER
+IDLE_RECHECK_S = 10  # src/worker.rs IDLE_RECHECK
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = OwnCluster({"log_lock_waits": "on"})
+    try:
+        with c.connect() as conn:
+            conn.execute("CREATE DATABASE wd")
+            conn.execute("ALTER SYSTEM SET webhook_dedup.database = 'wd'")
+            conn.execute("ALTER SYSTEM SET webhook_dedup.maintenance_interval = '1s'")
+        c.stop()  # webhook_dedup.database is read at server start
+        c.start()
+        yield c
+    finally:
+        c.destroy()
+
+
+def worker_pid(conn):
+    row = conn.execute("SELECT pid FROM pg_stat_activity WHERE backend_type = %s", (WORKER,)).fetchone()
+    return row and row[0]
+
+
+def worker_runs(conn) -> int:
+    return conn.execute("SELECT count(*) FROM webhook_dedup.maintenance_runs WHERE application_name = %s",
+                        (WORKER,)).fetchone()[0]
+
+
+def set_and_reload(conn, setting, value):
+    """ALTER SYSTEM SET (or RESET, for None) and reload."""
+    if value is None:
+        conn.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.SQL(setting)))
+    else:
+        conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.SQL(setting), sql.Literal(value)))
+    conn.execute("SELECT pg_reload_conf()")
+
+
+def test_the_worker_waits_for_the_extension_then_runs(cluster):
+    with cluster.connect("wd") as conn:
+        pid = wait_for("the worker in pg_stat_activity", lambda: worker_pid(conn), 15)
+        time.sleep(1.5)  # a few intervals with no extension: it waits quietly
+        assert worker_pid(conn) == pid, "it neither exited nor restarted"
+        conn.execute("CREATE EXTENSION webhook_dedup")
+        wait_for("a pass by the worker", lambda: worker_runs(conn) >= 1, IDLE_RECHECK_S + 5)
+        assert worker_pid(conn) == pid
+        assert conn.execute("SELECT application_name FROM pg_stat_activity WHERE pid = %s",
+                            (pid,)).fetchone()[0] == WORKER
+    log = cluster.log_text()
+    assert 'webhook_dedup maintenance worker started in database "wd" (maintenance_interval 1 s)' in log
+    assert not re.search(r"(ERROR|FATAL):", log), log
+
+
+def test_an_expired_lease_is_swept_within_seconds(cluster):
+    with cluster.connect("wd") as conn:
+        token = conn.execute("SELECT claim_token FROM webhook_claim('w', 'crashed', lease => '200 milliseconds')"
+                             ).fetchone()[0]
+        state = lambda: conn.execute(
+            "SELECT state, last_error FROM webhook_dedup.keys WHERE source = 'w' AND idem_key = 'crashed'").fetchone()
+        assert state()[0] == "processing"
+        swept = wait_for("the sweep", lambda: state()[0] == "failed" and state(), 10)
+        assert swept[1].startswith("lease of attempt 1 expired at ")
+        # the holder that never finished is fenced out; the next claim takes over
+        assert conn.execute("SELECT webhook_complete('w', 'crashed', %s)", (token,)).fetchone()[0] is False
+        assert conn.execute("SELECT outcome, attempt FROM webhook_claim('w', 'crashed')").fetchone() == ("reclaimed", 2)
+
+
+PARTITIONS = """
+SELECT c.oid::regclass::text, pg_get_expr(c.relpartbound, c.oid)
+  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+ WHERE i.inhparent = 'webhook_dedup.keys'::regclass AND c.relname <> 'keys_default'
+ ORDER BY c.relname
+"""
+
+
+def test_partitions_are_made_ahead_again(cluster):
+    with cluster.connect("wd") as conn:
+        before = conn.execute(PARTITIONS).fetchall()
+        assert len(before) >= 5, "the current partition and webhook_dedup.premake (4) ahead"
+        newest = before[-1][0]
+        conn.execute(f"ALTER TABLE webhook_dedup.keys DETACH PARTITION {newest}")
+        conn.execute(f"DROP TABLE {newest}")
+        wait_for("the partition made again", lambda: conn.execute(PARTITIONS).fetchall() == before, 10)
+
+
+def test_a_partition_past_retention_goes_and_its_processing_key_lives_on(cluster):
+    with cluster.connect("wd") as conn:
+        conn.execute("""
+            CREATE TABLE webhook_dedup.keys_p20200101_0000 (LIKE webhook_dedup.keys INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+            CREATE UNIQUE INDEX ON webhook_dedup.keys_p20200101_0000 (source, idem_key);
+            INSERT INTO webhook_dedup.keys_p20200101_0000
+                (source, idem_key, partition_at, state, attempt, claim_token, lease_expires_at, due_at,
+                 first_seen_at, last_seen_at, completed_at)
+            SELECT 'w', 'old' || i, '2020-01-01 12:00+00'::timestamptz, 'completed', 1, NULL::uuid,
+                   NULL::timestamptz, NULL::timestamptz, '2020-01-01 12:00+00'::timestamptz,
+                   '2020-01-01 12:00+00'::timestamptz, '2020-01-01 12:00+00'::timestamptz
+              FROM generate_series(1, 100) i
+            UNION ALL
+            SELECT 'w', 'working', '2020-01-01 12:00+00', 'processing', 3, gen_random_uuid(),
+                   now() + interval '1 hour', now() + interval '1 hour',
+                   '2020-01-01 12:00+00', '2020-01-01 12:00+00', NULL;
+            ALTER TABLE webhook_dedup.keys ATTACH PARTITION webhook_dedup.keys_p20200101_0000
+              FOR VALUES FROM ('2020-01-01 00:00+00') TO ('2020-01-02 00:00+00')""")
+        token = conn.execute("SELECT claim_token FROM webhook_dedup.keys WHERE idem_key = 'working'").fetchone()[0]
+        gone = lambda: conn.execute("SELECT to_regclass('webhook_dedup.keys_p20200101_0000') IS NULL").fetchone()[0]
+        wait_for("the partition past retention to be dropped", gone, 10)
+        row = conn.execute("SELECT state, attempt, claim_token, partition_at > now() - interval '1 hour'"
+                           "  FROM webhook_dedup.keys WHERE source = 'w' AND idem_key = 'working'").fetchone()
+        assert row == ("processing", 3, token, True), "carried forward, lease and token unchanged"
+        assert conn.execute("SELECT outcome FROM webhook_claim('w', 'working')").fetchone()[0] == "in_progress"
+        assert conn.execute("SELECT webhook_complete('w', 'working', %s)", (token,)).fetchone()[0] is True
+        assert conn.execute("SELECT count(*) FROM webhook_dedup.keys WHERE idem_key LIKE 'old%'").fetchone()[0] == 0
+        dropped = conn.execute("SELECT sum(partitions_dropped), sum(keys_carried_forward) FROM"
+                               " webhook_dedup.maintenance_runs WHERE application_name = %s", (WORKER,)).fetchone()
+        assert dropped == (1, 1)
+    assert "dropped partition webhook_dedup.keys_p20200101_0000 past retention (1 keys carried forward)" \
+        in cluster.log_text()
+
+
+def test_a_reload_changes_the_interval(cluster):
+    with cluster.connect("wd") as conn:
+        try:
+            set_and_reload(conn, "webhook_dedup.maintenance_interval", "1h")
+            wait_for("the reload", lambda: "configuration reloaded (maintenance_interval 3600 s)"
+                     in cluster.log_text(), 10)
+            time.sleep(1.5)  # a pass that was running at the reload finishes
+            quiet = worker_runs(conn)
+            time.sleep(4)
+            assert worker_runs(conn) == quiet, "no pass for four seconds at a one-hour interval"
+            set_and_reload(conn, "webhook_dedup.maintenance_interval", "1s")
+            wait_for("passes again every second", lambda: worker_runs(conn) >= quiet + 2, 10)
+        finally:
+            set_and_reload(conn, "webhook_dedup.maintenance_interval", "1s")
+
+
+def test_each_pass_is_bounded_by_batch_size(cluster):
+    with cluster.connect("wd") as conn:
+        try:
+            set_and_reload(conn, "webhook_dedup.batch_size", "2")
+            wait_for("the reload", lambda: conn.execute(
+                "SELECT setting FROM pg_settings WHERE name = 'webhook_dedup.batch_size'").fetchone()[0] == "2", 10)
+            time.sleep(1.5)
+            since = conn.execute("SELECT max(id) FROM webhook_dedup.maintenance_runs").fetchone()[0]
+            conn.execute("SELECT webhook_claim('batch', 'k' || i, lease => '1 millisecond')"
+                         "  FROM generate_series(1, 5) i")
+            wait_for("all five swept", lambda: conn.execute(
+                "SELECT count(*) FROM webhook_dedup.keys WHERE source = 'batch' AND state = 'failed'"
+            ).fetchone()[0] == 5, 15)
+            per_pass = conn.execute(
+                "SELECT leases_expired, more FROM webhook_dedup.maintenance_runs"
+                " WHERE id > %s AND leases_expired > 0 ORDER BY id", (since,)).fetchall()
+            assert sum(n for n, _ in per_pass) == 5
+            assert max(n for n, _ in per_pass) <= 2, per_pass
+            assert per_pass[0][1] is True, "a full batch says more"
+        finally:
+            set_and_reload(conn, "webhook_dedup.batch_size", None)
+
+
+def test_the_worker_restarts_after_an_error(cluster):
+    with cluster.connect("wd") as conn:
+        pid = worker_pid(conn)
+        # Every pass now fails at its last statement (recording the run).
+        conn.execute("ALTER TABLE webhook_dedup.maintenance_runs"
+                     " ADD CONSTRAINT broken CHECK (false) NOT VALID")
+        try:
+            wait_for("the worker's exit", lambda: re.search(
+                rf'background worker "{WORKER}" \(PID {pid}\) exited with exit code 1', cluster.log_text()), 10)
+        finally:
+            conn.execute("ALTER TABLE webhook_dedup.maintenance_runs DROP CONSTRAINT broken")
+        runs = worker_runs(conn)
+        new_pid = wait_for("a new worker", lambda: (p := worker_pid(conn)) not in (None, pid) and p, RESTART_S + 10)
+        wait_for("passes by the new worker", lambda: worker_runs(conn) > runs, 10)
+        assert new_pid != pid
+
+
+def test_a_terminated_worker_is_started_again(cluster):
+    with cluster.connect("wd") as conn:
+        pid = wait_for("the worker", lambda: worker_pid(conn), 15)
+        assert conn.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,)).fetchone()[0]
+        new_pid = wait_for("a new worker", lambda: (p := worker_pid(conn)) not in (None, pid) and p, RESTART_S + 10)
+        runs = worker_runs(conn)
+        wait_for("passes by the new worker", lambda: worker_runs(conn) > runs, 10)
+        assert new_pid != pid
+    assert "webhook_dedup maintenance worker stopping" in cluster.log_text()
+
+
+def test_an_immediate_stop_keeps_completed_keys_and_the_worker(cluster):
+    with cluster.connect("wd") as conn:
+        for i in range(20):
+            token = conn.execute("SELECT claim_token FROM webhook_claim('crash', %s)", (f"k{i}",)).fetchone()[0]
+            assert conn.execute("SELECT webhook_complete('crash', %s, %s)", (f"k{i}", token)).fetchone()[0]
+        pid = worker_pid(conn)
+    cluster.stop("immediate")
+    cluster.start()
+    with cluster.connect("wd") as conn:
+        new_pid = wait_for("the worker after the restart", lambda: worker_pid(conn), 15)
+        assert new_pid != pid
+        outcomes = [conn.execute("SELECT outcome FROM webhook_claim('crash', %s)", (f"k{i}",)).fetchone()[0]
+                    for i in range(20)]
+        assert outcomes == ["duplicate"] * 20
+        runs = worker_runs(conn)
+        wait_for("passes after the restart", lambda: worker_runs(conn) > runs, 10)
