@@ -79,8 +79,11 @@ pub fn init() {
     GucRegistry::define_int_guc(
         c"webhook_dedup.batch_size",
         c"Rows one maintenance step handles per pass.",
-        c"Expired leases swept, keys carried forward and history rows pruned per step \
-          and pass; run_maintenance() reports more = true when a step had more.",
+        c"Expired leases swept, keys carried forward, history rows pruned and keys moved out \
+          of the default partition per step and pass; run_maintenance() reports more = true \
+          when a step had more. Each key a step sweeps, carries or moves stays locked until \
+          the step commits, so keep it well below the lock table's size \
+          (max_locks_per_transaction x max_connections).",
         &BATCH_SIZE,
         1,
         1_000_000,

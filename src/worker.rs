@@ -1,9 +1,14 @@
 //! The background worker: it only schedules. Every
-//! `webhook_dedup.maintenance_interval` it runs one maintenance pass
-//! ([`crate::maintenance::run`], the body of
-//! `webhook_dedup.run_maintenance()`) in its own transaction, and further
-//! passes at once while a pass reports `more`. The loop follows pg_cron's
-//! launcher and PostgreSQL's `worker_spi` example:
+//! `webhook_dedup.maintenance_interval` it runs one maintenance pass (the
+//! steps of `webhook_dedup.run_maintenance()`, [`crate::maintenance::Run`]),
+//! and further passes at once while a pass reports `more`. Where
+//! `run_maintenance()` runs a pass in the caller's one transaction, the
+//! worker commits after the row steps, after creating partitions and after
+//! dropping one, so that each step's locks last only as long as the step
+//! (a key the sweep moved is free for its retry at once; a drop never waits
+//! while this backend still holds a lock from an earlier step). It runs
+//! under READ COMMITTED whatever `default_transaction_isolation` says. The
+//! loop follows pg_cron's launcher and PostgreSQL's `worker_spi` example:
 //!
 //! - registered from `_PG_init` only when the library is in
 //!   `shared_preload_libraries` (static workers cannot be registered
@@ -26,9 +31,10 @@
 //!   `webhook_dedup maintenance` in `pg_stat_activity`, with the pass it is
 //!   running as its query.
 
-use crate::maintenance::Pass;
+use crate::maintenance::{Pass, Run};
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags};
 use pgrx::prelude::*;
+use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
 /// `backend_type`, `application_name` and the worker's name.
@@ -101,21 +107,52 @@ fn log_pass(pass: &Pass) {
     }
 }
 
-/// Run passes until one has nothing more waiting. Returns early on SIGTERM.
-fn passes() -> Result<(), Stop> {
+/// One pass in three transactions. None when another pass (a
+/// `run_maintenance()` call) holds the maintenance lock.
+fn one_pass() -> Option<Pass> {
+    let mut run = BackgroundWorker::transaction(|| {
+        Run::begin().map(|mut run| {
+            run.rows();
+            run
+        })
+    })?;
+    let run_ref = AssertUnwindSafe(&mut run);
+    BackgroundWorker::transaction(move || {
+        let run = run_ref;
+        if Run::resume() {
+            run.0.create_partitions();
+        }
+    });
+    let created = run.pass.partitions_created > 0;
+    let run_ref = AssertUnwindSafe(&mut run);
+    BackgroundWorker::transaction(move || {
+        let run = run_ref;
+        if Run::resume() {
+            run.0.drop_partition(created);
+        }
+        run.0.record();
+    });
+    Some(run.pass)
+}
+
+/// Run passes until one has nothing more waiting. Returns early on SIGTERM;
+/// Ok(true) when it stopped at [`MAX_PASSES_IN_A_ROW`] with work left.
+fn passes() -> Result<bool, Stop> {
     for _ in 0..MAX_PASSES_IN_A_ROW {
         report_activity(Some(c"SELECT * FROM webhook_dedup.run_maintenance()"));
-        let pass = BackgroundWorker::transaction(crate::maintenance::run);
+        let pass = one_pass();
         report_activity(None);
-        log_pass(&pass);
+        if let Some(pass) = &pass {
+            log_pass(pass);
+        }
         if BackgroundWorker::sigterm_received() {
             return Err(Stop::Terminated);
         }
-        if !pass.ran || !pass.more {
-            break;
+        if !pass.is_some_and(|p| p.more) {
+            return Ok(false);
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The worker's entry point (named in [`register`]).
@@ -126,15 +163,21 @@ pub extern "C-unwind" fn webhook_dedup_worker_main(_arg: pg_sys::Datum) {
     let database = crate::guc::database();
     BackgroundWorker::connect_worker_to_spi(Some(&database), None);
     // SAFETY: a connected backend; sets this session's application_name
-    // (whose assign hook reports it to pg_stat_activity).
+    // (whose assign hook reports it to pg_stat_activity) and its default
+    // isolation level (the carry-forward reads on the latest snapshot in
+    // any case; READ COMMITTED keeps every write on a fresh one).
     unsafe {
         let name = std::ffi::CString::new(NAME).expect("no NUL");
-        pg_sys::SetConfigOption(
-            c"application_name".as_ptr(),
-            name.as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-        );
+        for (setting, value) in
+            [(c"application_name", name.as_c_str()), (c"default_transaction_isolation", c"read committed")]
+        {
+            pg_sys::SetConfigOption(
+                setting.as_ptr(),
+                value.as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+            );
+        }
     }
     pgrx::log!(
         "webhook_dedup maintenance worker started in database \"{database}\" (maintenance_interval {} s)",
@@ -187,10 +230,12 @@ pub extern "C-unwind" fn webhook_dedup_worker_main(_arg: pg_sys::Datum) {
         }
         let start = Instant::now();
         last_start = Some(start);
-        let stopped = passes();
-        next = start + interval;
-        if let Err(Stop::Terminated) = stopped {
-            break;
+        match passes() {
+            Err(Stop::Terminated) => break,
+            // A backlog longer than MAX_PASSES_IN_A_ROW: a full interval of
+            // rest before the next round, so it never runs back to back.
+            Ok(true) => next = Instant::now() + interval,
+            Ok(false) => next = start + interval,
         }
     }
     pgrx::log!("webhook_dedup maintenance worker stopping");

@@ -8,7 +8,7 @@
 //! maintenance lock, which tests in other backends would contend for.
 
 #[pgrx::pg_schema]
-mod tests {
+pub(crate) mod tests {
     use crate::signature::vectors;
     use pgrx::prelude::*;
     use pgrx::JsonB;
@@ -475,17 +475,22 @@ mod tests {
         assert_eq!(pass, Ok((Some(true), Some(0))));
     }
 
-    /// A failing partition step is rolled back on its own: the pass warns,
-    /// lists it in `errors`, still flushes metrics, and the transaction goes on.
-    #[pg_test]
-    fn a_failed_partition_step_does_not_stop_the_pass() {
-        let last = Spi::get_one::<String>(
+    /// The newest partition of `webhook_dedup.keys` (premade ahead).
+    pub fn newest_partition() -> String {
+        Spi::get_one::<String>(
             "SELECT c.oid::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
               WHERE i.inhparent = 'webhook_dedup.keys'::regclass AND c.relname <> 'keys_default'
               ORDER BY c.relname DESC LIMIT 1",
         )
         .unwrap()
-        .unwrap();
+        .unwrap()
+    }
+
+    /// A failing partition step is rolled back on its own: the pass warns,
+    /// lists it in `errors`, still flushes metrics, and the transaction goes on.
+    #[pg_test]
+    fn a_failed_partition_step_does_not_stop_the_pass() {
+        let last = newest_partition();
         // The newest premade partition is replaced by an unrelated table of
         // the same name, so re-creating the partition must fail (42P07).
         Spi::run(&format!("DROP TABLE {last}; CREATE TABLE {last} (x int)")).unwrap();

@@ -168,6 +168,20 @@ mod tests {
         assert_eq!(recorded, Ok((Some(1), Some(3))));
     }
 
+    /// A pass that creates a partition leaves the drop to the next pass
+    /// (both hold locks claims need until commit), and says so with `more`.
+    #[pg_test]
+    fn creating_and_dropping_never_share_a_transaction() {
+        let newest = crate::api::tests::tests::newest_partition();
+        Spi::run(&format!("ALTER TABLE webhook_dedup.keys DETACH PARTITION {newest}; DROP TABLE {newest}")).unwrap();
+        let old = old_partition("01-07");
+        old_key("old7", "k", "01-07", "completed", "2020-01-07 12:00+00");
+        assert_eq!(pass(&["partitions_created", "partitions_dropped", "more::int"]), vec![1, 0, 1]);
+        assert!(exists(&old));
+        assert_eq!(pass(&["partitions_created", "partitions_dropped", "more::int"]), vec![0, 1, 0]);
+        assert!(!exists(&old));
+    }
+
     /// A partition past retention whose keys are mostly still retained (a
     /// source with a longer retention) waits instead of carrying them all.
     #[pg_test]

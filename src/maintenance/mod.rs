@@ -11,10 +11,15 @@
 //! 4. [`retention`] warnings: sources kept for less than their provider's
 //!    retry horizon;
 //! 5. [`partitions`]: create the partitions due (`premake`), then drop at
-//!    most one partition past retention, carrying forward what must live on.
+//!    most one partition past retention, carrying forward what must live on
+//!    (never both in one transaction: a pass that created a partition leaves
+//!    the drop to the next pass).
 //!
 //! The steps that take table locks claims also need come last, because
-//! every lock lasts until the pass commits. Each step runs in its own
+//! every lock lasts until the transaction commits: `run_maintenance()` runs
+//! the pass in the caller's transaction (call it on its own, not inside a
+//! longer one), the worker commits after the row steps and after each
+//! partition step ([`Run`]). Each step runs in its own
 //! subtransaction with a `lock_timeout` of 500 ms ([`lock_timeout_ms`]): a step that fails (or gives
 //! way to a claim) is rolled back, warned about and listed in `errors`, and
 //! the others still run. Two passes never overlap: a pass that cannot take
@@ -98,6 +103,7 @@ impl Pass {
         self.metrics_flushed += step.metrics_flushed;
         self.retention_warnings += step.retention_warnings;
         self.more |= step.more;
+        self.errors.extend(step.errors);
     }
 
     /// Whether the pass changed anything worth a line in the server log.
@@ -156,34 +162,101 @@ fn try_lock_maintenance() -> bool {
     }
 }
 
-/// One pass; `ran` is false (and nothing was done) when another pass holds
-/// the maintenance lock.
-pub fn run() -> Pass {
-    let mut pass = Pass::default();
-    // SAFETY: reads shared state; no preconditions.
-    if unsafe { pg_sys::RecoveryInProgress() } {
-        pgrx::notice!("webhook_dedup: no maintenance on a standby; it runs on the primary");
-        return pass;
-    }
-    if !try_lock_maintenance() {
-        return pass;
-    }
-    pass.ran = true;
-    let started = clock_now();
-    let batch = crate::guc::batch_size();
-    let mut retention = Retention { default_us: crate::guc::retention_us(), shortest_us: crate::guc::retention_us() };
-    step(&mut pass, "reading retention", |_| retention = Retention::load());
-    step(&mut pass, "sweeping expired leases", |s| sweep::run(started, batch, s));
-    step(&mut pass, "pruning history", |s| prune::history(started, batch, &retention, s));
-    step(&mut pass, "pruning the default partition", |s| prune::default_partition(started, batch, &retention, s));
-    step(&mut pass, "flushing metrics", |s| s.metrics_flushed = crate::metrics::flush());
-    step(&mut pass, "checking retention", |s| retention::warnings(started, s));
-    step(&mut pass, "creating partitions", |s| partitions::create(started, s));
-    step(&mut pass, "dropping partitions", |s| partitions::drop_one(clock_now(), batch, &retention, s));
-    record(&pass, started);
-    pass
+/// One pass in progress: what it did so far and what it works with. A pass
+/// runs in one transaction ([`run`], `run_maintenance()`), or, in the
+/// worker, in three: the row steps, then creating partitions, then dropping
+/// one, each committed at once, so that no lock is held longer than its
+/// step needs ([`crate::worker`]).
+pub struct Run {
+    pub pass: Pass,
+    started: i64,
+    batch: i64,
+    retention: Retention,
 }
 
+impl Run {
+    /// Start a pass in the current transaction: None on a standby, or when
+    /// another pass holds the maintenance lock.
+    pub fn begin() -> Option<Run> {
+        // SAFETY: reads shared state; no preconditions.
+        if unsafe { pg_sys::RecoveryInProgress() } {
+            pgrx::notice!("webhook_dedup: no maintenance on a standby; it runs on the primary");
+            return None;
+        }
+        if !try_lock_maintenance() {
+            return None;
+        }
+        let mut run = Run {
+            pass: Pass { ran: true, ..Pass::default() },
+            started: clock_now(),
+            batch: crate::guc::batch_size(),
+            retention: Retention::fallback(),
+        };
+        let mut loaded = None;
+        step(&mut run.pass, "reading retention", |_| loaded = Some(Retention::load()));
+        if let Some(retention) = loaded {
+            run.retention = retention;
+        }
+        Some(run)
+    }
+
+    /// Continue the pass in a new transaction (the worker's); false when
+    /// another pass took the maintenance lock in between.
+    pub fn resume() -> bool {
+        try_lock_maintenance()
+    }
+
+    /// The steps that lock only rows and keys: the lease sweep, pruning,
+    /// the metrics flush and the retention check.
+    pub fn rows(&mut self) {
+        let (now, batch, retention) = (self.started, self.batch, self.retention.clone());
+        step(&mut self.pass, "sweeping expired leases", |s| sweep::run(now, batch, s));
+        step(&mut self.pass, "pruning history", |s| prune::history(now, batch, &retention, s));
+        step(&mut self.pass, "pruning the default partition", |s| prune::default_partition(now, batch, &retention, s));
+        step(&mut self.pass, "flushing metrics", |s| s.metrics_flushed = crate::metrics::flush());
+        step(&mut self.pass, "checking retention", |s| retention::warnings(now, s));
+    }
+
+    /// Create the partitions due (each in its own subtransaction).
+    pub fn create_partitions(&mut self) {
+        let batch = self.batch;
+        step(&mut self.pass, "creating partitions", |s| partitions::create(clock_now(), batch, s));
+    }
+
+    /// Drop at most one partition past retention, unless this transaction
+    /// created one: creating holds the default partition's lock until
+    /// commit, which claims wait for while holding the table's lock that a
+    /// drop needs, so the two never share a transaction (`more` asks for
+    /// the next pass instead).
+    pub fn drop_partition(&mut self, created_in_this_transaction: bool) {
+        if created_in_this_transaction {
+            self.pass.more = true;
+            return;
+        }
+        let (batch, retention) = (self.batch, self.retention.clone());
+        step(&mut self.pass, "dropping partitions", |s| partitions::drop_one(clock_now(), batch, &retention, s));
+    }
+
+    /// Keep the pass in `webhook_dedup.maintenance_runs`.
+    pub fn record(&self) {
+        record(&self.pass, self.started);
+    }
+}
+
+/// One pass in the current transaction (`run_maintenance()`); `ran` is
+/// false (and nothing was done) on a standby or when another pass holds the
+/// maintenance lock.
+pub fn run() -> Pass {
+    let Some(mut run) = Run::begin() else {
+        return Pass::default();
+    };
+    run.rows();
+    run.create_partitions();
+    let created = run.pass.partitions_created > 0;
+    run.drop_partition(created);
+    run.record();
+    run.pass
+}
 /// Keep the pass in `webhook_dedup.maintenance_runs` (in the pass's
 /// transaction: a pass that rolls back leaves no row).
 fn record(pass: &Pass, started: i64) {

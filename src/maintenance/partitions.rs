@@ -1,30 +1,28 @@
 //! The partitions of `webhook_dedup.keys`: creating them ahead of time and
 //! dropping them past retention (the argument is in `docs/design.md`,
-//! "Uniqueness across partitions, retention"). The arithmetic is in
+//! "Uniqueness across partitions, and retention"). The arithmetic is in
 //! [`crate::partition`]; this file runs the DDL.
 //!
-//! Locks, in the order taken, and why no claim waits long for them:
-//! - creating: the new table is built standalone, then attached
-//!   (`SHARE UPDATE EXCLUSIVE` on the parent, `ACCESS EXCLUSIVE` on the
-//!   default partition, which claims read);
-//! - dropping: `SHARE` on the partition (only its writers wait: a duplicate
-//!   of an old key, `webhook_forget`), then the locks of the keys to carry
-//!   (tried, never waited for), then `ACCESS EXCLUSIVE` on the parent, which
-//!   `DROP TABLE` of a partition needs in any case (PostgreSQL's
-//!   `heap_drop_with_catalog`).
-//!
-//! Every wait is bounded by the pass's `lock_timeout` (500 ms, and below
-//! `deadlock_timeout`: [`super::lock_timeout_ms`], so in a lock cycle with a
-//! claim it is maintenance that gives way), and a pass drops at most one partition: locks last until
-//! the pass commits, so a second drop would keep claims out for longer.
+//! Every lock wait is bounded by the pass's lock timeout
+//! ([`super::lock_timeout_ms`]: 500 ms, and at most half of
+//! `deadlock_timeout`). Where a claim may start waiting for this step while
+//! the step may still wait for that claim, the whole window, from the first
+//! lock the step takes to the last one it waits for, shares that one budget
+//! (see [`Window`]): the step gives way (rolls back, releasing its locks)
+//! before any waiting claim's deadlock check could run, so it is never the
+//! claim that PostgreSQL aborts.
 
 use super::{Retention, Step};
+use crate::api::protocol::try_lock_key;
 use crate::partition::{self, Range};
 use crate::spi::{self, arg, Conn, Snap, Statement};
+use crate::subxact;
 use crate::time::{clock_now, timestamptz};
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::pg_sys::{self, INT8OID, INTERVALOID, TEXTARRAYOID, TIMESTAMPTZOID};
 use pgrx::spi::quote_identifier;
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// Partition names and bounds as `pg_get_expr` prints them: with the
 /// settings of [`super::with_fixed_formats`] they are ISO timestamps in UTC.
@@ -32,7 +30,7 @@ static PARTITIONS: Statement = Statement::new(crate::sql_statement!("maintenance
 
 /// Keys stored in the default partition within a range, in lock order.
 static STRAYS: Statement =
-    Statement::new(crate::sql_statement!("maintenance_strays.sql"), &[TIMESTAMPTZOID, TIMESTAMPTZOID]);
+    Statement::new(crate::sql_statement!("maintenance_strays.sql"), &[TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID]);
 
 static ROWS: Statement = Statement::new(
     crate::sql_statement!("maintenance_partition_rows.sql"),
@@ -48,6 +46,8 @@ static CARRY_FORWARD: Statement = Statement::new(
     crate::sql_statement!("maintenance_carry_forward.sql"),
     &[TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID, TEXTARRAYOID],
 );
+
+static BLOCKED_BY_ME: Statement = Statement::new(crate::sql_statement!("maintenance_blocked_by_me.sql"), &[]);
 
 /// A partition of `webhook_dedup.keys` (not the default one).
 #[derive(Debug, Clone)]
@@ -74,60 +74,34 @@ fn run(sql: &str, what: &str) {
     pgrx::spi::Spi::run(sql).unwrap_or_else(|e| pgrx::error!("webhook_dedup: {what}: {e}"));
 }
 
-/// Create the partition for `range`. Keys that already landed in the
-/// default partition for this range are moved into it under their key
-/// locks, so a concurrent claim of such a key waits and then finds it in
-/// its new place; the move is one transaction, so nobody sees a key twice
-/// or not at all.
-fn create_partition(conn: &Conn<'_>, range: Range) {
-    let name = partition::partition_name(range.lo);
-    let table = format!("webhook_dedup.{}", quote_identifier(&name));
-    let (lo, hi) = (partition::utc_literal(range.lo), partition::utc_literal(range.hi));
-    // Bounds are integers this module computed, rendered as UTC literals;
-    // names are quoted identifiers. DDL takes no parameters.
-    run(
-        &format!(
-            "CREATE TABLE {table} (LIKE webhook_dedup.keys INCLUDING DEFAULTS INCLUDING CONSTRAINTS,
-                 CONSTRAINT {range_check} CHECK (partition_at >= '{lo}' AND partition_at < '{hi}'))
-               WITH (fillfactor = 90);
-             CREATE UNIQUE INDEX {index} ON {table} (source, idem_key);
-             COMMENT ON TABLE {table} IS 'Keys stored in [{lo}, {hi}); created by webhook_dedup.run_maintenance().'",
-            range_check = quote_identifier(format!("{name}_range")),
-            index = quote_identifier(format!("{name}_key")),
-        ),
-        &format!("creating {table}"),
-    );
-    let bounds = [arg(timestamptz(range.lo)), arg(timestamptz(range.hi))];
-    let strays = conn.execute(&STRAYS, &bounds, Snap::Latest);
-    if !strays.is_empty() {
-        let (sources, idem_keys): (Vec<String>, Vec<String>) = (0..strays.len())
-            .map(|i| (strays.get::<String>(i, 1).expect("source"), strays.get::<String>(i, 2).expect("idem_key")))
-            .unzip();
-        for (source, idem_key) in sources.iter().zip(&idem_keys) {
-            crate::api::protocol::lock_key(source, idem_key);
-        }
-        // Only the keys locked above move; a key stored in the range since
-        // then keeps the attach below from succeeding, and the next pass
-        // moves it (under its lock).
-        pgrx::spi::Spi::run_with_args(
-            &format!(
-                "WITH moved AS (DELETE FROM webhook_dedup.keys_default
-                                 WHERE partition_at >= '{lo}' AND partition_at < '{hi}'
-                                   AND (source, idem_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-                                 RETURNING *)
-                 INSERT INTO {table} SELECT * FROM moved"
-            ),
-            &[sources.into(), idem_keys.into()],
-        )
-        .unwrap_or_else(|e| {
-            pgrx::error!("webhook_dedup: moving keys from webhook_dedup.keys_default into {table}: {e}")
-        });
-        pgrx::log!("webhook_dedup: moved {} keys from the default partition into {table}", strays.len());
+/// The time a step may spend between taking a lock a claim may come to
+/// wait for and getting the last lock it waits for itself.
+struct Window {
+    start: i64,
+}
+
+impl Window {
+    /// Opens before the first such lock is requested: a claim that queues
+    /// behind that request already waits for this step.
+    fn open() -> Window {
+        Window { start: clock_now() }
     }
-    run(
-        &format!("ALTER TABLE webhook_dedup.keys ATTACH PARTITION {table} FOR VALUES FROM ('{lo}') TO ('{hi}')"),
-        &format!("attaching {table}"),
-    );
+
+    /// Wait for a lock with what is left of the budget. When nobody waits
+    /// for this backend, no claim's wait started earlier, so the whole
+    /// timeout is safe: a claim that starts waiting from now on waits less
+    /// than the timeout before this step gets its lock or gives way. False
+    /// (nothing requested) when the budget is spent.
+    fn lock(&self, conn: &Conn<'_>, sql: &str, what: &str) -> bool {
+        let budget = i64::from(super::lock_timeout_ms());
+        let blocked = conn.execute(&BLOCKED_BY_ME, &[], Snap::Latest).get::<bool>(0, 1).unwrap_or(true);
+        let left = if blocked { budget - (clock_now() - self.start) / 1_000 } else { budget };
+        if left < 1 {
+            return false;
+        }
+        subxact::with_settings(&[("lock_timeout", &format!("{left}ms"))], || run(sql, what));
+        true
+    }
 }
 
 /// Run `body` with `creating_extension` off, so the tables it creates are
@@ -143,20 +117,109 @@ fn outside_extension_script<R>(body: impl FnOnce() -> R + std::panic::UnwindSafe
     pgrx::PgTryBuilder::new(body).finally(move || unsafe { pg_sys::creating_extension = saved }).execute()
 }
 
-/// Create the partitions due at `now` (`webhook_dedup.premake` ahead).
-pub(super) fn create(now: i64, step: &mut Step) {
-    let created = outside_extension_script(|| {
-        spi::connected(|conn| {
-            let ranges: Vec<Range> = existing(conn).iter().map(|p| p.range).collect();
-            let due =
-                partition::ranges_to_create(&ranges, now, crate::guc::partition_interval_us(), crate::guc::premake());
-            for range in &due {
-                create_partition(conn, *range);
-            }
-            due.len() as i32
-        })
+/// Create the partitions due at `now` (`webhook_dedup.premake` ahead), each
+/// in its own subtransaction: one that cannot be made now (its locks are
+/// busy, too many keys wait in the default partition) does not keep the
+/// others from being made.
+pub(super) fn create(now: i64, batch: i64, step: &mut Step) {
+    let due = spi::connected(|conn| {
+        let ranges: Vec<Range> = existing(conn).iter().map(|p| p.range).collect();
+        partition::ranges_to_create(&ranges, now, crate::guc::partition_interval_us(), crate::guc::premake())
     });
-    step.partitions_created += created;
+    for range in due {
+        let table = format!("webhook_dedup.{}", quote_identifier(partition::partition_name(range.lo)));
+        let made = subxact::attempt(|| {
+            outside_extension_script(|| spi::connected(|conn| create_partition(conn, &table, range, now, batch)))
+        });
+        match made {
+            Ok(()) => step.partitions_created += 1,
+            Err(failure) => {
+                pgrx::warning!(
+                    "webhook_dedup: creating partition {table} failed, the next pass retries it: {} ({:?})",
+                    failure.message,
+                    failure.sqlstate
+                );
+                step.errors.push(format!("creating partitions: {table}: {} ({:?})", failure.message, failure.sqlstate));
+            }
+        }
+    }
+}
+
+/// Create the partition for `range` as a standalone table and attach it.
+///
+/// Only the range holding `now` can have keys in the default partition
+/// already (keys are stored at the current time; maintenance did not run
+/// for longer than the premade partitions lasted). For it, the default
+/// partition is locked against writes (claims still read it), its keys in
+/// the range are moved into the new table under their key locks (tried: a
+/// key being claimed right now makes the pass give way), and the table is
+/// attached before anyone can store another. At most `batch` keys move: a
+/// range with more stays unpartitioned (its keys stay correct in the
+/// default partition, and expire from there); the next range, made ahead,
+/// takes over at its start.
+fn create_partition(conn: &Conn<'_>, table: &str, range: Range, now: i64, batch: i64) {
+    let name = partition::partition_name(range.lo);
+    let (lo, hi) = (partition::utc_literal(range.lo), partition::utc_literal(range.hi));
+    // Bounds are integers this module computed, rendered as UTC literals;
+    // names are quoted identifiers. DDL takes no parameters.
+    run(
+        &format!(
+            "CREATE TABLE {table} (LIKE webhook_dedup.keys INCLUDING DEFAULTS INCLUDING CONSTRAINTS,
+                 CONSTRAINT {range_check} CHECK (partition_at >= '{lo}' AND partition_at < '{hi}'))
+               WITH (fillfactor = 90);
+             CREATE UNIQUE INDEX {index} ON {table} (source, idem_key);
+             COMMENT ON TABLE {table} IS 'Keys stored in [{lo}, {hi}); created by webhook_dedup.run_maintenance().'",
+            range_check = quote_identifier(format!("{name}_range")),
+            index = quote_identifier(format!("{name}_key")),
+        ),
+        &format!("creating {table}"),
+    );
+    let attach =
+        format!("ALTER TABLE webhook_dedup.keys ATTACH PARTITION {table} FOR VALUES FROM ('{lo}') TO ('{hi}')");
+    if range.lo > now {
+        // Nothing can be stored in the future: no keys to move.
+        run(&attach, &format!("attaching {table}"));
+        return;
+    }
+    let window = Window::open();
+    run("LOCK TABLE webhook_dedup.keys_default IN EXCLUSIVE MODE", "locking webhook_dedup.keys_default");
+    let bounds = [arg(timestamptz(range.lo)), arg(timestamptz(range.hi))];
+    let strays = conn.execute(&STRAYS, &[bounds[0], bounds[1], arg(batch.saturating_add(1))], Snap::Latest);
+    if strays.len() as i64 > batch {
+        pgrx::error!(
+            "webhook_dedup: more than {batch} keys (webhook_dedup.batch_size) wait in the default partition \
+             for {table}; they stay there (still found by every claim) and the next partition takes over at \
+             its start"
+        );
+    }
+    let keys: (Vec<String>, Vec<String>) =
+        (0..strays.len()).map(|i| (strays.get(i, 1).expect("source"), strays.get(i, 2).expect("idem_key"))).unzip();
+    for (source, idem_key) in keys.0.iter().zip(&keys.1) {
+        if !try_lock_key(source, idem_key) {
+            pgrx::error!("webhook_dedup: key ({source}, {idem_key}) in the default partition is busy");
+        }
+    }
+    if !keys.0.is_empty() {
+        pgrx::spi::Spi::run_with_args(
+            &format!(
+                "WITH moved AS (DELETE FROM webhook_dedup.keys_default
+                                 WHERE partition_at >= '{lo}' AND partition_at < '{hi}'
+                                   AND (source, idem_key) IN
+                                       (SELECT * FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[])))
+                                 RETURNING *)
+                 INSERT INTO {table} SELECT * FROM moved"
+            ),
+            &[keys.0.clone().into(), keys.1.into()],
+        )
+        .unwrap_or_else(|e| {
+            pgrx::error!("webhook_dedup: moving keys from webhook_dedup.keys_default into {table}: {e}")
+        });
+        pgrx::log!("webhook_dedup: moved {} keys from the default partition into {table}", keys.0.len());
+    }
+    if !window.lock(conn, "LOCK TABLE webhook_dedup.keys_default IN ACCESS EXCLUSIVE MODE", "locking the default") {
+        pgrx::error!("webhook_dedup: attaching {table}: gave way to claims waiting for this pass");
+    }
+    run(&attach, &format!("attaching {table}"));
 }
 
 /// What happened to the partition a pass looked at.
@@ -165,24 +228,41 @@ enum Dropped {
     Yes { carried: i64 },
     /// Kept for now: too many of its completed keys are still retained.
     Waits,
-    /// Kept for now: this many keys were carried, more remain (over the
-    /// batch, or held by a transaction right now); the next pass goes on.
-    Partly { carried: i64 },
+    /// Kept for now: this many keys were carried, and the pass stopped
+    /// (more than a batch to carry, a key busy, or its locks busy).
+    Partly { carried: i64, batch_full: bool },
 }
+
+thread_local! {
+    /// Partitions that waited, by table: the retention settings they were
+    /// counted under, and when to count them again. Counting reads the whole
+    /// partition, so a waiting partition is counted again after an hour, or
+    /// at once when a retention changed.
+    static WAITING: RefCell<HashMap<String, (String, i64)>> = RefCell::new(HashMap::new());
+}
+
+/// How long a partition that waits is left alone (in this backend).
+const RECOUNT_AFTER_US: i64 = 3_600 * 1_000_000;
 
 /// Drop (at most) one partition past retention: the oldest that is worth
 /// dropping ([`partition::worth_dropping`]). Keys that must live on are
 /// carried forward into the current partition first.
 pub(super) fn drop_one(now: i64, batch: i64, retention: &Retention, step: &mut Step) {
+    let settings = format!("{}/{}", retention.default_us, retention.per_source);
     spi::connected(|conn| {
-        let candidates: Vec<Partition> = {
-            let all = existing(conn);
-            let old =
-                partition::past_retention(&all.iter().map(|p| p.range).collect::<Vec<_>>(), now, retention.shortest_us);
-            old.iter().filter_map(|r| all.iter().find(|p| p.range == *r).cloned()).collect()
-        };
+        let all = existing(conn);
+        let old =
+            partition::past_retention(&all.iter().map(|p| p.range).collect::<Vec<_>>(), now, retention.shortest_us);
+        let candidates: Vec<Partition> =
+            old.iter().filter_map(|r| all.iter().find(|p| p.range == *r).cloned()).collect();
         let default = Interval::from_micros(retention.default_us);
         for (i, candidate) in candidates.iter().enumerate() {
+            let skip = WAITING.with_borrow(|w| {
+                w.get(&candidate.table).is_some_and(|(counted_under, until)| *counted_under == settings && now < *until)
+            });
+            if skip {
+                continue;
+            }
             match drop_partition(conn, candidate, now, batch, default) {
                 Dropped::Yes { carried } => {
                     step.partitions_dropped += 1;
@@ -191,16 +271,22 @@ pub(super) fn drop_one(now: i64, batch: i64, retention: &Retention, step: &mut S
                         "webhook_dedup: dropped partition {} past retention ({carried} keys carried forward)",
                         candidate.table
                     );
+                    WAITING.with_borrow_mut(|w| w.remove(&candidate.table));
                     // One drop per pass; the worker runs the next pass at once.
                     step.more |= i + 1 < candidates.len();
                     return;
                 }
-                Dropped::Partly { carried } => {
+                Dropped::Partly { carried, batch_full } => {
                     step.keys_carried_forward += carried;
-                    step.more = true;
+                    // Another pass at once only when this one got somewhere.
+                    step.more |= batch_full || carried > 0;
                     return;
                 }
-                Dropped::Waits => {}
+                Dropped::Waits => {
+                    WAITING.with_borrow_mut(|w| {
+                        w.insert(candidate.table.clone(), (settings.clone(), now + RECOUNT_AFTER_US))
+                    });
+                }
             }
         }
     });
@@ -219,31 +305,28 @@ fn drop_partition(conn: &Conn<'_>, p: &Partition, now: i64, batch: i64, default:
     let table = &p.table;
     // Writers of this partition (a duplicate delivery of one of its keys,
     // webhook_forget) wait from here to the end of the pass; readers do not.
+    let window = Window::open();
     run(&format!("LOCK TABLE {table} IN SHARE MODE"), &format!("locking {table}"));
-    // From here a claim may wait for this pass (a writer of the partition,
-    // or a claim of a key carried below). Until the parent's lock is held,
-    // this pass may itself wait for such a claim: the whole window gets one
-    // lock-timeout budget, so the pass gives way before any waiting claim's
-    // deadlock check could run (the argument is in docs/design.md).
-    let window_start = clock_now();
+    // The latest snapshot: under REPEATABLE READ the transaction's own would
+    // miss a key touched since it began, and the drop would lose it.
     let keep = conn.execute(
         &CARRY_CANDIDATES,
         &[lo, hi, arg(timestamptz(now)), arg(default), arg(batch.saturating_add(1))],
-        Snap::Statement,
+        Snap::Latest,
     );
-    let over_batch = keep.len() as i64 > batch;
+    let batch_full = keep.len() as i64 > batch;
     let mut locked: (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
-    let mut skipped = false;
+    let mut busy = false;
     for i in 0..keep.len().min(batch as usize) {
         let source: String = keep.get(i, 1).expect("source");
         let idem_key: String = keep.get(i, 2).expect("idem_key");
         // A key whose lock is held is being claimed or worked on right now;
         // moving it under that transaction would make its next write fail.
-        if crate::api::protocol::try_lock_key(&source, &idem_key) {
+        if try_lock_key(&source, &idem_key) {
             locked.0.push(source);
             locked.1.push(idem_key);
         } else {
-            skipped = true;
+            busy = true;
         }
     }
     let carried = if locked.0.is_empty() {
@@ -256,16 +339,12 @@ fn drop_partition(conn: &Conn<'_>, p: &Partition, now: i64, batch: i64, default:
         );
         moved.len() as i64
     };
-    if over_batch || skipped {
-        return Dropped::Partly { carried };
+    if batch_full || busy {
+        return Dropped::Partly { carried, batch_full };
     }
-    let left_ms = i64::from(super::lock_timeout_ms()) - (clock_now() - window_start) / 1_000;
-    if left_ms < 1 {
-        return Dropped::Partly { carried };
+    if !window.lock(conn, "LOCK TABLE ONLY webhook_dedup.keys IN ACCESS EXCLUSIVE MODE", "locking webhook_dedup.keys") {
+        return Dropped::Partly { carried, batch_full: false };
     }
-    crate::subxact::with_settings(&[("lock_timeout", &format!("{left_ms}ms"))], || {
-        run("LOCK TABLE ONLY webhook_dedup.keys IN ACCESS EXCLUSIVE MODE", "locking webhook_dedup.keys")
-    });
     run(&format!("DROP TABLE {table}"), &format!("dropping {table}"));
     Dropped::Yes { carried }
 }

@@ -9,25 +9,38 @@ use pgrx::spi::Spi;
 use std::cell::Cell;
 
 /// The retentions a pass works with, in microseconds.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Retention {
     /// `webhook_dedup.retention`: sources without their own.
     pub default_us: i64,
     /// The shortest retention of any source, and of the setting: no
     /// partition younger than this can hold anything that may go.
     pub shortest_us: i64,
+    /// Every source's own retention, as text: a partition that waited
+    /// under these retentions is looked at again early when they change.
+    pub per_source: String,
 }
 
 impl Retention {
-    /// Read the setting and the per-source overrides. A bad override
-    /// (months are refused by the table's CHECK) cannot shorten anything.
+    /// The setting alone (when the per-source overrides cannot be read).
+    pub fn fallback() -> Retention {
+        let default_us = crate::guc::retention_us();
+        Retention { default_us, shortest_us: default_us, per_source: String::new() }
+    }
+
+    /// Read the setting and the per-source overrides.
     pub fn load() -> Retention {
         let default_us = crate::guc::retention_us();
-        let shortest_source = Spi::get_one::<Interval>("SELECT min(retention) FROM webhook_dedup.sources")
-            .unwrap_or_else(|e| pgrx::error!("webhook_dedup: reading webhook_dedup.sources: {e}"))
-            .and_then(|i| crate::time::duration_us(i, "webhook_dedup.sources.retention").ok());
+        let (shortest, per_source) = Spi::get_two::<Interval, String>(
+            "SELECT min(retention),
+                    coalesce(string_agg(source || '=' || retention::text, ',' ORDER BY source COLLATE \"C\"), '')
+               FROM webhook_dedup.sources WHERE retention IS NOT NULL",
+        )
+        .unwrap_or_else(|e| pgrx::error!("webhook_dedup: reading webhook_dedup.sources: {e}"));
+        let shortest_source =
+            shortest.and_then(|i| crate::time::duration_us(i, "webhook_dedup.sources.retention").ok());
         let shortest_us = shortest_source.map_or(default_us, |s| s.min(default_us));
-        Retention { default_us, shortest_us }
+        Retention { default_us, shortest_us, per_source: per_source.unwrap_or_default() }
     }
 }
 

@@ -34,8 +34,9 @@ pub(super) fn run(now: i64, batch: i64, pass: &mut Pass) {
         for i in 0..expired.len() {
             let source: String = expired.get(i, 1).expect("source");
             let idem_key: String = expired.get(i, 2).expect("idem_key");
+            // Busy right now: left for a later pass (not `more`: waiting
+            // for a lock holder is no reason to run again at once).
             if !try_lock_key(&source, &idem_key) {
-                pass.more = true;
                 continue;
             }
             let (found, settings) = lookup(conn, &source, &idem_key);

@@ -74,13 +74,15 @@ class OwnCluster:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def wait_for(what: str, probe, timeout_s: float, every_s: float = 0.2):
-    """Poll `probe()` until it returns something truthy; fail with `what` after `timeout_s`."""
+def wait_for(what: str, probe, timeout_s: float, every_s: float = 0.2, detail=None):
+    """Poll `probe()` until it returns something truthy; fail with `what`
+    (and `detail()`, when given) after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = probe()
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s} s waiting for {what}", pytrace=False)
+            more = f": {detail()}" if detail else ""
+            pytest.fail(f"timed out after {timeout_s} s waiting for {what}{more}", pytrace=False)
         time.sleep(every_s)

@@ -11,6 +11,7 @@ partitions, on a cluster of their own (log_lock_waits on, deadlock_timeout
   live on are all there afterwards, and no lock wait reaches one second.
 """
 
+import contextlib
 import random
 import statistics
 import threading
@@ -230,3 +231,116 @@ def test_claims_while_maintenance_drops_partitions(cluster):
         assert after == live, "every key that must live on is there, unchanged"
     waits = [line for line in cluster.log_text()[log_before:].splitlines() if "still waiting for" in line]
     assert not waits, f"lock waits of a second or more: {waits[:5]}"
+
+
+def current_partition(conn):
+    return conn.execute("""
+        SELECT c.oid::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+         WHERE i.inhparent = 'webhook_dedup.keys'::regclass AND c.relname <> 'keys_default'
+           AND clock_timestamp() >= (regexp_match(pg_get_expr(c.relpartbound, c.oid), '''([^'']+)'''))[1]::timestamptz
+         ORDER BY c.relname DESC LIMIT 1""").fetchone()
+
+
+@contextlib.contextmanager
+def without_current_partition(cluster, database):
+    """A new database with the extension whose current partition is gone
+    (as if maintenance had not run for longer than the premade partitions
+    lasted); yields a connection to it and the missing partition's name."""
+    with cluster.connect() as conn:
+        conn.execute(f"CREATE DATABASE {database}")
+    with cluster.connect(database) as admin:
+        admin.execute("CREATE EXTENSION webhook_dedup")
+        (table,) = current_partition(admin)
+        admin.execute(f"ALTER TABLE webhook_dedup.keys DETACH PARTITION {table}")
+        admin.execute(f"DROP TABLE {table}")
+        yield admin, table
+
+
+def set_batch_size(conn, size):
+    """ALTER SYSTEM webhook_dedup.batch_size (None: reset) and wait for the reload."""
+    if size is None:
+        conn.execute("ALTER SYSTEM RESET webhook_dedup.batch_size")
+    else:
+        conn.execute(f"ALTER SYSTEM SET webhook_dedup.batch_size = {int(size)}")
+    conn.execute("SELECT pg_reload_conf()")
+    expected = "1000" if size is None else str(size)
+    wait_for("the reload", lambda: conn.execute("SHOW webhook_dedup.batch_size").fetchone()[0] == expected, 10)
+
+
+def test_a_missing_current_partition_is_made_while_claims_continue(cluster):
+    """Maintenance did not run for longer than the premade partitions lasted:
+    keys land in the default partition. The next passes make the current
+    partition again, moving those keys into it, while claims go on. (The
+    batch is raised so that every stray fits in one: what happens to more
+    strays than a batch is the next test.)"""
+    with without_current_partition(cluster, "strays") as (admin, table):
+        claimed, failures, stop = {}, [], threading.Event()
+        guard = threading.Lock()
+        # Every stray moved is locked (its key lock) until the move commits:
+        # the batch must fit in the lock table, the claims are paced to fit
+        # in the batch (at most 4 x 100 a second, and 3000 a batch).
+        set_batch_size(admin, 3000)
+
+        def claimer(n):
+            rng = random.Random(n)
+            with cluster.connect("strays") as conn:
+                i = 0
+                while not stop.is_set():
+                    i += 1
+                    key = f"k{n}-{i}" if rng.random() < 0.7 or i < 3 else f"k{n}-{rng.randint(1, i - 1)}"
+                    try:
+                        outcome, _ = claim(conn, "strays", key)
+                    except Exception as exc:
+                        failures.append(f"{key}: {exc!r}")
+                        continue
+                    if outcome == "claimed":
+                        with guard:
+                            claimed[key] = claimed.get(key, 0) + 1
+                    time.sleep(0.01)
+
+        try:
+            with ThreadPoolExecutor(4) as pool:
+                futures = [pool.submit(claimer, n) for n in range(4)]
+                try:
+                    time.sleep(1)  # keys pile up in the default partition
+                    in_default = admin.execute("SELECT count(*) FROM webhook_dedup.keys_default").fetchone()[0]
+                    runs = []
+
+                    def made_again():
+                        runs.append(admin.execute(
+                            "SELECT partitions_created, errors FROM webhook_dedup.run_maintenance()").fetchone())
+                        return runs[-1][0] == 1 and current_partition(admin)
+
+                    made = wait_for("the current partition made again", made_again, 20, every_s=0.3,
+                                    detail=lambda: runs[-3:])
+                    time.sleep(1)
+                finally:
+                    stop.set()
+                for f in futures:
+                    f.result()
+        finally:
+            set_batch_size(admin, None)
+        assert in_default > 0
+        assert made == (table,), runs
+        assert not failures, failures[:5]
+        assert not [k for k, n in claimed.items() if n > 1], "a key was claimed twice"
+        assert admin.execute("SELECT count(*) FROM webhook_dedup.keys_default").fetchone()[0] == 0
+        stored = admin.execute("SELECT count(*), count(DISTINCT idem_key) FROM webhook_dedup.keys"
+                               " WHERE source = 'strays'").fetchone()
+        assert stored == (len(claimed), len(claimed)), "every claimed key stored once"
+    assert "keys from the default partition into " + table in cluster.log_text()
+
+
+def test_more_strays_than_a_batch_stay_in_the_default_partition(cluster):
+    with without_current_partition(cluster, "strays2") as (admin, table):
+        admin.execute("SELECT webhook_claim('s2', 'k' || i) FROM generate_series(1, 30) i")
+        try:
+            set_batch_size(admin, 10)
+            created, errors = admin.execute(
+                "SELECT partitions_created, errors FROM webhook_dedup.run_maintenance()").fetchone()
+        finally:
+            set_batch_size(admin, None)
+        assert created == 0
+        assert len(errors) == 1 and "more than 10 keys (webhook_dedup.batch_size) wait in the default" in errors[0]
+        assert admin.execute("SELECT count(*) FROM webhook_dedup.keys_default").fetchone()[0] == 30
+        assert admin.execute("SELECT outcome FROM webhook_claim('s2', 'k7')").fetchone()[0] == "in_progress"

@@ -11,5 +11,5 @@ SELECT k.source, k.idem_key
         OR k.last_seen_at OPERATOR(pg_catalog.>=) ($3 OPERATOR(pg_catalog.-) COALESCE(
              (SELECT s.retention FROM webhook_dedup.sources AS s
                WHERE s.source OPERATOR(pg_catalog.=) k.source), $4)))
- ORDER BY k.source, k.idem_key
+ ORDER BY k.source COLLATE "C", k.idem_key COLLATE "C"
  LIMIT $5

@@ -8,5 +8,5 @@ SELECT k.source, k.idem_key
    AND k.last_seen_at OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) COALESCE(
          (SELECT s.retention FROM webhook_dedup.sources AS s
            WHERE s.source OPERATOR(pg_catalog.=) k.source), $2))
- ORDER BY k.source, k.idem_key
+ ORDER BY k.source COLLATE "C", k.idem_key COLLATE "C"
  LIMIT $3
