@@ -42,17 +42,25 @@ static PARTITION_INTERVAL_S: GucSetting<i32> = GucSetting::<i32>::new(86_400);
 /// How many partitions `run_maintenance()` keeps created ahead of now.
 static PREMAKE: GucSetting<i32> = GucSetting::<i32>::new(4);
 
-pub fn init() {
-    GucRegistry::define_string_guc(
-        c"webhook_dedup.database",
-        c"Database in which the background worker runs maintenance.",
-        c"The worker connects to this database at server start and runs \
-          webhook_dedup.run_maintenance() there; it waits quietly while the \
-          extension is not installed in it.",
-        &DATABASE,
-        GucContext::Postmaster,
-        GucFlags::default(),
-    );
+/// Define the settings. `preloading`: the library is being loaded from
+/// `shared_preload_libraries`. Only then may a PGC_POSTMASTER setting be
+/// defined (PostgreSQL raises FATAL "cannot create PGC_POSTMASTER variables
+/// after startup" otherwise, as contrib's pg_stat_statements avoids by the
+/// same test), so `webhook_dedup.database`, which only the worker reads, is
+/// left out when a session loads the library by itself.
+pub fn init(preloading: bool) {
+    if preloading {
+        GucRegistry::define_string_guc(
+            c"webhook_dedup.database",
+            c"Database in which the background worker runs maintenance.",
+            c"The worker connects to this database at server start and runs \
+              webhook_dedup.run_maintenance() there; it waits quietly while the \
+              extension is not installed in it.",
+            &DATABASE,
+            GucContext::Postmaster,
+            GucFlags::default(),
+        );
+    }
     GucRegistry::define_int_guc(
         c"webhook_dedup.maintenance_interval",
         c"Time between two maintenance passes of the background worker.",

@@ -63,10 +63,11 @@ pub extern "C-unwind" fn _PG_init() {
     if unsafe { pg_sys::IsBinaryUpgrade } {
         return;
     }
-    guc::init();
     // SAFETY: reading a backend-global flag; true only while the postmaster
     // processes shared_preload_libraries.
-    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+    let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
+    guc::init(preloading);
+    if preloading {
         metrics::init_shared_memory();
         worker::register();
     }

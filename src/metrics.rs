@@ -34,6 +34,7 @@
 
 use crate::claim::Outcome;
 use crate::partition::align_down;
+use crate::signature::Reason;
 use crate::spi::{self, arg, Conn, Snap, Statement};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -52,6 +53,14 @@ pub const SOURCE_BYTES: usize = 128;
 pub const EVENT_TYPE_BYTES: usize = 64;
 const SLOTS: usize = 32;
 const HOUR_US: i64 = 3_600 * 1_000_000;
+const MINUTE_US: i64 = 60 * 1_000_000;
+/// Minute entries are only created while fewer entries than this are used,
+/// so they never crowd out hourly ones.
+pub const MINUTE_ROOM: usize = CAPACITY / 4;
+/// Minute entries older than this are useless (the per-minute view shows
+/// the last hour, the table keeps two): a flush by any database discards
+/// other databases' older ones instead of keeping them.
+const MINUTE_KEEP_US: i64 = 2 * HOUR_US;
 /// How the overflow entry's source is reported.
 pub const OVERFLOW_SOURCE: &str = "(overflow)";
 
@@ -78,10 +87,17 @@ pub enum Counter {
     Resolved,
     StaleTokens,
     ExpiredLeases,
+    RejectedMissingHeader,
+    RejectedMalformedHeader,
+    RejectedUnsupportedVersion,
+    RejectedNoMatchingSignature,
+    RejectedTimestampTooOld,
+    RejectedTimestampTooNew,
+    MissingEventIds,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 20] = [
+    pub const ALL: [Counter; 27] = [
         Counter::Deliveries,
         Counter::FirstClaims,
         Counter::Reclaims,
@@ -102,6 +118,13 @@ impl Counter {
         Counter::Resolved,
         Counter::StaleTokens,
         Counter::ExpiredLeases,
+        Counter::RejectedMissingHeader,
+        Counter::RejectedMalformedHeader,
+        Counter::RejectedUnsupportedVersion,
+        Counter::RejectedNoMatchingSignature,
+        Counter::RejectedTimestampTooOld,
+        Counter::RejectedTimestampTooNew,
+        Counter::MissingEventIds,
     ];
 
     /// The `webhook_dedup.claim_counts` column this counter is flushed to.
@@ -127,6 +150,26 @@ impl Counter {
             Counter::Resolved => "resolved",
             Counter::StaleTokens => "stale_tokens",
             Counter::ExpiredLeases => "expired_leases",
+            Counter::RejectedMissingHeader => "rejected_missing_header",
+            Counter::RejectedMalformedHeader => "rejected_malformed_header",
+            Counter::RejectedUnsupportedVersion => "rejected_unsupported_version",
+            Counter::RejectedNoMatchingSignature => "rejected_no_matching_signature",
+            Counter::RejectedTimestampTooOld => "rejected_timestamp_too_old",
+            Counter::RejectedTimestampTooNew => "rejected_timestamp_too_new",
+            Counter::MissingEventIds => "missing_event_ids",
+        }
+    }
+
+    /// The counter of a signature rejection (`None` for `Reason::Ok`).
+    pub fn for_rejection(reason: Reason) -> Option<Counter> {
+        match reason {
+            Reason::Ok => None,
+            Reason::MissingHeader => Some(Counter::RejectedMissingHeader),
+            Reason::MalformedHeader => Some(Counter::RejectedMalformedHeader),
+            Reason::UnsupportedVersion => Some(Counter::RejectedUnsupportedVersion),
+            Reason::NoMatchingSignature => Some(Counter::RejectedNoMatchingSignature),
+            Reason::TimestampTooOld => Some(Counter::RejectedTimestampTooOld),
+            Reason::TimestampTooNew => Some(Counter::RejectedTimestampTooNew),
         }
     }
 
@@ -147,11 +190,15 @@ impl Counter {
 
 type Counts = [i64; SLOTS];
 
-/// What an entry counts for.
+/// What an entry counts for: an hour of a source and event type, or a
+/// minute of a source (all event types).
 #[derive(Clone, Copy)]
 struct Key {
     database: u32,
-    hour: i64,
+    /// Start of the bucket (microseconds since the PostgreSQL epoch).
+    bucket: i64,
+    /// A minute bucket (event type empty) rather than an hour bucket.
+    minute: bool,
     overflow: bool,
     source_len: u8,
     event_type_len: u8,
@@ -163,7 +210,8 @@ impl Key {
     fn new(database: u32, hour: i64, source: &[u8], event_type: &[u8]) -> Key {
         let mut key = Key {
             database,
-            hour,
+            bucket: hour,
+            minute: false,
             overflow: false,
             source_len: source.len() as u8,
             event_type_len: event_type.len() as u8,
@@ -175,9 +223,16 @@ impl Key {
         key
     }
 
+    /// The minute entry of `source` (all event types).
+    fn minute(database: u32, minute: i64, source: &[u8]) -> Key {
+        let mut key = Key::new(database, minute, source, b"");
+        key.minute = true;
+        key
+    }
+
     /// The overflow entry of this key's database and hour.
     fn overflow(&self) -> Key {
-        let mut key = Key::new(self.database, self.hour, b"", b"");
+        let mut key = Key::new(self.database, self.bucket, b"", b"");
         key.overflow = true;
         key
     }
@@ -192,7 +247,8 @@ impl Key {
 
     fn same(&self, other: &Key) -> bool {
         self.database == other.database
-            && self.hour == other.hour
+            && self.bucket == other.bucket
+            && self.minute == other.minute
             && self.overflow == other.overflow
             && self.source() == other.source()
             && self.event_type() == other.event_type()
@@ -201,7 +257,8 @@ impl Key {
     /// FNV-1a over the key, for the probe start.
     fn hash(&self) -> usize {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let head = self.database.to_le_bytes().into_iter().chain(self.hour.to_le_bytes()).chain([self.overflow as u8]);
+        let head = self.database.to_le_bytes().into_iter().chain(self.bucket.to_le_bytes());
+        let head = head.chain([self.overflow as u8 | (self.minute as u8) << 1]);
         for b in head.chain(self.source().iter().copied()).chain([0xff]).chain(self.event_type().iter().copied()) {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
@@ -222,7 +279,8 @@ impl Entry {
         used: false,
         key: Key {
             database: 0,
-            hour: 0,
+            bucket: 0,
+            minute: false,
             overflow: false,
             source_len: 0,
             event_type_len: 0,
@@ -242,11 +300,12 @@ pub struct Table {
     entries: [Entry; CAPACITY],
     used: usize,
     dropped: u64,
+    minutes_dropped: u64,
 }
 
 impl Default for Table {
     fn default() -> Self {
-        Table { entries: [Entry::EMPTY; CAPACITY], used: 0, dropped: 0 }
+        Table { entries: [Entry::EMPTY; CAPACITY], used: 0, dropped: 0, minutes_dropped: 0 }
     }
 }
 
@@ -317,10 +376,31 @@ impl Table {
         }
     }
 
+    /// Add `counts` to a minute entry, creating it only while fewer than
+    /// [`MINUTE_ROOM`] entries are used (or always, with `room` false:
+    /// re-adding entries that were there): minute detail is dropped, and
+    /// counted as dropped, when flushes stay away long enough for minutes
+    /// to pile up (the hourly counts are not).
+    fn add_minute(&mut self, key: &Key, counts: &Counts, room: bool) {
+        let slot = self.probe(key);
+        if !self.entries[slot].used {
+            if room && self.used >= MINUTE_ROOM {
+                self.minutes_dropped += 1;
+                return;
+            }
+            self.entries[slot] = Entry { used: true, key: *key, counts: [0; SLOTS] };
+            self.used += 1;
+        }
+        for (total, n) in self.entries[slot].counts.iter_mut().zip(counts) {
+            *total += n;
+        }
+    }
+
     /// Copy every entry of `database` into `out` (which must have room for
     /// [`CAPACITY`] entries, so nothing allocates) and remove them, keeping
-    /// the other databases' entries.
-    fn take(&mut self, database: u32, out: &mut Vec<Entry>) {
+    /// the other databases' entries, except their minute entries older than
+    /// [`MINUTE_KEEP_US`] before `now`.
+    fn take(&mut self, database: u32, now: i64, out: &mut Vec<Entry>) {
         debug_assert!(out.capacity() - out.len() >= CAPACITY);
         let keep_from = out.len();
         for e in self.entries.iter().filter(|e| e.used) {
@@ -337,7 +417,14 @@ impl Table {
                 i += 1;
             } else {
                 let other = out.swap_remove(i);
-                self.add(&other.key, &other.counts);
+                if other.key.minute {
+                    if other.key.bucket >= now - MINUTE_KEEP_US {
+                        // it was there, so it fits again: no room check
+                        self.add_minute(&other.key, &other.counts, false);
+                    }
+                } else {
+                    self.add(&other.key, &other.counts);
+                }
             }
         }
     }
@@ -352,7 +439,10 @@ impl Table {
 /// A snapshot of one entry, owned by Rust.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
-    pub hour: i64,
+    /// Start of the bucket.
+    pub bucket: i64,
+    /// A minute bucket (event type empty), else an hour.
+    pub minute: bool,
     pub source: String,
     pub event_type: String,
     pub counts: Vec<i64>,
@@ -366,7 +456,8 @@ impl Row {
             String::from_utf8_lossy(e.key.source()).into_owned()
         };
         Row {
-            hour: e.key.hour,
+            bucket: e.key.bucket,
+            minute: e.key.minute,
             source,
             event_type: String::from_utf8_lossy(e.key.event_type()).into_owned(),
             counts: e.counts[..Counter::ALL.len()].to_vec(),
@@ -380,20 +471,25 @@ fn database() -> u32 {
 }
 
 /// Count one event: `Deliveries` (when `delivery`) plus `counter`, for
-/// `source` and `event_type` in the current hour of this database. Does
-/// nothing when the library was not preloaded.
+/// `source` and `event_type` in the current hour of this database, and for
+/// `source` in the current minute. Does nothing when the library was not
+/// preloaded.
 pub fn count(source: &str, event_type: Option<&str>, counter: Counter, delivery: bool) {
     if !shared() {
         return;
     }
-    let hour = align_down(crate::time::clock_now(), HOUR_US);
-    let key = Key::new(database(), hour, cut(source, SOURCE_BYTES), cut(event_type.unwrap_or(""), EVENT_TYPE_BYTES));
+    let now = crate::time::clock_now();
+    let source = cut(source, SOURCE_BYTES);
+    let key = Key::new(database(), align_down(now, HOUR_US), source, cut(event_type.unwrap_or(""), EVENT_TYPE_BYTES));
+    let minute = Key::minute(database(), align_down(now, MINUTE_US), source);
     let mut counts: Counts = [0; SLOTS];
     counts[counter as usize] += 1;
     if delivery {
         counts[Counter::Deliveries as usize] += 1;
     }
-    TABLE.exclusive().add(&key, &counts);
+    let mut table = TABLE.exclusive();
+    table.add(&key, &counts);
+    table.add_minute(&minute, &counts, true);
 }
 
 /// The live (not yet flushed) counters of this database.
@@ -414,15 +510,22 @@ pub fn flush() -> i64 {
         return 0;
     }
     let mut buffer = Vec::with_capacity(CAPACITY);
-    let dropped = {
+    let (dropped, minutes_dropped) = {
         let mut table = TABLE.exclusive();
-        table.take(database(), &mut buffer);
-        std::mem::take(&mut table.dropped)
+        table.take(database(), crate::time::clock_now(), &mut buffer);
+        (std::mem::take(&mut table.dropped), std::mem::take(&mut table.minutes_dropped))
     };
     if dropped > 0 {
         pgrx::warning!(
             "webhook_dedup: {dropped} claim counts were dropped because the shared metrics table was full; \
              flush more often (run webhook_dedup.run_maintenance())"
+        );
+    }
+    if minutes_dropped > 0 {
+        pgrx::warning!(
+            "webhook_dedup: {minutes_dropped} per-minute counts were not kept because the shared metrics table \
+             was too full (the hourly counts were); duplicate_metrics_by_minute and duplicate_rate_alerts with \
+             windows up to an hour miss them: flush more often, in every database with the extension"
         );
     }
     let rows: Vec<Row> = buffer.iter().map(Row::from_entry).collect();
@@ -432,16 +535,17 @@ pub fn flush() -> i64 {
 
 static UPSERT: Statement = Statement::new(
     crate::sql_statement!("metrics_upsert.sql"),
-    &[pg_sys::TIMESTAMPTZOID, pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::INT8ARRAYOID],
+    &[pg_sys::TIMESTAMPTZOID, pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::INT8ARRAYOID],
 );
 
 fn upsert(conn: &Conn<'_>, row: &Row) {
     conn.execute(
         &UPSERT,
         &[
-            arg(crate::time::timestamptz(row.hour)),
+            arg(crate::time::timestamptz(row.bucket)),
             arg(row.source.as_str()),
             arg(row.event_type.as_str()),
+            arg(if row.minute { "1 minute" } else { "1 hour" }),
             arg(row.counts.clone()),
         ],
         Snap::Statement,
@@ -462,13 +566,16 @@ mod webhook_dedup {
         'static,
         (
             name!(bucket, TimestampWithTimeZone),
+            name!(minute, bool),
             name!(source, String),
             name!(event_type, String),
             name!(counts, Vec<i64>),
         ),
     > {
         TableIterator::new(
-            live_rows().into_iter().map(|r| (crate::time::timestamptz(r.hour), r.source, r.event_type, r.counts)),
+            live_rows()
+                .into_iter()
+                .map(|r| (crate::time::timestamptz(r.bucket), r.minute, r.source, r.event_type, r.counts)),
         )
     }
 
@@ -501,7 +608,9 @@ mod tests {
         let mut buffer = Vec::with_capacity(CAPACITY);
         t.copy(database, &mut buffer);
         let mut rows: Vec<Row> = buffer.iter().map(Row::from_entry).collect();
-        rows.sort_by(|a, b| (a.hour, &a.source, &a.event_type).cmp(&(b.hour, &b.source, &b.event_type)));
+        rows.sort_by(|a, b| {
+            (a.minute, a.bucket, &a.source, &a.event_type).cmp(&(b.minute, b.bucket, &b.source, &b.event_type))
+        });
         rows
     }
 
@@ -530,7 +639,7 @@ mod tests {
         }
         assert_eq!(rows(&t, 1).len(), 10);
         let mut taken = Vec::with_capacity(CAPACITY);
-        t.take(1, &mut taken);
+        t.take(1, 0, &mut taken);
         assert_eq!(taken.len(), 10);
         assert!(taken.iter().all(|e| e.key.database == 1));
         assert!(rows(&t, 1).is_empty());
@@ -552,7 +661,7 @@ mod tests {
         let overflow: Vec<&Row> = rows.iter().filter(|r| r.source == OVERFLOW_SOURCE).collect();
         assert_eq!(overflow.len(), 2, "one overflow entry per hour");
         assert_eq!(overflow[0].counts[Counter::Deliveries as usize], 5);
-        assert_eq!((overflow[1].hour, overflow[1].counts[0]), (HOUR_US, 1));
+        assert_eq!((overflow[1].bucket, overflow[1].counts[0]), (HOUR_US, 1));
         let total: i64 = rows.iter().map(|r| r.counts[0]).sum();
         assert_eq!(total, (MAX_LOAD + 6) as i64, "nothing lost");
         assert_eq!(t.dropped, 0);
@@ -567,6 +676,80 @@ mod tests {
         }
         assert_eq!(t.used, CAPACITY - 1, "one slot always stays empty");
         assert_eq!(t.dropped, 1);
+    }
+
+    #[test]
+    fn minute_entries_count_per_source_and_never_crowd_out_hours() {
+        let mut t = table();
+        let c = counts(&[Counter::Deliveries, Counter::FirstClaims]);
+        t.add_minute(&Key::minute(1, 0, b"github"), &c, true);
+        t.add_minute(&Key::minute(1, 0, b"github"), &c, true);
+        t.add_minute(&Key::minute(1, MINUTE_US, b"github"), &c, true);
+        let minutes: Vec<Row> = rows(&t, 1).into_iter().filter(|r| r.minute).collect();
+        assert_eq!(minutes.len(), 2);
+        assert_eq!((minutes[0].bucket, minutes[0].counts[0], minutes[0].event_type.as_str()), (0, 2, ""));
+        // an hour entry with the same source and bucket is a different entry
+        t.add(&Key::new(1, 0, b"github", b""), &c);
+        assert_eq!(rows(&t, 1).len(), 3);
+        // past MINUTE_ROOM new minutes are not made, existing ones still count
+        for i in 0..MINUTE_ROOM {
+            t.add(&Key::new(1, 0, format!("s{i}").as_bytes(), b""), &c);
+        }
+        t.add_minute(&Key::minute(1, 2 * MINUTE_US, b"github"), &c, true);
+        t.add_minute(&Key::minute(1, 0, b"github"), &c, true);
+        let minutes: Vec<Row> = rows(&t, 1).into_iter().filter(|r| r.minute).collect();
+        assert_eq!(minutes.len(), 2, "no new minute entry");
+        assert_eq!(minutes[0].counts[0], 3, "the existing one still counts");
+        // hour entries still go in up to MAX_LOAD
+        t.add(&Key::new(1, 0, b"late", b""), &c);
+        assert!(rows(&t, 1).iter().any(|r| r.source == "late"));
+    }
+
+    #[test]
+    fn taking_one_database_keeps_the_others_minutes() {
+        let mut t = table();
+        let c = counts(&[Counter::Deliveries]);
+        t.add_minute(&Key::minute(1, 0, b"a"), &c, true);
+        t.add_minute(&Key::minute(2, 0, b"b"), &c, true);
+        let mut taken = Vec::with_capacity(CAPACITY);
+        t.take(1, 0, &mut taken);
+        assert_eq!(taken.len(), 1);
+        assert!(taken[0].key.minute);
+        let left = rows(&t, 2);
+        assert_eq!((left.len(), left[0].minute, left[0].source.as_str()), (1, true, "b"));
+    }
+
+    #[test]
+    fn a_flush_keeps_the_other_databases_minutes_however_many_but_not_stale_ones() {
+        let mut t = table();
+        let c = counts(&[Counter::Deliveries]);
+        let now = 10 * HOUR_US;
+        // database 2 never flushes: more recent minute entries than MINUTE_ROOM
+        // (made while the table had room), and some older than two hours
+        for i in 0..MINUTE_ROOM as i64 {
+            t.add_minute(&Key::minute(2, now - i * MINUTE_US, b"s"), &c, false);
+        }
+        t.add_minute(&Key::minute(2, now - 3 * HOUR_US, b"old"), &c, false);
+        t.add_minute(&Key::minute(1, now, b"mine"), &c, true);
+        assert_eq!(t.minutes_dropped, 1, "no room for a new one");
+        let mut taken = Vec::with_capacity(CAPACITY);
+        t.take(1, now, &mut taken);
+        let kept = rows(&t, 2);
+        let recent = (MINUTE_KEEP_US / MINUTE_US + 1) as usize;
+        assert_eq!(kept.len(), recent, "the last two hours of minutes stay, older ones go");
+        assert!(kept.iter().all(|r| r.minute && r.source == "s" && r.bucket >= now - MINUTE_KEEP_US));
+    }
+
+    #[test]
+    fn every_rejection_reason_has_its_counter() {
+        let mut columns: Vec<&str> =
+            Reason::ALL.iter().filter_map(|r| Counter::for_rejection(*r)).map(|c| c.column()).collect();
+        assert_eq!(columns.len(), Reason::ALL.len() - 1, "all but ok");
+        for (reason, column) in Reason::ALL[1..].iter().zip(&columns) {
+            assert_eq!(*column, format!("rejected_{}", reason.as_str()));
+        }
+        columns.dedup();
+        assert_eq!(columns.len(), Reason::ALL.len() - 1);
     }
 
     #[test]

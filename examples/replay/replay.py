@@ -126,8 +126,9 @@ class Report:
     notifications_histogram: dict  # notification rows per valid event -> number of events
     side_effects_histogram: dict  # side-effect rows per valid event -> number of events
     tampered_stored: int  # tampered deliveries found in webhook_dedup.keys or a demo table
-    metrics_columns: list
+    metrics_columns: list  # webhook_dedup.duplicate_metrics, the columns shown
     metrics_rows: list
+    states_rows: list  # webhook_dedup.key_states
     problems: list
 
     @property
@@ -295,8 +296,10 @@ def run(plan, url: str, secret: str, lease_seconds: float, workers: int = 8) -> 
         return list(pool.map(provider.replay, plan))
 
 
-def check(conn, results) -> Report:
-    """Compare what the provider saw with what the database holds."""
+def check(conn, results, metrics_before=None) -> Report:
+    """Compare what the provider saw with what the database holds;
+    `metrics_before` is metrics_totals() from before the run (zeros when
+    the database saw no deliveries of SOURCE before)."""
     answers = [a for r in results for a in r.answers]
     valid = [r for r in results if r.delivery.kind != "tampered"]
     tampered = [r for r in results if r.delivery.kind == "tampered"]
@@ -323,7 +326,12 @@ def check(conn, results) -> Report:
             tampered_stored += 1
             problems.append(f"tampered {d.delivery_id} was stored")
 
-    cur = conn.execute("SELECT * FROM webhook_dedup.duplicate_metrics ORDER BY source, bucket")
+    problems += _metrics_problems(conn, answers, tampered, metrics_before)
+    cur = conn.execute(f"SELECT {', '.join(METRICS_SHOWN)} FROM webhook_dedup.duplicate_metrics"
+                       " ORDER BY source, bucket")
+    metrics_columns, metrics_rows = [c.name for c in cur.description], cur.fetchall()
+    states_rows = conn.execute("SELECT source, state, keys FROM webhook_dedup.key_states"
+                               " ORDER BY source, state").fetchall()
     return Report(
         requests=len(answers),
         accepted=sum(a.accepted for a in answers),
@@ -333,10 +341,51 @@ def check(conn, results) -> Report:
         notifications_histogram=dict(Counter(notifications.values())),
         side_effects_histogram=dict(Counter(side_effects.values())),
         tampered_stored=tampered_stored,
-        metrics_columns=[c.name for c in cur.description],
-        metrics_rows=cur.fetchall(),
+        metrics_columns=metrics_columns,
+        metrics_rows=metrics_rows,
+        states_rows=states_rows,
         problems=problems,
     )
+
+
+METRICS_SHOWN = ("source", "bucket", "deliveries", "first_claims", "reclaims", "duplicates",
+                 "duplicates_in_progress", "conflicts", "completions", "signature_rejections", "duplicate_ratio")
+
+
+METRICS_TOTALS = ("deliveries", "first_claims", "reclaims", "duplicates", "signature_rejections")
+
+
+def metrics_totals(conn) -> tuple:
+    """SOURCE's totals of METRICS_TOTALS in webhook_dedup.duplicate_metrics
+    (flushed plus live counts). A flush by the maintenance worker hides the
+    counts it moves until its transaction commits, so the totals are read
+    only while the worker (if any) stays idle, not in a transaction, from
+    before the read to after it."""
+    query = ("SELECT " + ", ".join(f"coalesce(sum({c}), 0)" for c in METRICS_TOTALS)
+             + " FROM webhook_dedup.duplicate_metrics WHERE source = %s")
+    worker = ("SELECT state, state_change FROM pg_stat_activity"
+              " WHERE backend_type = 'webhook_dedup maintenance'")
+    for _ in range(100):
+        before = conn.execute(worker).fetchall()
+        row = tuple(conn.execute(query, (SOURCE,)).fetchone())
+        if before == conn.execute(worker).fetchall() and all(state == "idle" for state, _ in before):
+            return row
+        time.sleep(0.05)
+    raise RuntimeError("the maintenance worker never stayed idle for a read of the metrics")
+
+
+def _metrics_problems(conn, answers, tampered, before) -> list:
+    """The extension's own counters (webhook_dedup.duplicate_metrics, live
+    plus flushed) must agree with what the receiver answered: every request
+    is one webhook_receive call, counted as a delivery or a rejection."""
+    before = before or (0,) * len(METRICS_TOTALS)
+    row = [now - then for now, then in zip(metrics_totals(conn), before)]
+    outcomes = Counter(a.outcome for a in answers if a.outcome)
+    # a crashed attempt answers nothing, but it claimed (or reclaimed) first
+    rejected = sum(len(r.answers) for r in tampered)
+    expected = (len(answers) - rejected, None, None, outcomes["duplicate"] + outcomes["in_progress"], rejected)
+    return [f"webhook_dedup.duplicate_metrics: {name} = {got}, the receiver saw {want}"
+            for name, got, want in zip(METRICS_TOTALS, row, expected) if want is not None and got != want]
 
 
 def _valid_problems(r: DeliveryResult, notifications: int, side_effects: int, key) -> list:
@@ -411,8 +460,11 @@ def format_report(report: Report, plan) -> str:
         f"side effects per event:     {report.side_effects_histogram}",
         f"tampered deliveries stored: {report.tampered_stored}",
         "",
-        "webhook_dedup.duplicate_metrics:",
+        "webhook_dedup.duplicate_metrics (the extension's counters; checked against the answers above):",
         format_table(report.metrics_columns, report.metrics_rows),
+        "",
+        "webhook_dedup.key_states:",
+        format_table(["source", "state", "keys"], report.states_rows),
         "",
     ]
     if report.ok:
@@ -463,11 +515,13 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     args = parse_args(argv)
     plan = build_plan(load_fixtures(args.fixtures), args.seed)
+    with psycopg.connect(args.dsn, autocommit=True) as conn:
+        before = metrics_totals(conn)
     started = time.monotonic()
     results = run(plan, args.url, args.secret, args.lease_seconds, args.workers)
     elapsed = time.monotonic() - started
     with psycopg.connect(args.dsn, autocommit=True) as conn:
-        report = check(conn, results)
+        report = check(conn, results, before)
     print(f"replay took {elapsed:.1f}s with {args.workers} workers, seed {args.seed}")
     print(format_report(report, plan))
     return 0 if report.ok else 1

@@ -19,5 +19,7 @@ mod tests_maintenance;
 mod tests_ordering;
 #[cfg(feature = "pg_test")]
 mod tests_state_machine;
+#[cfg(feature = "pg_test")]
+mod tests_views;
 pub mod transitions;
 pub mod verify;

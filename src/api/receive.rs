@@ -9,6 +9,7 @@ use super::verify::{header_map, verify_sql, HmacArgs};
 use crate::error::{required, Error, OrRaise};
 use crate::jsonb::Jsonb;
 use crate::key::{body_hash_field, check_bounded, derive, Parts};
+use crate::metrics::{self, Counter};
 use crate::profile::{self, Body, Extracted};
 use crate::signature::Scheme;
 use crate::spi::{self, arg, Snap, Statement};
@@ -71,7 +72,8 @@ fn source_tolerance(source: &str) -> Option<Interval> {
 /// 1. **verify** the signature as `webhook_verify` does; a delivery that does
 ///    not verify gets `verified = false` and `reject_reason` (the reason of
 ///    `webhook_verify_detail`), and **nothing at all is written**: an
-///    unauthenticated request never reserves or poisons a key;
+///    unauthenticated request never reserves or poisons a key (it is only
+///    counted, in memory, as a signature rejection of `source` by reason);
 /// 2. **derive the key** from the scheme's profile (`webhook_dedup.providers`):
 ///    `webhook_key(source, <event id>, environment, account, operation)`,
 ///    `source` defaulting to the scheme's name. A delivery without an event
@@ -141,6 +143,9 @@ fn webhook_receive(
     let tolerance = tolerance.or_else(|| source_tolerance(source));
     let verdict = verify_sql(Some(scheme_name), Some(body), headers.clone(), secrets, tolerance, at, url, hmac);
     if !verdict.valid() {
+        if let Some(counter) = Counter::for_rejection(verdict.reason) {
+            metrics::count(source, None, counter, false);
+        }
         let reason = verdict.reason.as_str().to_string();
         return TableIterator::once((false, Some(reason), None, None, None, None, None, None, None, None));
     }
@@ -153,6 +158,7 @@ fn webhook_receive(
         Some(id) => (id, false),
         None if body_key_fallback => (body_hash_field(body), true),
         None => {
+            metrics::count(source, event_type.as_deref(), Counter::MissingEventIds, false);
             let row: ReceiveRow =
                 (true, Some("missing_event_id".into()), None, None, None, None, None, event_type, event_time, None);
             return TableIterator::once(row);

@@ -17,7 +17,9 @@ pub(crate) mod tests {
     /// `SQLSTATE: message` of the error `query` raises, or `no error`. The
     /// query runs in a subtransaction (a PL/pgSQL exception block), so the
     /// test's transaction stays usable.
-    fn error_of(query: &str) -> String {
+    /// "SQLSTATE: message" of the error `query` raises, or "no error" (run
+    /// in a subtransaction of a plpgsql block, so the test goes on).
+    pub fn error_of(query: &str) -> String {
         Spi::run(
             "CREATE OR REPLACE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
              BEGIN EXECUTE q; RETURN 'no error';
@@ -506,7 +508,8 @@ pub(crate) mod tests {
         assert!(pass.2.unwrap() >= 1, "metrics were flushed anyway");
         assert_eq!(
             Spi::get_one::<i64>(
-                "SELECT sum(deliveries)::bigint FROM webhook_dedup.claim_counts WHERE source = 'metered2'"
+                "SELECT sum(deliveries)::bigint FROM webhook_dedup.claim_counts WHERE source = 'metered2'
+                   AND bucket_width = '1 hour'"
             ),
             Ok(Some(1))
         );

@@ -218,25 +218,29 @@ mod tests {
         assert_eq!(state("dflt", "broken").as_deref(), Some("dead_lettered"));
     }
 
-    /// Watermarks, conflicts and claim counts past their source's retention go; newer ones stay.
+    /// Watermarks, conflicts and hourly claim counts past their source's
+    /// retention go, per-minute counts after two hours; newer ones stay.
     #[pg_test]
     fn history_past_retention_is_pruned() {
         Spi::run(
             "INSERT INTO webhook_dedup.watermarks (source, entity_id, source_updated_at, updated_at)
              VALUES ('h', 'old', '2020-01-01', '2020-01-01'), ('h', 'new', now(), now());
-             INSERT INTO webhook_dedup.conflicts (source, idem_key, seen_at, stored_fingerprint, fingerprint, via)
+             INSERT INTO webhook_dedup.conflict_log (source, idem_key, seen_at, stored_fingerprint, fingerprint, via)
              VALUES ('h', 'k', '2020-01-01', '\\x00', '\\x01', 'claim'), ('h', 'k', now(), '\\x00', '\\x01', 'claim');
              INSERT INTO webhook_dedup.claim_counts (bucket, source, deliveries)
-             VALUES ('2020-01-01', 'h', 1), (date_trunc('hour', now()), 'h', 1)",
+             VALUES ('2020-01-01', 'h', 1), (date_trunc('hour', now()), 'h', 1);
+             INSERT INTO webhook_dedup.claim_counts (bucket, bucket_width, source, deliveries)
+             VALUES (date_trunc('minute', now()) - interval '3 hours', '1 minute', 'h', 1),
+                    (date_trunc('minute', now()) - interval '90 minutes', '1 minute', 'h', 1)",
         )
         .unwrap();
-        assert_eq!(pass(&["history_pruned"]), vec![3]);
+        assert_eq!(pass(&["history_pruned"]), vec![4]);
         let left = Spi::get_one::<i64>(
             "SELECT (SELECT count(*) FROM webhook_dedup.watermarks WHERE source = 'h')
                   + (SELECT count(*) FROM webhook_dedup.conflicts WHERE source = 'h')
                   + (SELECT count(*) FROM webhook_dedup.claim_counts WHERE source = 'h')",
         );
-        assert_eq!(left, Ok(Some(3)), "the new rows stay");
+        assert_eq!(left, Ok(Some(4)), "the new rows stay");
     }
 
     /// A source kept for less than its provider's retry horizon is listed by

@@ -3,17 +3,8 @@
 
 #[pgrx::pg_schema]
 mod tests {
+    use crate::api::tests::tests::error_of;
     use pgrx::prelude::*;
-
-    fn error_of(query: &str) -> String {
-        Spi::run(
-            "CREATE OR REPLACE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-             BEGIN EXECUTE q; RETURN 'no error';
-             EXCEPTION WHEN others THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$",
-        )
-        .unwrap();
-        Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[query.into()]).unwrap().unwrap()
-    }
 
     fn advance(entity: &str, at: &str, event_id: Option<&str>, sequence: Option<i64>) -> bool {
         Spi::get_one_with_args::<bool>(

@@ -5,19 +5,10 @@
 
 #[pgrx::pg_schema]
 mod tests {
+    use crate::api::tests::tests::error_of;
     use pgrx::prelude::*;
     use pgrx::{JsonB, Uuid};
     use serde_json::json;
-
-    fn error_of(query: &str) -> String {
-        Spi::run(
-            "CREATE OR REPLACE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-             BEGIN EXECUTE q; RETURN 'no error';
-             EXCEPTION WHEN others THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$",
-        )
-        .unwrap();
-        Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[query.into()]).unwrap().unwrap()
-    }
 
     /// (outcome, claim_token, attempt, last_step) of a claim.
     fn claim(key: &str, lease: &str) -> (String, Option<Uuid>, i32, Option<String>) {
@@ -300,22 +291,25 @@ mod tests {
         }
     }
 
-    /// The metrics counters and the columns they are flushed to agree, in order.
+    /// The metrics counters, the columns they are flushed to and the columns
+    /// the `counters` view maps the live counts[] to agree, in order.
     #[pg_test]
-    fn counter_columns_match_the_table() {
-        let columns: Vec<String> = Spi::connect(|c| {
-            c.select(
-                "SELECT attname::text FROM pg_attribute WHERE attrelid = 'webhook_dedup.claim_counts'::regclass
-                   AND attnum > 3 AND NOT attisdropped ORDER BY attnum",
-                None,
-                &[],
-            )
-            .unwrap()
-            .map(|r| r.get::<String>(1).unwrap().unwrap())
-            .collect()
-        });
+    fn counter_columns_match_the_table_and_the_view() {
         let counters: Vec<&str> = crate::metrics::Counter::ALL.iter().map(|c| c.column()).collect();
-        assert_eq!(columns, counters);
+        for relation in ["webhook_dedup.claim_counts", "webhook_dedup.counters"] {
+            let columns: Vec<String> = Spi::connect(|c| {
+                c.select(
+                    "SELECT attname::text FROM pg_attribute WHERE attrelid = $1::regclass
+                       AND attnum > 4 AND NOT attisdropped ORDER BY attnum",
+                    None,
+                    &[relation.into()],
+                )
+                .unwrap()
+                .map(|r| r.get::<String>(1).unwrap().unwrap())
+                .collect()
+            });
+            assert_eq!(columns, counters, "{relation}");
+        }
     }
 
     /// due_at, the queue's index, agrees with the state after every write.

@@ -149,14 +149,25 @@ pub(super) fn create(now: i64, batch: i64, step: &mut Step) {
 ///
 /// Only the range holding `now` can have keys in the default partition
 /// already (keys are stored at the current time; maintenance did not run
-/// for longer than the premade partitions lasted). For it, the default
-/// partition is locked against writes (claims still read it), its keys in
-/// the range are moved into the new table under their key locks (tried: a
-/// key being claimed right now makes the pass give way), and the table is
-/// attached before anyone can store another. At most `batch` keys move: a
-/// range with more stays unpartitioned (its keys stay correct in the
-/// default partition, and expire from there); the next range, made ahead,
-/// takes over at its start.
+/// for longer than the premade partitions lasted). Those keys are moved into
+/// the new table under their key locks, in two rounds:
+///
+/// 1. with no table lock, so claims go on: the strays there are now, each
+///    under its key lock (tried: a key being claimed right now is left for
+///    round 2). A claim of a moved key waits for its lock, so it finds the
+///    key only after this transaction commits, in the attached partition
+///    (and the lock-timeout window counts from here, see [`Window`]);
+/// 2. with the default partition locked against writes (claims still read
+///    it), the few stored since round 1 (a key being claimed now makes the
+///    pass give way), then the table is attached before anyone can store
+///    another. Only this round makes claims that store new keys wait, so
+///    it is short whatever the number of strays (a claim of a key moved in
+///    round 1 waits for its lock until this transaction ends).
+///
+/// At most `batch` keys move (each stays locked until commit): a range with
+/// more stays unpartitioned (its keys stay correct in the default
+/// partition, and expire from there); the next range, made ahead, takes
+/// over at its start.
 fn create_partition(conn: &Conn<'_>, table: &str, range: Range, now: i64, batch: i64) {
     let name = partition::partition_name(range.lo);
     let (lo, hi) = (partition::utc_literal(range.lo), partition::utc_literal(range.hi));
@@ -167,7 +178,7 @@ fn create_partition(conn: &Conn<'_>, table: &str, range: Range, now: i64, batch:
             "CREATE TABLE {table} (LIKE webhook_dedup.keys INCLUDING DEFAULTS INCLUDING CONSTRAINTS,
                  CONSTRAINT {range_check} CHECK (partition_at >= '{lo}' AND partition_at < '{hi}'))
                WITH (fillfactor = 90);
-             CREATE UNIQUE INDEX {index} ON {table} (source, idem_key);
+             CREATE UNIQUE INDEX {index} ON {table} (idem_key, source);
              COMMENT ON TABLE {table} IS 'Keys stored in [{lo}, {hi}); created by webhook_dedup.run_maintenance().'",
             range_check = quote_identifier(format!("{name}_range")),
             index = quote_identifier(format!("{name}_key")),
@@ -181,25 +192,72 @@ fn create_partition(conn: &Conn<'_>, table: &str, range: Range, now: i64, batch:
         run(&attach, &format!("attaching {table}"));
         return;
     }
+    let strays = Strays { conn, table, range, batch };
+    // A claim of a key moved in round 1 waits for this pass from then on.
     let window = Window::open();
-    run("LOCK TABLE webhook_dedup.keys_default IN EXCLUSIVE MODE", "locking webhook_dedup.keys_default");
-    let bounds = [arg(timestamptz(range.lo)), arg(timestamptz(range.hi))];
-    let strays = conn.execute(&STRAYS, &[bounds[0], bounds[1], arg(batch.saturating_add(1))], Snap::Latest);
-    if strays.len() as i64 > batch {
-        pgrx::error!(
-            "webhook_dedup: more than {batch} keys (webhook_dedup.batch_size) wait in the default partition \
-             for {table}; they stay there (still found by every claim) and the next partition takes over at \
-             its start"
-        );
+    let early = strays.move_some(0, Busy::Skip);
+    if !window.lock(conn, "LOCK TABLE webhook_dedup.keys_default IN EXCLUSIVE MODE", "locking the default") {
+        pgrx::error!("webhook_dedup: moving keys into {table}: gave way to claims waiting for this pass");
     }
-    let keys: (Vec<String>, Vec<String>) =
-        (0..strays.len()).map(|i| (strays.get(i, 1).expect("source"), strays.get(i, 2).expect("idem_key"))).unzip();
-    for (source, idem_key) in keys.0.iter().zip(&keys.1) {
-        if !try_lock_key(source, idem_key) {
-            pgrx::error!("webhook_dedup: key ({source}, {idem_key}) in the default partition is busy");
+    let late = strays.move_some(early, Busy::GiveWay);
+    if early + late > 0 {
+        pgrx::log!("webhook_dedup: moved {} keys from the default partition into {table}", early + late);
+    }
+    if !window.lock(conn, "LOCK TABLE webhook_dedup.keys_default IN ACCESS EXCLUSIVE MODE", "locking the default") {
+        pgrx::error!("webhook_dedup: attaching {table}: gave way to claims waiting for this pass");
+    }
+    run(&attach, &format!("attaching {table}"));
+}
+
+/// What to do with a stray key whose lock another transaction holds.
+#[derive(Clone, Copy, PartialEq)]
+enum Busy {
+    /// Leave it for the next round.
+    Skip,
+    /// Fail the step: its holder waits for this pass.
+    GiveWay,
+}
+
+/// The keys of one range stored in the default partition, and the table
+/// they move to.
+struct Strays<'a, 'c> {
+    conn: &'a Conn<'c>,
+    table: &'a str,
+    range: Range,
+    batch: i64,
+}
+
+impl Strays<'_, '_> {
+    /// Move the strays there are now (at most `batch - moved`; more is an
+    /// error) under their key locks; returns how many moved.
+    fn move_some(&self, moved: i64, busy: Busy) -> i64 {
+        let (table, limit) = (self.table, self.batch - moved);
+        let bounds = [arg(timestamptz(self.range.lo)), arg(timestamptz(self.range.hi))];
+        let rows = self.conn.execute(&STRAYS, &[bounds[0], bounds[1], arg(limit.saturating_add(1))], Snap::Latest);
+        if rows.len() as i64 > limit {
+            pgrx::error!(
+                "webhook_dedup: more than {} keys (webhook_dedup.batch_size) wait in the default partition \
+                 for {table}; they stay there (still found by every claim) and the next partition takes over at \
+                 its start",
+                self.batch
+            );
         }
-    }
-    if !keys.0.is_empty() {
+        let mut keys: (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+        for i in 0..rows.len() {
+            let (source, idem_key): (String, String) =
+                (rows.get(i, 1).expect("source"), rows.get(i, 2).expect("idem_key"));
+            if try_lock_key(&source, &idem_key) {
+                keys.0.push(source);
+                keys.1.push(idem_key);
+            } else if busy == Busy::GiveWay {
+                pgrx::error!("webhook_dedup: key ({source}, {idem_key}) in the default partition is busy");
+            }
+        }
+        if keys.0.is_empty() {
+            return 0;
+        }
+        let (lo, hi) = (partition::utc_literal(self.range.lo), partition::utc_literal(self.range.hi));
+        let count = keys.0.len() as i64;
         pgrx::spi::Spi::run_with_args(
             &format!(
                 "WITH moved AS (DELETE FROM webhook_dedup.keys_default
@@ -209,17 +267,13 @@ fn create_partition(conn: &Conn<'_>, table: &str, range: Range, now: i64, batch:
                                  RETURNING *)
                  INSERT INTO {table} SELECT * FROM moved"
             ),
-            &[keys.0.clone().into(), keys.1.into()],
+            &[keys.0.into(), keys.1.into()],
         )
         .unwrap_or_else(|e| {
             pgrx::error!("webhook_dedup: moving keys from webhook_dedup.keys_default into {table}: {e}")
         });
-        pgrx::log!("webhook_dedup: moved {} keys from the default partition into {table}", keys.0.len());
+        count
     }
-    if !window.lock(conn, "LOCK TABLE webhook_dedup.keys_default IN ACCESS EXCLUSIVE MODE", "locking the default") {
-        pgrx::error!("webhook_dedup: attaching {table}: gave way to claims waiting for this pass");
-    }
-    run(&attach, &format!("attaching {table}"));
 }
 
 /// What happened to the partition a pass looked at.

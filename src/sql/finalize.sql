@@ -1,38 +1,107 @@
 -- webhook_dedup: views, comments and the first partitions (runs last in
 -- the install script, after every generated function exists).
 
-CREATE VIEW webhook_dedup.duplicate_metrics AS
-SELECT c.source,
-       c.bucket,
-       pg_catalog.sum(c.deliveries)::bigint AS deliveries,
-       pg_catalog.sum(c.first_claims)::bigint AS first_claims,
-       pg_catalog.sum(c.reclaims)::bigint AS reclaims,
-       (pg_catalog.sum(c.duplicates_of_completed) + pg_catalog.sum(c.duplicates_in_progress))::bigint AS duplicates,
-       pg_catalog.sum(c.duplicates_of_completed)::bigint AS duplicates_of_completed,
-       pg_catalog.sum(c.duplicates_in_progress)::bigint AS duplicates_in_progress,
-       pg_catalog.sum(c.conflicts)::bigint AS conflicts,
-       pg_catalog.sum(c.completions)::bigint AS completions,
-       pg_catalog.sum(c.stale_completions)::bigint AS stale_completions,
-       CASE WHEN pg_catalog.sum(c.deliveries) > 0
-            THEN ((pg_catalog.sum(c.duplicates_of_completed) + pg_catalog.sum(c.duplicates_in_progress))
-                  / pg_catalog.sum(c.deliveries))::double precision
+-- Metrics: the flushed counters plus the live ones in shared memory, in
+-- the column order of src/metrics.rs (Counter::ALL; a pg_test checks it).
+CREATE VIEW webhook_dedup.counters AS
+SELECT c.bucket, c.source, c.event_type, c.bucket_width, c.deliveries, c.first_claims, c.reclaims,
+       c.duplicates_of_completed, c.duplicates_in_progress, c.conflicts, c.retry_later,
+       c.unknown_outcome, c.dead_lettered, c.completions, c.stale_completions, c.retries_scheduled,
+       c.dead_letters, c.marked_unknown, c.enqueued, c.drained, c.forgotten, c.resolved,
+       c.stale_tokens, c.expired_leases, c.rejected_missing_header, c.rejected_malformed_header,
+       c.rejected_unsupported_version, c.rejected_no_matching_signature,
+       c.rejected_timestamp_too_old, c.rejected_timestamp_too_new, c.missing_event_ids
+  FROM webhook_dedup.claim_counts AS c
+UNION ALL
+SELECT l.bucket, l.source, l.event_type,
+       CASE WHEN l.minute THEN '1 minute'::interval ELSE '1 hour'::interval END, l.counts[1],
+       l.counts[2], l.counts[3], l.counts[4], l.counts[5], l.counts[6], l.counts[7], l.counts[8],
+       l.counts[9], l.counts[10], l.counts[11], l.counts[12], l.counts[13], l.counts[14],
+       l.counts[15], l.counts[16], l.counts[17], l.counts[18], l.counts[19], l.counts[20],
+       l.counts[21], l.counts[22], l.counts[23], l.counts[24], l.counts[25], l.counts[26],
+       l.counts[27]
+  FROM webhook_dedup.metrics_live() AS l;
+COMMENT ON VIEW webhook_dedup.counters IS
+  'Every counter per bucket (bucket_width 1 hour: per source and event type; 1 minute: per source, event_type ''''), flushed (webhook_dedup.claim_counts) and live (shared memory, not flushed yet) as separate rows: sum them within one bucket_width (the minute rows count the last two hours again). Columns as webhook_dedup.claim_counts. Read webhook_dedup.duplicate_metrics or duplicate_metrics_by_minute instead unless you need event types.';
+
+CREATE VIEW webhook_dedup.metrics_buckets AS
+SELECT a.source, a.bucket, a.bucket_width,
+       pg_catalog.sum(a.deliveries)::bigint AS deliveries,
+       pg_catalog.sum(a.first_claims)::bigint AS first_claims,
+       pg_catalog.sum(a.reclaims)::bigint AS reclaims,
+       pg_catalog.sum(a.duplicates_of_completed)::bigint AS duplicates_of_completed,
+       pg_catalog.sum(a.duplicates_in_progress)::bigint AS duplicates_in_progress,
+       pg_catalog.sum(a.conflicts)::bigint AS conflicts,
+       pg_catalog.sum(a.retry_later)::bigint AS retry_later,
+       pg_catalog.sum(a.unknown_outcome)::bigint AS unknown_outcome,
+       pg_catalog.sum(a.dead_lettered)::bigint AS dead_lettered,
+       pg_catalog.sum(a.completions)::bigint AS completions,
+       pg_catalog.sum(a.stale_completions)::bigint AS stale_completions,
+       pg_catalog.sum(a.retries_scheduled)::bigint AS retries_scheduled,
+       pg_catalog.sum(a.dead_letters)::bigint AS dead_letters,
+       pg_catalog.sum(a.marked_unknown)::bigint AS marked_unknown,
+       pg_catalog.sum(a.enqueued)::bigint AS enqueued,
+       pg_catalog.sum(a.drained)::bigint AS drained,
+       pg_catalog.sum(a.forgotten)::bigint AS forgotten,
+       pg_catalog.sum(a.resolved)::bigint AS resolved,
+       pg_catalog.sum(a.stale_tokens)::bigint AS stale_tokens,
+       pg_catalog.sum(a.expired_leases)::bigint AS expired_leases,
+       pg_catalog.sum(a.rejected_missing_header)::bigint AS rejected_missing_header,
+       pg_catalog.sum(a.rejected_malformed_header)::bigint AS rejected_malformed_header,
+       pg_catalog.sum(a.rejected_unsupported_version)::bigint AS rejected_unsupported_version,
+       pg_catalog.sum(a.rejected_no_matching_signature)::bigint AS rejected_no_matching_signature,
+       pg_catalog.sum(a.rejected_timestamp_too_old)::bigint AS rejected_timestamp_too_old,
+       pg_catalog.sum(a.rejected_timestamp_too_new)::bigint AS rejected_timestamp_too_new,
+       pg_catalog.sum(a.missing_event_ids)::bigint AS missing_event_ids,
+       (pg_catalog.sum(a.duplicates_of_completed) OPERATOR(pg_catalog.+) pg_catalog.sum(a.duplicates_in_progress))::bigint
+         AS duplicates,
+       (pg_catalog.sum(a.rejected_missing_header) OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_malformed_header)
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_unsupported_version)
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_no_matching_signature)
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_timestamp_too_old)
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_timestamp_too_new))::bigint AS signature_rejections,
+       CASE WHEN pg_catalog.sum(a.deliveries) OPERATOR(pg_catalog.>) 0
+            THEN ((pg_catalog.sum(a.duplicates_of_completed) OPERATOR(pg_catalog.+) pg_catalog.sum(a.duplicates_in_progress))
+                  OPERATOR(pg_catalog./) pg_catalog.sum(a.deliveries))::double precision
        END AS duplicate_ratio
-  FROM (SELECT bucket, source, deliveries, first_claims, reclaims, duplicates_of_completed,
-               duplicates_in_progress, conflicts, completions, stale_completions
-          FROM webhook_dedup.claim_counts
-        UNION ALL
-        SELECT l.bucket, l.source, l.counts[1], l.counts[2], l.counts[3], l.counts[4],
-               l.counts[5], l.counts[6], l.counts[10], l.counts[11]
-          FROM webhook_dedup.metrics_live() AS l) AS c
- GROUP BY c.source, c.bucket;
+  FROM webhook_dedup.counters AS a
+ GROUP BY a.source, a.bucket, a.bucket_width;
+COMMENT ON VIEW webhook_dedup.metrics_buckets IS
+  'webhook_dedup.counters summed per source, bucket and bucket_width over event types, flushed and live together, with duplicates, signature_rejections and duplicate_ratio. Filter on bucket_width (hour and minute rows count the same deliveries); duplicate_metrics and duplicate_metrics_by_minute are this view for one width.';
+
+CREATE VIEW webhook_dedup.duplicate_metrics AS
+SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicates, m.duplicates_of_completed,
+       m.duplicates_in_progress, m.conflicts, m.completions, m.stale_completions, m.retry_later,
+       m.unknown_outcome, m.dead_lettered, m.retries_scheduled, m.dead_letters, m.marked_unknown, m.enqueued,
+       m.drained, m.forgotten, m.resolved, m.stale_tokens, m.expired_leases, m.signature_rejections,
+       m.rejected_missing_header, m.rejected_malformed_header, m.rejected_unsupported_version,
+       m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
+       m.missing_event_ids, m.duplicate_ratio
+  FROM webhook_dedup.metrics_buckets AS m
+ WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 hour'::interval;
+
+CREATE VIEW webhook_dedup.duplicate_metrics_by_minute AS
+SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicates, m.duplicates_of_completed,
+       m.duplicates_in_progress, m.conflicts, m.completions, m.stale_completions, m.retry_later,
+       m.unknown_outcome, m.dead_lettered, m.retries_scheduled, m.dead_letters, m.marked_unknown, m.enqueued,
+       m.drained, m.forgotten, m.resolved, m.stale_tokens, m.expired_leases, m.signature_rejections,
+       m.rejected_missing_header, m.rejected_malformed_header, m.rejected_unsupported_version,
+       m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
+       m.missing_event_ids, m.duplicate_ratio
+  FROM webhook_dedup.metrics_buckets AS m
+ WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 minute'::interval
+   AND m.bucket OPERATOR(pg_catalog.>=)
+       pg_catalog.date_trunc('minute', pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::interval, 'UTC');
 
 COMMENT ON VIEW webhook_dedup.duplicate_metrics IS
-  'Counts per source and hour (bucket): deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress: deliveries of a completed key, and of a key not completed yet), conflicts, completions, stale_completions, and duplicate_ratio = duplicates / deliveries. Flushed counts plus the live shared-memory counts of this database; what a crash or an aborted flush can lose is in docs/design.md (Metrics). Empty without shared_preload_libraries.';
+  'Counts per source and hour (bucket, UTC-aligned), flushed plus live: deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts (same key, different payload), completions, stale_completions, retry_later, unknown_outcome and dead_lettered (claims answered so), retries_scheduled, dead_letters (keys that became dead_lettered), marked_unknown, enqueued, drained, forgotten, resolved, stale_tokens, expired_leases (swept by maintenance), signature_rejections (webhook_receive deliveries that did not verify, = the sum of the rejected_<reason> columns), missing_event_ids, and duplicate_ratio = duplicates / deliveries (NULL without deliveries). What a crash can lose: docs/metrics.md. Empty without shared_preload_libraries. Filter on bucket: the condition reaches the index of webhook_dedup.claim_counts.';
+COMMENT ON VIEW webhook_dedup.duplicate_metrics_by_minute IS
+  'The columns of webhook_dedup.duplicate_metrics per source and minute, for the last hour (per-minute counts are kept two hours).';
 
 COMMENT ON FUNCTION webhook_dedup.metrics_live() IS
-  'This database''s claim counters in shared memory, not yet flushed: bucket (hour), source, event_type and counts[] in the column order of webhook_dedup.claim_counts (deliveries first). Empty when the library is not preloaded.';
+  'This database''s counters in shared memory, not yet flushed: bucket, minute (true: a minute of a source, event_type ''''; false: an hour of a source and event type), source, event_type and counts[] in the column order of webhook_dedup.claim_counts (deliveries first). Empty when the library is not preloaded.';
 COMMENT ON FUNCTION webhook_dedup.flush_metrics() IS
-  'Moves this database''s shared-memory claim counters into webhook_dedup.claim_counts; returns the number of (hour, source, event type) entries written (0 without shared_preload_libraries).';
+  'Moves this database''s shared-memory counters into webhook_dedup.claim_counts; returns the number of (hour, source, event type) and (minute, source) entries written (0 without shared_preload_libraries). For the extension''s owner (not granted to PUBLIC): the counts are taken before they are written, so a caller who cannot write them would lose them.';
 COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
   'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) watermarks, conflicts, claim counts and maintenance runs past retention are deleted, and expired completed keys in the default partition; (3) metrics are flushed; (4) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings); (5) partitions of webhook_dedup.keys are created ahead (premake), and at most one partition past retention is dropped after carrying forward the keys that must live on (every key not completed, and completed keys within retention of their last activity). One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size or a partition waits: call again) and errors (one entry per step that failed and was rolled back; the others ran). Each step waits at most 500 ms for a lock. Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) at least once per partition_interval.';
 COMMENT ON FUNCTION webhook_dedup.default_retention() IS
@@ -106,9 +175,16 @@ CREATE VIEW webhook_dedup.retention_warnings AS
 WITH used AS (
   SELECT s.source FROM webhook_dedup.sources AS s
   UNION
-  -- sources named after a provider that have keys (one index probe per partition)
+  -- sources named after a provider that have keys made by webhook_key or
+  -- webhook_receive (they start with '<source>:': one range probe of each
+  -- partition's (idem_key, source) index), or counted deliveries (the
+  -- primary key of claim_counts leads with source)
   SELECT p.scheme FROM webhook_dedup.providers AS p
-   WHERE EXISTS (SELECT FROM webhook_dedup.keys AS k WHERE k.source OPERATOR(pg_catalog.=) p.scheme)
+   WHERE EXISTS (SELECT FROM webhook_dedup.keys AS k
+                  WHERE k.idem_key OPERATOR(pg_catalog.>=) (p.scheme OPERATOR(pg_catalog.||) ':')
+                    AND k.idem_key OPERATOR(pg_catalog.<) (p.scheme OPERATOR(pg_catalog.||) ';')
+                    AND k.source OPERATOR(pg_catalog.=) p.scheme)
+      OR EXISTS (SELECT FROM webhook_dedup.claim_counts AS c WHERE c.source OPERATOR(pg_catalog.=) p.scheme)
 ), checked AS (
   SELECT u.source,
          COALESCE(s.provider, u.source) AS provider,
@@ -130,7 +206,153 @@ SELECT c.source, c.provider, c.retention, c.retry_horizon,
  WHERE (c.known AND c.retry_horizon IS NOT NULL AND c.retention OPERATOR(pg_catalog.<) c.retry_horizon)
     OR (NOT c.known AND c.provider IS DISTINCT FROM c.source);
 COMMENT ON VIEW webhook_dedup.retention_warnings IS
-  'Sources kept for less than their provider''s documented retry horizon (a retry after the retention would be processed again), and sources whose webhook_dedup.sources.provider names no profile. One row each: source, provider, retention (webhook_dedup.sources.retention, else webhook_dedup.retention), retry_horizon (webhook_dedup.providers), message. Sources checked: every row of webhook_dedup.sources, and every provider scheme used as a source name that has keys. run_maintenance() raises the messages as WARNINGs. Empty is good.';
+  'Sources kept for less than their provider''s documented retry horizon (a retry after the retention would be processed again), and sources whose webhook_dedup.sources.provider names no profile. One row each: source, provider, retention (webhook_dedup.sources.retention, else webhook_dedup.retention), retry_horizon (webhook_dedup.providers), message. Sources checked: every row of webhook_dedup.sources, and every provider scheme used as a source name that has keys made by webhook_key or webhook_receive, or counted deliveries. run_maintenance() raises the messages as WARNINGs. Empty is good.';
+
+-- Operational views: the keys to act on. Each reads an index: keys_open
+-- (not completed), keys_lease_expiry (processing), the unique (idem_key,
+-- source) index of every partition, conflict_log's indexes.
+CREATE VIEW webhook_dedup.key_states AS
+WITH open AS (
+  SELECT k.source, k.state, pg_catalog.count(*) AS keys,
+         pg_catalog.min(k.due_at) AS oldest_due_at,
+         pg_catalog.min(k.leased_at) AS oldest_leased_at,
+         pg_catalog.count(*) FILTER (WHERE k.lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now()) AS expired
+    FROM webhook_dedup.keys AS k
+   WHERE k.state OPERATOR(pg_catalog.<>) 'completed'
+   GROUP BY k.source, k.state
+)
+SELECT o.source, o.state, o.keys,
+       CASE WHEN o.state OPERATOR(pg_catalog.=) 'pending'
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) o.oldest_due_at END AS oldest_pending_age,
+       CASE WHEN o.state OPERATOR(pg_catalog.=) 'processing'
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) o.oldest_leased_at END AS oldest_lease_age,
+       CASE WHEN o.state OPERATOR(pg_catalog.=) 'processing' THEN o.expired END AS expired_leases
+  FROM open AS o;
+COMMENT ON VIEW webhook_dedup.key_states IS
+  'Keys not completed, per source and state (pending, processing, failed, unknown_outcome, dead_lettered; one row per state that has keys): keys (count), oldest_pending_age (pending: how long the oldest pending key has been due, now - its due_at; the queue''s backlog), oldest_lease_age (processing: now - the oldest leased_at; the longest attempt in flight), expired_leases (processing: leases past expiry not swept yet). Read from the partial index keys_open, which holds only keys not completed, so its cost follows the open work, never the history. Completed keys are not counted here: that would read every key kept for retention (see docs/metrics.md); their flow is duplicate_metrics.completions.';
+
+CREATE VIEW webhook_dedup.stuck_claims AS
+SELECT k.source, k.idem_key, k.event_type, k.attempt, k.leased_at, k.lease_expires_at,
+       pg_catalog.now() OPERATOR(pg_catalog.-) k.lease_expires_at AS overdue, k.last_step, k.deliveries,
+       k.first_seen_at
+  FROM webhook_dedup.keys AS k
+ WHERE k.state OPERATOR(pg_catalog.=) 'processing'
+   AND k.lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now();
+COMMENT ON VIEW webhook_dedup.stuck_claims IS
+  'Processing keys whose lease expired and that maintenance has not swept yet (the holder crashed or hangs): source, idem_key, event_type, attempt, leased_at, lease_expires_at, overdue (now - lease_expires_at), last_step, deliveries, first_seen_at. Normally empty or short-lived: the next maintenance pass moves them to failed (or dead_lettered). Reads the partial index keys_lease_expiry.';
+
+CREATE VIEW webhook_dedup.dead_letters AS
+SELECT k.source, k.idem_key, k.event_type, k.attempt AS attempts, k.last_error, k.last_step, k.deliveries,
+       k.first_seen_at, k.last_seen_at
+  FROM webhook_dedup.keys AS k
+ WHERE k.state OPERATOR(pg_catalog.=) 'dead_lettered';
+COMMENT ON VIEW webhook_dedup.dead_letters IS
+  'Keys that will not be retried: out of attempts (webhook_dedup.max_attempts or the source''s), failed as not retryable, or dead-lettered by webhook_resolve. source, idem_key, event_type, attempts, last_error, last_step, deliveries, first_seen_at, last_seen_at. An operator decides: webhook_resolve(source, idem_key, ''failed'') retries now, ''completed'' closes it. Reads the partial index keys_open.';
+
+CREATE VIEW webhook_dedup.unknown_outcomes AS
+SELECT k.source, k.idem_key, k.event_type, k.attempt AS attempts, k.last_error, k.last_step, k.deliveries,
+       k.first_seen_at, k.last_seen_at
+  FROM webhook_dedup.keys AS k
+ WHERE k.state OPERATOR(pg_catalog.=) 'unknown_outcome';
+COMMENT ON VIEW webhook_dedup.unknown_outcomes IS
+  'Keys whose holder may have acted on an external system and lost the answer (webhook_mark_unknown): nothing processes them until an operator checks the external system and calls webhook_resolve. Columns as webhook_dedup.dead_letters (last_error holds the holder''s detail). Reads the partial index keys_open.';
+
+CREATE VIEW webhook_dedup.conflicts AS
+SELECT c.id, c.source, c.idem_key, c.seen_at, c.via, c.stored_fingerprint, c.fingerprint,
+       k.state, k.attempt AS attempts, k.last_error, k.deliveries, k.conflicts AS key_conflicts, k.first_seen_at
+  FROM webhook_dedup.conflict_log AS c
+  LEFT JOIN webhook_dedup.keys AS k
+    ON k.idem_key OPERATOR(pg_catalog.=) c.idem_key AND k.source OPERATOR(pg_catalog.=) c.source;
+COMMENT ON VIEW webhook_dedup.conflicts IS
+  'One row per delivery of a known key with a different payload (nothing was processed for it): id, source, idem_key, seen_at, via (claim or enqueue), stored_fingerprint and fingerprint (SHA-256 of the first and of this payload), and the key now: state, attempts, last_error, deliveries, key_conflicts (conflicting deliveries of the key), first_seen_at (NULL when the key is gone). Filter on seen_at or idem_key: both are indexed in webhook_dedup.conflict_log.';
+
+CREATE VIEW webhook_dedup.key_history AS
+SELECT k.source, k.idem_key, k.state, k.event_type, k.first_seen_at, k.last_seen_at, k.completed_at,
+       k.attempt AS attempts, k.deliveries, k.conflicts, k.last_step, k.last_error, k.result, k.leased_at,
+       k.lease_expires_at, k.next_attempt_at, k.due_at,
+       (SELECT pg_catalog.max(c.seen_at) FROM webhook_dedup.conflict_log AS c
+         WHERE c.idem_key OPERATOR(pg_catalog.=) k.idem_key AND c.source OPERATOR(pg_catalog.=) k.source)
+         AS last_conflict_at
+  FROM webhook_dedup.keys AS k;
+COMMENT ON VIEW webhook_dedup.key_history IS
+  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of every partition''s unique index, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at. No payload or headers.';
+
+CREATE FUNCTION webhook_dedup.duplicate_rate_alerts(threshold double precision DEFAULT 0.02,
+                                                    "window" interval DEFAULT '1 hour')
+RETURNS TABLE (source text, alert text, deliveries bigint, duplicates bigint, duplicate_ratio double precision,
+               previous_duplicates bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET TimeZone = 'UTC'  -- buckets are UTC-aligned; so are the windows
+AS $fn$
+DECLARE
+  width interval;
+  unit text;
+BEGIN
+  IF threshold IS NULL OR "window" IS NULL THEN
+    RAISE EXCEPTION 'webhook_dedup.duplicate_rate_alerts: threshold and window must not be NULL'
+      USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  IF threshold < 0 OR threshold > 1 THEN  -- NaN sorts above 1 in PostgreSQL
+    RAISE EXCEPTION 'webhook_dedup.duplicate_rate_alerts: threshold must be between 0 and 1, not %', threshold
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF "window" < interval '1 minute' OR "window" > interval '366 days' THEN
+    RAISE EXCEPTION 'webhook_dedup.duplicate_rate_alerts: window must be between 1 minute and 366 days, not %', "window"
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- Windows up to an hour use the per-minute counts (kept two hours, so
+  -- the previous window is there too); longer ones the hourly counts.
+  IF "window" <= interval '1 hour' THEN
+    width := interval '1 minute'; unit := 'minute';
+  ELSE
+    width := interval '1 hour'; unit := 'hour';
+  END IF;
+  RETURN QUERY
+  WITH b AS (
+    SELECT m.source, m.bucket, m.deliveries, m.duplicates
+      FROM webhook_dedup.metrics_buckets AS m
+     WHERE m.bucket_width = width
+       AND m.bucket >= date_trunc(unit, now() - 2 * "window")
+  ), w AS (
+    SELECT b.source,
+           coalesce(sum(b.deliveries) FILTER (WHERE b.bucket >= date_trunc(unit, now() - "window")), 0)::bigint AS d,
+           coalesce(sum(b.duplicates) FILTER (WHERE b.bucket >= date_trunc(unit, now() - "window")), 0)::bigint AS dup,
+           coalesce(sum(b.duplicates) FILTER (WHERE b.bucket < date_trunc(unit, now() - "window")), 0)::bigint AS prev
+      FROM b GROUP BY b.source
+  )
+  SELECT w.source,
+         CASE WHEN w.dup = 0 THEN 'duplicates_stopped' ELSE 'ratio_above_threshold' END,
+         w.d, w.dup,
+         CASE WHEN w.d > 0 THEN w.dup::double precision / w.d END,
+         w.prev
+    FROM w
+   WHERE (w.d > 0 AND w.dup::double precision / w.d > threshold)
+      OR (w.dup = 0 AND w.prev > 0)
+   ORDER BY w.source;
+END
+$fn$;
+COMMENT ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval) IS
+  'duplicate_rate_alerts(threshold => 0.02, "window" => ''1 hour'') -> rows (source, alert, deliveries, duplicates, duplicate_ratio, previous_duplicates). alert ratio_above_threshold: duplicates / deliveries over the window is above threshold (providers are retrying: the receiver is slow or failing). alert duplicates_stopped: no duplicates in the window after some in the window before it (deduplication may have stopped working, or traffic stopped: see deliveries). Windows are aligned to buckets: per minute up to 1 hour, else per hour (the window starts at the bucket holding now() - window). Errors: 22004 a NULL argument; 22023 threshold outside 0..1, window outside 1 minute..366 days.';
+
+-- Read access for monitoring: pg_monitor (and roles granted it) reads the
+-- views and the alert function; the views run with their owner's rights,
+-- so no access to webhook_dedup.keys (payloads, headers) is needed.
+GRANT USAGE ON SCHEMA webhook_dedup TO pg_monitor;
+GRANT SELECT ON webhook_dedup.counters, webhook_dedup.metrics_buckets,
+                webhook_dedup.duplicate_metrics, webhook_dedup.duplicate_metrics_by_minute,
+                webhook_dedup.key_states, webhook_dedup.stuck_claims, webhook_dedup.dead_letters,
+                webhook_dedup.unknown_outcomes, webhook_dedup.conflicts, webhook_dedup.key_history,
+                webhook_dedup.retention_warnings, webhook_dedup.providers, webhook_dedup.maintenance_runs
+  TO pg_monitor;
+GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval),
+                          webhook_dedup.metrics_live(), webhook_dedup.provider_profiles(),
+                          webhook_dedup.default_retention()
+  TO pg_monitor;
+-- Maintenance and flushing change state (a flush takes the shared-memory
+-- counts before writing them): the extension's owner runs them (the
+-- worker, pg_cron), not every role.
+REVOKE EXECUTE ON FUNCTION webhook_dedup.flush_metrics(), webhook_dedup.run_maintenance() FROM PUBLIC;
 
 -- The first partitions, so claims never start in the default partition.
 SELECT webhook_dedup.run_maintenance();

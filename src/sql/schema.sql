@@ -30,6 +30,7 @@ CREATE TABLE webhook_dedup.keys (
     first_seen_at    timestamptz NOT NULL,
     last_seen_at     timestamptz NOT NULL,
     completed_at     timestamptz,
+    leased_at        timestamptz,
     due_at           timestamptz,
     payload          bytea,
     headers          jsonb,
@@ -61,6 +62,7 @@ COMMENT ON COLUMN webhook_dedup.keys.conflicts IS 'Deliveries of this key whose 
 COMMENT ON COLUMN webhook_dedup.keys.first_seen_at IS 'First claim (database clock).';
 COMMENT ON COLUMN webhook_dedup.keys.last_seen_at IS 'Last activity on the key (claim, completion).';
 COMMENT ON COLUMN webhook_dedup.keys.completed_at IS 'When the key was completed.';
+COMMENT ON COLUMN webhook_dedup.keys.leased_at IS 'When the current (or last) lease was granted (a claim, a reclaim or webhook_next).';
 COMMENT ON COLUMN webhook_dedup.keys.due_at IS 'When a claim or webhook_next may next take the key: a pending key at once, a processing key when its lease expires, a failed key at next_attempt_at; NULL for completed, unknown_outcome and dead_lettered keys. Indexed.';
 COMMENT ON COLUMN webhook_dedup.keys.payload IS 'The raw payload stored by webhook_enqueue (persist-then-process); NULL for keys claimed directly.';
 COMMENT ON COLUMN webhook_dedup.keys.headers IS 'The request headers stored by webhook_enqueue, when given.';
@@ -73,10 +75,20 @@ CREATE INDEX keys_due ON webhook_dedup.keys (due_at) WHERE due_at IS NOT NULL;
 -- stays as small as the work in flight.
 CREATE INDEX keys_lease_expiry ON webhook_dedup.keys (lease_expires_at) WHERE state = 'processing';
 
+-- The views' index: keys that are not completed (work to do, in flight or
+-- waiting for an operator), by state. Completed keys, the bulk, are not in
+-- it, so key_states, dead_letters and unknown_outcomes read only the open
+-- keys. (A state change is never a HOT update anyway: the partial indexes'
+-- predicates read state.)
+CREATE INDEX keys_open ON webhook_dedup.keys (state, source)
+  INCLUDE (due_at, leased_at, lease_expires_at) WHERE state <> 'completed';
+
 -- Catches rows whose time has no partition yet (maintenance did not run);
 -- maintenance moves them out. Normally empty.
 CREATE TABLE webhook_dedup.keys_default PARTITION OF webhook_dedup.keys DEFAULT WITH (fillfactor = 90);
-CREATE UNIQUE INDEX keys_default_key ON webhook_dedup.keys_default (source, idem_key);
+-- Every partition's unique index leads with idem_key, so that a look-up by
+-- the key alone (webhook_dedup.key_history) is an index scan too.
+CREATE UNIQUE INDEX keys_default_key ON webhook_dedup.keys_default (idem_key, source);
 COMMENT ON TABLE webhook_dedup.keys_default IS
   'Default partition of webhook_dedup.keys: rows whose time has no partition yet. Normally empty.';
 
@@ -109,7 +121,7 @@ COMMENT ON TABLE webhook_dedup.sources IS
 
 -- Deliveries whose payload differed from the key's fingerprint: one row
 -- each, for inspection.
-CREATE TABLE webhook_dedup.conflicts (
+CREATE TABLE webhook_dedup.conflict_log (
     id                 bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     source             text        NOT NULL,
     idem_key           text        NOT NULL,
@@ -118,17 +130,17 @@ CREATE TABLE webhook_dedup.conflicts (
     fingerprint        bytea       NOT NULL,
     via                text        NOT NULL CHECK (via IN ('claim', 'enqueue'))
 );
-CREATE INDEX conflicts_key ON webhook_dedup.conflicts (source, idem_key);
-CREATE INDEX conflicts_seen_at ON webhook_dedup.conflicts (seen_at);
-COMMENT ON COLUMN webhook_dedup.conflicts.id IS 'Identity.';
-COMMENT ON COLUMN webhook_dedup.conflicts.source IS 'The key''s source.';
-COMMENT ON COLUMN webhook_dedup.conflicts.idem_key IS 'The key.';
-COMMENT ON COLUMN webhook_dedup.conflicts.seen_at IS 'When the conflicting delivery arrived (database clock).';
-COMMENT ON COLUMN webhook_dedup.conflicts.stored_fingerprint IS 'SHA-256 of the payload the key was first stored with.';
-COMMENT ON COLUMN webhook_dedup.conflicts.fingerprint IS 'SHA-256 of the conflicting payload.';
-COMMENT ON COLUMN webhook_dedup.conflicts.via IS 'claim or enqueue: the call that saw the conflict.';
-COMMENT ON TABLE webhook_dedup.conflicts IS
-  'One row per delivery of a known key with a different payload (SHA-256 fingerprints of the stored and the new payload; via = claim or enqueue). Nothing was processed for these deliveries.';
+CREATE INDEX conflict_log_key ON webhook_dedup.conflict_log (idem_key, source);
+CREATE INDEX conflict_log_seen_at ON webhook_dedup.conflict_log (seen_at);
+COMMENT ON COLUMN webhook_dedup.conflict_log.id IS 'Identity.';
+COMMENT ON COLUMN webhook_dedup.conflict_log.source IS 'The key''s source.';
+COMMENT ON COLUMN webhook_dedup.conflict_log.idem_key IS 'The key.';
+COMMENT ON COLUMN webhook_dedup.conflict_log.seen_at IS 'When the conflicting delivery arrived (database clock).';
+COMMENT ON COLUMN webhook_dedup.conflict_log.stored_fingerprint IS 'SHA-256 of the payload the key was first stored with.';
+COMMENT ON COLUMN webhook_dedup.conflict_log.fingerprint IS 'SHA-256 of the conflicting payload.';
+COMMENT ON COLUMN webhook_dedup.conflict_log.via IS 'claim or enqueue: the call that saw the conflict.';
+COMMENT ON TABLE webhook_dedup.conflict_log IS
+  'One row per delivery of a known key with a different payload (SHA-256 fingerprints of the stored and the new payload; via = claim or enqueue). Nothing was processed for these deliveries. Read it through the view webhook_dedup.conflicts, which adds the key''s state.';
 
 -- The out-of-order guard: the newest source_updated_at seen per entity.
 CREATE TABLE webhook_dedup.watermarks (
@@ -155,6 +167,7 @@ CREATE TABLE webhook_dedup.claim_counts (
     bucket                  timestamptz NOT NULL,
     source                  text        NOT NULL,
     event_type              text        NOT NULL DEFAULT '',
+    bucket_width            interval    NOT NULL DEFAULT '1 hour' CHECK (bucket_width IN ('1 hour', '1 minute')),
     deliveries              bigint      NOT NULL DEFAULT 0,
     first_claims            bigint      NOT NULL DEFAULT 0,
     reclaims                bigint      NOT NULL DEFAULT 0,
@@ -175,10 +188,18 @@ CREATE TABLE webhook_dedup.claim_counts (
     resolved                bigint      NOT NULL DEFAULT 0,
     stale_tokens            bigint      NOT NULL DEFAULT 0,
     expired_leases          bigint      NOT NULL DEFAULT 0,
-    PRIMARY KEY (source, bucket, event_type)
+    rejected_missing_header        bigint NOT NULL DEFAULT 0,
+    rejected_malformed_header      bigint NOT NULL DEFAULT 0,
+    rejected_unsupported_version   bigint NOT NULL DEFAULT 0,
+    rejected_no_matching_signature bigint NOT NULL DEFAULT 0,
+    rejected_timestamp_too_old     bigint NOT NULL DEFAULT 0,
+    rejected_timestamp_too_new     bigint NOT NULL DEFAULT 0,
+    missing_event_ids              bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (source, bucket, event_type, bucket_width)
 );
 CREATE INDEX claim_counts_bucket ON webhook_dedup.claim_counts (bucket);
-COMMENT ON COLUMN webhook_dedup.claim_counts.bucket IS 'The hour the counts fall in (UTC-aligned).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.bucket IS 'Start of the hour (or minute) the counts fall in (UTC-aligned).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.bucket_width IS '1 hour (per source and event type, kept for the source''s retention) or 1 minute (per source, event_type '''', kept for two hours).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.source IS 'The source.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.event_type IS 'The event type given to the claim or enqueue ('''' when none).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.deliveries IS 'webhook_claim and webhook_enqueue calls.';
@@ -200,9 +221,16 @@ COMMENT ON COLUMN webhook_dedup.claim_counts.drained IS 'Keys handed out by webh
 COMMENT ON COLUMN webhook_dedup.claim_counts.forgotten IS 'Keys removed by webhook_forget.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.resolved IS 'webhook_resolve calls.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.stale_tokens IS 'Holder calls other than webhook_complete (fail, mark_unknown, checkpoint, extend_lease) with a stale token.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_missing_header IS 'webhook_receive deliveries rejected: the signature header (or a signed header) was missing.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_malformed_header IS 'webhook_receive deliveries rejected: a signature header could not be parsed.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_unsupported_version IS 'webhook_receive deliveries rejected: only signatures of another version were presented.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_no_matching_signature IS 'webhook_receive deliveries rejected: no signature matched any secret (a forgery, a wrong secret, or a body changed in transit).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_timestamp_too_old IS 'webhook_receive deliveries rejected: the signed timestamp was older than the tolerance (a replay, or a clock off).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_timestamp_too_new IS 'webhook_receive deliveries rejected: the signed timestamp was further ahead than the tolerance.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.missing_event_ids IS 'webhook_receive deliveries that verified but carried no event id (answered missing_event_id, nothing claimed).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.expired_leases IS 'Expired leases that maintenance moved to failed (or dead_lettered): the holder neither completed, failed nor extended in time.';
 COMMENT ON TABLE webhook_dedup.claim_counts IS
-  'Claim counters flushed from shared memory by webhook_dedup.run_maintenance(): one row per hour (bucket), source and event type ('''' when unknown). Read them through webhook_dedup.duplicate_metrics.';
+  'Claim counters flushed from shared memory by webhook_dedup.run_maintenance(): one row per hour (bucket), source and event type ('''' when unknown), and one per minute and source for the last two hours (bucket_width). Read them through webhook_dedup.duplicate_metrics and webhook_dedup.duplicate_metrics_by_minute.';
 
 -- One row per maintenance pass that ran (what it did), for operators and
 -- the worker's tests; pruned after webhook_dedup.retention.

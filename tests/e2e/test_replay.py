@@ -18,8 +18,9 @@ def test_replay_with_every_fault_keeps_exactly_one_of_each_step_per_event(receiv
     assert all(kinds[k] >= 1 for k in replay.KINDS), kinds
     assert sum(kinds.values()) - kinds["tampered"] == EVENTS
 
+    before = replay.metrics_totals(db_conn)
     results = replay.run(plan, receiver_url, SECRET, LEASE_SECONDS)
-    report = replay.check(db_conn, results)
+    report = replay.check(db_conn, results, before)
 
     crashes = kinds[replay.CRASH_AFTER_CLAIM] + kinds[replay.CRASH_AFTER_CHECKPOINT]
     assert report.problems == []
@@ -59,3 +60,18 @@ def test_check_flags_a_crash_after_checkpoint_that_did_not_resume(db_conn):
     report = replay.check(db_conn, [crashed])
 
     assert any("resumed from None, expected 'notified'" in p for p in report.problems)
+
+
+def test_check_flags_counters_that_disagree_with_the_answers(db_conn):
+    """A delivery the receiver answered but the extension never counted (it
+    was never sent) makes the metrics cross-check fail."""
+    fixture = replay.load_fixtures(FIXTURES)[0]
+    answered = replay.DeliveryResult(
+        replay.make_delivery("plain", fixture, fixture.body),
+        [replay.Answer(200, "duplicate", None, b"{}")],
+    )
+
+    report = replay.check(db_conn, [answered], replay.metrics_totals(db_conn))
+
+    assert "webhook_dedup.duplicate_metrics: deliveries = 0, the receiver saw 1" in report.problems
+    assert "webhook_dedup.duplicate_metrics: duplicates = 0, the receiver saw 1" in report.problems

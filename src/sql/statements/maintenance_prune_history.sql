@@ -1,6 +1,7 @@
 -- Delete up to $3 rows of each history table past retention: watermarks
--- (by updated_at), conflicts (seen_at) and claim counts (bucket end) by their
--- source's retention, maintenance runs (started_at) by webhook_dedup.retention.
+-- (by updated_at), conflicts (seen_at) and hourly claim counts (bucket) by
+-- their source's retention, per-minute claim counts after two hours,
+-- maintenance runs (started_at) by webhook_dedup.retention.
 -- Each is bounded and uses its time index; returns how many went.
 -- $1 now, $2 webhook_dedup.retention, $3 how many per table,
 -- $4 the shortest retention of any source (an index bound for the scans).
@@ -17,9 +18,9 @@ WITH cutoff AS (
       LIMIT $3 FOR UPDATE OF x SKIP LOCKED))
   RETURNING 1
 ), conflicts AS (
-  DELETE FROM webhook_dedup.conflicts AS c
+  DELETE FROM webhook_dedup.conflict_log AS c
    WHERE c.id OPERATOR(pg_catalog.=) ANY (ARRAY(
-     SELECT x.id FROM webhook_dedup.conflicts AS x, cutoff
+     SELECT x.id FROM webhook_dedup.conflict_log AS x, cutoff
       WHERE x.seen_at OPERATOR(pg_catalog.<) cutoff.earliest
         AND x.seen_at OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) COALESCE(
               (SELECT s.retention FROM webhook_dedup.sources AS s
@@ -28,12 +29,14 @@ WITH cutoff AS (
   RETURNING 1
 ), counts AS (
   DELETE FROM webhook_dedup.claim_counts AS c
-   WHERE (c.source, c.bucket, c.event_type) IN (
-     SELECT x.source, x.bucket, x.event_type FROM webhook_dedup.claim_counts AS x, cutoff
-      WHERE x.bucket OPERATOR(pg_catalog.<) cutoff.earliest
-        AND x.bucket OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) COALESCE(
-              (SELECT s.retention FROM webhook_dedup.sources AS s
-                WHERE s.source OPERATOR(pg_catalog.=) x.source), $2))
+   WHERE (c.source, c.bucket, c.event_type, c.bucket_width) IN (
+     SELECT x.source, x.bucket, x.event_type, x.bucket_width FROM webhook_dedup.claim_counts AS x, cutoff
+      WHERE (x.bucket OPERATOR(pg_catalog.<) cutoff.earliest
+             AND x.bucket OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) COALESCE(
+                   (SELECT s.retention FROM webhook_dedup.sources AS s
+                     WHERE s.source OPERATOR(pg_catalog.=) x.source), $2)))
+         OR (x.bucket OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) '2 hours'::interval)
+             AND x.bucket_width OPERATOR(pg_catalog.=) '1 minute'::interval)
       LIMIT $3)
   RETURNING 1
 ), runs AS (

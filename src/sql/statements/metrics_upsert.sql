@@ -1,13 +1,18 @@
 -- Add one metrics entry's counts to its flushed row (src/metrics.rs).
--- $1 bucket, $2 source, $3 event_type, $4 counts in column order.
+-- $1 bucket, $2 source, $3 event_type, $4 bucket_width ('1 hour' or
+-- '1 minute'), $5 counts in column order (src/metrics.rs, Counter::ALL).
 INSERT INTO webhook_dedup.claim_counts AS c
-    (bucket, source, event_type, deliveries, first_claims, reclaims, duplicates_of_completed,
+    (bucket, source, event_type, bucket_width, deliveries, first_claims, reclaims, duplicates_of_completed,
      duplicates_in_progress, conflicts, retry_later, unknown_outcome, dead_lettered,
      completions, stale_completions, retries_scheduled, dead_letters, marked_unknown,
-     enqueued, drained, forgotten, resolved, stale_tokens, expired_leases)
-  VALUES ($1, $2, $3, $4[1], $4[2], $4[3], $4[4], $4[5], $4[6], $4[7], $4[8], $4[9], $4[10], $4[11],
-          $4[12], $4[13], $4[14], $4[15], $4[16], $4[17], $4[18], $4[19], $4[20])
-  ON CONFLICT (source, bucket, event_type) DO UPDATE SET
+     enqueued, drained, forgotten, resolved, stale_tokens, expired_leases,
+     rejected_missing_header, rejected_malformed_header, rejected_unsupported_version,
+     rejected_no_matching_signature, rejected_timestamp_too_old, rejected_timestamp_too_new,
+     missing_event_ids)
+  VALUES ($1, $2, $3, $4::interval, $5[1], $5[2], $5[3], $5[4], $5[5], $5[6], $5[7], $5[8], $5[9], $5[10],
+          $5[11], $5[12], $5[13], $5[14], $5[15], $5[16], $5[17], $5[18], $5[19], $5[20],
+          $5[21], $5[22], $5[23], $5[24], $5[25], $5[26], $5[27])
+  ON CONFLICT (source, bucket, event_type, bucket_width) DO UPDATE SET
     deliveries = c.deliveries OPERATOR(pg_catalog.+) EXCLUDED.deliveries,
     first_claims = c.first_claims OPERATOR(pg_catalog.+) EXCLUDED.first_claims,
     reclaims = c.reclaims OPERATOR(pg_catalog.+) EXCLUDED.reclaims,
@@ -27,4 +32,13 @@ INSERT INTO webhook_dedup.claim_counts AS c
     forgotten = c.forgotten OPERATOR(pg_catalog.+) EXCLUDED.forgotten,
     resolved = c.resolved OPERATOR(pg_catalog.+) EXCLUDED.resolved,
     stale_tokens = c.stale_tokens OPERATOR(pg_catalog.+) EXCLUDED.stale_tokens,
-    expired_leases = c.expired_leases OPERATOR(pg_catalog.+) EXCLUDED.expired_leases
+    expired_leases = c.expired_leases OPERATOR(pg_catalog.+) EXCLUDED.expired_leases,
+    rejected_missing_header = c.rejected_missing_header OPERATOR(pg_catalog.+) EXCLUDED.rejected_missing_header,
+    rejected_malformed_header = c.rejected_malformed_header OPERATOR(pg_catalog.+) EXCLUDED.rejected_malformed_header,
+    rejected_unsupported_version =
+      c.rejected_unsupported_version OPERATOR(pg_catalog.+) EXCLUDED.rejected_unsupported_version,
+    rejected_no_matching_signature =
+      c.rejected_no_matching_signature OPERATOR(pg_catalog.+) EXCLUDED.rejected_no_matching_signature,
+    rejected_timestamp_too_old = c.rejected_timestamp_too_old OPERATOR(pg_catalog.+) EXCLUDED.rejected_timestamp_too_old,
+    rejected_timestamp_too_new = c.rejected_timestamp_too_new OPERATOR(pg_catalog.+) EXCLUDED.rejected_timestamp_too_new,
+    missing_event_ids = c.missing_event_ids OPERATOR(pg_catalog.+) EXCLUDED.missing_event_ids
