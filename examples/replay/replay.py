@@ -359,19 +359,20 @@ def metrics_totals(conn) -> tuple:
     """SOURCE's totals of METRICS_TOTALS in webhook_dedup.duplicate_metrics
     (flushed plus live counts). A flush by the maintenance worker hides the
     counts it moves until its transaction commits, so the totals are read
-    only while the worker (if any) stays idle, not in a transaction, from
-    before the read to after it."""
+    only while the worker (if any) stays out of a transaction, with no pass
+    reported in between (its state does not change), from before the read
+    to after it."""
     query = ("SELECT " + ", ".join(f"coalesce(sum({c}), 0)" for c in METRICS_TOTALS)
              + " FROM webhook_dedup.duplicate_metrics WHERE source = %s")
-    worker = ("SELECT state, state_change FROM pg_stat_activity"
+    worker = ("SELECT xact_start, state, state_change FROM pg_stat_activity"
               " WHERE backend_type = 'webhook_dedup maintenance'")
     for _ in range(100):
         before = conn.execute(worker).fetchall()
         row = tuple(conn.execute(query, (SOURCE,)).fetchone())
-        if before == conn.execute(worker).fetchall() and all(state == "idle" for state, _ in before):
+        if before == conn.execute(worker).fetchall() and all(xact is None for xact, _, _ in before):
             return row
         time.sleep(0.05)
-    raise RuntimeError("the maintenance worker never stayed idle for a read of the metrics")
+    raise RuntimeError("the maintenance worker never stayed out of a transaction for a read of the metrics")
 
 
 def _metrics_problems(conn, answers, tampered, before) -> list:
