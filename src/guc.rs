@@ -2,7 +2,7 @@
 //! [`init`]. Contexts are chosen deliberately (see `docs/operations.md`):
 //! `PGC_POSTMASTER` for what the worker reads once (its database),
 //! `PGC_SIGHUP` for what maintenance re-reads (interval, retention, batch
-//! size, partitions), `PGC_USERSET` for per-session defaults of a call.
+//! size), `PGC_USERSET` for per-session defaults of a call.
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use std::ffi::CString;
@@ -21,9 +21,9 @@ static MAINTENANCE_INTERVAL_S: GucSetting<i32> = GucSetting::<i32>::new(60);
 /// ten times Stripe's three-day retry horizon.
 static RETENTION_S: GucSetting<i32> = GucSetting::<i32>::new(30 * 86_400);
 
-/// Rows one maintenance step handles per pass (expired leases swept, keys
-/// carried forward, history rows pruned), so that a backlog never holds
-/// locks for long.
+/// Rows one maintenance step handles per pass (expired leases swept,
+/// expired keys deleted, history rows pruned), so that a backlog never
+/// holds locks for long.
 static BATCH_SIZE: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 
 /// Lease given by `webhook_claim` when the call passes none, in seconds.
@@ -35,12 +35,6 @@ static DEFAULT_LEASE_S: GucSetting<i32> = GucSetting::<i32>::new(300);
 /// Processing attempts after which `webhook_fail` dead-letters a key,
 /// unless `webhook_dedup.sources` sets another number for its source.
 static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(10);
-
-/// Width of one time partition of `webhook_dedup.keys`, in seconds.
-static PARTITION_INTERVAL_S: GucSetting<i32> = GucSetting::<i32>::new(86_400);
-
-/// How many partitions `run_maintenance()` keeps created ahead of now.
-static PREMAKE: GucSetting<i32> = GucSetting::<i32>::new(4);
 
 /// Define the settings. `preloading`: the library is being loaded from
 /// `shared_preload_libraries`. Only then may a PGC_POSTMASTER setting be
@@ -87,11 +81,9 @@ pub fn init(preloading: bool) {
     GucRegistry::define_int_guc(
         c"webhook_dedup.batch_size",
         c"Rows one maintenance step handles per pass.",
-        c"Expired leases swept, keys carried forward, history rows pruned and keys moved out \
-          of the default partition per step and pass; run_maintenance() reports more = true \
-          when a step had more. Each key a step sweeps, carries or moves stays locked until \
-          the step commits, so keep it well below the lock table's size \
-          (max_locks_per_transaction x max_connections).",
+        c"Expired leases swept, keys past retention deleted and history rows pruned per step \
+          and pass; run_maintenance() reports more = true when a step had more. The rows a \
+          step changes stay locked until it commits (row locks, not entries of the lock table).",
         &BATCH_SIZE,
         1,
         1_000_000,
@@ -120,29 +112,6 @@ pub fn init(preloading: bool) {
         GucContext::Userset,
         GucFlags::default(),
     );
-    GucRegistry::define_int_guc(
-        c"webhook_dedup.partition_interval",
-        c"Width of one time partition of webhook_dedup.keys.",
-        c"Used by webhook_dedup.run_maintenance() when it creates partitions ahead. \
-          Each claim looks a key up in every live partition, so fewer, wider \
-          partitions make claims cheaper and retention coarser.",
-        &PARTITION_INTERVAL_S,
-        3_600,
-        i32::MAX,
-        GucContext::Sighup,
-        GucFlags::UNIT_S,
-    );
-    GucRegistry::define_int_guc(
-        c"webhook_dedup.premake",
-        c"Partitions of webhook_dedup.keys created ahead of the current time.",
-        c"webhook_dedup.run_maintenance() keeps this many future partitions, so \
-          claims never fall into the default partition while maintenance runs.",
-        &PREMAKE,
-        1,
-        1_000,
-        GucContext::Sighup,
-        GucFlags::default(),
-    );
     // SAFETY: called from _PG_init in the postmaster or a backend; reserving
     // the prefix makes a mistyped webhook_dedup.* setting an error.
     #[cfg(not(any(feature = "pg13", feature = "pg14")))]
@@ -159,15 +128,6 @@ pub fn default_lease_us() -> i64 {
 /// `webhook_dedup.max_attempts`.
 pub fn max_attempts() -> i32 {
     MAX_ATTEMPTS.get()
-}
-
-/// `webhook_dedup.partition_interval` in microseconds.
-pub fn partition_interval_us() -> i64 {
-    i64::from(PARTITION_INTERVAL_S.get()) * 1_000_000
-}
-
-pub fn premake() -> i64 {
-    i64::from(PREMAKE.get())
 }
 
 /// `webhook_dedup.database`.

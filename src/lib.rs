@@ -8,16 +8,18 @@
 //! | [`signature`] | provider signature schemes, constant-time core | no (pure) |
 //! | [`key`] | scoped, bounded idempotency keys | no (pure) |
 //! | [`claim`] | the claim state machine: decisions and argument rules | no (pure) |
-//! | [`partition`] | time-partition arithmetic | no (pure) |
+//! | [`calendar`] | timestamps: the epoch, buckets, UTC literals | no (pure) |
 //! | [`profile`] | where each provider puts event id, type and time | no (pure) |
 //! | [`error`] | one error type, one SQLSTATE mapping | raising only |
 //! | [`guc`] | every `webhook_dedup.*` setting | yes |
 //! | [`time`] | timestamptz/interval conversions | yes |
 //! | [`spi`] | kept plans executed with an explicit snapshot | yes |
+//! | [`store`] | every read and write of keys, payloads, per-source settings | yes |
+//! | [`lock`] | the maintenance pass's advisory lock | yes |
 //! | [`jsonb`] | `jsonb` passed through without a serde round trip | yes |
 //! | [`subxact`] | internal subtransactions and scoped settings | yes |
 //! | [`metrics`] | shared-memory counters and their flush | yes |
-//! | [`maintenance`] | one maintenance pass: sweep, prune, partitions | yes |
+//! | [`maintenance`] | one maintenance pass: sweep, retention, pruning | yes |
 //! | [`worker`] | the background worker that schedules the passes | yes |
 //! | [`api`] | the thin `#[pg_extern]` wrappers (the SQL surface) | yes |
 //!
@@ -27,17 +29,19 @@
 use pgrx::prelude::*;
 
 pub mod api;
+pub mod calendar;
 pub mod claim;
 pub mod error;
 pub mod guc;
 pub mod jsonb;
 pub mod key;
+pub mod lock;
 pub mod maintenance;
 pub mod metrics;
-pub mod partition;
 pub mod profile;
 pub mod signature;
 pub mod spi;
+pub mod store;
 pub mod subxact;
 pub mod time;
 pub mod worker;

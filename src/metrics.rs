@@ -32,8 +32,8 @@
 //! or to copy fixed-size entries into a buffer allocated beforehand; no
 //! allocation, SPI or ereport happens under it.
 
+use crate::calendar::align_down;
 use crate::claim::Outcome;
-use crate::partition::align_down;
 use crate::signature::Reason;
 use crate::spi::{self, arg, Conn, Snap, Statement};
 use pgrx::pg_sys;

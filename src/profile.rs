@@ -181,7 +181,7 @@ pub fn parse_time(text: &str, format: TimeFormat) -> Option<i64> {
             t.unix_timestamp_nanos() / 1_000
         }
     };
-    i64::try_from(unix_us - i128::from(crate::partition::PG_EPOCH_UNIX_S) * 1_000_000).ok()
+    i64::try_from(unix_us - i128::from(crate::calendar::PG_EPOCH_UNIX_S) * 1_000_000).ok()
 }
 
 /// Read a delivery by `profile`.
@@ -198,7 +198,7 @@ pub fn extract(profile: &Profile, headers: &Headers, body: &Body<'_>) -> Extract
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::partition::PG_EPOCH_UNIX_S;
+    use crate::calendar::PG_EPOCH_UNIX_S;
 
     fn pg(unix: i64) -> i64 {
         (unix - PG_EPOCH_UNIX_S) * 1_000_000

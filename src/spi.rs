@@ -29,6 +29,12 @@ use crate::jsonb::Jsonb;
 pub struct Statement {
     sql: &'static CStr,
     argtypes: &'static [pg_sys::Oid],
+    /// The names of the columns it returns, when callers read them by
+    /// position ([`Rows::get`]): checked against the statement's result
+    /// once per backend, so a `.sql` file and the Rust that reads it cannot
+    /// drift apart silently.
+    columns: &'static [&'static str],
+    checked: Cell<bool>,
     plan: Cell<Option<NonNull<pg_sys::_SPI_plan>>>,
 }
 
@@ -39,7 +45,49 @@ unsafe impl Sync for Statement {}
 
 impl Statement {
     pub const fn new(sql: &'static CStr, argtypes: &'static [pg_sys::Oid]) -> Self {
-        Statement { sql, argtypes, plan: Cell::new(None) }
+        Statement { sql, argtypes, columns: &[], checked: Cell::new(true), plan: Cell::new(None) }
+    }
+
+    /// A statement whose result columns are read by position: `columns`
+    /// are their names, in order (a prefix of the result is enough).
+    pub const fn returning(
+        sql: &'static CStr,
+        argtypes: &'static [pg_sys::Oid],
+        columns: &'static [&'static str],
+    ) -> Self {
+        Statement { sql, argtypes, columns, checked: Cell::new(false), plan: Cell::new(None) }
+    }
+
+    /// Check the result's column names against `columns` (once).
+    fn check_columns(&self, table: *mut pg_sys::SPITupleTable) {
+        if self.checked.get() || table.is_null() {
+            return;
+        }
+        // SAFETY: a tuple table SPI just returned, in the current SPI
+        // connection; SPI_fname returns a palloc'd copy (or NULL for a bad
+        // column number, which the count check rules out).
+        let names: Vec<String> = unsafe {
+            let desc = (*table).tupdesc;
+            let count = (*desc).natts as usize;
+            (1..=count.min(self.columns.len()))
+                .map(|i| {
+                    let name = pg_sys::SPI_fname(desc, i as i32);
+                    if name.is_null() {
+                        String::new()
+                    } else {
+                        CStr::from_ptr(name).to_string_lossy().into_owned()
+                    }
+                })
+                .collect()
+        };
+        if names != self.columns {
+            pgrx::error!(
+                "webhook_dedup: statement returns columns {names:?}, the code reads {:?}: {:?}",
+                self.columns,
+                self.sql
+            );
+        }
+        self.checked.set(true);
     }
 
     fn plan(&self, _conn: &Conn<'_>) -> NonNull<pg_sys::_SPI_plan> {
@@ -185,6 +233,7 @@ fn execute<'c>(conn: &Conn<'c>, statement: &Statement, args: &[Option<pg_sys::Da
         if status < 0 {
             pgrx::error!("webhook_dedup: SPI_execute_snapshot failed ({status}) for: {:?}", statement.sql);
         }
+        statement.check_columns(pg_sys::SPI_tuptable);
         Rows { table: pg_sys::SPI_tuptable, count: pg_sys::SPI_processed as usize, _connection: PhantomData }
     }
 }

@@ -43,5 +43,5 @@ pub fn duration_us(interval: Interval, what: &str) -> Result<i64, Error> {
 
 /// Unix seconds (floor) of a PostgreSQL timestamp.
 pub fn unix_seconds(us: i64) -> i64 {
-    us.div_euclid(1_000_000) + crate::partition::PG_EPOCH_UNIX_S
+    us.div_euclid(1_000_000) + crate::calendar::PG_EPOCH_UNIX_S
 }

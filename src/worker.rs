@@ -3,10 +3,9 @@
 //! steps of `webhook_dedup.run_maintenance()`, [`crate::maintenance::Run`]),
 //! and further passes at once while a pass reports `more`. Where
 //! `run_maintenance()` runs a pass in the caller's one transaction, the
-//! worker commits after the row steps, after creating partitions and after
-//! dropping one, so that each step's locks last only as long as the step
-//! (a key the sweep moved is free for its retry at once; a drop never waits
-//! while this backend still holds a lock from an earlier step). It runs
+//! worker commits after every step, so that each step's row locks last
+//! only as long as the step (a key the sweep moved is free for its retry
+//! at once). It runs
 //! under READ COMMITTED whatever `default_transaction_isolation` says. The
 //! loop follows pg_cron's launcher and PostgreSQL's `worker_spi` example:
 //!
@@ -31,7 +30,7 @@
 //!   `webhook_dedup maintenance` in `pg_stat_activity`, with the pass it is
 //!   running as its query.
 
-use crate::maintenance::{Pass, Run};
+use crate::maintenance::{Pass, Run, Step};
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags};
 use pgrx::prelude::*;
 use std::panic::AssertUnwindSafe;
@@ -83,55 +82,55 @@ fn report_activity(query: Option<&std::ffi::CStr>) {
 
 fn extension_installed() -> bool {
     BackgroundWorker::transaction(|| {
-        Spi::get_one::<bool>("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'webhook_dedup')")
-            .ok()
-            .flatten()
-            .unwrap_or(false)
+        Spi::get_one::<bool>(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_extension AS e \
+             WHERE e.extname OPERATOR(pg_catalog.=) 'webhook_dedup')",
+        )
+        .ok()
+        .flatten()
+        .unwrap_or(false)
     })
 }
 
+/// A line in the server log for a pass that changed something or failed.
 fn log_pass(pass: &Pass) {
     if pass.did_something() || !pass.errors.is_empty() {
         pgrx::log!(
-            "webhook_dedup maintenance: {} leases expired, {} dead-lettered, {} partitions created, \
-             {} dropped ({} keys carried forward), {} keys and {} history rows pruned{}",
+            "webhook_dedup maintenance: {} leases expired, {} dead-lettered, {} keys past retention deleted \
+             ({} kept: active since), {} history rows pruned{}",
             pass.leases_expired,
             pass.dead_lettered,
-            pass.partitions_created,
-            pass.partitions_dropped,
-            pass.keys_carried_forward,
             pass.keys_pruned,
+            pass.keys_kept,
             pass.history_pruned,
             if pass.errors.is_empty() { String::new() } else { format!("; failed: {}", pass.errors.join("; ")) }
         );
     }
 }
 
-/// One pass in three transactions. None when another pass (a
-/// `run_maintenance()` call) holds the maintenance lock.
+/// One pass, one transaction per step (so the rows a step locked are free
+/// as soon as it is done), and the record of the pass with the last.
+/// None when no pass ran (a standby, or another pass holds the lock).
 fn one_pass() -> Option<Pass> {
     let mut run = BackgroundWorker::transaction(|| {
         Run::begin().map(|mut run| {
-            run.rows();
+            run.step(Step::ALL[0]);
             run
         })
     })?;
-    let run_ref = AssertUnwindSafe(&mut run);
-    BackgroundWorker::transaction(move || {
-        let run = run_ref;
-        if Run::resume() {
-            run.0.create_partitions();
-        }
-    });
-    let created = run.pass.partitions_created > 0;
-    let run_ref = AssertUnwindSafe(&mut run);
-    BackgroundWorker::transaction(move || {
-        let run = run_ref;
-        if Run::resume() {
-            run.0.drop_partition(created);
-        }
-        run.0.record();
-    });
+    for (i, step) in Step::ALL.iter().enumerate().skip(1) {
+        let last = i + 1 == Step::ALL.len();
+        let run_ref = AssertUnwindSafe(&mut run);
+        BackgroundWorker::transaction(move || {
+            let run = run_ref;
+            if Run::resume() {
+                run.0.step(*step);
+            }
+            if last {
+                run.0.record();
+            }
+        });
+    }
     Some(run.pass)
 }
 
@@ -168,9 +167,13 @@ pub extern "C-unwind" fn webhook_dedup_worker_main(_arg: pg_sys::Datum) {
     // any case; READ COMMITTED keeps every write on a fresh one).
     unsafe {
         let name = std::ffi::CString::new(NAME).expect("no NUL");
-        for (setting, value) in
-            [(c"application_name", name.as_c_str()), (c"default_transaction_isolation", c"read committed")]
-        {
+        for (setting, value) in [
+            (c"application_name", name.as_c_str()),
+            (c"default_transaction_isolation", c"read committed"),
+            // the worker is a superuser session: nothing outside the
+            // catalog may stand in for a name it uses
+            (c"search_path", c"pg_catalog, pg_temp"),
+        ] {
             pg_sys::SetConfigOption(
                 setting.as_ptr(),
                 value.as_ptr(),

@@ -1,78 +1,20 @@
 //! `webhook_claim` and `webhook_complete`: the claim-and-process path.
-//! [`crate::claim`] decides; [`super::protocol`] locks and reads; this
-//! file writes.
+//! [`crate::claim`] decides; [`crate::store`] reads and writes.
 
-use super::protocol::{existing, expect_one, key_args, lease_arg, lock_key, lookup, new_token, Row};
-use super::transitions::dead_letter_exhausted;
+use super::args;
 use crate::claim::{decide, Outcome, State, Write};
-use crate::error::required;
+use crate::error::{required, Error};
 use crate::jsonb::Jsonb;
 use crate::metrics::{self, Counter};
-use crate::spi::{self, arg, Conn, Snap, Statement};
+use crate::spi::{self, Conn};
+use crate::store::claim::{Delivery, Lease, Via};
+use crate::store::transitions::Completed;
+use crate::store::{self, sources, Key, KeyRow, Upserted};
 use crate::time::{clock_now, timestamptz};
 use pgrx::datum::{Interval, TimestampWithTimeZone};
-use pgrx::pg_sys::{BYTEAOID, INT4OID, JSONBOID, TEXTOID, TIMESTAMPTZOID, UUIDOID};
 use pgrx::prelude::*;
 use pgrx::Uuid;
 use sha2::{Digest, Sha256};
-
-static INSERT: Statement = Statement::new(
-    crate::sql_statement!("claim_insert.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, UUIDOID, TIMESTAMPTZOID, BYTEAOID, TEXTOID],
-);
-
-pub(crate) static LEASE: Statement = Statement::new(
-    crate::sql_statement!("claim_lease.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, UUIDOID, TIMESTAMPTZOID, BYTEAOID, TEXTOID, TIMESTAMPTZOID, INT4OID],
-);
-
-pub(crate) static TOUCH: Statement = Statement::new(
-    crate::sql_statement!("claim_touch.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, BYTEAOID, TIMESTAMPTZOID],
-);
-
-static COMPLETE: Statement = Statement::new(
-    crate::sql_statement!("claim_complete.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID],
-);
-
-static CONFLICT: Statement = Statement::new(
-    crate::sql_statement!("conflict_record.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, BYTEAOID, BYTEAOID, TEXTOID],
-);
-
-/// Count a delivery of a stored key that changes no state, and record it
-/// in `webhook_dedup.conflicts` when its payload differs.
-pub(crate) fn touch(
-    conn: &Conn<'_>,
-    (source, idem_key): (&str, &str),
-    now: i64,
-    found: &Row,
-    fingerprint: Option<&[u8]>,
-    conflict: bool,
-    via: &str,
-) {
-    let now_ts = timestamptz(now);
-    expect_one(conn.execute(
-        &TOUCH,
-        &[arg(source), arg(idem_key), arg(now_ts), arg(i32::from(conflict)), arg(fingerprint), arg(found.partition_at)],
-        Snap::Statement,
-    ));
-    if conflict {
-        conn.execute(
-            &CONFLICT,
-            &[
-                arg(source),
-                arg(idem_key),
-                arg(now_ts),
-                arg(found.stored.fingerprint.as_deref()),
-                arg(fingerprint),
-                arg(via),
-            ],
-            Snap::Statement,
-        );
-    }
-}
 
 /// One output row of `webhook_claim` (the column names are in its signature).
 pub(crate) type ClaimRow = (
@@ -103,7 +45,8 @@ pub(crate) type ClaimRow = (
 /// - `event_type`: stored with the key and used to label metrics.
 ///
 /// Runs in the caller's transaction: a rollback frees the claim. Times are
-/// the database clock (`clock_timestamp()`) after the key's lock is taken.
+/// the database clock (`clock_timestamp()`) at the call. Under REPEATABLE
+/// READ or SERIALIZABLE, 40001 when the key changed after the snapshot.
 #[pg_extern(volatile, parallel_unsafe)]
 #[allow(clippy::type_complexity)] // pgrx needs the column names inline
 fn webhook_claim(
@@ -125,107 +68,119 @@ fn webhook_claim(
         name!(lease_expires_at, Option<TimestampWithTimeZone>),
     ),
 > {
-    let (source, idem_key) = key_args(source, idem_key);
-    let lease_us = lease.map(lease_arg);
-    let fingerprint: Option<Vec<u8>> = payload.map(|p| Sha256::digest(p).to_vec());
-    TableIterator::once(claim_one(source, idem_key, fingerprint.as_deref(), lease_us, event_type))
+    let key = args::key(source, idem_key);
+    let lease_us = lease.map(args::lease);
+    let fingerprint = payload.map(Sha256::digest);
+    let row = spi::connected(|conn| claim_one(conn, key, fingerprint.as_deref(), lease_us, event_type));
+    TableIterator::once(row)
 }
 
-/// One claim, under the lock protocol: the body of `webhook_claim` and of
-/// each key of `webhook_claim_many`.
+/// One claim: the body of `webhook_claim`, of each key of
+/// `webhook_claim_many` and of `webhook_receive`.
+///
+/// A new key is one statement (the upsert inserts it); a known key is the
+/// same statement (which locks it and counts the delivery), then, when the
+/// decision writes more (a reclaim, a dead letter, a conflict), one more.
 pub(crate) fn claim_one(
-    source: &str,
-    idem_key: &str,
+    conn: &Conn<'_>,
+    key: Key<'_>,
     fingerprint: Option<&[u8]>,
     lease_us: Option<i64>,
     event_type: Option<&str>,
 ) -> ClaimRow {
-    lock_key(source, idem_key);
+    store::visible_conflict(conn, key);
     let now = clock_now();
-    let (row, outcome, write, label) = spi::connected(|conn| {
-        let (found, settings) = lookup(conn, source, idem_key);
-        let decision = decide(found.as_ref().map(|r| &r.stored), now, fingerprint, settings.max_attempts());
-        let label = found.as_ref().and_then(|r| r.event_type.clone()).or(event_type.map(str::to_string));
-        let now_ts = timestamptz(now);
-        let lease_until = timestamptz(now.saturating_add(lease_us.unwrap_or_else(|| settings.default_lease_us())));
-        let processing = State::Processing.as_str().to_string();
-        let outcome = decision.outcome.as_str().to_string();
-        let row: ClaimRow = match (decision.write, found) {
-            (Write::Insert, _) => {
-                let token = new_token();
-                conn.execute(
-                    &INSERT,
-                    &[
-                        arg(source),
-                        arg(idem_key),
-                        arg(now_ts),
-                        arg(token),
-                        arg(lease_until),
-                        arg(fingerprint),
-                        arg(event_type),
-                    ],
-                    Snap::Statement,
+    let lease_for = |settings: &Option<sources::SourceSettings>| {
+        lease_us
+            .unwrap_or_else(|| settings.as_ref().map_or_else(crate::guc::default_lease_us, |s| s.default_lease_us()))
+    };
+    // The source's settings are read only when needed: the lease when the
+    // call gives none, the attempts when a key is known.
+    let mut settings = lease_us.is_none().then(|| sources::settings(conn, key.source));
+    let token = store::new_token();
+    let until = now.saturating_add(lease_for(&settings));
+    let delivery = Delivery { key, now, token, lease_until: until, fingerprint, event_type };
+    let found = match store::claim::upsert(conn, &delivery) {
+        Upserted::Inserted => {
+            metrics::count(key.source, event_type, Counter::for_outcome(Outcome::Claimed), true);
+            return (
+                Outcome::Claimed.as_str().into(),
+                Some(token),
+                1,
+                State::Processing.as_str().into(),
+                None,
+                None,
+                timestamptz(now),
+                Some(timestamptz(until)),
+            );
+        }
+        Upserted::Known(found) => *found,
+    };
+    let settings = *settings.get_or_insert_with(|| sources::settings(conn, key.source));
+    let decision = decide(Some(&found.stored()), now, fingerprint, settings.max_attempts());
+    let label = found.event_type.clone().or(event_type.map(str::to_string));
+    let outcome = decision.outcome.as_str().to_string();
+    let row: ClaimRow = match decision.write {
+        Write::Lease { attempt } => {
+            let until = now.saturating_add(lease_for(&Some(settings)));
+            store::claim::lease(conn, key, &Lease { now, attempt, token, until, event_type });
+            let KeyRow { result, last_step, first_seen_at, .. } = found;
+            (
+                outcome,
+                Some(token),
+                attempt,
+                State::Processing.as_str().into(),
+                result,
+                last_step,
+                timestamptz(first_seen_at),
+                Some(timestamptz(until)),
+            )
+        }
+        Write::Touch => {
+            let conflict = decision.outcome == Outcome::Conflict;
+            if conflict {
+                let (stored, given) = (found.fingerprint.as_deref(), fingerprint);
+                store::claim::record_conflict(
+                    conn,
+                    key,
+                    now,
+                    stored.unwrap_or_default(),
+                    given.unwrap_or_default(),
+                    Via::Claim,
                 );
-                (outcome, Some(token), 1, processing, None, None, now_ts, Some(lease_until))
             }
-            (Write::Lease { attempt }, Some(found)) => {
-                let token = new_token();
-                expect_one(conn.execute(
-                    &LEASE,
-                    &[
-                        arg(source),
-                        arg(idem_key),
-                        arg(now_ts),
-                        arg(attempt),
-                        arg(token),
-                        arg(lease_until),
-                        arg(fingerprint),
-                        arg(event_type),
-                        arg(found.partition_at),
-                        arg(1),
-                    ],
-                    Snap::Statement,
-                ));
-                let Row { result, last_step, first_seen_at, .. } = found;
-                (outcome, Some(token), attempt, processing, result, last_step, first_seen_at, Some(lease_until))
-            }
-            (Write::Touch, Some(found)) => {
-                let conflict = decision.outcome == Outcome::Conflict;
-                touch(conn, (source, idem_key), now, &found, fingerprint, conflict, "claim");
-                // A conflicting delivery never sees what the other payload's
-                // holder stored.
-                let (result, last_step) = if conflict { (None, None) } else { (found.result, found.last_step) };
-                (
-                    outcome,
-                    None,
-                    found.stored.attempt,
-                    found.stored.state.as_str().into(),
-                    result,
-                    last_step,
-                    found.first_seen_at,
-                    found.stored.lease_expires_at.map(timestamptz),
-                )
-            }
-            (Write::DeadLetter, Some(found)) => {
-                dead_letter_exhausted(conn, (source, idem_key), now, &found, true);
-                (
-                    outcome,
-                    None,
-                    found.stored.attempt,
-                    State::DeadLettered.as_str().into(),
-                    None,
-                    found.last_step,
-                    found.first_seen_at,
-                    None,
-                )
-            }
-            (write, None) => unreachable!("decision {write:?} needs a stored row"),
-        };
-        (row, decision.outcome, decision.write, label)
-    });
-    metrics::count(source, label.as_deref(), Counter::for_outcome(outcome), true);
-    if write == Write::DeadLetter {
-        metrics::count(source, label.as_deref(), Counter::DeadLetters, false);
+            // A conflicting delivery never sees what the other payload's
+            // holder stored.
+            let (result, last_step) = if conflict { (None, None) } else { (found.result, found.last_step) };
+            (
+                outcome,
+                None,
+                found.attempt,
+                found.state.as_str().into(),
+                result,
+                last_step,
+                timestamptz(found.first_seen_at),
+                found.lease_expires_at.map(timestamptz),
+            )
+        }
+        Write::DeadLetter => {
+            super::transitions::dead_letter_exhausted(conn, &found, now);
+            (
+                outcome,
+                None,
+                found.attempt,
+                State::DeadLettered.as_str().into(),
+                None,
+                found.last_step,
+                timestamptz(found.first_seen_at),
+                None,
+            )
+        }
+        Write::Insert => unreachable!("the key is known"),
+    };
+    metrics::count(key.source, label.as_deref(), Counter::for_outcome(decision.outcome), true);
+    if decision.write == Write::DeadLetter {
+        metrics::count(key.source, label.as_deref(), Counter::DeadLetters, false);
     }
     row
 }
@@ -236,7 +191,9 @@ pub(crate) fn claim_one(
 /// order never deadlock: the second waits for the first's keys and then
 /// sees them `in_progress` (or completed). One row per distinct key, with
 /// the columns of `webhook_claim` and the key first. Payload fingerprints
-/// are not compared here (use `webhook_claim` per key for that). Errors as
+/// are not compared here (use `webhook_claim` per key for that). Every key
+/// is checked before any is claimed. A transaction may claim any number of
+/// keys (each holds a row lock, not an entry of the lock table). Errors as
 /// `webhook_claim`, for the source and every key; 22004 for a NULL key.
 #[pg_extern(volatile, parallel_unsafe)]
 #[allow(clippy::type_complexity)] // pgrx needs the column names inline
@@ -262,19 +219,23 @@ fn webhook_claim_many(
     let keys = required(idem_keys, "idem_keys");
     let mut keys: Vec<String> = keys
         .into_iter()
-        .map(|k| k.unwrap_or_else(|| crate::error::Error::NullValue { what: "every element of idem_keys" }.raise()))
+        .map(|k| k.unwrap_or_else(|| Error::NullValue { what: "every element of idem_keys" }.raise()))
         .collect();
     keys.sort();
     keys.dedup();
-    let lease_us = lease.map(lease_arg);
-    let rows: Vec<_> = keys
-        .iter()
-        .map(|k| {
-            let (source, idem_key) = key_args(source, Some(k));
-            let (o, t, a, st, r, l, f, e) = claim_one(source, idem_key, None, lease_us, event_type);
-            (k.clone(), o, t, a, st, r, l, f, e)
-        })
-        .collect();
+    for k in &keys {
+        args::key(source, Some(k));
+    }
+    let lease_us = lease.map(args::lease);
+    let rows: Vec<_> = spi::connected(|conn| {
+        keys.iter()
+            .map(|k| {
+                let key = args::key(source, Some(k));
+                let (o, t, a, st, r, l, f, e) = claim_one(conn, key, None, lease_us, event_type);
+                (k.clone(), o, t, a, st, r, l, f, e)
+            })
+            .collect()
+    });
     TableIterator::new(rows)
 }
 
@@ -284,7 +245,8 @@ fn webhook_claim_many(
 /// lease was reclaimed by another delivery, or the key is no longer
 /// `processing`). An unknown key is P0002. Fencing is by token, not by
 /// clock: a holder whose lease expired but was not reclaimed (nor swept by
-/// maintenance, which moves it to `failed`) still completes.
+/// maintenance, which moves it to `failed`) still completes. The completed
+/// key is kept for its source's retention after its last activity.
 #[pg_extern(volatile, parallel_unsafe)]
 fn webhook_complete(
     source: Option<&str>,
@@ -292,23 +254,22 @@ fn webhook_complete(
     claim_token: Option<Uuid>,
     result: default!(Option<Jsonb>, "NULL"),
 ) -> bool {
-    let (source, idem_key) = key_args(source, idem_key);
+    let key = args::key(source, idem_key);
     let token = required(claim_token, "claim_token");
-    lock_key(source, idem_key);
     let now = clock_now();
-    let (done, label) = spi::connected(|conn| {
-        let found = existing(lookup(conn, source, idem_key).0, source, idem_key);
-        if !found.held_by(&token) {
-            return (false, found.event_type);
-        }
-        expect_one(conn.execute(
-            &COMPLETE,
-            &[arg(source), arg(idem_key), arg(timestamptz(now)), arg(result), arg(found.partition_at)],
-            Snap::Statement,
-        ));
-        (true, found.event_type)
+    let completed = spi::connected(|conn| {
+        let retention = sources::settings(conn, key.source).retention_us();
+        store::transitions::complete(conn, key, token, now, result, now.saturating_add(retention))
     });
+    let (done, label) = match completed {
+        Completed::Yes { event_type } => (true, event_type),
+        Completed::Stale { event_type } => (false, event_type),
+        Completed::Unknown => Error::NoDataFound {
+            message: format!("no idempotency key \"{}\" for source \"{}\"", key.idem_key, key.source),
+        }
+        .raise(),
+    };
     let counter = if done { Counter::Completions } else { Counter::StaleCompletions };
-    metrics::count(source, label.as_deref(), counter, false);
+    metrics::count(key.source, label.as_deref(), counter, false);
     done
 }

@@ -11,8 +11,7 @@ mod webhook_dedup {
     /// One maintenance pass (see `crate::maintenance` for the steps). One
     /// row: `ran` false (and nothing done) when another pass holds the
     /// maintenance lock; the counts of what it did; `more` true when a step
-    /// stopped at `webhook_dedup.batch_size` or left a partition for later
-    /// (call again); `errors` one entry per step that failed (the others
+    /// stopped at `webhook_dedup.batch_size` (call again); `errors` one entry per step that failed (the others
     /// ran; each failure was also raised as a WARNING). The pass is also
     /// recorded in `webhook_dedup.maintenance_runs`.
     #[pg_extern(volatile, parallel_unsafe)]
@@ -23,10 +22,8 @@ mod webhook_dedup {
             name!(ran, bool),
             name!(leases_expired, i32),
             name!(dead_lettered, i32),
-            name!(partitions_created, i32),
-            name!(partitions_dropped, i32),
-            name!(keys_carried_forward, i64),
             name!(keys_pruned, i64),
+            name!(keys_kept, i64),
             name!(history_pruned, i64),
             name!(metrics_flushed, i64),
             name!(retention_warnings, i32),
@@ -39,10 +36,8 @@ mod webhook_dedup {
             p.ran,
             p.leases_expired,
             p.dead_lettered,
-            p.partitions_created,
-            p.partitions_dropped,
-            p.keys_carried_forward,
             p.keys_pruned,
+            p.keys_kept,
             p.history_pruned,
             p.metrics_flushed,
             p.retention_warnings,

@@ -2,13 +2,14 @@
 //! Receiver-facing functions are `webhook_*` in the extension's schema;
 //! maintenance functions live in schema `webhook_dedup`.
 
+mod args;
 pub mod claim;
 pub mod key;
 pub mod maintenance;
 pub mod ordering;
-pub mod protocol;
 pub mod queue;
 pub mod receive;
+pub mod sources;
 #[cfg(feature = "pg_test")]
 mod tests;
 #[cfg(feature = "pg_test")]

@@ -3,31 +3,20 @@
 //! lease, and the workers finish them with the same `webhook_complete`,
 //! `webhook_fail` and `webhook_checkpoint` as claim-and-process receivers.
 
-use super::claim::{touch, LEASE};
-use super::protocol::{expect_one, key_args, lease_arg, lock_key, lookup, new_token, try_lock_key, unlock_key};
-use super::transitions::dead_letter_exhausted;
-use crate::claim::{self, decide, decide_enqueue, Decision, Enqueued, Outcome, Write};
+use super::args;
+use crate::claim::{self, decide, decide_enqueue, Decision, Enqueued, Outcome, State, Write};
 use crate::error::{required, Error, OrRaise};
 use crate::jsonb::Jsonb;
 use crate::metrics::{self, Counter};
-use crate::spi::{self, arg, Snap, Statement};
-use crate::time::{clock_now, timestamptz};
+use crate::spi::{self, Conn};
+use crate::store::claim::{Lease, Via};
+use crate::store::queue::Delivery;
+use crate::store::{self, sources, Key, Upserted};
+use crate::time::clock_now;
 use pgrx::datum::Interval;
-use pgrx::pg_sys::{BYTEAOID, INT4OID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 use pgrx::Uuid;
 use sha2::{Digest, Sha256};
-
-static ENQUEUE: Statement = Statement::new(
-    crate::sql_statement!("queue_enqueue.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, BYTEAOID, BYTEAOID, TEXTOID, JSONBOID],
-);
-static CANDIDATES: Statement =
-    Statement::new(crate::sql_statement!("queue_candidates.sql"), &[TIMESTAMPTZOID, TEXTOID, INT4OID]);
-static SET_DUE: Statement =
-    Statement::new(crate::sql_statement!("key_set_due.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID]);
-static PAYLOAD: Statement =
-    Statement::new(crate::sql_statement!("queue_payload.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID]);
 
 /// Store a delivery for the workers: `accepted` (a new key, now `pending`
 /// with its raw `payload` and optional `headers`), `duplicate` (the key is
@@ -43,67 +32,48 @@ fn webhook_enqueue(
     event_type: default!(Option<&str>, "NULL"),
     headers: default!(Option<Jsonb>, "NULL"),
 ) -> String {
-    let (source, idem_key) = key_args(source, idem_key);
+    let key = args::key(source, idem_key);
     let payload = required(payload, "payload");
-    enqueue_one(source, idem_key, payload, event_type, headers).as_str().to_string()
+    spi::connected(|conn| enqueue_one(conn, key, payload, event_type, headers)).as_str().to_string()
 }
 
-/// One enqueue, under the lock protocol: the body of `webhook_enqueue` and
-/// of `webhook_receive(mode => 'enqueue')`.
+/// One enqueue: the body of `webhook_enqueue` and of
+/// `webhook_receive(mode => 'enqueue')`. One statement stores a new key
+/// with its payload, or locks a known one and counts the delivery; a
+/// conflicting payload is recorded with one more.
 pub(crate) fn enqueue_one(
-    source: &str,
-    idem_key: &str,
+    conn: &Conn<'_>,
+    key: Key<'_>,
     payload: &[u8],
     event_type: Option<&str>,
     headers: Option<Jsonb>,
 ) -> Enqueued {
-    let fingerprint = Sha256::digest(payload).to_vec();
-    lock_key(source, idem_key);
+    store::visible_conflict(conn, key);
+    let fingerprint = Sha256::digest(payload);
     let now = clock_now();
-    let (outcome, counter, label) = spi::connected(|conn| {
-        let (found, _) = lookup(conn, source, idem_key);
-        let outcome = decide_enqueue(found.as_ref().map(|r| &r.stored), &fingerprint);
-        match found {
-            None => {
-                conn.execute(
-                    &ENQUEUE,
-                    &[
-                        arg(source),
-                        arg(idem_key),
-                        arg(timestamptz(now)),
-                        arg(payload),
-                        arg(fingerprint.as_slice()),
-                        arg(event_type),
-                        arg(headers),
-                    ],
-                    Snap::Statement,
-                );
-                (outcome, Counter::Enqueued, event_type.map(str::to_string))
-            }
-            Some(found) => {
-                let conflict = outcome == Enqueued::Conflict;
-                touch(conn, (source, idem_key), now, &found, Some(&fingerprint), conflict, "enqueue");
-                let counter = match (conflict, found.stored.state) {
-                    (true, _) => Counter::Conflicts,
-                    (false, crate::claim::State::Completed) => Counter::DuplicatesOfCompleted,
-                    (false, _) => Counter::DuplicatesInProgress,
-                };
-                (outcome, counter, found.event_type)
-            }
+    let delivery = Delivery { key, now, payload, fingerprint: &fingerprint, event_type, headers };
+    let (outcome, counter, label) = match store::queue::enqueue(conn, &delivery) {
+        Upserted::Inserted => (Enqueued::Accepted, Counter::Enqueued, event_type.map(str::to_string)),
+        Upserted::Known(found) => {
+            let outcome = decide_enqueue(Some(&found.stored()), &fingerprint);
+            let counter = match (outcome, found.state) {
+                (Enqueued::Conflict, _) => {
+                    let stored = found.fingerprint.as_deref().unwrap_or_default();
+                    store::claim::record_conflict(conn, key, now, stored, &fingerprint, Via::Enqueue);
+                    Counter::Conflicts
+                }
+                (_, State::Completed) => Counter::DuplicatesOfCompleted,
+                (_, _) => Counter::DuplicatesInProgress,
+            };
+            (outcome, counter, found.event_type)
         }
-    });
-    metrics::count(source, label.as_deref(), counter, true);
+    };
+    metrics::count(key.source, label.as_deref(), counter, true);
     outcome
 }
 
 /// One row handed out by `webhook_next`.
 type NextRow = (String, String, Uuid, i32, Option<Vec<u8>>, Option<String>, Option<String>, Option<Jsonb>);
-
-/// How many candidates `webhook_next` reads for a batch: some slack for
-/// keys other workers or claims are taking right now.
-fn candidate_limit(batch: i32) -> i32 {
-    (batch * 4 + 16).min(4_000)
-}
 
 /// Take up to `batch` due keys (of `source`, or of every source when
 /// NULL), oldest first: `pending` keys, keys whose lease expired, and
@@ -113,14 +83,11 @@ fn candidate_limit(batch: i32) -> i32 {
 /// its `event_type` and the `last_step` to resume from. A key that is due
 /// again with no attempts left is dead-lettered instead of handed out.
 ///
-/// Keys another worker or a claim is taking right now are skipped, not
-/// waited for: each candidate's key lock is *tried* before its row is read
-/// or locked, in the same order as every other writer of a key. (A plain
-/// `FOR UPDATE SKIP LOCKED` would lock rows before their key locks and keep
-/// the locks of skipped rows until the caller's transaction ends, which can
-/// deadlock with a claim; the tried key lock gives the same skip-don't-wait
-/// behaviour without that.) Two workers never get the same key. Finish each
-/// with `webhook_complete` / `webhook_fail`.
+/// Keys another worker or a claim holds right now are skipped, not waited
+/// for (`FOR NO KEY UPDATE SKIP LOCKED`: a key's row lock is the only lock
+/// any writer of the key takes, so skipping one never leaves a lock
+/// behind). Two workers never get the same key. Finish each with
+/// `webhook_complete` / `webhook_fail`.
 ///
 /// Errors: 22004 NULL `batch`; 22023 `batch` outside 1..1000, a bad
 /// `source` or `lease`; 40001 under REPEATABLE READ when a key changed after
@@ -151,91 +118,47 @@ fn webhook_next(
     if let Some(source) = source {
         crate::key::check_bounded("source", source).or_raise();
     }
-    let lease_us = lease.map(lease_arg);
+    let lease_us = lease.map(args::lease);
     let mut counts: Vec<(String, Option<String>, Counter)> = Vec::new();
     let rows: Vec<NextRow> = spi::connected(|conn| {
-        let candidates = conn.execute(
-            &CANDIDATES,
-            &[arg(timestamptz(clock_now())), arg(source), arg(candidate_limit(batch))],
-            Snap::Latest,
-        );
-        let keys: Vec<(String, String)> = (0..candidates.len())
-            .map(|i| (candidates.get(i, 1).expect("source"), candidates.get(i, 2).expect("idem_key")))
-            .collect();
+        let now = clock_now();
         let mut out = Vec::with_capacity(batch as usize);
-        for (source, idem_key) in keys {
-            if out.len() == batch as usize {
-                break;
-            }
-            // A key whose lock is held is being claimed or worked right now: skip it.
-            if !try_lock_key(&source, &idem_key) {
-                continue;
-            }
-            let key = (source.as_str(), idem_key.as_str());
-            let now = clock_now();
-            let (found, settings) = lookup(conn, key.0, key.1);
-            let Some(found) = found else {
-                unlock_key(key.0, key.1);
-                continue;
-            };
-            match decide(Some(&found.stored), now, None, settings.max_attempts()) {
+        for found in store::queue::take_due(conn, now, source, batch) {
+            let key = found.key();
+            let settings = sources::settings(conn, key.source);
+            match decide(Some(&found.stored()), now, None, settings.max_attempts()) {
                 Decision { write: Write::Lease { attempt }, outcome } => {
-                    let token = new_token();
+                    let token = store::new_token();
                     let until = now.saturating_add(lease_us.unwrap_or_else(|| settings.default_lease_us()));
-                    let until = timestamptz(until);
-                    expect_one(conn.execute(
-                        &LEASE,
-                        &[
-                            arg(key.0),
-                            arg(key.1),
-                            arg(timestamptz(now)),
-                            arg(attempt),
-                            arg(token),
-                            arg(until),
-                            arg(None::<&[u8]>),
-                            arg(None::<&str>),
-                            arg(found.partition_at),
-                            arg(0),
-                        ],
-                        Snap::Statement,
-                    ));
-                    let stored =
-                        conn.execute(&PAYLOAD, &[arg(key.0), arg(key.1), arg(found.partition_at)], Snap::Statement);
-                    let payload: Option<Vec<u8>> = stored.get(0, 1);
-                    let headers = stored.get_jsonb(0, 2);
-                    counts.push((source.clone(), found.event_type.clone(), Counter::Drained));
+                    store::claim::lease(conn, key, &Lease { now, attempt, token, until, event_type: None });
+                    let (payload, headers) = store::queue::payload(conn, key);
+                    counts.push((found.source.clone(), found.event_type.clone(), Counter::Drained));
                     if outcome == Outcome::Reclaimed {
-                        counts.push((source.clone(), found.event_type.clone(), Counter::Reclaims));
+                        counts.push((found.source.clone(), found.event_type.clone(), Counter::Reclaims));
                     }
                     out.push((
-                        source.clone(),
-                        idem_key.clone(),
+                        found.source.clone(),
+                        found.idem_key.clone(),
                         token,
                         attempt,
                         payload,
-                        found.event_type,
-                        found.last_step,
+                        found.event_type.clone(),
+                        found.last_step.clone(),
                         headers,
                     ));
                 }
                 Decision { write: Write::DeadLetter, .. } => {
-                    dead_letter_exhausted(conn, key, now, &found, false);
-                    counts.push((source.clone(), found.event_type.clone(), Counter::DeadLetters));
+                    super::transitions::dead_letter_exhausted(conn, &found, now);
+                    counts.push((found.source.clone(), found.event_type.clone(), Counter::DeadLetters));
                 }
                 _ => {
-                    // Not due after all (the candidate read raced a change).
-                    // If its due_at says otherwise, repair it so that it
-                    // stops coming back at the head of the queue.
-                    let s = &found.stored;
-                    let due = claim::due_at(s.state, now, s.lease_expires_at, s.next_attempt_at);
-                    if found.due_at.is_some_and(|d| d <= now) && due != found.due_at {
-                        expect_one(conn.execute(
-                            &SET_DUE,
-                            &[arg(key.0), arg(key.1), arg(due.map(timestamptz)), arg(found.partition_at)],
-                            Snap::Statement,
-                        ));
+                    // Not due after all: its due_at disagrees with its
+                    // state. Repair it so that it stops coming back at the
+                    // head of the queue.
+                    let due = claim::due_at(found.state, now, found.lease_expires_at, found.next_attempt_at);
+                    if due != found.due_at {
+                        store::transitions::set_due(conn, key, due);
                     }
-                    unlock_key(key.0, key.1);
                 }
             }
         }

@@ -2,8 +2,8 @@
 //! the key from the provider's profile, claim or enqueue), and
 //! `webhook_dedup.provider_profiles()`, the profiles as rows.
 
+use super::args;
 use super::claim::claim_one;
-use super::protocol::lease_arg;
 use super::queue::enqueue_one;
 use super::verify::{header_map, verify_sql, HmacArgs};
 use crate::error::{required, Error, OrRaise};
@@ -12,7 +12,8 @@ use crate::key::{body_hash_field, check_bounded, derive, Parts};
 use crate::metrics::{self, Counter};
 use crate::profile::{self, Body, Extracted};
 use crate::signature::Scheme;
-use crate::spi::{self, arg, Snap, Statement};
+use crate::spi;
+use crate::store::{sources, Key};
 use crate::time::timestamptz;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
@@ -51,21 +52,6 @@ type ReceiveRow = (
     Option<TimestampWithTimeZone>,
     Option<String>,
 );
-
-static SOURCE_TOLERANCE: Statement =
-    Statement::new(crate::sql_statement!("source_tolerance.sql"), &[pgrx::pg_sys::TEXTOID]);
-
-/// `webhook_dedup.sources.tolerance` of `source`, if set.
-fn source_tolerance(source: &str) -> Option<Interval> {
-    spi::connected(|conn| {
-        let rows = conn.execute(&SOURCE_TOLERANCE, &[arg(source)], Snap::Statement);
-        if rows.is_empty() {
-            None
-        } else {
-            rows.get::<Interval>(0, 1)
-        }
-    })
-}
 
 /// The whole intake of one delivery in one call, returning one row:
 ///
@@ -132,7 +118,7 @@ fn webhook_receive(
     let body = required(payload, "payload");
     let mode = Mode::parse(required(mode, "mode")).or_raise();
     let body_key_fallback = required(body_key_fallback, "body_key_fallback");
-    let lease_us = lease.map(lease_arg);
+    let lease_us = lease.map(args::lease);
     let source = source.unwrap_or(scheme_parsed.name());
     check_bounded("source", source).or_raise();
     let headers = header_map(headers);
@@ -140,7 +126,7 @@ fn webhook_receive(
     let secrets: Vec<Option<&str>> = secrets.iter().collect();
     let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
 
-    let tolerance = tolerance.or_else(|| source_tolerance(source));
+    let tolerance = tolerance.or_else(|| spi::connected(|conn| sources::settings(conn, source).tolerance));
     let verdict = verify_sql(Some(scheme_name), Some(body), headers.clone(), secrets, tolerance, at, url, hmac);
     if !verdict.valid() {
         if let Some(counter) = Counter::for_rejection(verdict.reason) {
@@ -165,15 +151,16 @@ fn webhook_receive(
         }
     };
     let key = derive(&Parts { source, event_id: &event_id, environment, account, operation, body_hash }).or_raise();
+    let idem_key = Key { source, idem_key: &key };
     let row: ReceiveRow = match mode {
         Mode::Claim => {
             let fingerprint = Sha256::digest(body);
             let (outcome, token, attempt, _state, result, last_step, _, _) =
-                claim_one(source, &key, Some(&fingerprint), lease_us, event_type.as_deref());
+                spi::connected(|conn| claim_one(conn, idem_key, Some(&fingerprint), lease_us, event_type.as_deref()));
             (true, None, Some(key), Some(outcome), token, Some(attempt), result, event_type, event_time, last_step)
         }
         Mode::Enqueue => {
-            let outcome = enqueue_one(source, &key, body, event_type.as_deref(), None);
+            let outcome = spi::connected(|conn| enqueue_one(conn, idem_key, body, event_type.as_deref(), None));
             (true, None, Some(key), Some(outcome.as_str().into()), None, None, None, event_type, event_time, None)
         }
     };

@@ -4,8 +4,8 @@
 //! with the `pg_test` feature (`cargo pgrx test` sets it), so plain
 //! `cargo test` runs the pure unit tests alone. Run them one at a time
 //! (`RUST_TEST_THREADS=1`, as `scripts/test.sh` does): the maintenance tests
-//! create and drop partitions of the shared keys table and take the
-//! maintenance lock, which tests in other backends would contend for.
+//! take the maintenance lock and delete keys of the shared keys table, which
+//! tests in other backends would contend for.
 
 #[pgrx::pg_schema]
 pub(crate) mod tests {
@@ -442,60 +442,53 @@ pub(crate) mod tests {
         assert_eq!(claim("s", "k", None, "365 days").0, "claimed");
     }
 
-    /// Keys that landed in the default partition (maintenance did not run
-    /// in time) are moved into the partition maintenance creates, and are
-    /// still found by claims afterwards.
+    /// Per-source settings are cached in each backend; a change of
+    /// webhook_dedup.sources reaches the next call, in the same transaction
+    /// too (the trigger sources_changed invalidates the cache).
     #[pg_test]
-    fn maintenance_moves_keys_out_of_the_default_partition() {
-        claim("probe", "p", None, "1 minute");
-        let current =
-            Spi::get_one::<String>("SELECT tableoid::regclass::text FROM webhook_dedup.keys WHERE source = 'probe'")
-                .unwrap()
-                .unwrap();
-        assert_ne!(current, "webhook_dedup.keys_default");
-        Spi::run(&format!("ALTER TABLE webhook_dedup.keys DETACH PARTITION {current}; DROP TABLE {current}")).unwrap();
-        assert_eq!(claim("svc", "stray", None, "1 minute").0, "claimed");
-        let home = || {
-            Spi::get_one::<String>("SELECT tableoid::regclass::text FROM webhook_dedup.keys WHERE idem_key = 'stray'")
-                .unwrap()
-                .unwrap()
+    fn source_settings_changes_reach_the_next_call() {
+        let lease = |key: &str| {
+            Spi::get_one_with_args::<f64>(
+                "SELECT extract(epoch FROM lease_expires_at - first_seen_at)::float8 FROM webhook_claim('cached', $1)",
+                &[key.into()],
+            )
+            .unwrap()
+            .unwrap()
         };
-        assert_eq!(home(), "webhook_dedup.keys_default");
-
-        let created = Spi::get_one::<i32>("SELECT partitions_created FROM webhook_dedup.run_maintenance()");
-        assert_eq!(created, Ok(Some(1)));
-        assert_eq!(home(), current);
-        assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.keys_default"), Ok(Some(0)));
-        assert_eq!(claim("svc", "stray", None, "1 minute").0, "in_progress");
+        assert_eq!(lease("a"), 300.0, "webhook_dedup.default_lease");
+        Spi::run("INSERT INTO webhook_dedup.sources (source, lease) VALUES ('cached', '7 seconds')").unwrap();
+        assert_eq!(lease("b"), 7.0);
+        Spi::run("UPDATE webhook_dedup.sources SET lease = '9 seconds' WHERE source = 'cached'").unwrap();
+        assert_eq!(lease("c"), 9.0);
+        Spi::run("DELETE FROM webhook_dedup.sources WHERE source = 'cached'").unwrap();
+        assert_eq!(lease("d"), 300.0);
+        Spi::run("INSERT INTO webhook_dedup.sources (source, lease) VALUES ('cached', '11 seconds')").unwrap();
+        Spi::run("TRUNCATE webhook_dedup.sources").unwrap();
+        assert_eq!(lease("e"), 300.0);
     }
 
-    /// Bounds are read back whatever the session's DateStyle and TimeZone.
+    /// A pass pins its search_path: objects of the session's schemas never
+    /// stand in for catalog ones, and the session's settings survive.
     #[pg_test]
-    fn maintenance_ignores_session_date_formats() {
-        Spi::run("SET LOCAL DateStyle = 'SQL, DMY'; SET LOCAL TimeZone = 'Asia/Kolkata'").unwrap();
-        let pass = Spi::get_two::<bool, i32>("SELECT ran, partitions_created FROM webhook_dedup.run_maintenance()");
-        assert_eq!(pass, Ok((Some(true), Some(0))));
-    }
-
-    /// The newest partition of `webhook_dedup.keys` (premade ahead).
-    pub fn newest_partition() -> String {
-        Spi::get_one::<String>(
-            "SELECT c.oid::regclass::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-              WHERE i.inhparent = 'webhook_dedup.keys'::regclass AND c.relname <> 'keys_default'
-              ORDER BY c.relname DESC LIMIT 1",
+    fn maintenance_ignores_the_session_search_path_and_formats() {
+        Spi::run(
+            "CREATE SCHEMA shadow; SET LOCAL search_path = shadow, public;
+             SET LOCAL DateStyle = 'SQL, DMY'; SET LOCAL TimeZone = 'Asia/Kolkata'",
         )
-        .unwrap()
-        .unwrap()
+        .unwrap();
+        let pass = Spi::get_two::<bool, String>(
+            "SELECT ran, array_to_string(errors, ' | ') FROM webhook_dedup.run_maintenance()",
+        );
+        assert_eq!(pass, Ok((Some(true), Some(String::new()))));
+        assert_eq!(Spi::get_one::<String>("SHOW search_path"), Ok(Some("shadow, public".into())));
     }
 
-    /// A failing partition step is rolled back on its own: the pass warns,
-    /// lists it in `errors`, still flushes metrics, and the transaction goes on.
+    /// A failing step is rolled back on its own: the pass warns, lists it
+    /// in `errors`, still flushes metrics, and the transaction goes on.
     #[pg_test]
-    fn a_failed_partition_step_does_not_stop_the_pass() {
-        let last = newest_partition();
-        // The newest premade partition is replaced by an unrelated table of
-        // the same name, so re-creating the partition must fail (42P07).
-        Spi::run(&format!("DROP TABLE {last}; CREATE TABLE {last} (x int)")).unwrap();
+    fn a_failed_step_does_not_stop_the_pass() {
+        // the history step's statement names this column: it cannot run now
+        Spi::run("ALTER TABLE webhook_dedup.watermarks DROP COLUMN updated_at CASCADE").unwrap();
         claim("metered2", "m", None, "1 minute");
         let pass = Spi::get_three::<bool, String, i64>(
             "SELECT ran, array_to_string(errors, ' | '), metrics_flushed FROM webhook_dedup.run_maintenance()",
@@ -503,7 +496,7 @@ pub(crate) mod tests {
         .unwrap();
         assert_eq!(pass.0, Some(true));
         let errors = pass.1.unwrap();
-        assert!(errors.starts_with("creating partitions: "), "the partition step failed: {errors}");
+        assert!(errors.starts_with("pruning history: "), "the history step failed: {errors}");
         assert!(!errors.contains(" | "), "only that step failed: {errors}");
         assert!(pass.2.unwrap() >= 1, "metrics were flushed anyway");
         assert_eq!(

@@ -1,12 +1,11 @@
 //! `#[pg_test]`s of one maintenance pass in one session: the lease sweep,
-//! dropping a partition past retention with its carry-forward, pruning,
+//! deleting keys past retention (and keeping what must live on), pruning,
 //! retention warnings, and the ID-07 vector (see `src/api/tests.rs` for how
-//! these tests run). The worker, concurrency and claims during drops are
-//! tested against a real cluster in `tests/cluster/`.
+//! these tests run). The worker, concurrency and claims while keys are
+//! deleted are tested against a real cluster in `tests/cluster/`.
 //!
 //! Time passing is simulated the only way a test in one transaction can:
-//! rows are written with old times into a partition made for 2020 (or
-//! moved there), as if they had been stored then.
+//! rows are written with old times, as if they had been stored then.
 
 #[pgrx::pg_schema]
 mod tests {
@@ -49,32 +48,22 @@ mod tests {
         })
     }
 
-    /// A partition of webhook_dedup.keys for one day of 2020 (in the past
-    /// of every retention), with the unique index maintenance gives its own.
-    fn old_partition(day: &str) -> String {
-        let name = format!("webhook_dedup.keys_p2020{}_0000", day.replace('-', ""));
-        Spi::run(&format!(
-            "CREATE TABLE {name} PARTITION OF webhook_dedup.keys
-               FOR VALUES FROM ('2020-{day} 00:00+00') TO (('2020-{day} 00:00+00'::timestamptz + interval '1 day'));
-             CREATE UNIQUE INDEX ON {name} (source, idem_key)"
-        ))
-        .unwrap();
-        name
-    }
-
-    /// A key stored on 2020-`day` at noon in `state`, last active at `last_seen`.
+    /// A key stored on 2020-`day` at noon in `state`, last active at
+    /// `last_seen`; a completed key was completed then, under the default
+    /// retention (expires_at = last_seen + 30 days, as webhook_complete sets it).
     fn old_key(source: &str, key: &str, day: &str, state: &str, last_seen: &str) {
         let processing = state == "processing";
         Spi::run_with_args(
             "INSERT INTO webhook_dedup.keys
-                 (source, idem_key, partition_at, state, attempt, claim_token, lease_expires_at, due_at,
-                  first_seen_at, last_seen_at, completed_at)
-             VALUES ($1, $2, $3::timestamptz, $4, 1,
+                 (source, idem_key, state, attempt, claim_token, lease_expires_at, due_at,
+                  first_seen_at, last_seen_at, completed_at, expires_at)
+             VALUES ($1, $2, $4, 1,
                      CASE WHEN $5 THEN gen_random_uuid() END,
                      CASE WHEN $5 THEN now() + interval '1 hour' END,
                      CASE WHEN $5 THEN now() + interval '1 hour' END,
                      $3::timestamptz, $6::timestamptz,
-                     CASE WHEN $4 = 'completed' THEN $6::timestamptz END)",
+                     CASE WHEN $4 = 'completed' THEN $3::timestamptz END,
+                     CASE WHEN $4 = 'completed' THEN $3::timestamptz + interval '30 days' END)",
             &[
                 source.into(),
                 key.into(),
@@ -85,10 +74,6 @@ mod tests {
             ],
         )
         .unwrap();
-    }
-
-    fn exists(table: &str) -> bool {
-        Spi::get_one_with_args::<bool>("SELECT to_regclass($1) IS NOT NULL", &[table.into()]).unwrap().unwrap()
     }
 
     /// ID-05's crash case without a second delivery: the sweep moves an
@@ -130,92 +115,92 @@ mod tests {
         assert_eq!(claim("sweep1", "k", "1 minute").0, "dead_lettered");
     }
 
-    /// A partition past retention is dropped; the keys in it that must
-    /// live on (not completed, or completed but active within retention)
-    /// are carried into the current partition first, unchanged.
+    /// Completed keys past retention are deleted, with their payloads; the
+    /// keys that must live on stay, unchanged: those not completed, and a
+    /// completed key active within its retention (a late duplicate), which
+    /// is looked at again when that retention ends.
     #[pg_test]
-    fn a_partition_past_retention_is_dropped_and_what_must_live_on_is_carried() {
-        let table = old_partition("01-01");
+    fn keys_past_retention_are_deleted_and_what_must_live_on_stays() {
         for key in ["gone1", "gone2", "gone3"] {
             old_key("old", key, "01-01", "completed", "2020-01-01 12:00+00");
         }
         old_key("old", "recent", "01-01", "completed", "now");
         old_key("old", "working", "01-01", "processing", "2020-01-01 12:00+00");
         old_key("old", "parked", "01-01", "dead_lettered", "2020-01-01 12:00+00");
+        Spi::run(
+            "INSERT INTO webhook_dedup.payloads (source, idem_key, payload) VALUES ('old', 'gone1', '\\x01'),
+                    ('old', 'parked', '\\x02')",
+        )
+        .unwrap();
         let token_before =
             Spi::get_one::<pgrx::Uuid>("SELECT claim_token FROM webhook_dedup.keys WHERE idem_key = 'working'");
 
-        assert_eq!(pass(&["partitions_dropped", "keys_carried_forward"]), vec![1, 3]);
-        assert!(!exists(&table), "the partition is gone");
-        let carried = Spi::get_one::<i64>(
-            "SELECT count(*) FROM webhook_dedup.keys
-              WHERE source = 'old' AND partition_at > now() - interval '1 minute'
-                AND tableoid <> 'webhook_dedup.keys_default'::regclass",
+        assert_eq!(pass(&["keys_pruned", "keys_kept", "more::int"]), vec![3, 1, 0]);
+        let left = Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.keys WHERE source = 'old'");
+        assert_eq!(left, Ok(Some(3)));
+        let payloads = Spi::get_one::<String>(
+            "SELECT string_agg(idem_key, ',' ORDER BY idem_key) FROM webhook_dedup.payloads WHERE source = 'old'",
         );
-        assert_eq!(carried, Ok(Some(3)), "carried into the current partition");
+        assert_eq!(payloads, Ok(Some("parked".into())), "a deleted key's payload goes with it");
+        let rescheduled = Spi::get_one::<bool>(
+            "SELECT expires_at = last_seen_at + interval '30 days' FROM webhook_dedup.keys WHERE idem_key = 'recent'",
+        );
+        assert_eq!(rescheduled, Ok(Some(true)), "kept until its retention ends");
         assert_eq!(state("old", "parked").as_deref(), Some("dead_lettered"));
         let token_after =
             Spi::get_one::<pgrx::Uuid>("SELECT claim_token FROM webhook_dedup.keys WHERE idem_key = 'working'");
-        assert_eq!(token_before, token_after, "a carried lease keeps its token");
+        assert_eq!(token_before, token_after, "a lease is left alone");
         assert_eq!(claim("old", "recent", "1 minute").0, "duplicate");
         assert_eq!(claim("old", "working", "1 minute").0, "in_progress");
-        // a key past retention is forgotten with its partition: by design, a
-        // delivery after the retention is new
+        // a key past retention is forgotten: by design, a delivery after the
+        // retention is new
         assert_eq!(claim("old", "gone1", "1 minute").0, "claimed");
-        let recorded = Spi::get_two::<i32, i64>(
-            "SELECT partitions_dropped, keys_carried_forward FROM webhook_dedup.maintenance_runs ORDER BY id DESC LIMIT 1",
+        let recorded = Spi::get_two::<i64, i64>(
+            "SELECT keys_pruned, keys_kept FROM webhook_dedup.maintenance_runs ORDER BY id DESC LIMIT 1",
         );
-        assert_eq!(recorded, Ok((Some(1), Some(3))));
+        assert_eq!(recorded, Ok((Some(3), Some(1))));
+        // a second pass finds nothing due
+        assert_eq!(pass(&["keys_pruned", "keys_kept"]), vec![0, 0]);
     }
 
-    /// A pass that creates a partition leaves the drop to the next pass
-    /// (both hold locks claims need until commit), and says so with `more`.
+    /// A pass deletes at most webhook_dedup.batch_size keys (1,000 by
+    /// default) and says with `more` that the next pass has work.
     #[pg_test]
-    fn creating_and_dropping_never_share_a_transaction() {
-        let newest = crate::api::tests::tests::newest_partition();
-        Spi::run(&format!("ALTER TABLE webhook_dedup.keys DETACH PARTITION {newest}; DROP TABLE {newest}")).unwrap();
-        let old = old_partition("01-07");
-        old_key("old7", "k", "01-07", "completed", "2020-01-07 12:00+00");
-        assert_eq!(pass(&["partitions_created", "partitions_dropped", "more::int"]), vec![1, 0, 1]);
-        assert!(exists(&old));
-        assert_eq!(pass(&["partitions_created", "partitions_dropped", "more::int"]), vec![0, 1, 0]);
-        assert!(!exists(&old));
+    fn a_pass_deletes_one_batch_and_asks_for_more() {
+        Spi::run(
+            "INSERT INTO webhook_dedup.keys (source, idem_key, state, first_seen_at, last_seen_at, completed_at,
+                                             expires_at)
+             SELECT 'many', 'k' || i, 'completed', '2020-01-01', '2020-01-01', '2020-01-01', '2020-01-31'
+               FROM generate_series(1, 1001) AS i",
+        )
+        .unwrap();
+        assert_eq!(pass(&["keys_pruned", "more::int"]), vec![1000, 1]);
+        assert_eq!(pass(&["keys_pruned", "more::int"]), vec![1, 0]);
     }
 
-    /// A partition past retention whose keys are mostly still retained (a
-    /// source with a longer retention) waits instead of carrying them all.
+    /// A source with a longer retention keeps its completed keys past the
+    /// default retention: each is looked at again when its own ends.
     #[pg_test]
-    fn a_partition_mostly_retained_waits() {
+    fn a_longer_source_retention_keeps_its_keys() {
         Spi::run("INSERT INTO webhook_dedup.sources (source, retention) VALUES ('long', '3650 days')").unwrap();
-        let table = old_partition("01-03");
         for key in ["a", "b", "c"] {
             old_key("long", key, "01-03", "completed", "2020-01-03 12:00+00");
         }
         old_key("short", "x", "01-03", "completed", "2020-01-03 12:00+00");
-        assert_eq!(pass(&["partitions_dropped", "keys_carried_forward"]), vec![0, 0]);
-        assert!(exists(&table));
-        // once those keys are no longer retained, it goes
-        Spi::run("UPDATE webhook_dedup.sources SET retention = '30 days' WHERE source = 'long'").unwrap();
-        assert_eq!(pass(&["partitions_dropped", "keys_carried_forward"]), vec![1, 0]);
-        assert!(!exists(&table));
-    }
-
-    /// Expired completed keys stranded in the default partition are deleted;
-    /// other keys there stay.
-    #[pg_test]
-    fn expired_keys_in_the_default_partition_are_pruned() {
-        Spi::run(
-            "INSERT INTO webhook_dedup.keys (source, idem_key, partition_at, state, first_seen_at, last_seen_at)
-             VALUES ('dflt', 'done', '2019-06-01', 'completed', '2019-06-01', '2019-06-01'),
-                    ('dflt', 'broken', '2019-06-01', 'dead_lettered', '2019-06-01', '2019-06-01')",
-        )
-        .unwrap();
-        let home =
-            Spi::get_one::<String>("SELECT tableoid::regclass::text FROM webhook_dedup.keys WHERE idem_key = 'done'");
-        assert_eq!(home, Ok(Some("webhook_dedup.keys_default".into())));
-        assert_eq!(pass(&["keys_pruned"]), vec![1]);
-        assert_eq!(state("dflt", "done"), None);
-        assert_eq!(state("dflt", "broken").as_deref(), Some("dead_lettered"));
+        assert_eq!(pass(&["keys_pruned", "keys_kept"]), vec![1, 3]);
+        assert_eq!(state("short", "x"), None);
+        let until = Spi::get_one::<bool>(
+            "SELECT bool_and(expires_at = last_seen_at + interval '3650 days') FROM webhook_dedup.keys
+              WHERE source = 'long'",
+        );
+        assert_eq!(until, Ok(Some(true)));
+        // completed now, the key is kept for its source's retention
+        let (_, token, _) = claim("long", "fresh", "1 minute");
+        Spi::run_with_args("SELECT webhook_complete('long', 'fresh', $1)", &[token.into()]).unwrap();
+        let kept = Spi::get_one::<bool>(
+            "SELECT expires_at = completed_at + interval '3650 days' FROM webhook_dedup.keys WHERE idem_key = 'fresh'",
+        );
+        assert_eq!(kept, Ok(Some(true)));
     }
 
     /// Watermarks, conflicts and hourly claim counts past their source's
@@ -311,34 +296,33 @@ mod tests {
         )
         .unwrap();
         assert_eq!(deliver(&steps[2]), (true, Some("duplicate".into())), "t = 2105 s");
-        // 75 h 36 min pass: the key was stored then, in a partition since past
-        // retention, with two expired neighbours so that the partition goes.
-        old_partition("02-01");
+        // 75 h 36 min pass: the key was stored and completed then, under
+        // the default retention.
         Spi::run(
             "UPDATE webhook_dedup.keys
-                SET partition_at = '2020-02-01 12:00+00',
-                    first_seen_at = clock_timestamp() - interval '75 hours 36 minutes',
+                SET first_seen_at = clock_timestamp() - interval '75 hours 36 minutes',
                     last_seen_at = clock_timestamp() - interval '75 hours 36 minutes',
-                    completed_at = clock_timestamp() - interval '75 hours 36 minutes'
+                    completed_at = clock_timestamp() - interval '75 hours 36 minutes',
+                    expires_at = clock_timestamp() - interval '75 hours 36 minutes' + interval '30 days'
               WHERE source = 'standard'",
         )
         .unwrap();
         old_key("expired", "a", "02-01", "completed", "2020-02-01 12:00+00");
         old_key("expired", "b", "02-01", "completed", "2020-02-01 12:00+00");
-        assert_eq!(pass(&["partitions_dropped", "keys_carried_forward", "retention_warnings"]), vec![1, 1, 0]);
+        assert_eq!(pass(&["keys_pruned", "keys_kept", "retention_warnings"]), vec![2, 0, 0]);
         assert_eq!(deliver(&steps[3]), (true, Some("duplicate".into())), "t = 272105 s, 75 h 35 min later");
 
-        // The same with a retention of 72 hours: the key expires with its
-        // partition, and the pass warns that the retention is too short.
-        old_partition("02-02");
+        // The same with a retention of 72 hours: the key was completed
+        // under it, expires, and the pass warns that the retention is too
+        // short.
         Spi::run(
-            "UPDATE webhook_dedup.keys SET partition_at = '2020-02-02 12:00+00',
-                    last_seen_at = clock_timestamp() - interval '75 hours 36 minutes'
-              WHERE source = 'standard';
-             INSERT INTO webhook_dedup.sources (source, retention) VALUES ('standard', '72 hours')",
+            "INSERT INTO webhook_dedup.sources (source, retention) VALUES ('standard', '72 hours');
+             UPDATE webhook_dedup.keys SET last_seen_at = clock_timestamp() - interval '75 hours 36 minutes',
+                    expires_at = clock_timestamp() - interval '75 hours 36 minutes' + interval '72 hours'
+              WHERE source = 'standard'",
         )
         .unwrap();
-        assert_eq!(pass(&["partitions_dropped", "keys_carried_forward", "retention_warnings"]), vec![1, 0, 1]);
+        assert_eq!(pass(&["keys_pruned", "keys_kept", "retention_warnings"]), vec![1, 0, 1]);
         assert_eq!(deliver(&steps[3]), (true, Some("claimed".into())), "processed again: the retention was too short");
     }
 }

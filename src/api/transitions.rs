@@ -1,92 +1,58 @@
 //! The transitions after a claim: by the lease holder (`webhook_fail`,
 //! `webhook_mark_unknown`, `webhook_checkpoint`, `webhook_extend_lease`),
-//! and by an operator (`webhook_resolve`, `webhook_forget`). Every one
-//! follows the lock protocol of [`super::protocol`]; the rules are in
-//! [`crate::claim`].
+//! and by an operator (`webhook_resolve`, `webhook_forget`). Each locks the
+//! key's row ([`crate::store::transitions::lock`]), decides on what it read
+//! ([`crate::claim`]) and writes once.
 
-use super::protocol::{existing, expect_one, key_args, lease_arg, lock_key, lookup, Row, SourceSettings};
+use super::args;
 use crate::claim::{self, FailTo, State};
 use crate::error::{required, Error, OrRaise};
 use crate::jsonb::Jsonb;
 use crate::metrics::{self, Counter};
-use crate::spi::{self, arg, Conn, Snap, Statement};
-use crate::time::{clock_now, duration_us, timestamptz};
+use crate::spi::{self, Conn};
+use crate::store::sources::{self, SourceSettings};
+use crate::store::transitions::{self as write, Resolution};
+use crate::store::{Key, KeyRow};
+use crate::time::{clock_now, duration_us};
 use pgrx::datum::{Interval, TimestampWithTimeZone};
-use pgrx::pg_sys::{INT4OID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 use pgrx::Uuid;
 
-pub(crate) static FAIL: Statement = Statement::new(
-    crate::sql_statement!("key_fail.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID],
-);
-
-/// Dead-letter a key that is due again with no attempts left (its holders
-/// kept dying without calling `webhook_fail`); `delivery` when a claim
-/// found it (it counts as one of the key's deliveries).
-pub(crate) fn dead_letter_exhausted(
-    conn: &Conn<'_>,
-    (source, idem_key): (&str, &str),
-    now: i64,
-    found: &Row,
-    delivery: bool,
-) {
-    let error = format!("due again after attempt {}, the last allowed: dead-lettered", found.stored.attempt);
-    expect_one(conn.execute(
-        &FAIL,
-        &[
-            arg(source),
-            arg(idem_key),
-            arg(timestamptz(now)),
-            arg(None::<TimestampWithTimeZone>),
-            arg(State::DeadLettered.as_str()),
-            arg(error.as_str()),
-            arg(found.partition_at),
-            arg(i32::from(delivery)),
-        ],
-        Snap::Statement,
-    ));
+/// Dead-letter a locked key that is due again with no attempts left (its
+/// holders kept dying without calling `webhook_fail`).
+pub(crate) fn dead_letter_exhausted(conn: &Conn<'_>, found: &KeyRow, now: i64) {
+    let error = format!("due again after attempt {}, the last allowed: dead-lettered", found.attempt);
+    write::fail(conn, found.key(), now, State::DeadLettered, None, Some(&error));
 }
 
-static MARK_UNKNOWN: Statement = Statement::new(
-    crate::sql_statement!("key_mark_unknown.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID],
-);
-static CHECKPOINT: Statement = Statement::new(
-    crate::sql_statement!("key_checkpoint.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID],
-);
-static EXTEND: Statement = Statement::new(
-    crate::sql_statement!("key_extend_lease.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID],
-);
-static RESOLVE: Statement = Statement::new(
-    crate::sql_statement!("key_resolve.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID],
-);
-static FORGET: Statement = Statement::new(crate::sql_statement!("key_forget.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID]);
+/// The key named by a call, locked: P0002 when it does not exist.
+fn existing(conn: &Conn<'_>, key: Key<'_>) -> KeyRow {
+    write::lock(conn, key).unwrap_or_else(|| {
+        Error::NoDataFound { message: format!("no idempotency key \"{}\" for source \"{}\"", key.idem_key, key.source) }
+            .raise()
+    })
+}
 
 /// A call by the holder of `token`: lock the key, read it (P0002 when
 /// unknown) and run `body` only if `token` holds its lease. `None` (and a
 /// `stale_tokens` count) when it does not: nothing changes.
 fn as_holder<R>(
-    (source, idem_key): (&str, &str),
+    key: Key<'_>,
     token: Uuid,
-    body: impl FnOnce(&Conn<'_>, &Row, &SourceSettings, i64) -> (R, Option<Counter>),
+    body: impl FnOnce(&Conn<'_>, &KeyRow, &SourceSettings, i64) -> (R, Option<Counter>),
 ) -> Option<R> {
-    lock_key(source, idem_key);
-    let now = clock_now();
     let (result, counter, label) = spi::connected(|conn| {
-        let (found, settings) = lookup(conn, source, idem_key);
-        let found = existing(found, source, idem_key);
+        let found = existing(conn, key);
+        let now = clock_now();
         if !found.held_by(&token) {
             return (None, Some(Counter::StaleTokens), found.event_type);
         }
+        let settings = sources::settings(conn, key.source);
         let (result, counter) = body(conn, &found, &settings, now);
         (Some(result), counter, found.event_type)
     });
     if let Some(counter) = counter {
-        metrics::count(source, label.as_deref(), counter, false);
+        metrics::count(key.source, label.as_deref(), counter, false);
     }
     result
 }
@@ -108,7 +74,7 @@ fn webhook_fail(
     retryable: default!(Option<bool>, true),
     retry_after: default!(Option<Interval>, "NULL"),
 ) -> Option<String> {
-    let key = key_args(source, idem_key);
+    let key = args::key(source, idem_key);
     let token = required(claim_token, "claim_token");
     let retryable = required(retryable, "retryable");
     let retry_after_us = retry_after.map(|r| duration_us(r, "retry_after").or_raise());
@@ -116,25 +82,12 @@ fn webhook_fail(
         Error::invalid("retry_after must be between 0 and 365 days").raise();
     }
     as_holder(key, token, |conn, found, settings, now| {
-        let to = claim::decide_fail(found.stored.attempt, retryable, retry_after_us, settings.max_attempts(), now);
+        let to = claim::decide_fail(found.attempt, retryable, retry_after_us, settings.max_attempts(), now);
         let (state, next, counter) = match to {
             FailTo::Failed { next_attempt_at } => (State::Failed, Some(next_attempt_at), Counter::RetriesScheduled),
             FailTo::DeadLettered => (State::DeadLettered, None, Counter::DeadLetters),
         };
-        expect_one(conn.execute(
-            &FAIL,
-            &[
-                arg(key.0),
-                arg(key.1),
-                arg(timestamptz(now)),
-                arg(next.map(timestamptz)),
-                arg(state.as_str()),
-                arg(error),
-                arg(found.partition_at),
-                arg(0),
-            ],
-            Snap::Statement,
-        ));
+        write::fail(conn, key, now, state, next, error);
         (state.as_str().to_string(), Some(counter))
     })
 }
@@ -151,14 +104,10 @@ fn webhook_mark_unknown(
     claim_token: Option<Uuid>,
     detail: default!(Option<&str>, "NULL"),
 ) -> bool {
-    let key = key_args(source, idem_key);
+    let key = args::key(source, idem_key);
     let token = required(claim_token, "claim_token");
-    as_holder(key, token, |conn, found, _, now| {
-        expect_one(conn.execute(
-            &MARK_UNKNOWN,
-            &[arg(key.0), arg(key.1), arg(timestamptz(now)), arg(detail), arg(found.partition_at)],
-            Snap::Statement,
-        ));
+    as_holder(key, token, |conn, _, _, now| {
+        write::mark_unknown(conn, key, now, detail);
         ((), Some(Counter::MarkedUnknown))
     })
     .is_some()
@@ -176,18 +125,14 @@ fn webhook_checkpoint(
     claim_token: Option<Uuid>,
     step: Option<&str>,
 ) -> bool {
-    let key = key_args(source, idem_key);
+    let key = args::key(source, idem_key);
     let token = required(claim_token, "claim_token");
     let step = required(step, "step");
     if step.is_empty() {
         Error::invalid("step must not be empty").raise();
     }
-    as_holder(key, token, |conn, found, _, now| {
-        expect_one(conn.execute(
-            &CHECKPOINT,
-            &[arg(key.0), arg(key.1), arg(timestamptz(now)), arg(step), arg(found.partition_at)],
-            Snap::Statement,
-        ));
+    as_holder(key, token, |conn, _, _, now| {
+        write::checkpoint(conn, key, now, step);
         ((), None)
     })
     .is_some()
@@ -204,17 +149,13 @@ fn webhook_extend_lease(
     claim_token: Option<Uuid>,
     lease: Option<Interval>,
 ) -> Option<TimestampWithTimeZone> {
-    let key = key_args(source, idem_key);
+    let key = args::key(source, idem_key);
     let token = required(claim_token, "claim_token");
-    let lease_us = lease_arg(required(lease, "lease"));
-    as_holder(key, token, |conn, found, _, now| {
-        let until = timestamptz(now.saturating_add(lease_us));
-        expect_one(conn.execute(
-            &EXTEND,
-            &[arg(key.0), arg(key.1), arg(timestamptz(now)), arg(until), arg(found.partition_at)],
-            Snap::Statement,
-        ));
-        (until, None)
+    let lease_us = args::lease(required(lease, "lease"));
+    as_holder(key, token, |conn, _, _, now| {
+        let until = now.saturating_add(lease_us);
+        write::extend_lease(conn, key, now, until);
+        (crate::time::timestamptz(until), None)
     })
 }
 
@@ -231,35 +172,24 @@ fn webhook_resolve(
     new_state: Option<&str>,
     result: default!(Option<Jsonb>, "NULL"),
 ) -> String {
-    let (source, idem_key) = key_args(source, idem_key);
+    let key = args::key(source, idem_key);
     let new_state = required(new_state, "new_state");
     let to = State::parse(new_state)
         .ok_or_else(|| Error::invalid(format!("unknown state \"{new_state}\"")))
         .and_then(claim::check_resolve_target)
         .or_raise();
-    lock_key(source, idem_key);
-    let now = clock_now();
     let (previous, label) = spi::connected(|conn| {
-        let found = existing(lookup(conn, source, idem_key).0, source, idem_key);
-        let due = matches!(to, State::Failed | State::Pending).then(|| timestamptz(now));
-        expect_one(conn.execute(
-            &RESOLVE,
-            &[
-                arg(source),
-                arg(idem_key),
-                arg(timestamptz(now)),
-                arg(to.as_str()),
-                arg(result),
-                arg(due),
-                arg(found.partition_at),
-            ],
-            Snap::Statement,
-        ));
-        (found.stored.state, found.event_type)
+        let found = existing(conn, key);
+        let now = clock_now();
+        let due_at = matches!(to, State::Failed | State::Pending).then_some(now);
+        let expires_at =
+            (to == State::Completed).then(|| now.saturating_add(sources::settings(conn, key.source).retention_us()));
+        write::resolve(conn, key, &Resolution { now, to, result, due_at, expires_at });
+        (found.state, found.event_type)
     });
-    metrics::count(source, label.as_deref(), Counter::Resolved, false);
+    metrics::count(key.source, label.as_deref(), Counter::Resolved, false);
     if to == State::DeadLettered && previous != State::DeadLettered {
-        metrics::count(source, label.as_deref(), Counter::DeadLetters, false);
+        metrics::count(key.source, label.as_deref(), Counter::DeadLetters, false);
     }
     previous.as_str().to_string()
 }
@@ -269,16 +199,10 @@ fn webhook_resolve(
 /// true when the key existed.
 #[pg_extern(volatile, parallel_unsafe)]
 fn webhook_forget(source: Option<&str>, idem_key: Option<&str>) -> bool {
-    let (source, idem_key) = key_args(source, idem_key);
-    lock_key(source, idem_key);
-    let label = spi::connected(|conn| {
-        let found = lookup(conn, source, idem_key).0?;
-        expect_one(conn.execute(&FORGET, &[arg(source), arg(idem_key), arg(found.partition_at)], Snap::Statement));
-        Some(found.event_type)
-    });
-    match label {
+    let key = args::key(source, idem_key);
+    match spi::connected(|conn| write::forget(conn, key)) {
         Some(label) => {
-            metrics::count(source, label.as_deref(), Counter::Forgotten, false);
+            metrics::count(key.source, label.as_deref(), Counter::Forgotten, false);
             true
         }
         None => false,

@@ -166,7 +166,7 @@ fn webhook_verify_detail(
     let secrets = required(secrets, "secrets");
     let secrets: Vec<Option<&str>> = secrets.iter().collect();
     let v = verify_sql(scheme, payload, header_map(headers), secrets, tolerance, at, url, hmac);
-    let signed_at = v.signed_at.map(|s| timestamptz((s - crate::partition::PG_EPOCH_UNIX_S) * 1_000_000));
+    let signed_at = v.signed_at.map(|s| timestamptz((s - crate::calendar::PG_EPOCH_UNIX_S) * 1_000_000));
     TableIterator::once((v.valid(), v.reason.as_str().to_string(), v.secret_index.map(|i| i as i32 + 1), signed_at))
 }
 

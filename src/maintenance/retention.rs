@@ -3,7 +3,7 @@
 //! the check that it covers the provider's retry horizon
 //! (`webhook_dedup.retention_warnings`).
 
-use super::Pass;
+use super::Counts;
 use pgrx::datum::Interval;
 use pgrx::spi::Spi;
 use std::cell::Cell;
@@ -13,34 +13,29 @@ use std::cell::Cell;
 pub struct Retention {
     /// `webhook_dedup.retention`: sources without their own.
     pub default_us: i64,
-    /// The shortest retention of any source, and of the setting: no
-    /// partition younger than this can hold anything that may go.
+    /// The shortest retention of any source, and of the setting: no history
+    /// row younger than this may go (an index bound for the pruning scans).
     pub shortest_us: i64,
-    /// Every source's own retention, as text: a partition that waited
-    /// under these retentions is looked at again early when they change.
-    pub per_source: String,
 }
 
 impl Retention {
     /// The setting alone (when the per-source overrides cannot be read).
     pub fn fallback() -> Retention {
         let default_us = crate::guc::retention_us();
-        Retention { default_us, shortest_us: default_us, per_source: String::new() }
+        Retention { default_us, shortest_us: default_us }
     }
 
-    /// Read the setting and the per-source overrides.
+    /// Read the setting and the shortest per-source override.
     pub fn load() -> Retention {
         let default_us = crate::guc::retention_us();
-        let (shortest, per_source) = Spi::get_two::<Interval, String>(
-            "SELECT min(retention),
-                    coalesce(string_agg(source || '=' || retention::text, ',' ORDER BY source COLLATE \"C\"), '')
-               FROM webhook_dedup.sources WHERE retention IS NOT NULL",
+        let shortest = Spi::get_one::<Interval>(
+            "SELECT pg_catalog.min(s.retention) FROM webhook_dedup.sources AS s WHERE s.retention IS NOT NULL",
         )
         .unwrap_or_else(|e| pgrx::error!("webhook_dedup: reading webhook_dedup.sources: {e}"));
         let shortest_source =
             shortest.and_then(|i| crate::time::duration_us(i, "webhook_dedup.sources.retention").ok());
         let shortest_us = shortest_source.map_or(default_us, |s| s.min(default_us));
-        Retention { default_us, shortest_us, per_source: per_source.unwrap_or_default() }
+        Retention { default_us, shortest_us }
     }
 }
 
@@ -64,10 +59,10 @@ thread_local! {
 /// Count the sources whose retention is shorter than their provider's retry
 /// horizon, and say which: a WARNING (once an hour per backend for the same
 /// count, so the worker does not fill the log; NOTICE in between).
-pub(super) fn warnings(now: i64, pass: &mut Pass) {
+pub(super) fn warnings(now: i64, pass: &mut Counts) {
     let messages: Vec<String> = Spi::connect(|client| {
         client
-            .select("SELECT message FROM webhook_dedup.retention_warnings ORDER BY source", None, &[])
+            .select("SELECT w.message FROM webhook_dedup.retention_warnings AS w ORDER BY w.source", None, &[])
             .unwrap_or_else(|e| pgrx::error!("webhook_dedup: reading webhook_dedup.retention_warnings: {e}"))
             .filter_map(|row| row.get::<String>(1).ok().flatten())
             .collect()

@@ -9,84 +9,45 @@
 //! key (`webhook_complete` returns false), exactly as after a reclaim. A
 //! holder that needs longer must extend its lease in time.
 
-use super::Pass;
-use crate::api::protocol::{expect_one, lookup, try_lock_key, unlock_key};
-use crate::api::transitions::FAIL;
+use super::Counts;
+use crate::calendar::utc_literal;
 use crate::claim::{decide_fail, FailTo, State};
 use crate::metrics::{self, Counter};
-use crate::partition::utc_literal;
-use crate::spi::{self, arg, Snap, Statement};
-use crate::time::timestamptz;
-use pgrx::datum::TimestampWithTimeZone;
-use pgrx::pg_sys::{INT8OID, TIMESTAMPTZOID};
-
-static EXPIRED: Statement =
-    Statement::new(crate::sql_statement!("maintenance_expired_leases.sql"), &[TIMESTAMPTZOID, INT8OID]);
+use crate::spi;
+use crate::store::{self, sources};
 
 /// Sweep up to `batch` leases expired at `now`, oldest expiry first. A key
-/// whose lock is held right now (a claim or its holder is on it) is left
+/// whose row is locked right now (a claim or its holder is on it) is left
 /// for the next pass.
-pub(super) fn run(now: i64, batch: i64, pass: &mut Pass) {
-    let mut counts: Vec<(String, Option<String>, Counter)> = Vec::new();
+pub(super) fn run(now: i64, batch: i64, counts: &mut Counts) {
+    let mut counted: Vec<(String, Option<String>, Counter)> = Vec::new();
     spi::connected(|conn| {
-        let expired = conn.execute(&EXPIRED, &[arg(timestamptz(now)), arg(batch)], Snap::Latest);
-        pass.more |= expired.len() as i64 >= batch;
-        for i in 0..expired.len() {
-            let source: String = expired.get(i, 1).expect("source");
-            let idem_key: String = expired.get(i, 2).expect("idem_key");
-            // Busy right now: left for a later pass (not `more`: waiting
-            // for a lock holder is no reason to run again at once).
-            if !try_lock_key(&source, &idem_key) {
-                continue;
-            }
-            let (found, settings) = lookup(conn, &source, &idem_key);
-            let Some(found) = found else {
-                unlock_key(&source, &idem_key);
-                continue;
-            };
-            let s = &found.stored;
-            let expired_at = match (s.state, s.lease_expires_at) {
-                (State::Processing, Some(at)) if at <= now => at,
-                // Completed, failed or reclaimed since the read: not ours.
-                _ => {
-                    unlock_key(&source, &idem_key);
-                    continue;
-                }
-            };
+        let expired = store::expiry::expired_leases(conn, now, batch);
+        counts.more |= expired.len() as i64 >= batch;
+        for found in expired {
+            let expired_at = found.lease_expires_at.expect("an expired lease has an expiry");
             let error = format!(
                 "lease of attempt {} expired at {} without webhook_complete, webhook_fail or \
                  webhook_extend_lease (swept by maintenance)",
-                s.attempt,
+                found.attempt,
                 utc_literal(expired_at)
             );
-            let (state, next_attempt_at) = match decide_fail(s.attempt, true, Some(0), settings.max_attempts(), now) {
-                FailTo::Failed { next_attempt_at } => (State::Failed, Some(timestamptz(next_attempt_at))),
-                FailTo::DeadLettered => (State::DeadLettered, None::<TimestampWithTimeZone>),
+            let max_attempts = sources::settings(conn, &found.source).max_attempts();
+            let (state, next_attempt_at) = match decide_fail(found.attempt, true, Some(0), max_attempts, now) {
+                FailTo::Failed { next_attempt_at } => (State::Failed, Some(next_attempt_at)),
+                FailTo::DeadLettered => (State::DeadLettered, None),
             };
-            expect_one(conn.execute(
-                &FAIL,
-                &[
-                    arg(source.as_str()),
-                    arg(idem_key.as_str()),
-                    arg(timestamptz(now)),
-                    arg(next_attempt_at),
-                    arg(state.as_str()),
-                    arg(error.as_str()),
-                    arg(found.partition_at),
-                    arg(0),
-                ],
-                Snap::Statement,
-            ));
-            counts.push((source.clone(), found.event_type.clone(), Counter::ExpiredLeases));
+            store::transitions::fail(conn, found.key(), now, state, next_attempt_at, Some(&error));
+            counted.push((found.source.clone(), found.event_type.clone(), Counter::ExpiredLeases));
             if state == State::DeadLettered {
-                pass.dead_lettered += 1;
-                counts.push((source, found.event_type, Counter::DeadLetters));
+                counts.dead_lettered += 1;
+                counted.push((found.source, found.event_type, Counter::DeadLetters));
             } else {
-                pass.leases_expired += 1;
+                counts.leases_expired += 1;
             }
         }
     });
-    for (source, event_type, counter) in &counts {
+    for (source, event_type, counter) in &counted {
         metrics::count(source, event_type.as_deref(), *counter, false);
     }
 }

@@ -1,5 +1,5 @@
--- webhook_dedup: views, comments and the first partitions (runs last in
--- the install script, after every generated function exists).
+-- webhook_dedup: views, comments, triggers and grants (runs last in the
+-- install script, after every generated function exists).
 
 -- Metrics: the flushed counters plus the live ones in shared memory, in
 -- the column order of src/metrics.rs (Counter::ALL; a pg_test checks it).
@@ -103,7 +103,7 @@ COMMENT ON FUNCTION webhook_dedup.metrics_live() IS
 COMMENT ON FUNCTION webhook_dedup.flush_metrics() IS
   'Moves this database''s shared-memory counters into webhook_dedup.claim_counts; returns the number of (hour, source, event type) and (minute, source) entries written (0 without shared_preload_libraries). For the extension''s owner (not granted to PUBLIC): the counts are taken before they are written, so a caller who cannot write them would lose them.';
 COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
-  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) watermarks, conflicts, claim counts and maintenance runs past retention are deleted, and expired completed keys in the default partition; (3) metrics are flushed; (4) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings); (5) partitions of webhook_dedup.keys are created ahead (premake), and at most one partition past retention is dropped after carrying forward the keys that must live on (every key not completed, and completed keys within retention of their last activity). One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size or a partition waits: call again) and errors (one entry per step that failed and was rolled back; the others ran). Each step waits at most 500 ms for a lock. Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) at least once per partition_interval.';
+  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) at least once an hour.';
 COMMENT ON FUNCTION webhook_dedup.default_retention() IS
   'webhook_dedup.retention as an interval: how long history of sources without their own retention (webhook_dedup.sources.retention) is kept.';
 
@@ -176,8 +176,8 @@ WITH used AS (
   SELECT s.source FROM webhook_dedup.sources AS s
   UNION
   -- sources named after a provider that have keys made by webhook_key or
-  -- webhook_receive (they start with '<source>:': one range probe of each
-  -- partition's (idem_key, source) index), or counted deliveries (the
+  -- webhook_receive (they start with '<source>:': one range probe of the
+  -- primary key (idem_key, source)), or counted deliveries (the
   -- primary key of claim_counts leads with source)
   SELECT p.scheme FROM webhook_dedup.providers AS p
    WHERE EXISTS (SELECT FROM webhook_dedup.keys AS k
@@ -209,8 +209,8 @@ COMMENT ON VIEW webhook_dedup.retention_warnings IS
   'Sources kept for less than their provider''s documented retry horizon (a retry after the retention would be processed again), and sources whose webhook_dedup.sources.provider names no profile. One row each: source, provider, retention (webhook_dedup.sources.retention, else webhook_dedup.retention), retry_horizon (webhook_dedup.providers), message. Sources checked: every row of webhook_dedup.sources, and every provider scheme used as a source name that has keys made by webhook_key or webhook_receive, or counted deliveries. run_maintenance() raises the messages as WARNINGs. Empty is good.';
 
 -- Operational views: the keys to act on. Each reads an index: keys_open
--- (not completed), keys_lease_expiry (processing), the unique (idem_key,
--- source) index of every partition, conflict_log's indexes.
+-- (keys not completed, by due_at), the primary key (idem_key, source),
+-- conflict_log's indexes.
 CREATE VIEW webhook_dedup.key_states AS
 WITH open AS (
   SELECT k.source, k.state, pg_catalog.count(*) AS keys,
@@ -237,9 +237,10 @@ SELECT k.source, k.idem_key, k.event_type, k.attempt, k.leased_at, k.lease_expir
        k.first_seen_at
   FROM webhook_dedup.keys AS k
  WHERE k.state OPERATOR(pg_catalog.=) 'processing'
+   AND k.due_at OPERATOR(pg_catalog.<) pg_catalog.now()  -- a processing key is due when its lease ends (keys_open)
    AND k.lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now();
 COMMENT ON VIEW webhook_dedup.stuck_claims IS
-  'Processing keys whose lease expired and that maintenance has not swept yet (the holder crashed or hangs): source, idem_key, event_type, attempt, leased_at, lease_expires_at, overdue (now - lease_expires_at), last_step, deliveries, first_seen_at. Normally empty or short-lived: the next maintenance pass moves them to failed (or dead_lettered). Reads the partial index keys_lease_expiry.';
+  'Processing keys whose lease expired and that maintenance has not swept yet (the holder crashed or hangs): source, idem_key, event_type, attempt, leased_at, lease_expires_at, overdue (now - lease_expires_at), last_step, deliveries, first_seen_at. Normally empty or short-lived: the next maintenance pass moves them to failed (or dead_lettered). Reads the partial index keys_open.';
 
 CREATE VIEW webhook_dedup.dead_letters AS
 SELECT k.source, k.idem_key, k.event_type, k.attempt AS attempts, k.last_error, k.last_step, k.deliveries,
@@ -275,7 +276,7 @@ SELECT k.source, k.idem_key, k.state, k.event_type, k.first_seen_at, k.last_seen
          AS last_conflict_at
   FROM webhook_dedup.keys AS k;
 COMMENT ON VIEW webhook_dedup.key_history IS
-  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of every partition''s unique index, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at. No payload or headers.';
+  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of the primary key, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at. No payload or headers.';
 
 CREATE FUNCTION webhook_dedup.duplicate_rate_alerts(threshold double precision DEFAULT 0.02,
                                                     "window" interval DEFAULT '1 hour')
@@ -354,5 +355,10 @@ GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, 
 -- worker, pg_cron), not every role.
 REVOKE EXECUTE ON FUNCTION webhook_dedup.flush_metrics(), webhook_dedup.run_maintenance() FROM PUBLIC;
 
--- The first partitions, so claims never start in the default partition.
-SELECT webhook_dedup.run_maintenance();
+-- Every backend caches per-source settings (src/store/sources.rs); a
+-- change of webhook_dedup.sources empties those caches when it commits.
+CREATE TRIGGER sources_changed
+  AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON webhook_dedup.sources
+  FOR EACH STATEMENT EXECUTE FUNCTION webhook_dedup.sources_changed();
+COMMENT ON FUNCTION webhook_dedup.sources_changed() IS
+  'Trigger function of sources_changed on webhook_dedup.sources: sends a relation cache invalidation of the table, which empties every backend''s cache of per-source settings when the change commits.';

@@ -5,21 +5,24 @@ CREATE SCHEMA webhook_dedup;
 COMMENT ON SCHEMA webhook_dedup IS
   'State of the webhook_dedup extension: idempotency keys, metrics and maintenance functions. Receiver-facing functions are the webhook_* functions in the schema the extension was created in.';
 
--- One row per (source, idem_key): the claim state machine's state.
--- Partitioned by time so that expired history is dropped a partition at a
--- time; uniqueness of (source, idem_key) across partitions is kept by the
--- per-key advisory lock every writer takes (docs/design.md, "Uniqueness
--- across partitions"), with each partition's unique index as the last line
--- of defence.
+-- One row per (source, idem_key): the claim state machine's state. Not
+-- partitioned: its primary key arbitrates concurrent first claims (a claim
+-- is one INSERT ... ON CONFLICT), and row locks serialise every later
+-- writer of a key. Rows are narrow (bulky payloads live in
+-- webhook_dedup.payloads); completed keys past retention are deleted by
+-- maintenance in batches, oldest first (index keys_expiry). No CHECK
+-- constraints: the functions validate every value they write, and a CHECK
+-- costs every claim a re-parse of its expression. The measurements behind
+-- this layout: docs/design.md, "Storage".
 CREATE TABLE webhook_dedup.keys (
     source           text        NOT NULL,
     idem_key         text        NOT NULL,
-    partition_at     timestamptz NOT NULL,
     state            text        NOT NULL,
     attempt          integer     NOT NULL DEFAULT 0,
     claim_token      uuid,
     lease_expires_at timestamptz,
     next_attempt_at  timestamptz,
+    due_at           timestamptz,
     fingerprint      bytea,
     event_type       text,
     result           jsonb,
@@ -31,66 +34,60 @@ CREATE TABLE webhook_dedup.keys (
     last_seen_at     timestamptz NOT NULL,
     completed_at     timestamptz,
     leased_at        timestamptz,
-    due_at           timestamptz,
-    payload          bytea,
-    headers          jsonb,
-    CONSTRAINT keys_state_check CHECK (state IN
-        ('pending', 'processing', 'completed', 'failed', 'unknown_outcome', 'dead_lettered')),
-    CONSTRAINT keys_source_length CHECK (pg_catalog.char_length(source) BETWEEN 1 AND 255),
-    CONSTRAINT keys_idem_key_length CHECK (pg_catalog.char_length(idem_key) BETWEEN 1 AND 255),
-    CONSTRAINT keys_lease_check CHECK (state <> 'processing' OR
-        (claim_token IS NOT NULL AND lease_expires_at IS NOT NULL))
-) PARTITION BY RANGE (partition_at);
+    expires_at       timestamptz,
+    -- idem_key first: key_history looks keys up by idem_key alone.
+    CONSTRAINT keys_pkey PRIMARY KEY (idem_key, source)
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.02);
 
 COMMENT ON TABLE webhook_dedup.keys IS
-  'One row per idempotency key (source, idem_key): its state in the claim state machine. Partitioned by partition_at (when the row was stored); see docs/design.md.';
+  'One row per idempotency key (source, idem_key): its state in the claim state machine. The primary key arbitrates concurrent first claims; completed keys are deleted by maintenance once past retention (expires_at). See docs/design.md.';
 COMMENT ON COLUMN webhook_dedup.keys.source IS 'Who sent the event (a provider or endpoint name), 1-255 characters.';
 COMMENT ON COLUMN webhook_dedup.keys.idem_key IS 'The idempotency key within the source, 1-255 characters (see webhook_key).';
-COMMENT ON COLUMN webhook_dedup.keys.partition_at IS 'Places the row in a time partition: when it was stored (maintenance may carry a row forward to a newer partition).';
 COMMENT ON COLUMN webhook_dedup.keys.state IS 'pending, processing, completed, failed, unknown_outcome or dead_lettered.';
 COMMENT ON COLUMN webhook_dedup.keys.attempt IS 'Processing attempts so far (0 while pending); grows by one with every lease a claim or webhook_next grants. The fencing token to pass to downstream systems.';
 COMMENT ON COLUMN webhook_dedup.keys.claim_token IS 'Token of the current (or last) lease; webhook_complete must present it.';
 COMMENT ON COLUMN webhook_dedup.keys.lease_expires_at IS 'When the current lease expires; a later claim reclaims an expired one.';
 COMMENT ON COLUMN webhook_dedup.keys.next_attempt_at IS 'For failed keys: when a retry is due.';
+COMMENT ON COLUMN webhook_dedup.keys.due_at IS 'When a claim or webhook_next may next take the key: a pending key at once, a processing key when its lease expires, a failed key at next_attempt_at; NULL for completed, unknown_outcome and dead_lettered keys. Indexed (keys_open).';
 COMMENT ON COLUMN webhook_dedup.keys.fingerprint IS 'SHA-256 of the first payload claimed or enqueued with the key; a different payload later is a conflict.';
 COMMENT ON COLUMN webhook_dedup.keys.event_type IS 'The provider''s event type, as given to the first claim.';
-COMMENT ON COLUMN webhook_dedup.keys.result IS 'What webhook_complete stored; returned to duplicates.';
+COMMENT ON COLUMN webhook_dedup.keys.result IS 'What webhook_complete stored; returned to duplicates. Keep it small (a status, an id): it is read by every duplicate.';
 COMMENT ON COLUMN webhook_dedup.keys.last_step IS 'The last checkpointed step, so a reclaimed event resumes there.';
 COMMENT ON COLUMN webhook_dedup.keys.last_error IS 'The last failure''s error text.';
 COMMENT ON COLUMN webhook_dedup.keys.deliveries IS 'webhook_claim and webhook_enqueue calls seen for this key (the first included).';
 COMMENT ON COLUMN webhook_dedup.keys.conflicts IS 'Deliveries of this key whose payload differed from the fingerprint.';
-COMMENT ON COLUMN webhook_dedup.keys.first_seen_at IS 'First claim (database clock).';
-COMMENT ON COLUMN webhook_dedup.keys.last_seen_at IS 'Last activity on the key (claim, completion).';
+COMMENT ON COLUMN webhook_dedup.keys.first_seen_at IS 'First claim or enqueue (database clock).';
+COMMENT ON COLUMN webhook_dedup.keys.last_seen_at IS 'Last activity on the key (a delivery, a lease, a completion): retention counts from here.';
 COMMENT ON COLUMN webhook_dedup.keys.completed_at IS 'When the key was completed.';
 COMMENT ON COLUMN webhook_dedup.keys.leased_at IS 'When the current (or last) lease was granted (a claim, a reclaim or webhook_next).';
-COMMENT ON COLUMN webhook_dedup.keys.due_at IS 'When a claim or webhook_next may next take the key: a pending key at once, a processing key when its lease expires, a failed key at next_attempt_at; NULL for completed, unknown_outcome and dead_lettered keys. Indexed.';
-COMMENT ON COLUMN webhook_dedup.keys.payload IS 'The raw payload stored by webhook_enqueue (persist-then-process); NULL for keys claimed directly.';
-COMMENT ON COLUMN webhook_dedup.keys.headers IS 'The request headers stored by webhook_enqueue, when given.';
+COMMENT ON COLUMN webhook_dedup.keys.expires_at IS 'Completed keys: when maintenance looks at the key again, set at completion to completed_at plus the source''s retention. Maintenance deletes the key then unless it was active since (last_seen_at plus the retention is later: it looks again then). NULL for keys not completed, which never expire. Indexed (keys_expiry).';
 
--- The queue's index: work that is due (pending, expired leases, retries).
--- A partitioned index, so every partition gets it.
-CREATE INDEX keys_due ON webhook_dedup.keys (due_at) WHERE due_at IS NOT NULL;
+-- The queue's, the sweep's and the views' index: keys not completed (work
+-- to do, in flight or waiting for an operator) by when they are due. The
+-- bulk, completed keys, is not in it.
+CREATE INDEX keys_open ON webhook_dedup.keys (due_at) WHERE state <> 'completed';
 
--- The sweep's index: leases by expiry. Only processing keys are in it, so it
--- stays as small as the work in flight.
-CREATE INDEX keys_lease_expiry ON webhook_dedup.keys (lease_expires_at) WHERE state = 'processing';
+-- Retention's index: completed keys by when maintenance looks at them.
+CREATE INDEX keys_expiry ON webhook_dedup.keys (expires_at) WHERE state = 'completed';
 
--- The views' index: keys that are not completed (work to do, in flight or
--- waiting for an operator), by state. Completed keys, the bulk, are not in
--- it, so key_states, dead_letters and unknown_outcomes read only the open
--- keys. (A state change is never a HOT update anyway: the partial indexes'
--- predicates read state.)
-CREATE INDEX keys_open ON webhook_dedup.keys (state, source)
-  INCLUDE (due_at, leased_at, lease_expires_at) WHERE state <> 'completed';
-
--- Catches rows whose time has no partition yet (maintenance did not run);
--- maintenance moves them out. Normally empty.
-CREATE TABLE webhook_dedup.keys_default PARTITION OF webhook_dedup.keys DEFAULT WITH (fillfactor = 90);
--- Every partition's unique index leads with idem_key, so that a look-up by
--- the key alone (webhook_dedup.key_history) is an index scan too.
-CREATE UNIQUE INDEX keys_default_key ON webhook_dedup.keys_default (idem_key, source);
-COMMENT ON TABLE webhook_dedup.keys_default IS
-  'Default partition of webhook_dedup.keys: rows whose time has no partition yet. Normally empty.';
+-- The raw deliveries webhook_enqueue stores for the workers (persist-then-
+-- process), one per key, apart from the keys so that the keys stay narrow.
+-- A payload lives exactly as long as its key: every statement of the
+-- extension that deletes a key deletes its payload (no foreign key: its
+-- check would cost every enqueue a look-up, its cascade every expired key).
+CREATE TABLE webhook_dedup.payloads (
+    source   text  NOT NULL,
+    idem_key text  NOT NULL,
+    payload  bytea NOT NULL,
+    headers  jsonb,
+    CONSTRAINT payloads_pkey PRIMARY KEY (idem_key, source)
+) WITH (autovacuum_vacuum_scale_factor = 0.02);
+COMMENT ON TABLE webhook_dedup.payloads IS
+  'The raw payload (and headers) webhook_enqueue stored for a key, handed to the worker that takes it with webhook_next. Deleted with its key (retention, webhook_forget).';
+COMMENT ON COLUMN webhook_dedup.payloads.source IS 'The key''s source.';
+COMMENT ON COLUMN webhook_dedup.payloads.idem_key IS 'The key.';
+COMMENT ON COLUMN webhook_dedup.payloads.payload IS 'The raw body, byte for byte.';
+COMMENT ON COLUMN webhook_dedup.payloads.headers IS 'The request headers given to webhook_enqueue, if any.';
 
 -- Per-source overrides of the settings. Intervals have no months (a month
 -- has no fixed length), as every interval argument of the extension.
@@ -241,10 +238,8 @@ CREATE TABLE webhook_dedup.maintenance_runs (
     application_name     text        NOT NULL,
     leases_expired       integer     NOT NULL,
     dead_lettered        integer     NOT NULL,
-    partitions_created   integer     NOT NULL,
-    partitions_dropped   integer     NOT NULL,
-    keys_carried_forward bigint      NOT NULL,
     keys_pruned          bigint      NOT NULL,
+    keys_kept            bigint      NOT NULL,
     history_pruned       bigint      NOT NULL,
     metrics_flushed      bigint      NOT NULL,
     retention_warnings   integer     NOT NULL,
@@ -260,12 +255,10 @@ COMMENT ON COLUMN webhook_dedup.maintenance_runs.finished_at IS 'When the pass f
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.application_name IS 'application_name of the session that ran the pass (webhook_dedup maintenance for the worker).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.leases_expired IS 'Expired processing leases moved to failed (due at once).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.dead_lettered IS 'Expired processing leases moved to dead_lettered (no attempts left).';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_created IS 'Partitions of webhook_dedup.keys created ahead.';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_dropped IS 'Partitions of webhook_dedup.keys dropped past retention.';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_carried_forward IS 'Keys moved out of a partition about to be dropped because they must live on.';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_pruned IS 'Expired completed keys deleted from the default partition (partitions are dropped whole, never pruned row by row).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_pruned IS 'Completed keys past retention deleted (with their payloads).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_kept IS 'Completed keys whose expires_at came but that were active since (a late duplicate) or whose source''s retention grew: looked at again later instead of deleted.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS 'Watermarks, conflicts, claim counts and maintenance runs deleted past retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.metrics_flushed IS 'Metrics entries flushed from shared memory.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.retention_warnings IS 'Sources whose retention is shorter than their provider''s retry horizon (webhook_dedup.retention_warnings).';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS 'A step stopped at webhook_dedup.batch_size or left a partition for later: the worker runs the next pass at once.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS 'A step stopped at webhook_dedup.batch_size: the worker runs the next pass at once.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.errors IS 'One entry per step that failed (SQLSTATE and message); the pass went on with the other steps.';

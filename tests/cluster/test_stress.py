@@ -52,3 +52,19 @@ def test_32_connections_claim_the_same_1000_keys(connect):
             "       sum(deliveries)"
             "  FROM webhook_dedup.keys WHERE source = %s", (SOURCE,)).fetchone()
     assert rows == (KEYS, KEYS, CONNECTIONS * KEYS)
+
+
+def test_one_transaction_claims_100000_keys(connect):
+    """A backfill claims 100,000 keys in one transaction: each key holds a
+    row lock, not an entry of the shared lock table (which holds 6,400 by
+    default), so nothing runs out; the claims are visible once it commits."""
+    with connect() as conn:
+        conn.autocommit = False
+        rows = conn.execute("SELECT count(*) FILTER (WHERE outcome = 'claimed') FROM webhook_claim_many("
+                            "'bulk', ARRAY(SELECT 'k' || i FROM generate_series(1, 100000) i))").fetchone()[0]
+        assert rows == 100_000
+        conn.commit()
+        conn.autocommit = True
+        assert conn.execute("SELECT count(*) FROM webhook_dedup.keys WHERE source = 'bulk'"
+                            " AND state = 'processing'").fetchone()[0] == 100_000
+        assert conn.execute("SELECT outcome FROM webhook_claim('bulk', 'k77777')").fetchone()[0] == "in_progress"

@@ -1,8 +1,8 @@
 """The background worker against a real cluster of its own, with the library
 preloaded, webhook_dedup.database = 'wd' and a maintenance interval of 1 s
 (the worker issue's evidence list): it waits for the extension, sweeps an
-expired lease within seconds, keeps partitions made ahead, drops a partition
-past retention while a processing key in it lives on, follows a reload,
+expired lease within seconds, deletes keys past retention while a processing
+key as old as they are lives on, follows a reload,
 bounds each pass by batch_size, and comes back after an error, after
 pg_terminate_backend and after pg_ctl stop -m immediate.
 
@@ -86,56 +86,33 @@ def test_an_expired_lease_is_swept_within_seconds(cluster):
         assert conn.execute("SELECT outcome, attempt FROM webhook_claim('w', 'crashed')").fetchone() == ("reclaimed", 2)
 
 
-PARTITIONS = """
-SELECT c.oid::regclass::text, pg_get_expr(c.relpartbound, c.oid)
-  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
- WHERE i.inhparent = 'webhook_dedup.keys'::regclass AND c.relname <> 'keys_default'
- ORDER BY c.relname
-"""
-
-
-def test_partitions_are_made_ahead_again(cluster):
-    with cluster.connect("wd") as conn:
-        before = conn.execute(PARTITIONS).fetchall()
-        assert len(before) >= 5, "the current partition and webhook_dedup.premake (4) ahead"
-        newest = before[-1][0]
-        conn.execute(f"ALTER TABLE webhook_dedup.keys DETACH PARTITION {newest}")
-        conn.execute(f"DROP TABLE {newest}")
-        wait_for("the partition made again", lambda: conn.execute(PARTITIONS).fetchall() == before, 10)
-
-
-def test_a_partition_past_retention_goes_and_its_processing_key_lives_on(cluster):
+def test_keys_past_retention_go_and_a_processing_key_lives_on(cluster):
     with cluster.connect("wd") as conn:
         conn.execute("""
-            CREATE TABLE webhook_dedup.keys_p20200101_0000 (LIKE webhook_dedup.keys INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
-            CREATE UNIQUE INDEX ON webhook_dedup.keys_p20200101_0000 (source, idem_key);
-            INSERT INTO webhook_dedup.keys_p20200101_0000
-                (source, idem_key, partition_at, state, attempt, claim_token, lease_expires_at, due_at,
-                 first_seen_at, last_seen_at, completed_at)
-            SELECT 'w', 'old' || i, '2020-01-01 12:00+00'::timestamptz, 'completed', 1, NULL::uuid,
-                   NULL::timestamptz, NULL::timestamptz, '2020-01-01 12:00+00'::timestamptz,
-                   '2020-01-01 12:00+00'::timestamptz, '2020-01-01 12:00+00'::timestamptz
+            INSERT INTO webhook_dedup.keys
+                (source, idem_key, state, attempt, claim_token, lease_expires_at, due_at,
+                 first_seen_at, last_seen_at, completed_at, expires_at)
+            SELECT 'w', 'old' || i, 'completed', 1, NULL::uuid, NULL::timestamptz, NULL::timestamptz,
+                   '2020-01-01 12:00+00'::timestamptz, '2020-01-01 12:00+00'::timestamptz,
+                   '2020-01-01 12:00+00'::timestamptz, '2020-01-31 12:00+00'::timestamptz
               FROM generate_series(1, 100) i
             UNION ALL
-            SELECT 'w', 'working', '2020-01-01 12:00+00', 'processing', 3, gen_random_uuid(),
+            SELECT 'w', 'working', 'processing', 3, gen_random_uuid(),
                    now() + interval '1 hour', now() + interval '1 hour',
-                   '2020-01-01 12:00+00', '2020-01-01 12:00+00', NULL;
-            ALTER TABLE webhook_dedup.keys ATTACH PARTITION webhook_dedup.keys_p20200101_0000
-              FOR VALUES FROM ('2020-01-01 00:00+00') TO ('2020-01-02 00:00+00')""")
+                   '2020-01-01 12:00+00', '2020-01-01 12:00+00', NULL, NULL""")
         token = conn.execute("SELECT claim_token FROM webhook_dedup.keys WHERE idem_key = 'working'").fetchone()[0]
-        gone = lambda: conn.execute("SELECT to_regclass('webhook_dedup.keys_p20200101_0000') IS NULL").fetchone()[0]
-        wait_for("the partition past retention to be dropped", gone, 10)
-        row = conn.execute("SELECT state, attempt, claim_token, partition_at > now() - interval '1 hour'"
-                           "  FROM webhook_dedup.keys WHERE source = 'w' AND idem_key = 'working'").fetchone()
-        assert row == ("processing", 3, token, True), "carried forward, lease and token unchanged"
+        gone = lambda: conn.execute(
+            "SELECT count(*) FROM webhook_dedup.keys WHERE idem_key LIKE 'old%'").fetchone()[0] == 0
+        wait_for("the keys past retention to be deleted", gone, 10)
+        row = conn.execute("SELECT state, attempt, claim_token FROM webhook_dedup.keys"
+                           " WHERE source = 'w' AND idem_key = 'working'").fetchone()
+        assert row == ("processing", 3, token), "lease and token unchanged"
         assert conn.execute("SELECT outcome FROM webhook_claim('w', 'working')").fetchone()[0] == "in_progress"
         assert conn.execute("SELECT webhook_complete('w', 'working', %s)", (token,)).fetchone()[0] is True
-        assert conn.execute("SELECT count(*) FROM webhook_dedup.keys WHERE idem_key LIKE 'old%'").fetchone()[0] == 0
-        dropped = conn.execute("SELECT sum(partitions_dropped), sum(keys_carried_forward) FROM"
-                               " webhook_dedup.maintenance_runs WHERE application_name = %s", (WORKER,)).fetchone()
-        assert dropped == (1, 1)
-    assert "dropped partition webhook_dedup.keys_p20200101_0000 past retention (1 keys carried forward)" \
-        in cluster.log_text()
+        pruned = conn.execute("SELECT sum(keys_pruned) FROM webhook_dedup.maintenance_runs"
+                              " WHERE application_name = %s", (WORKER,)).fetchone()[0]
+        assert pruned >= 100
+    assert re.search(r"webhook_dedup maintenance: .* \d+ keys past retention deleted", cluster.log_text())
 
 
 def test_a_reload_changes_the_interval(cluster):

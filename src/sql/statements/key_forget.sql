@@ -1,5 +1,11 @@
--- webhook_forget by an operator: remove the key.
--- $1 source, $2 idem_key, $3 partition_at.
-DELETE FROM webhook_dedup.keys
-  WHERE partition_at OPERATOR(pg_catalog.=) $3
-    AND source OPERATOR(pg_catalog.=) $1 AND idem_key OPERATOR(pg_catalog.=) $2
+-- webhook_forget by an operator: the key and its payload go.
+-- $1 source, $2 idem_key. Returns the key's event_type when it existed.
+WITH gone AS (
+  DELETE FROM webhook_dedup.keys
+   WHERE idem_key OPERATOR(pg_catalog.=) $2 AND source OPERATOR(pg_catalog.=) $1
+  RETURNING event_type
+), payload AS (
+  DELETE FROM webhook_dedup.payloads
+   WHERE idem_key OPERATOR(pg_catalog.=) $2 AND source OPERATOR(pg_catalog.=) $1
+)
+SELECT event_type FROM gone

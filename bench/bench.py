@@ -1,0 +1,532 @@
+#!/usr/bin/env python3
+"""The cost of webhook_dedup against the SQL it replaces (`make bench`).
+
+Runs against the throwaway cluster scripts/bench.sh starts (library
+preloaded, settings left at their defaults unless a scenario says why) and
+prints, for every target of docs/benchmarks.md, the median and the min/max
+of its ratio over several rounds. Compared workloads alternate within each
+round, so both sides see the same machine, disk and cache state. A
+benchmark, not a test: it reports, and asserts nothing but that the
+workloads ran.
+
+Scenarios (all by default; name some to run only those):
+
+  cpu       CPU time of one backend per call (/proc/PID/schedstat around a
+            PL/pgSQL loop of 3,000 calls, plans cached): stable on a noisy
+            machine, unlike throughput
+  claim     pgbench: webhook_claim against the guides' INSERT ... ON CONFLICT
+            DO NOTHING RETURNING and the hand-written PL/pgSQL claim, new keys
+            and a 30% duplicate mix
+  complete  pgbench: claim + complete in one transaction against insert +
+            update (and the PL/pgSQL pair)
+  receive   pgbench: webhook_receive of a signed 4 KiB GitHub delivery against
+            pgcrypto's HMAC check + plain insert in one statement
+  aged      pgbench: claims on a store holding 30 days of history at the
+            default retention against claims on a fresh install
+  large     pgbench: claim latency (p99) with 10 M stored keys against 0
+  expiry    pgbench: claims while maintenance removes 1 M expired keys against
+            claims with no maintenance; lock waits over 100 ms from the log
+  wal       WAL bytes per claim, including the key's eventual removal,
+            against the plain insert (pg_current_wal_insert_lsn)
+  bulk      one transaction claiming 100,000 keys with webhook_claim_many
+  layouts   (not run by default) the storage layouts prototyped before the
+            choice of docs/design.md, bench/layouts/
+
+Environment: PGHOST/PGPORT/PGUSER (scripts/bench.sh sets them), PG_BIN,
+PG_OS_USER, BENCH_SERVER_LOG. Options: see --help.
+"""
+
+import argparse
+import hashlib
+import hmac
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+WORKLOADS = HERE / "workloads"
+REFERENCE = HERE / "reference"
+# A real GitHub delivery of about 4 KiB (4,150 bytes, event "installation").
+GITHUB_PAYLOAD = ROOT / "tests" / "fixtures" / "github" / "installation" / "new_permissions_accepted.payload.json"
+GITHUB_EVENT = "installation"
+SECRET = "bench-secret"
+DUPS = 10_000
+
+
+def log(message: str) -> None:
+    print(f"-- {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Ratio:
+    """One target: its samples (one per round) and the bound it must meet."""
+
+    name: str
+    bound: float
+    better: str  # ">=" or "<="
+    unit: str = "x"
+    samples: list = field(default_factory=list)
+    note: str = ""
+
+    def summary(self) -> str:
+        if not self.samples:
+            return f"{self.name}: not measured"
+        med = statistics.median(self.samples)
+        met = med >= self.bound if self.better == ">=" else med <= self.bound
+        spread = f"min {min(self.samples):.2f}, max {max(self.samples):.2f}" if len(self.samples) > 1 else "1 sample"
+        verdict = "met" if met else "MISSED"
+        note = f"; {self.note}" if self.note else ""
+        return (f"{self.name}: median {med:.2f}{self.unit} ({spread}, n={len(self.samples)}); "
+                f"target {self.better} {self.bound}{self.unit}: {verdict}{note}")
+
+    def as_json(self) -> dict:
+        return {"name": self.name, "target": f"{self.better} {self.bound}", "samples": self.samples,
+                "median": statistics.median(self.samples) if self.samples else None, "note": self.note}
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.pg_bin = Path(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin"))
+        self.server_log = os.environ.get("BENCH_SERVER_LOG")
+        self.ratios: list[Ratio] = []
+        self.lines: list[str] = []  # plain measurements printed with the ratios
+        self.counter = 0
+        self.body = GITHUB_PAYLOAD.read_text()
+        self.tmp = Path(tempfile.mkdtemp(prefix="webhook_dedup_bench."))
+
+    # -- plumbing -----------------------------------------------------------
+
+    def connect(self, db="postgres", autocommit=True) -> psycopg.Connection:
+        return psycopg.connect(dbname=db, autocommit=autocommit)
+
+    def ratio(self, *args, **kwargs) -> Ratio:
+        r = Ratio(*args, **kwargs)
+        self.ratios.append(r)
+        return r
+
+    def say(self, line: str) -> None:
+        self.lines.append(line)
+        log(line)
+
+    def run_id(self) -> str:
+        self.counter += 1
+        return f"r{os.getpid()}x{self.counter}"
+
+    def create_db(self, name: str) -> None:
+        with self.connect() as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            conn.execute(f"CREATE DATABASE {name}")
+        with self.connect(name) as conn:
+            conn.execute("CREATE EXTENSION webhook_dedup")
+            for f in ("plain.sql", "plpgsql_claim.sql", "pgcrypto_github.sql"):
+                conn.execute((REFERENCE / f).read_text())
+            # Keys that duplicates hit: claimed and completed on every side.
+            conn.execute("""
+                SELECT webhook_complete('bench', k, (SELECT claim_token FROM webhook_claim('bench', k)), '{"status": 200}')
+                  FROM (SELECT 'dup-' || i AS k FROM generate_series(1, %s) i) AS d""", (DUPS,))
+            conn.execute("INSERT INTO bench.processed_events (source, event_id, status) "
+                         "SELECT 'bench', 'dup-' || i, 'completed' FROM generate_series(1, %s) i", (DUPS,))
+            conn.execute("""
+                SELECT bench.complete('bench', k, (SELECT claim_token FROM bench.claim('bench', k, NULL, '1 minute')),
+                                      '{"status": 200}')
+                  FROM (SELECT 'dup-' || i AS k FROM generate_series(1, %s) i) AS d""", (DUPS,))
+            conn.execute("VACUUM ANALYZE")
+
+    def signature(self) -> str:
+        """X-Hub-Signature-256 of the body, as GitHub computes it."""
+        mac = hmac.new(SECRET.encode(), self.body.encode(), hashlib.sha256).hexdigest()
+        return f"sha256={mac}"
+
+    def pgbench(self, db: str, script: str, seconds: float | None = None, transactions: int | None = None,
+                clients: int | None = None, dup_pct: int = 0, latencies: bool = False) -> tuple[float, list]:
+        """Run one workload; returns (tps, per-transaction latencies in µs when asked)."""
+        clients = clients or self.args.clients
+        variables = {"run": self.run_id(), "dups": DUPS, "dup_pct": dup_pct, "secret": SECRET, "event": GITHUB_EVENT,
+                     "signature": self.sig, "body": self.body}
+        cmd = [str(self.pg_bin / "pgbench"), "-n", "-M", self.args.protocol, "-c", str(clients),
+               "-j", str(min(clients, os.cpu_count() or 2)), "-f", str(WORKLOADS / script)]
+        cmd += ["-T", str(int(seconds))] if seconds else ["-t", str(transactions)]
+        for name, value in variables.items():
+            cmd += ["-D", f"{name}={value}"]
+        logdir = None
+        if latencies:
+            logdir = Path(tempfile.mkdtemp(dir=self.tmp))
+            cmd += ["-l", "--log-prefix", str(logdir / "tx")]
+        cmd.append(db)
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        tps = re.search(r"^tps = ([0-9.]+)", out.stdout, re.M)
+        failed = re.search(r"number of failed transactions: (\d+)", out.stdout)
+        if out.returncode != 0 or not tps or (failed and int(failed.group(1)) > 0):
+            raise SystemExit(f"pgbench {script} failed:\n{out.stdout}\n{out.stderr}")
+        lat = []
+        if logdir:
+            for f in logdir.iterdir():
+                for line in f.read_text().splitlines():
+                    lat.append(int(line.split()[2]))
+        return float(tps.group(1)), lat
+
+    def cpu_us(self, conn: psycopg.Connection, statement: str, n: int = 3000) -> float:
+        """CPU time of this backend per execution of `statement`, a PL/pgSQL
+        statement run in a loop over i = 1..n (plans cached; {tag} is a
+        prefix unique to the loop, b a boolean variable for INTO)."""
+        pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        tag = self.run_id()
+        body = statement.replace("{tag}", tag)
+        do = f"DO $$ DECLARE b boolean; BEGIN FOR i IN 1..{n} LOOP {body}; END LOOP; END $$"
+        with open(f"/proc/{pid}/schedstat") as f:
+            before = int(f.read().split()[0])
+        conn.execute(do)
+        with open(f"/proc/{pid}/schedstat") as f:
+            after = int(f.read().split()[0])
+        return (after - before) / n / 1000
+
+    def alternate(self, db: str, scripts: list[str], **kw) -> list[dict]:
+        """Rounds of the scripts run one after the other; tps per round."""
+        rounds = []
+        for r in range(self.args.rounds):
+            row = {}
+            for s in scripts:
+                row[s], _ = self.pgbench(db, s, seconds=self.args.seconds, **kw)
+            log(f"round {r + 1}: " + ", ".join(f"{s} {t:.0f} tps" for s, t in row.items()))
+            rounds.append(row)
+        return rounds
+
+    # -- scenarios ----------------------------------------------------------
+
+    def scenario_cpu(self):
+        db = "bench_cpu"
+        self.create_db(db)
+        loops = {
+            "plain insert, new key": "INSERT INTO bench.processed_events (source, event_id) "
+                                     "VALUES ('bench', '{tag}-' || i) ON CONFLICT DO NOTHING RETURNING true INTO b",
+            "webhook_claim, new key": "PERFORM webhook_claim('bench', '{tag}-' || i, lease => '30 seconds')",
+            "PL/pgSQL claim, new key": "PERFORM bench.claim('bench', '{tag}-' || i, NULL, '30 seconds')",
+            "plain insert, duplicate": "INSERT INTO bench.processed_events (source, event_id) VALUES "
+                                       "('bench', 'dup-' || (1 + i % 10000)) ON CONFLICT DO NOTHING RETURNING true INTO b",
+            "webhook_claim, duplicate": "PERFORM webhook_claim('bench', 'dup-' || (1 + i % 10000), lease => '30 seconds')",
+            "PL/pgSQL claim, duplicate": "PERFORM bench.claim('bench', 'dup-' || (1 + i % 10000), NULL, '30 seconds')",
+            "look-up of a stored key": "PERFORM state FROM webhook_dedup.keys WHERE source = 'bench' "
+                                       "AND idem_key = 'dup-' || (1 + i % 10000)",
+        }
+        samples: dict[str, list] = {k: [] for k in loops}
+        with self.connect(db) as conn:
+            for statement in loops.values():  # warm caches and plans
+                self.cpu_us(conn, statement, 300)
+            for _ in range(self.args.rounds):
+                for name, statement in loops.items():
+                    samples[name].append(self.cpu_us(conn, statement))
+        for name, s in samples.items():
+            self.say(f"CPU per call, {name}: {statistics.median(s):.1f} µs (min {min(s):.1f}, max {max(s):.1f})")
+        r = self.ratio("CPU per call: webhook_claim / plain insert, new key", 2.0, "<=")
+        r.samples = [c / p for c, p in zip(samples["webhook_claim, new key"], samples["plain insert, new key"])]
+
+    def scenario_claim(self):
+        db = "bench_claim"
+        self.create_db(db)
+        for dup_pct in (0, 30):
+            mix = "new keys" if dup_pct == 0 else f"{dup_pct}% duplicates"
+            log(f"claim, {mix}")
+            rounds = self.alternate(db, ["claim.sql", "plain_insert.sql", "plpgsql_claim.sql"], dup_pct=dup_pct)
+            self.ratio(f"tps webhook_claim / INSERT ... ON CONFLICT DO NOTHING, {mix}", 0.95, ">=").samples = [
+                r["claim.sql"] / r["plain_insert.sql"] for r in rounds]
+            self.ratio(f"tps webhook_claim / PL/pgSQL claim, {mix}", 1.4, ">=").samples = [
+                r["claim.sql"] / r["plpgsql_claim.sql"] for r in rounds]
+
+    def scenario_complete(self):
+        db = "bench_complete"
+        self.create_db(db)
+        rounds = self.alternate(db, ["claim_complete.sql", "plain_insert_update.sql", "plpgsql_claim_complete.sql"])
+        self.ratio("tps claim + complete / insert + update", 0.9, ">=").samples = [
+            r["claim_complete.sql"] / r["plain_insert_update.sql"] for r in rounds]
+        self.ratio("tps claim + complete / PL/pgSQL claim + complete", 1.4, ">=").samples = [
+            r["claim_complete.sql"] / r["plpgsql_claim_complete.sql"] for r in rounds]
+
+    def scenario_receive(self):
+        db = "bench_receive"
+        self.create_db(db)
+        rounds = self.alternate(db, ["receive_github.sql", "pgcrypto_github.sql"])
+        self.ratio("tps webhook_receive / pgcrypto check + insert (4 KiB GitHub delivery)", 1.0, ">=").samples = [
+            r["receive_github.sql"] / r["pgcrypto_github.sql"] for r in rounds]
+
+    # Stores filled directly (not through the API, which would take too
+    # long): the SQL depends on the storage layout, bench/fill.sql.
+    def fill(self, db: str, what: str, **params) -> float:
+        sql = (HERE / "fill" / f"{what}.sql").read_text()
+        t0 = time.monotonic()
+        with self.connect(db) as conn:
+            for name, value in params.items():
+                sql = sql.replace(f":{name}", str(int(value)))
+            conn.execute(sql)
+            conn.execute("VACUUM ANALYZE")
+        return time.monotonic() - t0
+
+    def scenario_aged(self):
+        self.create_db("bench_fresh")
+        self.create_db("bench_aged")
+        took = self.fill("bench_aged", "aged", days=30, per_day=self.args.aged_per_day)
+        with self.connect("bench_aged") as conn:
+            keys = conn.execute("SELECT count(*) FROM webhook_dedup.keys").fetchone()[0]
+            parts = conn.execute("SELECT count(*) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhparent "
+                                 "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                                 "WHERE n.nspname = 'webhook_dedup'").fetchone()[0]
+        self.say(f"aged store: {keys} keys, {parts} partitions in schema webhook_dedup (filled in {took:.0f} s)")
+        ratios = []
+        for r in range(self.args.rounds):
+            fresh, _ = self.pgbench("bench_fresh", "claim.sql", seconds=self.args.seconds)
+            aged, _ = self.pgbench("bench_aged", "claim.sql", seconds=self.args.seconds)
+            log(f"round {r + 1}: fresh {fresh:.0f} tps, aged {aged:.0f} tps")
+            ratios.append(aged / fresh)
+        self.ratio("tps webhook_claim after 30 days at the default retention / fresh install", 0.9,
+                   ">=").samples = ratios
+
+    def scenario_large(self):
+        self.create_db("bench_empty")
+        self.create_db("bench_large")
+        took = self.fill("bench_large", "large", keys=self.args.large_keys)
+        self.say(f"large store: {self.args.large_keys} keys (filled in {took:.0f} s)")
+        p99s, tps = [], []
+        for r in range(self.args.rounds):
+            e_tps, e_lat = self.pgbench("bench_empty", "claim.sql", seconds=self.args.seconds, latencies=True)
+            l_tps, l_lat = self.pgbench("bench_large", "claim.sql", seconds=self.args.seconds, latencies=True)
+            e99, l99 = (statistics.quantiles(x, n=100)[98] for x in (e_lat, l_lat))
+            log(f"round {r + 1}: empty p99 {e99 / 1000:.2f} ms ({e_tps:.0f} tps), "
+                f"{self.args.large_keys} keys p99 {l99 / 1000:.2f} ms ({l_tps:.0f} tps)")
+            p99s.append(l99 / e99)
+            tps.append(l_tps / e_tps)
+        self.ratio(f"claim p99 latency with {self.args.large_keys} keys / with 0 keys", 1.25, "<=").samples = p99s
+        self.say(f"tps with {self.args.large_keys} keys / with 0 keys: median {statistics.median(tps):.2f}")
+
+    def scenario_expiry(self):
+        """Claims while maintenance removes expired keys, against claims alone."""
+        db = "bench_expiry"
+        self.create_db(db)
+        with self.connect() as conn:
+            conn.execute("ALTER SYSTEM SET log_lock_waits = on")
+            conn.execute("ALTER SYSTEM SET deadlock_timeout = '100ms'")
+            conn.execute("SELECT pg_reload_conf()")
+        log_start = Path(self.server_log).stat().st_size if self.server_log else 0
+        ratios, rates = [], []
+        try:
+            for r in range(self.args.rounds):
+                took = self.fill(db, "expired", keys=self.args.expired_keys)
+                alone, _ = self.pgbench(db, "claim.sql", seconds=self.args.seconds)
+                removed, passes, stop = [0], [0], threading.Event()
+
+                def maintain():
+                    with self.connect(db) as conn:
+                        while not stop.is_set():
+                            row = conn.execute("SELECT keys_pruned, more FROM webhook_dedup.run_maintenance()").fetchone()
+                            removed[0] += row[0]
+                            passes[0] += 1
+                            if not row[1]:
+                                stop.wait(0.2)
+
+                t = threading.Thread(target=maintain)
+                t0 = time.monotonic()
+                t.start()
+                during, _ = self.pgbench(db, "claim.sql", seconds=self.args.seconds)
+                stop.set()
+                t.join()
+                elapsed = time.monotonic() - t0
+                log(f"round {r + 1}: filled {self.args.expired_keys} expired keys in {took:.0f} s; claims alone "
+                    f"{alone:.0f} tps, during maintenance {during:.0f} tps; {removed[0]} keys removed in "
+                    f"{passes[0]} passes ({elapsed:.0f} s)")
+                ratios.append(during / alone)
+                rates.append(removed[0] / elapsed)
+        finally:
+            with self.connect() as conn:
+                conn.execute("ALTER SYSTEM RESET log_lock_waits")
+                conn.execute("ALTER SYSTEM RESET deadlock_timeout")
+                conn.execute("SELECT pg_reload_conf()")
+        waits = 0
+        if self.server_log:
+            with open(self.server_log, errors="replace") as f:
+                f.seek(log_start)
+                waits = sum(1 for line in f if "still waiting for" in line)
+        r = self.ratio("tps webhook_claim while maintenance removes expired keys / without maintenance", 0.8, ">=")
+        r.samples = ratios
+        r.note = f"lock waits over 100 ms: {waits}; removal rate {statistics.median(rates):.0f} keys/s"
+
+    def wal_bytes(self, conn, action) -> int:
+        conn.execute("CHECKPOINT")
+        start = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+        action()
+        end = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+        return conn.execute("SELECT pg_wal_lsn_diff(%s, %s)::bigint", (end, start)).fetchone()[0]
+
+    def scenario_wal(self):
+        n = self.args.wal_keys
+        per_client = n // self.args.clients
+        n = per_client * self.args.clients
+        samples = []
+        for r in range(self.args.rounds):
+            db = "bench_wal"
+            self.create_db(db)
+            with self.connect(db) as conn:
+                plain = self.wal_bytes(conn, lambda: self.pgbench(db, "plain_insert.sql", transactions=per_client))
+                claim = self.wal_bytes(conn, lambda: self.pgbench(db, "claim.sql", transactions=per_client))
+                # Removal: the same number of completed keys past retention,
+                # removed by maintenance passes and the vacuum after them.
+                self.fill(db, "expired", keys=n)
+
+                def remove():
+                    while conn.execute("SELECT more FROM webhook_dedup.run_maintenance()").fetchone()[0]:
+                        pass
+                    conn.execute("VACUUM webhook_dedup.keys")
+
+                removal = self.wal_bytes(conn, remove)
+            log(f"round {r + 1}: WAL per plain insert {plain / n:.0f} B, per claim {claim / n:.0f} B, "
+                f"per removal {removal / n:.0f} B")
+            samples.append((plain / n, claim / n, removal / n))
+        self.say("WAL bytes per key: plain insert {:.0f}, webhook_claim {:.0f}, removal {:.0f} (medians)".format(
+            *(statistics.median(s[i] for s in samples) for i in range(3))))
+        self.ratio("WAL bytes per claim including its removal / plain insert", 1.5, "<=").samples = [
+            (c + rem) / p for p, c, rem in samples]
+
+    def scenario_bulk(self):
+        db = "bench_bulk"
+        self.create_db(db)
+        with self.connect(db, autocommit=False) as conn:
+            t0 = time.monotonic()
+            try:
+                rows = conn.execute("SELECT count(*) FROM webhook_claim_many('bulk', "
+                                    "ARRAY(SELECT 'k' || i FROM generate_series(1, 100000) i))").fetchone()[0]
+                conn.commit()
+                result = f"succeeded: {rows} keys claimed in {time.monotonic() - t0:.1f} s"
+                ok = rows == 100_000
+            except psycopg.Error as e:
+                result = f"failed after {time.monotonic() - t0:.1f} s: {e.sqlstate} {str(e).splitlines()[0]}"
+                ok = False
+        self.say(f"one transaction claiming 100,000 keys (webhook_claim_many): {result}")
+        r = self.ratio("one transaction claiming 100,000 keys succeeds (1 = yes)", 1, ">=", unit="")
+        r.samples = [1.0 if ok else 0.0]
+
+    def scenario_layouts(self):
+        """The storage layouts prototyped before choosing (bench/layouts/,
+        docs/design.md): each claim written in PL/pgSQL over its own tables,
+        and the installed extension, on the same key mix."""
+        db = "bench_layouts"
+        self.create_db(db)
+        layouts = {"a": "a_unique_index.sql", "c4": "c_wide_partitions.sql", "c37": "c_wide_partitions.sql"}
+        with self.connect(db) as conn:
+            for name, f in layouts.items():
+                sql = (HERE / "layouts" / f).read_text().replace(":partitions", name[1:] or "0")
+                if name.startswith("c"):
+                    sql = sql.replace("layout_c", f"layout_{name}")
+                conn.execute(sql)
+                schema = f"layout_{name}"
+                conn.execute(f"""SELECT {schema}.complete('bench', k, (SELECT token FROM {schema}.claim('bench', k,
+                                     NULL, '1 minute')), '{{}}') FROM (SELECT 'dup-' || i AS k FROM generate_series(1,
+                                     {DUPS}) i) d""" if name == "a" else
+                             f"""SELECT {schema}.claim('bench', 'dup-' || i, NULL, '1 minute')
+                                   FROM generate_series(1, {DUPS}) i""")
+            conn.execute("VACUUM ANALYZE")
+        # pgbench scripts per layout (identifiers cannot be parameters)
+        scripts = {"installed": "claim.sql"}
+        for name in layouts:
+            script = self.tmp / f"layout_{name}.pgbench"
+            base = "a" if name == "a" else "c"
+            script.write_text((HERE / "layouts" / f"{base}_claim.pgbench").read_text()
+                              .replace(f"layout_{base}.", f"layout_{name}."))
+            scripts[name] = str(script)
+        calls = {"installed": "PERFORM webhook_claim('bench', {key}, lease => '30 seconds')"}
+        calls.update({n: f"PERFORM layout_{n}.claim('bench', {{key}}, NULL, '30 seconds')" for n in layouts})
+        cpu = {(n, k): [] for n in calls for k in ("new", "dup")}
+        with self.connect(db) as conn:
+            for _ in range(self.args.rounds):
+                for n, call in calls.items():
+                    cpu[(n, "new")].append(self.cpu_us(conn, call.replace("{key}", "'{tag}-' || i")))
+                    cpu[(n, "dup")].append(self.cpu_us(conn, call.replace("{key}", "'dup-' || (1 + i % 10000)")))
+        for (n, k), s in cpu.items():
+            self.say(f"layout {n}: CPU per claim of a {'new key' if k == 'new' else 'duplicate'} "
+                     f"{statistics.median(s):.1f} µs (min {min(s):.1f}, max {max(s):.1f})")
+        for dup_pct in (0, 30):
+            tps = {n: [] for n in scripts}
+            for r in range(self.args.rounds):
+                for n, s in scripts.items():
+                    t, _ = self.pgbench(db, s, seconds=self.args.seconds, dup_pct=dup_pct)
+                    tps[n].append(t)
+                log(f"round {r + 1}, {dup_pct}% duplicates: " + ", ".join(f"{n} {v[-1]:.0f}" for n, v in tps.items()))
+            for n, v in tps.items():
+                self.say(f"layout {n}: {statistics.median(v):.0f} claims/s with {dup_pct}% duplicates "
+                         f"(min {min(v):.0f}, max {max(v):.0f})")
+        for n in layouts:
+            with self.connect(db, autocommit=False) as conn:
+                try:
+                    conn.execute(f"SELECT count(*) FROM (SELECT layout_{n}.claim('bulk', 'k' || i, NULL, '1 minute') "
+                                 "FROM generate_series(1, 100000) i) c")
+                    conn.commit()
+                    self.say(f"layout {n}: one transaction claiming 100,000 keys succeeded")
+                except psycopg.Error as e:
+                    self.say(f"layout {n}: one transaction claiming 100,000 keys failed: {e.sqlstate} "
+                             f"{str(e).splitlines()[0]}")
+
+    # -- report -------------------------------------------------------------
+
+    def report(self, scenarios) -> None:
+        with self.connect() as conn:
+            version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'webhook_dedup'").fetchone()
+            server = conn.execute("SHOW server_version").fetchone()[0]
+        print()
+        print(f"webhook_dedup bench, {time.strftime('%Y-%m-%d %H:%M %Z')}: PostgreSQL {server}, "
+              f"{os.cpu_count()} CPUs, {self.args.clients} clients, {self.args.rounds} rounds of "
+              f"{self.args.seconds} s, pgbench -M {self.args.protocol}; scenarios {' '.join(scenarios)}")
+        for line in self.lines:
+            print(f"  {line}")
+        for r in self.ratios:
+            print(f"  {r.summary()}")
+        if self.args.json:
+            Path(self.args.json).write_text(json.dumps({
+                "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "postgres": server, "cpus": os.cpu_count(),
+                "args": vars(self.args), "lines": self.lines, "ratios": [r.as_json() for r in self.ratios]},
+                indent=2))
+
+
+SCENARIOS = ["cpu", "claim", "complete", "receive", "aged", "large", "expiry", "wal", "bulk"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("scenarios", nargs="*", default=[],
+                   help=f"some of {', '.join(SCENARIOS)}, or layouts (the prototypes; not run by default)")
+    p.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", 3)))
+    p.add_argument("--seconds", type=int, default=int(os.environ.get("SECONDS_PER_RUN", 10)))
+    p.add_argument("--clients", type=int, default=int(os.environ.get("CLIENTS", 8)))
+    p.add_argument("--protocol", default=os.environ.get("PROTOCOL", "prepared"), choices=["simple", "extended",
+                                                                                          "prepared"])
+    p.add_argument("--large-keys", type=int, default=10_000_000)
+    p.add_argument("--expired-keys", type=int, default=1_000_000)
+    p.add_argument("--aged-per-day", type=int, default=50_000)
+    p.add_argument("--wal-keys", type=int, default=100_000)
+    p.add_argument("--json", help="also write the results to this file")
+    args = p.parse_args()
+    scenarios = args.scenarios or SCENARIOS
+    unknown = [s for s in scenarios if s not in SCENARIOS + ["layouts"]]
+    if unknown:
+        p.error(f"unknown scenario {', '.join(unknown)}")
+    bench = Bench(args)
+    bench.sig = bench.signature()
+    started = time.monotonic()
+    for name in scenarios:
+        t0 = time.monotonic()
+        log(f"scenario {name}")
+        getattr(bench, f"scenario_{name}")()
+        log(f"scenario {name} took {time.monotonic() - t0:.0f} s")
+    bench.say(f"whole run: {time.monotonic() - started:.0f} s")
+    bench.report(scenarios)
+
+
+if __name__ == "__main__":
+    main()

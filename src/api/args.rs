@@ -1,0 +1,23 @@
+//! Argument checks shared by the SQL functions (each raises a precise
+//! SQLSTATE; see [`crate::error`]).
+
+use crate::error::{required, OrRaise};
+use crate::key::check_bounded;
+use crate::store::Key;
+use pgrx::datum::Interval;
+
+/// The key named by a call: both parts present (22004) and 1 to 255
+/// characters (22023).
+pub(crate) fn key<'a>(source: Option<&'a str>, idem_key: Option<&'a str>) -> Key<'a> {
+    let source = required(source, "source");
+    let idem_key = required(idem_key, "idem_key");
+    check_bounded("source", source).or_raise();
+    check_bounded("idem_key", idem_key).or_raise();
+    Key { source, idem_key }
+}
+
+/// A lease length given as an interval: positive, at most 365 days, no
+/// months (22023 otherwise). Microseconds.
+pub(crate) fn lease(lease: Interval) -> i64 {
+    crate::time::duration_us(lease, "lease").and_then(crate::claim::check_lease_us).or_raise()
+}

@@ -1,0 +1,7 @@
+-- A key's row without a lock, on the snapshot the caller chooses (the
+-- latest, to tell a key this transaction cannot see from an unknown one).
+-- $1 source, $2 idem_key. Returns the key row (store::KeyRow).
+SELECT k.source, k.idem_key, k.state, k.attempt, k.claim_token, k.lease_expires_at, k.next_attempt_at,
+       k.fingerprint, k.event_type, k.result, k.last_step, k.first_seen_at, k.due_at
+  FROM webhook_dedup.keys AS k
+ WHERE k.idem_key OPERATOR(pg_catalog.=) $2 AND k.source OPERATOR(pg_catalog.=) $1

@@ -1,0 +1,67 @@
+//! The queue's reads and writes (persist-then-process): storing a delivery
+//! with its payload, taking due keys locked, reading a payload.
+
+use super::{Key, KeyRow, Upserted, KEY_ROW, UPSERTED};
+use crate::jsonb::Jsonb;
+use crate::spi::{arg, Conn, Snap, Statement};
+use crate::time::timestamptz;
+use pgrx::pg_sys::{BYTEAOID, INT4OID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
+
+static ENQUEUE: Statement = Statement::returning(
+    crate::sql_statement!("queue_enqueue.sql"),
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, BYTEAOID, BYTEAOID, TEXTOID, JSONBOID],
+    UPSERTED,
+);
+static TAKE: Statement =
+    Statement::returning(crate::sql_statement!("queue_take.sql"), &[TIMESTAMPTZOID, TEXTOID, INT4OID], KEY_ROW);
+static PAYLOAD: Statement =
+    Statement::returning(crate::sql_statement!("queue_payload.sql"), &[TEXTOID, TEXTOID], &["payload", "headers"]);
+
+/// A delivery to store for the workers.
+#[derive(Debug, Clone, Copy)]
+pub struct Delivery<'a> {
+    pub key: Key<'a>,
+    pub now: i64,
+    pub payload: &'a [u8],
+    /// SHA-256 of `payload`.
+    pub fingerprint: &'a [u8],
+    pub event_type: Option<&'a str>,
+    pub headers: Option<Jsonb>,
+}
+
+/// Store the key as `pending` (due now) with its payload, or lock the known
+/// key and count the delivery on it (as [`super::claim::upsert`]). One
+/// statement (`queue_enqueue.sql`).
+pub fn enqueue(conn: &Conn<'_>, d: &Delivery<'_>) -> Upserted {
+    let rows = conn.execute(
+        &ENQUEUE,
+        &[
+            arg(d.key.source),
+            arg(d.key.idem_key),
+            arg(timestamptz(d.now)),
+            arg(d.payload),
+            arg(d.fingerprint),
+            arg(d.event_type),
+            arg(d.headers),
+        ],
+        Snap::Statement,
+    );
+    Upserted::read(&rows)
+}
+
+/// Up to `limit` keys due at `now` (of `source`, or of every source), oldest
+/// first, each locked for this transaction; keys locked by others are
+/// skipped, not waited for.
+pub fn take_due(conn: &Conn<'_>, now: i64, source: Option<&str>, limit: i32) -> Vec<KeyRow> {
+    let rows = conn.execute(&TAKE, &[arg(timestamptz(now)), arg(source), arg(limit)], Snap::Statement);
+    (0..rows.len()).map(|i| KeyRow::read(&rows, i, 1)).collect()
+}
+
+/// The payload and headers stored for a key, if any.
+pub fn payload(conn: &Conn<'_>, key: Key<'_>) -> (Option<Vec<u8>>, Option<Jsonb>) {
+    let rows = conn.execute(&PAYLOAD, &[arg(key.source), arg(key.idem_key)], Snap::Statement);
+    if rows.is_empty() {
+        return (None, None);
+    }
+    (rows.get(0, 1), rows.get_jsonb(0, 2))
+}
