@@ -18,5 +18,5 @@ setup_all
 cd "$ROOT"
 trap cluster_stop EXIT
 cluster_start
-export PG_BIN PG_OS_USER BENCH_SERVER_LOG=$CLUSTER_DIR/server.log
+export PG_BIN PG_OS_USER BENCH_SERVER_LOG=$CLUSTER_DIR/server.log BENCH_PGDATA=$CLUSTER_DIR/data
 "$VENV/bin/python" bench/bench.py "$@"

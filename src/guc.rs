@@ -26,6 +26,12 @@ static RETENTION_S: GucSetting<i32> = GucSetting::<i32>::new(30 * 86_400);
 /// holds locks for long.
 static BATCH_SIZE: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 
+/// The share of its time, in percent, the worker may spend in passes while
+/// it catches up with a backlog (passes that report `more`): after such a
+/// pass it rests `pass time * (100 - duty) / duty` before the next, so that
+/// deleting a day of expired keys never takes a core away from claims.
+static MAINTENANCE_DUTY_CYCLE: GucSetting<i32> = GucSetting::<i32>::new(20);
+
 /// Lease given by `webhook_claim` when the call passes none, in seconds.
 /// Source of the default: issue "claim state machine" (5 minutes), long
 /// enough for a slow handler, short enough that a crashed one is retried
@@ -91,6 +97,17 @@ pub fn init(preloading: bool) {
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
+        c"webhook_dedup.maintenance_duty_cycle",
+        c"Percent of its time the worker may spend in passes while it catches up with a backlog.",
+        c"After a pass that left work (more = true) the worker rests pass time * (100 - duty) / duty \
+          before the next one; 100 runs passes back to back. Re-read on reload.",
+        &MAINTENANCE_DUTY_CYCLE,
+        1,
+        100,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
         c"webhook_dedup.default_lease",
         c"Lease given by webhook_claim when the call passes none.",
         c"A claimed key is held for this long; after it expires without completion \
@@ -138,6 +155,11 @@ pub fn database() -> String {
 /// `webhook_dedup.maintenance_interval` in seconds (0: the worker's passes are off).
 pub fn maintenance_interval_s() -> u64 {
     u64::try_from(MAINTENANCE_INTERVAL_S.get()).unwrap_or(0)
+}
+
+/// `webhook_dedup.maintenance_duty_cycle`, in percent (1 to 100).
+pub fn maintenance_duty_cycle() -> u32 {
+    MAINTENANCE_DUTY_CYCLE.get().clamp(1, 100) as u32
 }
 
 /// `webhook_dedup.retention` in microseconds.

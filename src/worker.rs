@@ -134,10 +134,19 @@ fn one_pass() -> Option<Pass> {
     Some(run.pass)
 }
 
-/// Run passes until one has nothing more waiting. Returns early on SIGTERM;
+/// The rest after a pass of `took` that left work, for a duty cycle of
+/// `duty` percent: `took * (100 - duty) / duty`.
+pub fn rest_after(took: Duration, duty: u32) -> Duration {
+    let duty = duty.clamp(1, 100);
+    took.saturating_mul(100 - duty) / duty
+}
+
+/// Run passes until one has nothing more waiting, resting between them as
+/// `webhook_dedup.maintenance_duty_cycle` says. Returns early on SIGTERM;
 /// Ok(true) when it stopped at [`MAX_PASSES_IN_A_ROW`] with work left.
 fn passes() -> Result<bool, Stop> {
     for _ in 0..MAX_PASSES_IN_A_ROW {
+        let started = Instant::now();
         report_activity(Some(c"SELECT * FROM webhook_dedup.run_maintenance()"));
         let pass = one_pass();
         report_activity(None);
@@ -149,6 +158,13 @@ fn passes() -> Result<bool, Stop> {
         }
         if !pass.is_some_and(|p| p.more) {
             return Ok(false);
+        }
+        let rest = rest_after(started.elapsed(), crate::guc::maintenance_duty_cycle());
+        if !rest.is_zero() && !BackgroundWorker::wait_latch(Some(rest)) {
+            return Err(Stop::Terminated);
+        }
+        if BackgroundWorker::sigterm_received() {
+            return Err(Stop::Terminated);
         }
     }
     Ok(true)
@@ -246,4 +262,19 @@ pub extern "C-unwind" fn webhook_dedup_worker_main(_arg: pg_sys::Datum) {
     // worker again after RESTART_AFTER unless it is shutting down (exit
     // code 0 would unregister it until the next server start).
     unsafe { pg_sys::proc_exit(1) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rest_after;
+    use std::time::Duration;
+
+    #[test]
+    fn the_rest_keeps_the_duty_cycle() {
+        let pass = Duration::from_millis(100);
+        assert_eq!(rest_after(pass, 20), Duration::from_millis(400), "20%: 100 ms of work in every 500");
+        assert_eq!(rest_after(pass, 50), Duration::from_millis(100));
+        assert_eq!(rest_after(pass, 100), Duration::ZERO, "100%: back to back");
+        assert_eq!(rest_after(pass, 0), Duration::from_millis(9_900), "clamped to 1%");
+    }
 }

@@ -8,12 +8,13 @@ use crate::jsonb::Jsonb;
 use crate::metrics::{self, Counter};
 use crate::spi::{self, Conn};
 use crate::store::claim::{Delivery, Lease, Via};
+use crate::store::direct::Direct;
 use crate::store::transitions::Completed;
 use crate::store::{self, sources, Key, KeyRow, Upserted};
 use crate::time::{clock_now, timestamptz};
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
-use pgrx::Uuid;
+use pgrx::{IntoDatum, Uuid};
 use sha2::{Digest, Sha256};
 
 /// One output row of `webhook_claim` (the column names are in its signature).
@@ -48,39 +49,41 @@ pub(crate) type ClaimRow = (
 /// the database clock (`clock_timestamp()`) at the call. Under REPEATABLE
 /// READ or SERIALIZABLE, 40001 when the key changed after the snapshot.
 #[pg_extern(volatile, parallel_unsafe)]
-#[allow(clippy::type_complexity)] // pgrx needs the column names inline
 fn webhook_claim(
     source: Option<&str>,
     idem_key: Option<&str>,
     payload: default!(Option<&[u8]>, "NULL"),
     lease: default!(Option<Interval>, "NULL"),
     event_type: default!(Option<&str>, "NULL"),
-) -> TableIterator<
-    'static,
-    (
-        name!(outcome, String),
-        name!(claim_token, Option<Uuid>),
-        name!(attempt, i32),
-        name!(state, String),
-        name!(result, Option<Jsonb>),
-        name!(last_step, Option<String>),
-        name!(first_seen_at, TimestampWithTimeZone),
-        name!(lease_expires_at, Option<TimestampWithTimeZone>),
-    ),
-> {
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> pgrx::composite_type!('static, "webhook_dedup.claim_result") {
     let key = args::key(source, idem_key);
     let lease_us = lease.map(args::lease);
     let fingerprint = payload.map(Sha256::digest);
-    let row = spi::connected(|conn| claim_one(conn, key, fingerprint.as_deref(), lease_us, event_type));
-    TableIterator::once(row)
+    let (outcome, token, attempt, state, result, last_step, first_seen_at, lease_expires_at) =
+        spi::connected(|conn| claim_one(conn, key, fingerprint.as_deref(), lease_us, event_type));
+    super::rows::one_row(
+        fcinfo,
+        [
+            outcome.into_datum(),
+            token.into_datum(),
+            attempt.into_datum(),
+            state.into_datum(),
+            result.into_datum(),
+            last_step.into_datum(),
+            first_seen_at.into_datum(),
+            lease_expires_at.into_datum(),
+        ],
+    )
 }
 
 /// One claim: the body of `webhook_claim`, of each key of
 /// `webhook_claim_many` and of `webhook_receive`.
 ///
-/// A new key is one statement (the upsert inserts it); a known key is the
-/// same statement (which locks it and counts the delivery), then, when the
-/// decision writes more (a reclaim, a dead letter, a conflict), one more.
+/// A new key is one insert (without an SQL plan when the table allows,
+/// [`crate::store::direct`]); a known key is one statement (the upsert,
+/// which locks it and counts the delivery), then, when the decision writes
+/// more (a reclaim, a dead letter, a conflict), one more.
 pub(crate) fn claim_one(
     conn: &Conn<'_>,
     key: Key<'_>,
@@ -100,7 +103,14 @@ pub(crate) fn claim_one(
     let token = store::new_token();
     let until = now.saturating_add(lease_for(&settings));
     let delivery = Delivery { key, now, token, lease_until: until, fingerprint, event_type };
-    let found = match store::claim::upsert(conn, &delivery) {
+    // A new key is stored without an SQL plan when the table allows
+    // (store::direct); a known key (or a table that does not) goes through
+    // the upsert statement, which locks it and counts the delivery.
+    let upserted = match store::direct::insert_claim(&delivery) {
+        Direct::Inserted => Upserted::Inserted,
+        Direct::Known | Direct::Declined => store::claim::upsert(conn, &delivery),
+    };
+    let found = match upserted {
         Upserted::Inserted => {
             metrics::count(key.source, event_type, Counter::for_outcome(Outcome::Claimed), true);
             return (

@@ -9,6 +9,7 @@ pub mod maintenance;
 pub mod ordering;
 pub mod queue;
 pub mod receive;
+mod rows;
 pub mod sources;
 #[cfg(feature = "pg_test")]
 mod tests;

@@ -17,7 +17,7 @@ use crate::store::{sources, Key};
 use crate::time::timestamptz;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
-use pgrx::Uuid;
+use pgrx::{IntoDatum, Uuid};
 use sha2::{Digest, Sha256};
 
 /// What `webhook_receive` does once a delivery verified.
@@ -52,6 +52,29 @@ type ReceiveRow = (
     Option<TimestampWithTimeZone>,
     Option<String>,
 );
+
+/// The row of `webhook_dedup.receive_result`.
+fn receive_row(
+    fcinfo: pg_sys::FunctionCallInfo,
+    row: ReceiveRow,
+) -> pgrx::composite_type!('static, "webhook_dedup.receive_result") {
+    let (verified, reject_reason, idem_key, outcome, token, attempt, result, event_type, event_time, last_step) = row;
+    super::rows::one_row(
+        fcinfo,
+        [
+            verified.into_datum(),
+            reject_reason.into_datum(),
+            idem_key.into_datum(),
+            outcome.into_datum(),
+            token.into_datum(),
+            attempt.into_datum(),
+            result.into_datum(),
+            event_type.into_datum(),
+            event_time.into_datum(),
+            last_step.into_datum(),
+        ],
+    )
+}
 
 /// The whole intake of one delivery in one call, returning one row:
 ///
@@ -97,21 +120,8 @@ fn webhook_receive(
     signature_prefix: default!(Option<&str>, "NULL"),
     algorithm: default!(Option<&str>, "NULL"),
     encoding: default!(Option<&str>, "NULL"),
-) -> TableIterator<
-    'static,
-    (
-        name!(verified, bool),
-        name!(reject_reason, Option<String>),
-        name!(idem_key, Option<String>),
-        name!(outcome, Option<String>),
-        name!(claim_token, Option<Uuid>),
-        name!(attempt, Option<i32>),
-        name!(result, Option<Jsonb>),
-        name!(event_type, Option<String>),
-        name!(event_time, Option<TimestampWithTimeZone>),
-        name!(last_step, Option<String>),
-    ),
-> {
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> pgrx::composite_type!('static, "webhook_dedup.receive_result") {
     // Every argument is checked before anything is written.
     let scheme_name = required(scheme, "scheme");
     let scheme_parsed = Scheme::parse(scheme_name).or_raise();
@@ -133,7 +143,7 @@ fn webhook_receive(
             metrics::count(source, None, counter, false);
         }
         let reason = verdict.reason.as_str().to_string();
-        return TableIterator::once((false, Some(reason), None, None, None, None, None, None, None, None));
+        return receive_row(fcinfo, (false, Some(reason), None, None, None, None, None, None, None, None));
     }
 
     let json = Body::new(body);
@@ -147,7 +157,7 @@ fn webhook_receive(
             metrics::count(source, event_type.as_deref(), Counter::MissingEventIds, false);
             let row: ReceiveRow =
                 (true, Some("missing_event_id".into()), None, None, None, None, None, event_type, event_time, None);
-            return TableIterator::once(row);
+            return receive_row(fcinfo, row);
         }
     };
     let key = derive(&Parts { source, event_id: &event_id, environment, account, operation, body_hash }).or_raise();
@@ -164,7 +174,7 @@ fn webhook_receive(
             (true, None, Some(key), Some(outcome.as_str().into()), None, None, None, event_type, event_time, None)
         }
     };
-    TableIterator::once(row)
+    receive_row(fcinfo, row)
 }
 
 /// SQL functions in schema `webhook_dedup`.

@@ -15,7 +15,7 @@ mod webhook_dedup {
     fn sources_changed<'a>(
         trigger: &'a PgTrigger<'a>,
     ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, pgrx::trigger_support::PgTriggerError> {
-        crate::store::sources::invalidate(trigger.relid()?);
+        crate::store::cache::invalidate(trigger.relid()?);
         Ok(None)
     }
 }

@@ -13,11 +13,12 @@
 //! [`CAPACITY`] sources (sources without a row included) and starts over
 //! when full.
 
+use super::cache;
 use crate::error::OrRaise;
 use crate::spi::{arg, Conn, Snap, Statement};
 use pgrx::datum::Interval;
 use pgrx::pg_sys::{self, TEXTOID};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 static SETTINGS: Statement = Statement::returning(
@@ -66,46 +67,21 @@ impl SourceSettings {
 }
 
 thread_local! {
-    static CACHE: RefCell<HashMap<String, SourceSettings>> = RefCell::new(HashMap::new());
-    /// Bumped by every invalidation of `webhook_dedup.sources` (or of every
-    /// relation); the cache is emptied when it no longer matches.
-    static GENERATION: Cell<u64> = const { Cell::new(0) };
-    static CACHED_GENERATION: Cell<u64> = const { Cell::new(0) };
-    /// The oid of `webhook_dedup.sources`, as last read (0: not yet).
-    static SOURCES_OID: Cell<u32> = const { Cell::new(0) };
-    static REGISTERED: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Relation cache invalidation callback: called by PostgreSQL while it
-/// processes invalidation messages, so it only bumps a counter (no
-/// allocation, no error, no panic, no borrow of the cache; hence no
-/// `pg_guard` either).
-unsafe extern "C-unwind" fn invalidated(_arg: pg_sys::Datum, relid: pg_sys::Oid) {
-    let ours = SOURCES_OID.get();
-    if relid == pg_sys::InvalidOid || ours == 0 || relid.to_u32() == ours {
-        GENERATION.set(GENERATION.get().wrapping_add(1));
-    }
-}
-
-fn register() {
-    if !REGISTERED.get() {
-        // SAFETY: registers a callback with a 'static function pointer;
-        // PostgreSQL keeps at most MAX_RELCACHE_CALLBACKS per backend and
-        // this registers one, once.
-        unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(invalidated), pg_sys::Datum::from(0)) };
-        REGISTERED.set(true);
-    }
+    /// The cached settings, and the [`cache::generation`] they were read under.
+    static CACHE: RefCell<(u64, HashMap<String, SourceSettings>)> = RefCell::new((0, HashMap::new()));
 }
 
 /// The settings of `source` (cached; read with `conn` on a miss).
 pub fn settings(conn: &Conn<'_>, source: &str) -> SourceSettings {
-    register();
-    let generation = GENERATION.get();
-    if CACHED_GENERATION.get() != generation {
-        CACHE.with_borrow_mut(HashMap::clear);
-        CACHED_GENERATION.set(generation);
-    }
-    if let Some(found) = CACHE.with_borrow(|c| c.get(source).copied()) {
+    let generation = cache::generation();
+    let cached = CACHE.with_borrow_mut(|(built, c)| {
+        if *built != generation {
+            c.clear();
+            *built = generation;
+        }
+        c.get(source).copied()
+    });
+    if let Some(found) = cached {
         return found;
     }
     let rows = conn.execute(&SETTINGS, &[arg(source)], Snap::Statement);
@@ -115,12 +91,13 @@ pub fn settings(conn: &Conn<'_>, source: &str) -> SourceSettings {
         retention: rows.get(0, 3),
         tolerance: rows.get(0, 4),
     };
-    let oid: Option<pg_sys::Oid> = rows.get(0, 5);
-    SOURCES_OID.set(oid.map_or(0, |o| o.to_u32()));
+    if let Some(oid) = rows.get::<pg_sys::Oid>(0, 5) {
+        cache::watch(cache::Table::Sources, oid);
+    }
     // Keep it only if no invalidation arrived while it was read (the read
     // may have seen the table before or after that change).
-    if GENERATION.get() == generation {
-        CACHE.with_borrow_mut(|c| {
+    if cache::generation() == generation {
+        CACHE.with_borrow_mut(|(_, c)| {
             if c.len() >= CAPACITY {
                 c.clear();
             }
@@ -128,13 +105,4 @@ pub fn settings(conn: &Conn<'_>, source: &str) -> SourceSettings {
         });
     }
     found
-}
-
-/// Send a relation cache invalidation for `relid` (the trigger
-/// `sources_changed` on `webhook_dedup.sources`): every backend's cache of
-/// source settings is emptied when the change commits.
-pub fn invalidate(relid: pg_sys::Oid) {
-    // SAFETY: queues an invalidation message for a relation oid; valid in
-    // any transaction, a no-op for an oid no backend has cached.
-    unsafe { pg_sys::CacheInvalidateRelcacheByRelid(relid) };
 }

@@ -1,0 +1,69 @@
+//! Invalidation of what this backend caches about the extension's tables
+//! (per-source settings, [`super::sources`]; the layout of the keys table,
+//! [`super::direct`]), following PostgreSQL's own caches: a relation cache
+//! invalidation of a watched table (or of every relation, after the shared
+//! invalidation queue overflowed) bumps [`generation`], and a cache built
+//! under an older generation is dropped before it is used.
+//!
+//! Invalidations reach a backend when it starts a transaction or takes a
+//! lock for the first time in one, and its own changes at its next
+//! command, so a cache checked against [`generation`] after the table's
+//! lock is taken is as current as the relation cache itself.
+
+use pgrx::pg_sys;
+use std::cell::Cell;
+
+/// How many tables the backend watches (the keys table and the sources).
+const WATCHED: usize = 2;
+
+thread_local! {
+    static GENERATION: Cell<u64> = const { Cell::new(0) };
+    /// The oids of the watched tables (0: not known yet, which makes every
+    /// invalidation count).
+    static OIDS: Cell<[u32; WATCHED]> = const { Cell::new([0; WATCHED]) };
+    static REGISTERED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A watched table.
+#[derive(Debug, Clone, Copy)]
+pub enum Table {
+    Keys = 0,
+    Sources = 1,
+}
+
+/// Relation cache invalidation callback. PostgreSQL calls it while it
+/// processes invalidation messages, so it only bumps a counter: no
+/// allocation, no error, no panic (hence no `pg_guard`).
+unsafe extern "C-unwind" fn invalidated(_arg: pg_sys::Datum, relid: pg_sys::Oid) {
+    let oids = OIDS.get();
+    if relid == pg_sys::InvalidOid || oids.contains(&0) || oids.contains(&relid.to_u32()) {
+        GENERATION.set(GENERATION.get().wrapping_add(1));
+    }
+}
+
+/// The current generation; registers the callback on first use.
+pub fn generation() -> u64 {
+    if !REGISTERED.get() {
+        // SAFETY: registers a 'static function once per backend; PostgreSQL
+        // keeps up to MAX_RELCACHE_CALLBACKS of them.
+        unsafe { pg_sys::CacheRegisterRelcacheCallback(Some(invalidated), pg_sys::Datum::from(0)) };
+        REGISTERED.set(true);
+    }
+    GENERATION.get()
+}
+
+/// Remember the oid of a watched table (as just read from the catalog).
+pub fn watch(table: Table, oid: pg_sys::Oid) {
+    let mut oids = OIDS.get();
+    oids[table as usize] = oid.to_u32();
+    OIDS.set(oids);
+}
+
+/// Send a relation cache invalidation for `relid`: every backend drops what
+/// it cached about it when the current transaction commits (this one at
+/// its next command).
+pub fn invalidate(relid: pg_sys::Oid) {
+    // SAFETY: queues an invalidation message for a relation oid; valid in
+    // any transaction, a no-op for an oid no backend has cached.
+    unsafe { pg_sys::CacheInvalidateRelcacheByRelid(relid) };
+}
