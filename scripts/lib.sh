@@ -56,9 +56,12 @@ ensure_cargo_pgrx() {
 }
 
 # Build (release) and install the extension into the PostgreSQL of $PG_CONFIG.
+# The old library is unlinked first: a server that has it mapped keeps its
+# copy, where overwriting the file in place would crash it.
 install_extension() {
     log "building (release) and installing webhook_dedup into PostgreSQL $PG_MAJOR"
     local out
+    rm -f "$("$PG_CONFIG" --pkglibdir)/webhook_dedup.so"
     out=$(mktemp)
     if ! (cd "$ROOT" && cargo pgrx install --release --pg-config "$PG_CONFIG" \
             --no-default-features --features "pg$PG_MAJOR") >"$out" 2>&1; then

@@ -8,7 +8,10 @@
 #   5. cluster: many connections, killed backends, a crashed server, the
 #      background worker and partition drops under load (pytest; the worker
 #      and partition tests start clusters of their own);
-#   6. end-to-end: the example receiver and real signed deliveries (pytest).
+#   6. end-to-end: the example receiver and real signed deliveries (pytest);
+#   7. upgrade: 0.1.0 built from its commit, filled, updated to this version
+#      (pytest; after the shared cluster stopped, since it installs other
+#      builds of the library).
 # Installs whatever is missing first (see scripts/lib.sh). Exits non-zero on
 # the first failing layer; prints each runner's summary line.
 source "$(dirname "$0")/lib.sh"
@@ -22,17 +25,17 @@ chown "$PG_OS_USER" "$WORK"
 cleanup() { cluster_stop; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-log "1/6 lint: cargo fmt --check, cargo clippy -D warnings, type-check for PostgreSQL 13..18"
+log "1/7 lint: cargo fmt --check, cargo clippy -D warnings, type-check for PostgreSQL 13..18"
 cargo fmt --check
 cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --all-targets -- -D warnings
 "$ROOT/scripts/check-versions.sh"
 summary+=("lint: ok (rustfmt, clippy, builds for pg13..pg18)")
 
-log "2/6 unit tests (pure Rust)"
+log "2/7 unit tests (pure Rust)"
 cargo test --quiet --lib --no-default-features --features "pg$PG_MAJOR" 2>&1 | tee "$WORK/unit.log"
 summary+=("unit: $(grep '^test result:' "$WORK/unit.log" | tail -1)")
 
-log "3/6 #[pg_test] (cargo pgrx test pg$PG_MAJOR api::tests: the pg_tests only, the unit tests ran above)"
+log "3/7 #[pg_test] (cargo pgrx test pg$PG_MAJOR api::tests: the pg_tests only, the unit tests ran above)"
 # One test at a time: several pg_tests create and drop partitions of the
 # shared keys table and take the maintenance lock, which concurrent tests
 # (separate backends) would contend for.
@@ -46,7 +49,7 @@ summary+=("pg_test: $(grep '^test result:' "$WORK/pgtest.log" | head -1)")
 install_extension
 cluster_start
 
-log "4/6 isolation specs (pg_isolation_regress)"
+log "4/7 isolation specs (pg_isolation_regress)"
 ISOLATION=$(dirname "$($PG_CONFIG --pgxs)")/../test/isolation/pg_isolation_regress
 specs=$(cd tests/isolation/specs && ls ./*.spec | sed 's|^\./||; s|\.spec$||')
 # shellcheck disable=SC2086
@@ -60,17 +63,23 @@ fi
 grep -E '^(ok|not ok|test) ' "$WORK/isolation.log" || true
 summary+=("isolation: $(grep -cE '^(ok|test .*\.\.\. ok)' "$WORK/isolation.log") specs passed")
 
-log "5/6 cluster tests (pytest: 32 connections on 1,000 keys, killed backends, a crashed server, the worker, drops under load)"
+log "5/7 cluster tests (pytest: 32 connections on 1,000 keys, killed backends, a crashed server, the worker, deletes under load)"
 psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION webhook_dedup'
 export WEBHOOK_DEDUP_PGDATA=$CLUSTER_DIR/data WEBHOOK_DEDUP_PG_BIN=$PG_BIN WEBHOOK_DEDUP_PG_OS_USER=$PG_OS_USER
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/cluster 2>&1 | tee "$WORK/cluster.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "cluster tests failed"
 summary+=("cluster: $(tail -1 "$WORK/cluster.log")")
 
-log "6/6 end-to-end (pytest, real receiver, real signed deliveries)"
+log "6/7 end-to-end (pytest, real receiver, real signed deliveries)"
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/e2e 2>&1 | tee "$WORK/e2e.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "end-to-end tests failed"
 summary+=("e2e: $(tail -1 "$WORK/e2e.log")")
+
+log "7/7 upgrade (pytest: 0.1.0 from commit 9f23a3f, filled with keys in every state, ALTER EXTENSION UPDATE)"
+cluster_stop
+"$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/upgrade 2>&1 | tee "$WORK/upgrade.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "upgrade tests failed"
+summary+=("upgrade: $(tail -1 "$WORK/upgrade.log")")
 
 log "all layers passed"
 printf '  %s\n' "${summary[@]}"

@@ -94,6 +94,7 @@ impl Statement {
         if let Some(plan) = self.plan.get() {
             return plan;
         }
+        check_version();
         // SAFETY: inside an SPI connection (a Conn exists); the argtypes
         // slice outlives the call; SPI_prepare copies what it needs.
         let plan = unsafe {
@@ -110,6 +111,44 @@ impl Statement {
         self.plan.set(Some(plan));
         plan
     }
+}
+
+thread_local! {
+    /// Whether this backend found its SQL objects at the library's version.
+    static VERSION_CHECKED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The version of the extension's SQL objects in this database, if it is
+/// installed (`pg_extension.extversion`).
+pub fn installed_version() -> Option<String> {
+    pgrx::spi::Spi::get_one::<String>(
+        "SELECT e.extversion FROM pg_catalog.pg_extension AS e WHERE e.extname OPERATOR(pg_catalog.=) 'webhook_dedup'",
+    )
+    .unwrap_or_else(|e| pgrx::error!("webhook_dedup: reading pg_extension: {e}"))
+}
+
+/// Before this backend prepares its first statement: the SQL objects must
+/// be those of this library's version, or every statement would fail on
+/// a table of another shape. 55000 with the fix otherwise (after a new
+/// library is installed and the server restarted, until `ALTER EXTENSION
+/// webhook_dedup UPDATE` runs; docs/operations.md, "Upgrading").
+fn check_version() {
+    if VERSION_CHECKED.get() {
+        return;
+    }
+    let library = env!("CARGO_PKG_VERSION");
+    if let Some(installed) = installed_version() {
+        if installed != library {
+            crate::error::Error::NotInPrerequisiteState {
+                message: format!(
+                    "webhook_dedup's SQL objects in this database are version {installed}, its library is {library}"
+                ),
+                hint: Some("Run ALTER EXTENSION webhook_dedup UPDATE (docs/operations.md, \"Upgrading\").".into()),
+            }
+            .raise();
+        }
+    }
+    VERSION_CHECKED.set(true);
 }
 
 /// Which snapshot a statement runs on.

@@ -80,15 +80,21 @@ fn report_activity(query: Option<&std::ffi::CStr>) {
     }
 }
 
+/// Whether the extension is installed in the worker's database, at this
+/// library's version (until `ALTER EXTENSION ... UPDATE` runs after an
+/// upgrade, its statements would fail on tables of another shape).
 fn extension_installed() -> bool {
-    BackgroundWorker::transaction(|| {
-        Spi::get_one::<bool>(
-            "SELECT EXISTS (SELECT FROM pg_catalog.pg_extension AS e \
-             WHERE e.extname OPERATOR(pg_catalog.=) 'webhook_dedup')",
-        )
-        .ok()
-        .flatten()
-        .unwrap_or(false)
+    BackgroundWorker::transaction(|| match crate::spi::installed_version() {
+        Some(version) if version == env!("CARGO_PKG_VERSION") => true,
+        Some(version) => {
+            pgrx::log!(
+                "webhook_dedup maintenance worker: the extension's SQL objects are version {version}, the library \
+                 {}: waiting for ALTER EXTENSION webhook_dedup UPDATE",
+                env!("CARGO_PKG_VERSION")
+            );
+            false
+        }
+        None => false,
     })
 }
 

@@ -1,0 +1,421 @@
+-- webhook_dedup 0.1.0 -> 0.2.0: the storage layout chosen by measurement
+-- (docs/design.md, "Storage"; docs/benchmarks.md). Keys move from a table
+-- partitioned by time, whose uniqueness an advisory lock per key kept, into
+-- one table whose primary key arbitrates; payloads move to their own table;
+-- completed keys get the time maintenance looks at them again (expires_at);
+-- webhook_claim and webhook_receive return named row types; maintenance no
+-- longer creates or drops partitions. Every key keeps its state, attempt,
+-- lease, token (but completed keys', which fences nothing), fingerprint,
+-- result, step, error, counts and times. Runs in one transaction: the key
+-- table is locked for the copy, so claims wait for it (about a second per
+-- 100,000 keys on a 2-core machine).
+\echo Use "ALTER EXTENSION webhook_dedup UPDATE TO '0.2.0'" to load this file. \quit
+
+-- Nothing may write keys while they move.
+LOCK TABLE webhook_dedup.keys IN ACCESS EXCLUSIVE MODE;
+
+-- The old table (and its partitions, which go with it) makes way.
+ALTER TABLE webhook_dedup.keys RENAME TO keys_0_1;
+ALTER INDEX webhook_dedup.keys_open RENAME TO keys_0_1_open;
+
+-- One row per (source, idem_key): the claim state machine's state. Not
+-- partitioned: its primary key arbitrates concurrent first claims (a claim
+-- is one INSERT ... ON CONFLICT), and row locks serialise every later
+-- writer of a key. Rows are narrow (bulky payloads live in
+-- webhook_dedup.payloads); completed keys past retention are deleted by
+-- maintenance in batches, oldest first (index keys_expiry). No CHECK
+-- constraints: the functions validate every value they write, and a CHECK
+-- costs every claim a re-parse of its expression. The measurements behind
+-- this layout: docs/design.md, "Storage".
+CREATE TABLE webhook_dedup.keys (
+    -- "C": keys are opaque identifiers, compared byte for byte (equality
+    -- is the same in every deterministic collation; "C" compares faster)
+    source           text        COLLATE "C" NOT NULL,
+    idem_key         text        COLLATE "C" NOT NULL,
+    state            text        NOT NULL,
+    attempt          integer     NOT NULL DEFAULT 0,
+    claim_token      uuid,
+    lease_expires_at timestamptz,
+    next_attempt_at  timestamptz,
+    due_at           timestamptz,
+    fingerprint      bytea,
+    event_type       text,
+    result           jsonb,
+    last_step        text,
+    last_error       text,
+    deliveries       integer     NOT NULL DEFAULT 1,
+    conflicts        integer     NOT NULL DEFAULT 0,
+    first_seen_at    timestamptz NOT NULL,
+    last_seen_at     timestamptz NOT NULL,
+    completed_at     timestamptz,
+    leased_at        timestamptz,
+    expires_at       timestamptz,
+    -- idem_key first: key_history looks keys up by idem_key alone.
+    CONSTRAINT keys_pkey PRIMARY KEY (idem_key, source)
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.02);
+
+COMMENT ON TABLE webhook_dedup.keys IS
+  'One row per idempotency key (source, idem_key): its state in the claim state machine. The primary key arbitrates concurrent first claims; completed keys are deleted by maintenance once past retention (expires_at). See docs/design.md.';
+COMMENT ON COLUMN webhook_dedup.keys.source IS 'Who sent the event (a provider or endpoint name), 1-255 characters.';
+COMMENT ON COLUMN webhook_dedup.keys.idem_key IS 'The idempotency key within the source, 1-255 characters (see webhook_key).';
+COMMENT ON COLUMN webhook_dedup.keys.state IS 'pending, processing, completed, failed, unknown_outcome or dead_lettered.';
+COMMENT ON COLUMN webhook_dedup.keys.attempt IS 'Processing attempts so far (0 while pending); grows by one with every lease a claim or webhook_next grants. The fencing token to pass to downstream systems.';
+COMMENT ON COLUMN webhook_dedup.keys.claim_token IS 'Token of the current (or last) lease, which webhook_complete must present; NULL once the key is completed (it fences nothing then).';
+COMMENT ON COLUMN webhook_dedup.keys.lease_expires_at IS 'When the current lease expires; a later claim reclaims an expired one.';
+COMMENT ON COLUMN webhook_dedup.keys.next_attempt_at IS 'For failed keys: when a retry is due.';
+COMMENT ON COLUMN webhook_dedup.keys.due_at IS 'When a claim or webhook_next may next take the key: a pending key at once, a processing key when its lease expires, a failed key at next_attempt_at; NULL for completed, unknown_outcome and dead_lettered keys. Indexed (keys_open).';
+COMMENT ON COLUMN webhook_dedup.keys.fingerprint IS 'SHA-256 of the first payload claimed or enqueued with the key; a different payload later is a conflict.';
+COMMENT ON COLUMN webhook_dedup.keys.event_type IS 'The provider''s event type, as given to the first claim.';
+COMMENT ON COLUMN webhook_dedup.keys.result IS 'What webhook_complete stored; returned to duplicates. Keep it small (a status, an id): it is read by every duplicate.';
+COMMENT ON COLUMN webhook_dedup.keys.last_step IS 'The last checkpointed step, so a reclaimed event resumes there.';
+COMMENT ON COLUMN webhook_dedup.keys.last_error IS 'The last failure''s error text.';
+COMMENT ON COLUMN webhook_dedup.keys.deliveries IS 'webhook_claim and webhook_enqueue calls seen for this key (the first included).';
+COMMENT ON COLUMN webhook_dedup.keys.conflicts IS 'Deliveries of this key whose payload differed from the fingerprint.';
+COMMENT ON COLUMN webhook_dedup.keys.first_seen_at IS 'First claim or enqueue (database clock).';
+COMMENT ON COLUMN webhook_dedup.keys.last_seen_at IS 'Last activity on the key (a delivery, a lease, a completion): retention counts from here.';
+COMMENT ON COLUMN webhook_dedup.keys.completed_at IS 'When the key was completed.';
+COMMENT ON COLUMN webhook_dedup.keys.leased_at IS 'When the current (or last) lease was granted (a claim, a reclaim or webhook_next).';
+COMMENT ON COLUMN webhook_dedup.keys.expires_at IS 'Completed keys: when maintenance looks at the key again, set at completion to completed_at plus the source''s retention. Maintenance deletes the key then unless it was active since (last_seen_at plus the retention is later: it looks again then). NULL for keys not completed, which never expire. Indexed (keys_expiry).';
+
+-- The queue's, the sweep's and the views' index: keys not completed (work
+-- to do, in flight or waiting for an operator) by when they are due. The
+-- bulk, completed keys, is not in it.
+CREATE INDEX keys_open ON webhook_dedup.keys (due_at) WHERE state <> 'completed';
+
+-- Retention's index: completed keys by when maintenance looks at them.
+CREATE INDEX keys_expiry ON webhook_dedup.keys (expires_at) WHERE state = 'completed';
+
+-- The raw deliveries webhook_enqueue stores for the workers (persist-then-
+-- process), one per key, apart from the keys so that the keys stay narrow.
+-- A payload lives exactly as long as its key: every statement of the
+-- extension that deletes a key deletes its payload (no foreign key: its
+-- check would cost every enqueue a look-up, its cascade every expired key).
+CREATE TABLE webhook_dedup.payloads (
+    source   text  COLLATE "C" NOT NULL,
+    idem_key text  COLLATE "C" NOT NULL,
+    payload  bytea NOT NULL,
+    headers  jsonb,
+    CONSTRAINT payloads_pkey PRIMARY KEY (idem_key, source)
+) WITH (autovacuum_vacuum_scale_factor = 0.02);
+COMMENT ON TABLE webhook_dedup.payloads IS
+  'The raw payload (and headers) webhook_enqueue stored for a key, handed to the worker that takes it with webhook_next. Deleted with its key (retention, webhook_forget).';
+COMMENT ON COLUMN webhook_dedup.payloads.source IS 'The key''s source.';
+COMMENT ON COLUMN webhook_dedup.payloads.idem_key IS 'The key.';
+COMMENT ON COLUMN webhook_dedup.payloads.payload IS 'The raw body, byte for byte.';
+COMMENT ON COLUMN webhook_dedup.payloads.headers IS 'The request headers given to webhook_enqueue, if any.';
+
+-- The rows webhook_claim and webhook_receive return. Named composite types
+-- rather than RETURNS TABLE: a function returning one row of a named type
+-- is called without the set-returning protocol, and its row descriptor
+-- comes from the type cache instead of being rebuilt from pg_proc on every
+-- call (together a fifth of a claim's CPU time, docs/benchmarks.md).
+CREATE TYPE webhook_dedup.claim_result AS (
+    outcome          text,
+    claim_token      uuid,
+    attempt          integer,
+    state            text,
+    result           jsonb,
+    last_step        text,
+    first_seen_at    timestamptz,
+    lease_expires_at timestamptz
+);
+COMMENT ON TYPE webhook_dedup.claim_result IS
+  'The row webhook_claim returns: outcome (claimed, reclaimed, in_progress, duplicate, conflict, retry_later, unknown_outcome, dead_lettered), claim_token (set when the caller must process), attempt, state, result (the stored result, for duplicates), last_step (where a reclaim resumes), first_seen_at, lease_expires_at.';
+
+CREATE TYPE webhook_dedup.receive_result AS (
+    verified      boolean,
+    reject_reason text,
+    idem_key      text,
+    outcome       text,
+    claim_token   uuid,
+    attempt       integer,
+    result        jsonb,
+    event_type    text,
+    event_time    timestamptz,
+    last_step     text
+);
+COMMENT ON TYPE webhook_dedup.receive_result IS
+  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued), claim_token, attempt, result, event_type, event_time, last_step.';
+
+
+-- The keys, in key order; a completed key is looked at again by maintenance
+-- when its source's retention after its last activity ends (the rule
+-- 0.1.0 applied to whole partitions).
+INSERT INTO webhook_dedup.keys
+    (source, idem_key, state, attempt, claim_token, lease_expires_at, next_attempt_at, due_at, fingerprint,
+     event_type, result, last_step, last_error, deliveries, conflicts, first_seen_at, last_seen_at, completed_at,
+     leased_at, expires_at)
+SELECT o.source, o.idem_key, o.state, o.attempt,
+       CASE WHEN o.state OPERATOR(pg_catalog.<>) 'completed' THEN o.claim_token END,
+       o.lease_expires_at, o.next_attempt_at, o.due_at, o.fingerprint, o.event_type, o.result, o.last_step,
+       o.last_error, o.deliveries, o.conflicts, o.first_seen_at, o.last_seen_at, o.completed_at, o.leased_at,
+       CASE WHEN o.state OPERATOR(pg_catalog.=) 'completed'
+            THEN o.last_seen_at OPERATOR(pg_catalog.+)
+                 COALESCE(s.retention, webhook_dedup.default_retention())
+       END
+  FROM webhook_dedup.keys_0_1 AS o
+  LEFT JOIN webhook_dedup.sources AS s ON s.source OPERATOR(pg_catalog.=) o.source
+ ORDER BY o.idem_key COLLATE "C", o.source COLLATE "C";
+
+INSERT INTO webhook_dedup.payloads (source, idem_key, payload, headers)
+SELECT o.source, o.idem_key, o.payload, o.headers
+  FROM webhook_dedup.keys_0_1 AS o
+ WHERE o.payload IS NOT NULL;
+
+-- The views over keys go with the old table and come back over the new one.
+DROP TABLE webhook_dedup.keys_0_1 CASCADE;
+
+CREATE VIEW webhook_dedup.retention_warnings AS
+WITH used AS (
+  SELECT s.source FROM webhook_dedup.sources AS s
+  UNION
+  -- sources named after a provider that have keys made by webhook_key or
+  -- webhook_receive (they start with '<source>:': one range probe of the
+  -- primary key (idem_key, source)), or counted deliveries (the
+  -- primary key of claim_counts leads with source)
+  SELECT p.scheme FROM webhook_dedup.providers AS p
+   WHERE EXISTS (SELECT FROM webhook_dedup.keys AS k
+                  WHERE k.idem_key OPERATOR(pg_catalog.>=) (p.scheme OPERATOR(pg_catalog.||) ':')
+                    AND k.idem_key OPERATOR(pg_catalog.<) (p.scheme OPERATOR(pg_catalog.||) ';')
+                    AND k.source OPERATOR(pg_catalog.=) p.scheme)
+      OR EXISTS (SELECT FROM webhook_dedup.claim_counts AS c WHERE c.source OPERATOR(pg_catalog.=) p.scheme)
+), checked AS (
+  SELECT u.source,
+         COALESCE(s.provider, u.source) AS provider,
+         p.scheme IS NOT NULL AS known,
+         COALESCE(s.retention, webhook_dedup.default_retention()) AS retention,
+         p.retry_horizon
+    FROM used AS u
+    LEFT JOIN webhook_dedup.sources AS s ON s.source OPERATOR(pg_catalog.=) u.source
+    LEFT JOIN webhook_dedup.providers AS p ON p.scheme OPERATOR(pg_catalog.=) COALESCE(s.provider, u.source)
+)
+SELECT c.source, c.provider, c.retention, c.retry_horizon,
+       CASE WHEN c.known
+            THEN pg_catalog.format('source %s keeps keys for %s after their last activity, less than the %s retry horizon of %s: a retry that comes later is processed again (raise webhook_dedup.sources.retention or webhook_dedup.retention)',
+                                   c.source, c.retention, c.provider, c.retry_horizon)
+            ELSE pg_catalog.format('source %s names provider %s, which has no profile in webhook_dedup.providers: its retention cannot be checked',
+                                   c.source, c.provider)
+       END AS message
+  FROM checked AS c
+ WHERE (c.known AND c.retry_horizon IS NOT NULL AND c.retention OPERATOR(pg_catalog.<) c.retry_horizon)
+    OR (NOT c.known AND c.provider IS DISTINCT FROM c.source);
+COMMENT ON VIEW webhook_dedup.retention_warnings IS
+  'Sources kept for less than their provider''s documented retry horizon (a retry after the retention would be processed again), and sources whose webhook_dedup.sources.provider names no profile. One row each: source, provider, retention (webhook_dedup.sources.retention, else webhook_dedup.retention), retry_horizon (webhook_dedup.providers), message. Sources checked: every row of webhook_dedup.sources, and every provider scheme used as a source name that has keys made by webhook_key or webhook_receive, or counted deliveries. run_maintenance() raises the messages as WARNINGs. Empty is good.';
+
+-- Operational views: the keys to act on. Each reads an index: keys_open
+-- (keys not completed, by due_at), the primary key (idem_key, source),
+-- conflict_log's indexes.
+CREATE VIEW webhook_dedup.key_states AS
+WITH open AS (
+  SELECT k.source, k.state, pg_catalog.count(*) AS keys,
+         pg_catalog.min(k.due_at) AS oldest_due_at,
+         pg_catalog.min(k.leased_at) AS oldest_leased_at,
+         pg_catalog.count(*) FILTER (WHERE k.lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now()) AS expired
+    FROM webhook_dedup.keys AS k
+   WHERE k.state OPERATOR(pg_catalog.<>) 'completed'
+   GROUP BY k.source, k.state
+)
+SELECT o.source, o.state, o.keys,
+       CASE WHEN o.state OPERATOR(pg_catalog.=) 'pending'
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) o.oldest_due_at END AS oldest_pending_age,
+       CASE WHEN o.state OPERATOR(pg_catalog.=) 'processing'
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) o.oldest_leased_at END AS oldest_lease_age,
+       CASE WHEN o.state OPERATOR(pg_catalog.=) 'processing' THEN o.expired END AS expired_leases
+  FROM open AS o;
+COMMENT ON VIEW webhook_dedup.key_states IS
+  'Keys not completed, per source and state (pending, processing, failed, unknown_outcome, dead_lettered; one row per state that has keys): keys (count), oldest_pending_age (pending: how long the oldest pending key has been due, now - its due_at; the queue''s backlog), oldest_lease_age (processing: now - the oldest leased_at; the longest attempt in flight), expired_leases (processing: leases past expiry not swept yet). Read from the partial index keys_open, which holds only keys not completed, so its cost follows the open work, never the history. Completed keys are not counted here: that would read every key kept for retention (see docs/metrics.md); their flow is duplicate_metrics.completions.';
+
+CREATE VIEW webhook_dedup.stuck_claims AS
+SELECT k.source, k.idem_key, k.event_type, k.attempt, k.leased_at, k.lease_expires_at,
+       pg_catalog.now() OPERATOR(pg_catalog.-) k.lease_expires_at AS overdue, k.last_step, k.deliveries,
+       k.first_seen_at
+  FROM webhook_dedup.keys AS k
+ WHERE k.state OPERATOR(pg_catalog.=) 'processing'
+   AND k.due_at OPERATOR(pg_catalog.<) pg_catalog.now()  -- a processing key is due when its lease ends (keys_open)
+   AND k.lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now();
+COMMENT ON VIEW webhook_dedup.stuck_claims IS
+  'Processing keys whose lease expired and that maintenance has not swept yet (the holder crashed or hangs): source, idem_key, event_type, attempt, leased_at, lease_expires_at, overdue (now - lease_expires_at), last_step, deliveries, first_seen_at. Normally empty or short-lived: the next maintenance pass moves them to failed (or dead_lettered). Reads the partial index keys_open.';
+
+CREATE VIEW webhook_dedup.dead_letters AS
+SELECT k.source, k.idem_key, k.event_type, k.attempt AS attempts, k.last_error, k.last_step, k.deliveries,
+       k.first_seen_at, k.last_seen_at
+  FROM webhook_dedup.keys AS k
+ WHERE k.state OPERATOR(pg_catalog.=) 'dead_lettered';
+COMMENT ON VIEW webhook_dedup.dead_letters IS
+  'Keys that will not be retried: out of attempts (webhook_dedup.max_attempts or the source''s), failed as not retryable, or dead-lettered by webhook_resolve. source, idem_key, event_type, attempts, last_error, last_step, deliveries, first_seen_at, last_seen_at. An operator decides: webhook_resolve(source, idem_key, ''failed'') retries now, ''completed'' closes it. Reads the partial index keys_open.';
+
+CREATE VIEW webhook_dedup.unknown_outcomes AS
+SELECT k.source, k.idem_key, k.event_type, k.attempt AS attempts, k.last_error, k.last_step, k.deliveries,
+       k.first_seen_at, k.last_seen_at
+  FROM webhook_dedup.keys AS k
+ WHERE k.state OPERATOR(pg_catalog.=) 'unknown_outcome';
+COMMENT ON VIEW webhook_dedup.unknown_outcomes IS
+  'Keys whose holder may have acted on an external system and lost the answer (webhook_mark_unknown): nothing processes them until an operator checks the external system and calls webhook_resolve. Columns as webhook_dedup.dead_letters (last_error holds the holder''s detail). Reads the partial index keys_open.';
+
+CREATE VIEW webhook_dedup.conflicts AS
+SELECT c.id, c.source, c.idem_key, c.seen_at, c.via, c.stored_fingerprint, c.fingerprint,
+       k.state, k.attempt AS attempts, k.last_error, k.deliveries, k.conflicts AS key_conflicts, k.first_seen_at
+  FROM webhook_dedup.conflict_log AS c
+  LEFT JOIN webhook_dedup.keys AS k
+    ON k.idem_key OPERATOR(pg_catalog.=) c.idem_key AND k.source OPERATOR(pg_catalog.=) c.source;
+COMMENT ON VIEW webhook_dedup.conflicts IS
+  'One row per delivery of a known key with a different payload (nothing was processed for it): id, source, idem_key, seen_at, via (claim or enqueue), stored_fingerprint and fingerprint (SHA-256 of the first and of this payload), and the key now: state, attempts, last_error, deliveries, key_conflicts (conflicting deliveries of the key), first_seen_at (NULL when the key is gone). Filter on seen_at or idem_key: both are indexed in webhook_dedup.conflict_log.';
+
+CREATE VIEW webhook_dedup.key_history AS
+SELECT k.source, k.idem_key, k.state, k.event_type, k.first_seen_at, k.last_seen_at, k.completed_at,
+       k.attempt AS attempts, k.deliveries, k.conflicts, k.last_step, k.last_error, k.result, k.leased_at,
+       k.lease_expires_at, k.next_attempt_at, k.due_at,
+       (SELECT pg_catalog.max(c.seen_at) FROM webhook_dedup.conflict_log AS c
+         WHERE c.idem_key OPERATOR(pg_catalog.=) k.idem_key AND c.source OPERATOR(pg_catalog.=) k.source)
+         AS last_conflict_at
+  FROM webhook_dedup.keys AS k;
+COMMENT ON VIEW webhook_dedup.key_history IS
+  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of the primary key, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at. No payload or headers.';
+
+
+-- maintenance_runs: the partition columns go, keys_kept comes (rebuilt, so
+-- that its columns are in the order of a fresh install).
+ALTER TABLE webhook_dedup.maintenance_runs RENAME TO maintenance_runs_0_1;
+ALTER INDEX webhook_dedup.maintenance_runs_started_at RENAME TO maintenance_runs_0_1_started_at;
+ALTER TABLE webhook_dedup.maintenance_runs_0_1 RENAME CONSTRAINT maintenance_runs_pkey TO maintenance_runs_0_1_pkey;
+ALTER SEQUENCE webhook_dedup.maintenance_runs_id_seq RENAME TO maintenance_runs_0_1_id_seq;
+-- One row per maintenance pass that ran (what it did), for operators and
+-- the worker's tests; pruned after webhook_dedup.retention.
+CREATE TABLE webhook_dedup.maintenance_runs (
+    id                   bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    started_at           timestamptz NOT NULL,
+    finished_at          timestamptz NOT NULL,
+    application_name     text        NOT NULL,
+    leases_expired       integer     NOT NULL,
+    dead_lettered        integer     NOT NULL,
+    keys_pruned          bigint      NOT NULL,
+    keys_kept            bigint      NOT NULL,
+    history_pruned       bigint      NOT NULL,
+    metrics_flushed      bigint      NOT NULL,
+    retention_warnings   integer     NOT NULL,
+    more                 boolean     NOT NULL,
+    errors               text[]      NOT NULL
+);
+CREATE INDEX maintenance_runs_started_at ON webhook_dedup.maintenance_runs (started_at);
+COMMENT ON TABLE webhook_dedup.maintenance_runs IS
+  'One row per webhook_dedup.run_maintenance() pass that ran (by the worker or by hand): what it did, and the steps that failed. Pruned after webhook_dedup.retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.id IS 'Identity.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.started_at IS 'When the pass started (database clock).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.finished_at IS 'When the pass finished, before its transaction committed.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.application_name IS 'application_name of the session that ran the pass (webhook_dedup maintenance for the worker).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.leases_expired IS 'Expired processing leases moved to failed (due at once).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.dead_lettered IS 'Expired processing leases moved to dead_lettered (no attempts left).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_pruned IS 'Completed keys past retention deleted (with their payloads).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_kept IS 'Completed keys whose expires_at came but that were active since (a late duplicate) or whose source''s retention grew: looked at again later instead of deleted.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS 'Watermarks, conflicts, claim counts and maintenance runs deleted past retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.metrics_flushed IS 'Metrics entries flushed from shared memory.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.retention_warnings IS 'Sources whose retention is shorter than their provider''s retry horizon (webhook_dedup.retention_warnings).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS 'A step stopped at webhook_dedup.batch_size: the worker runs the next pass at once.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.errors IS 'One entry per step that failed (SQLSTATE and message); the pass went on with the other steps.';
+
+INSERT INTO webhook_dedup.maintenance_runs
+    (id, started_at, finished_at, application_name, leases_expired, dead_lettered, keys_pruned, keys_kept,
+     history_pruned, metrics_flushed, retention_warnings, more, errors)
+  OVERRIDING SYSTEM VALUE
+SELECT r.id, r.started_at, r.finished_at, r.application_name, r.leases_expired, r.dead_lettered, r.keys_pruned,
+       0, r.history_pruned, r.metrics_flushed, r.retention_warnings, r.more, r.errors
+  FROM webhook_dedup.maintenance_runs_0_1 AS r;
+SELECT pg_catalog.setval(pg_catalog.pg_get_serial_sequence('webhook_dedup.maintenance_runs', 'id'),
+                         COALESCE((SELECT pg_catalog.max(r.id) FROM webhook_dedup.maintenance_runs AS r), 0)
+                           OPERATOR(pg_catalog.+) 1, false);
+DROP TABLE webhook_dedup.maintenance_runs_0_1;
+
+-- Functions whose result changed.
+DROP FUNCTION @extschema@.webhook_claim(text, text, bytea, interval, text);
+CREATE FUNCTION @extschema@.webhook_claim(
+    "source" TEXT,
+    "idem_key" TEXT,
+    "payload" bytea DEFAULT NULL,
+    "lease" interval DEFAULT NULL,
+    "event_type" TEXT DEFAULT NULL
+) RETURNS webhook_dedup.claim_result
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'webhook_claim_wrapper';
+COMMENT ON FUNCTION @extschema@.webhook_claim(text, text, bytea, interval, text) IS
+  'webhook_claim(source, idem_key, payload => NULL, lease => NULL, event_type => NULL) -> one row (outcome, claim_token, attempt, state, result, last_step, first_seen_at, lease_expires_at). outcome: claimed or reclaimed (process it; claim_token set; resume from last_step), in_progress (answer 409 + Retry-After), duplicate (answer 2xx with result), conflict (same key, different payload; recorded in webhook_dedup.conflicts; result and last_step withheld), retry_later (a failure not due yet), unknown_outcome and dead_lettered (an operator decides). lease NULL = the source''s lease in webhook_dedup.sources, else webhook_dedup.default_lease. Atomic under a per-key lock; runs in the caller''s transaction. Errors: 22004 NULL source/idem_key; 22023 empty or over 255 characters, a lease that is not positive, over 365 days or has months; 40001 under REPEATABLE READ/SERIALIZABLE when a concurrent transaction changed the key after the snapshot.';
+
+DROP FUNCTION @extschema@.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean,
+                                          interval, timestamptz, text, text, text, text, text);
+CREATE FUNCTION @extschema@.webhook_receive(
+    "scheme" TEXT,
+    "payload" bytea,
+    "headers" jsonb,
+    "secrets" TEXT[],
+    "source" TEXT DEFAULT NULL,
+    "environment" TEXT DEFAULT NULL,
+    "account" TEXT DEFAULT NULL,
+    "operation" TEXT DEFAULT NULL,
+    "mode" TEXT DEFAULT 'claim',
+    "lease" interval DEFAULT NULL,
+    "body_key_fallback" bool DEFAULT false,
+    "tolerance" interval DEFAULT NULL,
+    "at" timestamp with time zone DEFAULT now(),
+    "url" TEXT DEFAULT NULL,
+    "signature_header" TEXT DEFAULT NULL,
+    "signature_prefix" TEXT DEFAULT NULL,
+    "algorithm" TEXT DEFAULT NULL,
+    "encoding" TEXT DEFAULT NULL
+) RETURNS webhook_dedup.receive_result
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'webhook_receive_wrapper';
+COMMENT ON FUNCTION @extschema@.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval, timestamptz, text, text, text, text, text) IS
+  'webhook_receive(scheme, payload, headers, secrets, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step). Verifies first and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail); derives the key from the scheme''s profile (webhook_dedup.providers; source defaults to the scheme); a delivery without an event id gets reject_reason missing_event_id unless body_key_fallback; then claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict). Errors as webhook_verify and webhook_claim; 22023 another mode.';
+
+DROP FUNCTION webhook_dedup.run_maintenance();
+CREATE FUNCTION webhook_dedup.run_maintenance() RETURNS TABLE (
+    "ran" bool,
+    "leases_expired" INT,
+    "dead_lettered" INT,
+    "keys_pruned" bigint,
+    "keys_kept" bigint,
+    "history_pruned" bigint,
+    "metrics_flushed" bigint,
+    "retention_warnings" INT,
+    "more" bool,
+    "errors" TEXT[]
+)
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'run_maintenance_wrapper';
+COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
+  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) at least once an hour.';
+
+-- The per-backend cache of per-source settings and its trigger.
+CREATE FUNCTION webhook_dedup.sources_changed()
+    RETURNS TRIGGER
+    LANGUAGE c
+    AS 'MODULE_PATHNAME', 'sources_changed_wrapper';
+-- Every backend caches per-source settings (src/store/sources.rs); a
+-- change of webhook_dedup.sources empties those caches when it commits.
+CREATE TRIGGER sources_changed
+  AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON webhook_dedup.sources
+  FOR EACH STATEMENT EXECUTE FUNCTION webhook_dedup.sources_changed();
+COMMENT ON FUNCTION webhook_dedup.sources_changed() IS
+  'Trigger function of sources_changed on webhook_dedup.sources: sends a relation cache invalidation of the table, which empties every backend''s cache of per-source settings when the change commits.';
+
+-- Read access for monitoring: pg_monitor (and roles granted it) reads the
+-- views and the alert function; the views run with their owner's rights,
+-- so no access to webhook_dedup.keys (payloads, headers) is needed.
+GRANT USAGE ON SCHEMA webhook_dedup TO pg_monitor;
+GRANT SELECT ON webhook_dedup.counters, webhook_dedup.metrics_buckets,
+                webhook_dedup.duplicate_metrics, webhook_dedup.duplicate_metrics_by_minute,
+                webhook_dedup.key_states, webhook_dedup.stuck_claims, webhook_dedup.dead_letters,
+                webhook_dedup.unknown_outcomes, webhook_dedup.conflicts, webhook_dedup.key_history,
+                webhook_dedup.retention_warnings, webhook_dedup.providers, webhook_dedup.maintenance_runs
+  TO pg_monitor;
+GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval),
+                          webhook_dedup.metrics_live(), webhook_dedup.provider_profiles(),
+                          webhook_dedup.default_retention()
+  TO pg_monitor;
+-- Maintenance and flushing change state (a flush takes the shared-memory
+-- counts before writing them): the extension's owner runs them (the
+-- worker, pg_cron), not every role.
+REVOKE EXECUTE ON FUNCTION webhook_dedup.flush_metrics(), webhook_dedup.run_maintenance() FROM PUBLIC;
+
