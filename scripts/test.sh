@@ -6,8 +6,8 @@
 #   3. pg_test: the SQL functions in one session (cargo pgrx test);
 #   4. isolation: races between sessions (pg_isolation_regress) on a real cluster;
 #   5. cluster: many connections, killed backends, a crashed server, the
-#      background worker and partition drops under load (pytest; the worker
-#      and partition tests start clusters of their own);
+#      background worker and deletes of expired keys under load (pytest; the
+#      worker and retention tests start clusters of their own);
 #   6. end-to-end: the example receiver and real signed deliveries (pytest);
 #   7. upgrade: 0.1.0 built from its commit, filled, updated to this version
 #      (pytest; after the shared cluster stopped, since it installs other
@@ -36,9 +36,9 @@ cargo test --quiet --lib --no-default-features --features "pg$PG_MAJOR" 2>&1 | t
 summary+=("unit: $(grep '^test result:' "$WORK/unit.log" | tail -1)")
 
 log "3/7 #[pg_test] (cargo pgrx test pg$PG_MAJOR api::tests: the pg_tests only, the unit tests ran above)"
-# One test at a time: several pg_tests create and drop partitions of the
-# shared keys table and take the maintenance lock, which concurrent tests
-# (separate backends) would contend for.
+# One test at a time: several pg_tests delete keys of the shared keys table
+# and take the maintenance lock, which concurrent tests (separate backends)
+# would contend for.
 RUST_TEST_THREADS=1 cargo pgrx test "pg$PG_MAJOR" api::tests --runas "$PG_OS_USER" --pgdata "$WORK/pgrx-data" 2>&1 | tee "$WORK/pgtest.log" \
     | grep -E '^test |^test result:|panicked|FAILED' || true
 grep -q '^test result: ok' "$WORK/pgtest.log" && ! grep -q '^test result: FAILED' "$WORK/pgtest.log" \

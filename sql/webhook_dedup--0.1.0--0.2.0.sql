@@ -165,6 +165,12 @@ SELECT o.source, o.idem_key, o.payload, o.headers
 -- The views over keys go with the old table and come back over the new one.
 DROP TABLE webhook_dedup.keys_0_1 CASCADE;
 
+-- Conflicts are compared with keys, so in their collation (the index is
+-- rebuilt; the rows stay).
+ALTER TABLE webhook_dedup.conflict_log
+    ALTER COLUMN source TYPE text COLLATE "C",
+    ALTER COLUMN idem_key TYPE text COLLATE "C";
+
 CREATE VIEW webhook_dedup.retention_warnings AS
 WITH used AS (
   SELECT s.source FROM webhook_dedup.sources AS s

@@ -42,6 +42,12 @@ static DEFAULT_LEASE_S: GucSetting<i32> = GucSetting::<i32>::new(300);
 /// unless `webhook_dedup.sources` sets another number for its source.
 static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(10);
 
+/// Whether claims store new keys and change known ones with the executor's
+/// routines directly ([`crate::store::direct`]) instead of through SQL
+/// statements. Both give the same results; off is for comparison and as an
+/// escape hatch.
+static DIRECT_WRITES: GucSetting<bool> = GucSetting::<bool>::new(true);
+
 /// Define the settings. `preloading`: the library is being loaded from
 /// `shared_preload_libraries`. Only then may a PGC_POSTMASTER setting be
 /// defined (PostgreSQL raises FATAL "cannot create PGC_POSTMASTER variables
@@ -107,6 +113,15 @@ pub fn init(preloading: bool) {
         GucContext::Sighup,
         GucFlags::default(),
     );
+    GucRegistry::define_bool_guc(
+        c"webhook_dedup.direct_writes",
+        c"Claims write keys with the executor's routines directly rather than through SQL statements.",
+        c"Same results either way (src/store/direct.rs declines to SQL whenever the table or the caller's \
+          privileges are not as it needs); off compares the two, or steps around a fault.",
+        &DIRECT_WRITES,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
     GucRegistry::define_int_guc(
         c"webhook_dedup.default_lease",
         c"Lease given by webhook_claim when the call passes none.",
@@ -160,6 +175,11 @@ pub fn maintenance_interval_s() -> u64 {
 /// `webhook_dedup.maintenance_duty_cycle`, in percent (1 to 100).
 pub fn maintenance_duty_cycle() -> u32 {
     MAINTENANCE_DUTY_CYCLE.get().clamp(1, 100) as u32
+}
+
+/// `webhook_dedup.direct_writes`.
+pub fn direct_writes() -> bool {
+    DIRECT_WRITES.get()
 }
 
 /// `webhook_dedup.retention` in microseconds.

@@ -122,7 +122,8 @@ thread_local! {
 /// installed (`pg_extension.extversion`).
 pub fn installed_version() -> Option<String> {
     pgrx::spi::Spi::get_one::<String>(
-        "SELECT e.extversion FROM pg_catalog.pg_extension AS e WHERE e.extname OPERATOR(pg_catalog.=) 'webhook_dedup'",
+        "SELECT (SELECT e.extversion FROM pg_catalog.pg_extension AS e
+                  WHERE e.extname OPERATOR(pg_catalog.=) 'webhook_dedup')",
     )
     .unwrap_or_else(|e| pgrx::error!("webhook_dedup: reading pg_extension: {e}"))
 }

@@ -8,7 +8,7 @@ use crate::jsonb::Jsonb;
 use crate::metrics::{self, Counter};
 use crate::spi::{self, Conn};
 use crate::store::claim::{Delivery, Lease, Via};
-use crate::store::direct::Direct;
+use crate::store::direct::{Col, Insert, Locked, Session, Values};
 use crate::store::transitions::Completed;
 use crate::store::{self, sources, Key, KeyRow, Upserted};
 use crate::time::{clock_now, timestamptz};
@@ -77,13 +77,25 @@ fn webhook_claim(
     )
 }
 
+/// Where the writes to a known key go. (One per claim, on the stack: no box.)
+#[allow(clippy::large_enum_variant)]
+enum Known {
+    /// The upsert statement locked the key and counted the delivery; what
+    /// the decision writes besides is one more statement.
+    Sql,
+    /// The key's row is locked by the session; its values, the delivery
+    /// counted, are written once, with whatever the decision adds.
+    Direct { session: Session, tid: pg_sys::ItemPointerData, values: Values },
+}
+
 /// One claim: the body of `webhook_claim`, of each key of
 /// `webhook_claim_many` and of `webhook_receive`.
 ///
-/// A new key is one insert (without an SQL plan when the table allows,
-/// [`crate::store::direct`]); a known key is one statement (the upsert,
-/// which locks it and counts the delivery), then, when the decision writes
-/// more (a reclaim, a dead letter, a conflict), one more.
+/// A new key is one insert; a known key one locked read and one write,
+/// both without an SQL plan when the table allows ([`crate::store::direct`]),
+/// else the upsert statement (which locks the key and counts the delivery)
+/// and, when the decision writes more (a reclaim, a dead letter), one more
+/// statement. A conflicting payload is recorded with one statement more.
 pub(crate) fn claim_one(
     conn: &Conn<'_>,
     key: Key<'_>,
@@ -103,37 +115,71 @@ pub(crate) fn claim_one(
     let token = store::new_token();
     let until = now.saturating_add(lease_for(&settings));
     let delivery = Delivery { key, now, token, lease_until: until, fingerprint, event_type };
-    // A new key is stored without an SQL plan when the table allows
-    // (store::direct); a known key (or a table that does not) goes through
-    // the upsert statement, which locks it and counts the delivery.
-    let upserted = match store::direct::insert_claim(&delivery) {
-        Direct::Inserted => Upserted::Inserted,
-        Direct::Known | Direct::Declined => store::claim::upsert(conn, &delivery),
+    let claimed = || {
+        metrics::count(key.source, event_type, Counter::for_outcome(Outcome::Claimed), true);
+        (
+            Outcome::Claimed.as_str().to_string(),
+            Some(token),
+            1,
+            State::Processing.as_str().to_string(),
+            None,
+            None,
+            timestamptz(now),
+            Some(timestamptz(until)),
+        )
     };
-    let found = match upserted {
-        Upserted::Inserted => {
-            metrics::count(key.source, event_type, Counter::for_outcome(Outcome::Claimed), true);
-            return (
-                Outcome::Claimed.as_str().into(),
-                Some(token),
-                1,
-                State::Processing.as_str().into(),
-                None,
-                None,
-                timestamptz(now),
-                Some(timestamptz(until)),
-            );
-        }
-        Upserted::Known(found) => *found,
+    let (found, mut known) = match Session::open() {
+        Some(mut session) => loop {
+            match session.insert_claim(&delivery) {
+                Insert::Inserted => {
+                    session.close();
+                    return claimed();
+                }
+                Insert::Known(tid) => match session.lock(tid) {
+                    // deleted since the probe (webhook_forget, retention): new again
+                    Locked::Gone => continue,
+                    Locked::Row(mut values, tid) => {
+                        // the count every delivery of a known key makes (as
+                        // claim_upsert.sql's DO UPDATE)
+                        values.set(Col::Deliveries, (values.count(Col::Deliveries) + 1).into_datum());
+                        values.set(Col::LastSeenAt, timestamptz(now).into_datum());
+                        if values.is_null(Col::Fingerprint) {
+                            values.set(Col::Fingerprint, fingerprint.into_datum());
+                        }
+                        break (values.key_row(), Known::Direct { session, tid, values });
+                    }
+                },
+            }
+        },
+        None => match store::claim::upsert(conn, &delivery) {
+            Upserted::Inserted => return claimed(),
+            Upserted::Known(found) => (*found, Known::Sql),
+        },
     };
     let settings = *settings.get_or_insert_with(|| sources::settings(conn, key.source));
     let decision = decide(Some(&found.stored()), now, fingerprint, settings.max_attempts());
     let label = found.event_type.clone().or(event_type.map(str::to_string));
     let outcome = decision.outcome.as_str().to_string();
+    let conflict = decision.outcome == Outcome::Conflict;
     let row: ClaimRow = match decision.write {
         Write::Lease { attempt } => {
             let until = now.saturating_add(lease_for(&Some(settings)));
-            store::claim::lease(conn, key, &Lease { now, attempt, token, until, event_type });
+            match &mut known {
+                Known::Sql => store::claim::lease(conn, key, &Lease { now, attempt, token, until, event_type }),
+                Known::Direct { values, .. } => {
+                    let until = timestamptz(until);
+                    values.set(Col::State, State::Processing.as_str().into_datum());
+                    values.set(Col::Attempt, attempt.into_datum());
+                    values.set(Col::ClaimToken, token.into_datum());
+                    values.set(Col::LeaseExpiresAt, until.into_datum());
+                    values.set(Col::DueAt, until.into_datum());
+                    values.set(Col::LeasedAt, timestamptz(now).into_datum());
+                    values.set(Col::NextAttemptAt, None);
+                    if values.is_null(Col::EventType) {
+                        values.set(Col::EventType, event_type.into_datum());
+                    }
+                }
+            }
             let KeyRow { result, last_step, first_seen_at, .. } = found;
             (
                 outcome,
@@ -147,21 +193,9 @@ pub(crate) fn claim_one(
             )
         }
         Write::Touch => {
-            let conflict = decision.outcome == Outcome::Conflict;
-            if conflict {
-                let (stored, given) = (found.fingerprint.as_deref(), fingerprint);
-                store::claim::record_conflict(
-                    conn,
-                    key,
-                    now,
-                    stored.unwrap_or_default(),
-                    given.unwrap_or_default(),
-                    Via::Claim,
-                );
-            }
             // A conflicting delivery never sees what the other payload's
             // holder stored.
-            let (result, last_step) = if conflict { (None, None) } else { (found.result, found.last_step) };
+            let (result, last_step) = if conflict { (None, None) } else { (found.result, found.last_step.clone()) };
             (
                 outcome,
                 None,
@@ -174,20 +208,45 @@ pub(crate) fn claim_one(
             )
         }
         Write::DeadLetter => {
-            super::transitions::dead_letter_exhausted(conn, &found, now);
+            match &mut known {
+                Known::Sql => super::transitions::dead_letter_exhausted(conn, &found, now),
+                Known::Direct { values, .. } => {
+                    let error = super::transitions::exhausted_error(found.attempt);
+                    values.set(Col::State, State::DeadLettered.as_str().into_datum());
+                    values.set(Col::NextAttemptAt, None);
+                    values.set(Col::DueAt, None);
+                    values.set(Col::LeaseExpiresAt, None);
+                    values.set(Col::LastError, error.as_str().into_datum());
+                }
+            }
             (
                 outcome,
                 None,
                 found.attempt,
                 State::DeadLettered.as_str().into(),
                 None,
-                found.last_step,
+                found.last_step.clone(),
                 timestamptz(found.first_seen_at),
                 None,
             )
         }
         Write::Insert => unreachable!("the key is known"),
     };
+    if let Known::Direct { mut session, tid, values } = known {
+        session.update(tid, &values);
+        session.close();
+    }
+    if conflict {
+        let (stored, given) = (found.fingerprint.as_deref(), fingerprint);
+        store::claim::record_conflict(
+            conn,
+            key,
+            now,
+            stored.unwrap_or_default(),
+            given.unwrap_or_default(),
+            Via::Claim,
+        );
+    }
     metrics::count(key.source, label.as_deref(), Counter::for_outcome(decision.outcome), true);
     if decision.write == Write::DeadLetter {
         metrics::count(key.source, label.as_deref(), Counter::DeadLetters, false);
@@ -249,6 +308,47 @@ fn webhook_claim_many(
     TableIterator::new(rows)
 }
 
+/// `key_complete.sql` without an SQL plan ([`crate::store::direct`]): find
+/// the key's row, lock it (its newest version), and complete it if `token`
+/// holds its lease.
+fn complete_direct(
+    mut session: Session,
+    key: Key<'_>,
+    token: Uuid,
+    now: i64,
+    result: Option<Jsonb>,
+    expires_at: i64,
+) -> Completed {
+    let completed = loop {
+        let Some(tid) = session.locate(key) else {
+            break Completed::Unknown;
+        };
+        match session.lock(tid) {
+            // deleted since the probe: look again (it is gone, or new)
+            Locked::Gone => continue,
+            Locked::Row(mut values, tid) => {
+                let event_type = values.event_type();
+                if !values.held_by(&token) {
+                    break Completed::Stale { event_type };
+                }
+                let now = timestamptz(now);
+                values.set(Col::State, State::Completed.as_str().into_datum());
+                values.set(Col::Result, result.into_datum());
+                values.set(Col::CompletedAt, now.into_datum());
+                values.set(Col::LastSeenAt, now.into_datum());
+                values.set(Col::LeaseExpiresAt, None);
+                values.set(Col::DueAt, None);
+                values.set(Col::ExpiresAt, timestamptz(expires_at).into_datum());
+                values.set(Col::ClaimToken, None);
+                session.update(tid, &values);
+                break Completed::Yes { event_type };
+            }
+        }
+    };
+    session.close();
+    completed
+}
+
 /// Complete a claimed key: stores `result` (returned to later duplicates)
 /// and marks the key `completed`. Returns true when `claim_token` held the
 /// key's lease; false, changing nothing, when the token is stale (the
@@ -269,7 +369,11 @@ fn webhook_complete(
     let now = clock_now();
     let completed = spi::connected(|conn| {
         let retention = sources::settings(conn, key.source).retention_us();
-        store::transitions::complete(conn, key, token, now, result, now.saturating_add(retention))
+        let expires_at = now.saturating_add(retention);
+        match Session::open() {
+            Some(session) => complete_direct(session, key, token, now, result, expires_at),
+            None => store::transitions::complete(conn, key, token, now, result, expires_at),
+        }
     });
     let (done, label) = match completed {
         Completed::Yes { event_type } => (true, event_type),

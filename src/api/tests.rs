@@ -442,6 +442,34 @@ pub(crate) mod tests {
         assert_eq!(claim("s", "k", None, "365 days").0, "claimed");
     }
 
+    /// A new key is stored without an SQL plan only while the keys table
+    /// is as the extension made it: with a trigger on it (an audit trigger
+    /// a DBA added), claims go through the SQL statement and the trigger
+    /// sees every insert; without, the direct path stores it (the trigger
+    /// is gone, so the audit table stays as it was). Same outcome both ways.
+    #[pg_test]
+    fn a_trigger_on_the_keys_table_sends_claims_through_sql() {
+        Spi::run(
+            "CREATE TABLE pg_temp.audit (k text);
+             CREATE FUNCTION pg_temp.audit_fn() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN INSERT INTO pg_temp.audit VALUES (NEW.idem_key); RETURN NEW; END $$;
+             CREATE TRIGGER audit AFTER INSERT ON webhook_dedup.keys FOR EACH ROW EXECUTE FUNCTION pg_temp.audit_fn()",
+        )
+        .unwrap();
+        assert_eq!(claim("trig", "k1", None, "1 minute").0, "claimed");
+        assert_eq!(claim("trig", "k1", None, "1 minute").0, "in_progress");
+        let audited = || Spi::get_one::<String>("SELECT string_agg(k, ',' ORDER BY k) FROM pg_temp.audit").unwrap();
+        assert_eq!(audited(), Some("k1".into()), "the trigger saw the insert");
+        Spi::run("DROP TRIGGER audit ON webhook_dedup.keys").unwrap();
+        assert_eq!(claim("trig", "k2", None, "1 minute").0, "claimed");
+        assert_eq!(claim("trig", "k2", None, "1 minute").0, "in_progress");
+        assert_eq!(audited(), Some("k1".into()));
+        // and with the direct path switched off, through SQL again
+        Spi::run("SET LOCAL webhook_dedup.direct_writes = off").unwrap();
+        assert_eq!(claim("trig", "k3", None, "1 minute").0, "claimed");
+        assert_eq!(claim("trig", "k3", None, "1 minute").0, "in_progress");
+    }
+
     /// Per-source settings are cached in each backend; a change of
     /// webhook_dedup.sources reaches the next call, in the same transaction
     /// too (the trigger sources_changed invalidates the cache).

@@ -155,8 +155,9 @@ COMMENT ON TABLE webhook_dedup.sources IS
 -- each, for inspection.
 CREATE TABLE webhook_dedup.conflict_log (
     id                 bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    source             text        NOT NULL,
-    idem_key           text        NOT NULL,
+    -- compared with the keys' own columns, so in their collation
+    source             text        COLLATE "C" NOT NULL,
+    idem_key           text        COLLATE "C" NOT NULL,
     seen_at            timestamptz NOT NULL,
     stored_fingerprint bytea       NOT NULL,
     fingerprint        bytea       NOT NULL,

@@ -1,58 +1,59 @@
-//! The first delivery of a key, stored without an SQL plan.
+//! Claims and completions without an SQL plan.
 //!
-//! A claim of a new key is what a receiver does most, and through SPI it
-//! costs more in executor start-up (opening the table and its indexes,
-//! building the projections of `INSERT ... ON CONFLICT DO UPDATE ...
-//! RETURNING`) than in the insert itself. This module performs the same
-//! insert with the executor's own routines and nothing else, in the order
-//! `ExecInsert` (PostgreSQL's `nodeModifyTable.c`) uses for `ON CONFLICT`:
+//! A claim and its completion are what a receiver does most, and through
+//! SPI each costs more in executor start-up (opening the table and its
+//! indexes, building the projections of `INSERT ... ON CONFLICT DO UPDATE
+//! ... RETURNING` or `UPDATE ... RETURNING`) than in the work itself. This
+//! module does the same work with the executor's own routines and nothing
+//! else, in the order the executor uses (PostgreSQL's `nodeModifyTable.c`):
 //!
-//! 1. `ExecCheckIndexConstraints` probes the primary key, the arbiter,
-//!    waiting for a transaction that is inserting the same key; a key that
-//!    exists is left to the SQL path ([`Direct::Known`]);
-//! 2. the row is inserted speculatively (`tuple_insert_speculative` under
-//!    a `SpeculativeInsertionLockAcquire` token), then its index entries
-//!    (`ExecInsertIndexTuples`, which tells of a conflict that arose in
-//!    between), then the insertion is confirmed or killed
-//!    (`tuple_complete_speculative`); a conflict starts over at step 1.
+//! - **a new key** ([`Session::insert_claim`]) as `ExecInsert` does for
+//!   `ON CONFLICT`: `ExecCheckIndexConstraints` probes the primary key, the
+//!   arbiter, waiting for a transaction that is inserting or changing the
+//!   same key; if there is none the row is inserted speculatively
+//!   (`tuple_insert_speculative` under a `SpeculativeInsertionLockAcquire`
+//!   token), then its index entries (`ExecInsertIndexTuples`, which tells of
+//!   a conflict that arose in between), then the insertion is confirmed or
+//!   killed (`tuple_complete_speculative`); a conflict starts over;
+//! - **a known key** as `ExecOnConflictUpdate` and `ExecUpdate` do: the row
+//!   the probe found ([`Session::locate`] for a completion) is locked
+//!   (`tuple_lock`, waiting for its writers; under READ COMMITTED the
+//!   newest version of the row, under REPEATABLE READ a row changed after
+//!   the snapshot is 40001, as is one the snapshot cannot see), the caller
+//!   decides on what it read, and the new version is written
+//!   (`tuple_update`, then `ExecInsertIndexTuples` unless the update was
+//!   HOT). A row deleted meanwhile ([`Locked::Gone`]) sends the caller back
+//!   to the probe.
 //!
-//! So the arbitration is PostgreSQL's own, byte for byte that of the SQL
-//! statement. What the SQL statement would do besides is checked instead,
-//! and when any of it applies this module declines ([`Direct::Declined`])
-//! and the caller runs the statement (`claim_upsert.sql`): the table must be
-//! exactly the one the extension created (same columns and types, no
-//! defaults or NOT NULL on the columns a claim leaves NULL, no CHECK
+//! The arbitration and the row locks are PostgreSQL's own, those of the SQL
+//! statements. What the statements would do besides is checked instead, and
+//! when any of it applies [`Session::open`] declines and the caller runs the
+//! statements (`claim_upsert.sql`, `key_complete.sql`): the table must be
+//! exactly the one the extension created (the same columns and types, no
+//! defaults or NOT NULL on the columns a new key leaves NULL, no CHECK
 //! constraint or generated column, no trigger, no row-level security for
-//! the caller, every unique index immediate and no exclusion constraint,
-//! the primary key on `(idem_key, source)`), and the caller must hold
-//! INSERT, SELECT and UPDATE on it (the statement's table privileges; a
-//! caller with column privileges only goes through SQL, which checks them).
-//! The table's shape is checked once per relation cache generation
-//! ([`super::cache`]); privileges and RLS on every call.
+//! the caller, every unique index immediate and no exclusion constraint, the
+//! primary key on `(idem_key, source)`), and the caller must hold INSERT,
+//! SELECT and UPDATE on it (the statements' table privileges; a caller with
+//! column privileges only goes through SQL, which checks them). The table's
+//! shape is checked once per relation cache generation ([`super::cache`]);
+//! privileges and RLS on every call. `webhook_dedup.direct_writes = off`
+//! sends everything through SQL.
 
 use super::cache;
 use super::claim::Delivery;
+use super::{Key, KeyRow};
+use crate::claim::State;
+use crate::jsonb::Jsonb;
 use crate::time::timestamptz;
+use pgrx::datum::TimestampWithTimeZone;
 use pgrx::pg_sys::{self, Datum, Oid};
-use pgrx::{IntoDatum, PgTupleDesc};
+use pgrx::{FromDatum, IntoDatum, PgTupleDesc, Uuid};
 use std::cell::Cell;
 
-/// What [`insert_claim`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direct {
-    /// The key was new: stored, leased to the delivery's token.
-    Inserted,
-    /// The key exists (committed, or inserted earlier by this transaction):
-    /// nothing was written.
-    Known,
-    /// The table is not as this module needs it, or the caller lacks a
-    /// table privilege: nothing was written; use the SQL statement.
-    Declined,
-}
-
-/// The columns of `webhook_dedup.keys` a claim writes, in [`Layout`] order:
-/// name, type, and whether a new key's row gives it a value (the others
-/// are NULL, as the SQL insert leaves them to their defaults).
+/// The columns of `webhook_dedup.keys`, in [`Col`] order: name, type, and
+/// whether a new key's row gives it a value (the others are NULL, as the
+/// SQL insert leaves them to their defaults).
 const COLUMNS: [(&str, Oid, bool); 20] = [
     ("source", pg_sys::TEXTOID, true),
     ("idem_key", pg_sys::TEXTOID, true),
@@ -75,8 +76,31 @@ const COLUMNS: [(&str, Oid, bool); 20] = [
     ("leased_at", pg_sys::TIMESTAMPTZOID, true),
     ("expires_at", pg_sys::TIMESTAMPTZOID, false),
 ];
-const SOURCE: usize = 0;
-const IDEM_KEY: usize = 1;
+
+/// A column of `webhook_dedup.keys` (an index into [`COLUMNS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Col {
+    Source,
+    IdemKey,
+    State,
+    Attempt,
+    ClaimToken,
+    LeaseExpiresAt,
+    NextAttemptAt,
+    DueAt,
+    Fingerprint,
+    EventType,
+    Result,
+    LastStep,
+    LastError,
+    Deliveries,
+    Conflicts,
+    FirstSeenAt,
+    LastSeenAt,
+    CompletedAt,
+    LeasedAt,
+    ExpiresAt,
+}
 
 /// Where each of [`COLUMNS`] is in the table (0-based attribute index).
 #[derive(Debug, Clone, Copy)]
@@ -117,7 +141,7 @@ unsafe fn check_layout(rel: pg_sys::Relation) -> Option<Layout> {
             if attr.atttypid != *type_oid || at[c] != usize::MAX || attr.attgenerated != 0 {
                 return None;
             }
-            // A column the row leaves NULL must accept NULL and have no
+            // A column a new key leaves NULL must accept NULL and have no
             // default (the SQL insert would give it the default).
             if !set && (attr.attnotnull || attr.atthasdef) {
                 return None;
@@ -164,98 +188,436 @@ fn keys_oid() -> Option<Oid> {
     })
 }
 
-/// Store a new key for the delivery `d`, leased to `d.token`: what
-/// `claim_upsert.sql` does when the key is new (see the module's
-/// documentation for when it declines). The caller runs under READ
-/// COMMITTED or has checked that the key is not one its snapshot cannot
-/// see ([`super::visible_conflict`]).
-pub fn insert_claim(d: &Delivery<'_>) -> Direct {
-    let Some(relid) = keys_oid() else {
-        return Direct::Declined;
-    };
-    // SAFETY: plain catalog checks for the current user.
-    let allowed = unsafe {
-        let mode = (pg_sys::ACL_INSERT | pg_sys::ACL_SELECT | pg_sys::ACL_UPDATE) as pg_sys::AclMode;
-        pg_sys::pg_class_aclcheck(relid, pg_sys::GetUserId(), mode) == pg_sys::AclResult::ACLCHECK_OK
-            && pg_sys::check_enable_rls(relid, pg_sys::InvalidOid, false) as u32
-                != pg_sys::CheckEnableRlsResult::RLS_ENABLED
-    };
-    if !allowed {
-        return Direct::Declined;
+/// A row of the keys table as datums, by [`Col`]. By-reference datums
+/// point into the locked row's buffer (pinned by the session's slot) or
+/// into memory of the call.
+#[derive(Debug, Clone, Copy)]
+pub struct Values {
+    values: [Datum; COLUMNS.len()],
+    nulls: [bool; COLUMNS.len()],
+}
+
+impl Values {
+    fn empty() -> Values {
+        Values { values: [Datum::from(0); COLUMNS.len()], nulls: [true; COLUMNS.len()] }
     }
-    // SAFETY: the sequence below is ExecInsert's for ON CONFLICT (module
-    // documentation), on a relation opened and locked here, with an
-    // executor state of our own that is freed before returning; an ERROR
-    // anywhere aborts the transaction, whose resource owner releases the
-    // relation, index and buffer references and whose memory contexts
-    // free the rest, as for any executor node.
-    unsafe {
-        let rel = pg_sys::table_open(relid, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE);
-        let Some(layout) = layout(rel) else {
-            pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
-            return Direct::Declined;
-        };
-        let estate = pg_sys::CreateExecutorState();
-        let cid = pg_sys::GetCurrentCommandId(true);
-        (*estate).es_output_cid = cid;
-        let rri: *mut pg_sys::ResultRelInfo = pg_sys::palloc0(std::mem::size_of::<pg_sys::ResultRelInfo>()).cast();
-        pg_sys::InitResultRelInfo(rri, rel, 1, std::ptr::null_mut(), 0);
-        #[cfg(feature = "pg13")]
-        {
-            (*estate).es_result_relation_info = rri;
+
+    /// Set a column to a value (None: NULL).
+    pub fn set(&mut self, col: Col, value: Option<Datum>) {
+        self.values[col as usize] = value.unwrap_or(Datum::from(0));
+        self.nulls[col as usize] = value.is_none();
+    }
+
+    fn get<T: FromDatum>(&self, col: Col) -> Option<T> {
+        let c = col as usize;
+        // SAFETY: the datum is of the column's type (COLUMNS, checked
+        // against the table), valid while the session's slot holds the row.
+        unsafe { T::from_datum(self.values[c], self.nulls[c]) }
+    }
+
+    fn timestamp(&self, col: Col) -> Option<i64> {
+        self.get::<TimestampWithTimeZone>(col).map(pg_sys::TimestampTz::from)
+    }
+
+    /// The row as [`KeyRow`], its by-reference values copied.
+    pub fn key_row(&self) -> KeyRow {
+        let state: String = self.get(Col::State).expect("state is NOT NULL");
+        let result = (!self.nulls[Col::Result as usize]).then(|| {
+            // SAFETY: a jsonb datum (see `get`); the copy is detoasted into
+            // the current memory context, so it outlives the slot.
+            unsafe {
+                let copy = pg_sys::pg_detoast_datum_copy(self.values[Col::Result as usize].cast_mut_ptr());
+                Jsonb::from_raw(Datum::from(copy))
+            }
+        });
+        KeyRow {
+            source: self.get(Col::Source).expect("source is NOT NULL"),
+            idem_key: self.get(Col::IdemKey).expect("idem_key is NOT NULL"),
+            state: State::parse(&state)
+                .unwrap_or_else(|| pgrx::error!("webhook_dedup: unknown stored state {state:?}")),
+            attempt: self.get(Col::Attempt).expect("attempt is NOT NULL"),
+            claim_token: self.get::<Uuid>(Col::ClaimToken),
+            lease_expires_at: self.timestamp(Col::LeaseExpiresAt),
+            next_attempt_at: self.timestamp(Col::NextAttemptAt),
+            fingerprint: self.get(Col::Fingerprint),
+            event_type: self.get(Col::EventType),
+            result,
+            last_step: self.get(Col::LastStep),
+            first_seen_at: self.timestamp(Col::FirstSeenAt).expect("first_seen_at is NOT NULL"),
+            due_at: self.timestamp(Col::DueAt),
         }
-        pg_sys::ExecOpenIndices(rri, true);
-        let finish = |outcome: Direct, slot: *mut pg_sys::TupleTableSlot, arbiters: *mut pg_sys::List| {
-            if !slot.is_null() {
-                pg_sys::ExecDropSingleTupleTableSlot(slot);
-            }
-            if !arbiters.is_null() {
-                pg_sys::list_free(arbiters);
-            }
-            pg_sys::ExecCloseIndices(rri);
-            pg_sys::FreeExecutorState(estate);
-            pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
-            outcome
-        };
-        let Some(pkey) = arbiter(rri, &layout) else {
-            return finish(Direct::Declined, std::ptr::null_mut(), std::ptr::null_mut());
-        };
-        let arbiters = pg_sys::lappend_oid(std::ptr::null_mut(), pkey);
-        let slot = pg_sys::table_slot_create(rel, std::ptr::null_mut());
-        fill(slot, &layout, d);
-        (*slot).tts_tableOid = relid;
-        let am = &*(*rel).rd_tableam;
-        let (insert, complete) = (
-            am.tuple_insert_speculative.expect("a table access method inserts speculatively"),
-            am.tuple_complete_speculative.expect("a table access method completes speculative inserts"),
-        );
-        loop {
-            pg_sys::check_for_interrupts!();
-            let mut conflict_tid = pg_sys::ItemPointerData::default();
-            if !check_index_constraints(rri, slot, estate, &mut conflict_tid, arbiters) {
-                return finish(Direct::Known, slot, arbiters);
-            }
-            let xid = pg_sys::GetCurrentTransactionId();
-            let token = pg_sys::SpeculativeInsertionLockAcquire(xid);
-            insert(rel, slot, cid, 0, std::ptr::null_mut(), token);
-            let mut conflict = false;
-            let recheck = insert_index_tuples(rri, slot, estate, &mut conflict, arbiters);
-            complete(rel, slot, token, !conflict);
-            pg_sys::SpeculativeInsertionLockRelease(xid);
-            if !recheck.is_null() {
-                pg_sys::list_free(recheck);
-            }
-            if !conflict {
-                break;
-            }
-            // A concurrent first delivery inserted the key in between: the
-            // next probe waits for it and finds it.
+    }
+
+    /// `deliveries`, `conflicts` (NOT NULL integers).
+    pub fn count(&self, col: Col) -> i32 {
+        self.get(col).unwrap_or(0)
+    }
+
+    pub fn is_null(&self, col: Col) -> bool {
+        self.nulls[col as usize]
+    }
+
+    /// Whether `token` holds the row's lease (as [`KeyRow::held_by`],
+    /// without copying the row).
+    pub fn held_by(&self, token: &Uuid) -> bool {
+        let state: Option<String> = self.get(Col::State);
+        let held = self.get::<Uuid>(Col::ClaimToken);
+        let state = state.as_deref().and_then(State::parse).unwrap_or(State::Pending);
+        crate::claim::holds_lease(state, held.as_ref().map(|t| t.as_bytes().as_slice()), token.as_bytes())
+    }
+
+    pub fn event_type(&self) -> Option<String> {
+        self.get(Col::EventType)
+    }
+}
+
+/// What [`Session::insert_claim`] did.
+#[derive(Debug, Clone, Copy)]
+pub enum Insert {
+    /// The key was new: stored, leased to the delivery's token.
+    Inserted,
+    /// The key exists; the TID of its row when the probe found it.
+    Known(pg_sys::ItemPointerData),
+}
+
+/// What [`Session::lock`] found.
+#[derive(Debug)]
+pub enum Locked {
+    /// The row, locked until the transaction ends; its values, and the
+    /// TID of the version locked (the one to update).
+    Row(Values, pg_sys::ItemPointerData),
+    /// The row was deleted meanwhile: probe again.
+    Gone,
+}
+
+/// The keys table opened for direct writes, with what the executor's
+/// routines need. Closed by [`Session::close`]; after an ERROR the aborting
+/// transaction releases what it holds, as for any executor state.
+pub struct Session {
+    relid: Oid,
+    rel: pg_sys::Relation,
+    estate: *mut pg_sys::EState,
+    rri: *mut pg_sys::ResultRelInfo,
+    layout: Layout,
+    arbiters: *mut pg_sys::List,
+    cid: pg_sys::CommandId,
+    /// For the rows this session writes.
+    slot: *mut pg_sys::TupleTableSlot,
+    /// For the row it locks (holds its buffer pin until cleared); made on
+    /// first use (a new key needs none).
+    locked: *mut pg_sys::TupleTableSlot,
+    wrote: bool,
+}
+
+impl Session {
+    /// Open the keys table for direct writes, or None (declined: use SQL;
+    /// see the module documentation for when).
+    pub fn open() -> Option<Session> {
+        if !crate::guc::direct_writes() {
+            return None;
         }
-        let outcome = finish(Direct::Inserted, slot, arbiters);
-        // As after every statement SPI runs: the new row is visible to the
-        // next command of this transaction.
-        pg_sys::CommandCounterIncrement();
-        outcome
+        let relid = keys_oid()?;
+        // SAFETY: plain catalog checks for the current user.
+        let allowed = unsafe {
+            let mode = (pg_sys::ACL_INSERT | pg_sys::ACL_SELECT | pg_sys::ACL_UPDATE) as pg_sys::AclMode;
+            pg_sys::pg_class_aclcheck(relid, pg_sys::GetUserId(), mode) == pg_sys::AclResult::ACLCHECK_OK
+                && pg_sys::check_enable_rls(relid, pg_sys::InvalidOid, false) as u32
+                    != pg_sys::CheckEnableRlsResult::RLS_ENABLED
+        };
+        if !allowed {
+            return None;
+        }
+        // SAFETY: a relation opened and locked here, with an executor state
+        // of our own, as ExecInitModifyTable builds one for a result
+        // relation (InitResultRelInfo, ExecOpenIndices with speculative
+        // insertion info); every path out of this block either returns the
+        // session or closes what it opened.
+        unsafe {
+            let rel = pg_sys::table_open(relid, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE);
+            let Some(layout) = layout(rel) else {
+                pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+                return None;
+            };
+            let estate = pg_sys::CreateExecutorState();
+            let cid = pg_sys::GetCurrentCommandId(true);
+            (*estate).es_output_cid = cid;
+            let rri: *mut pg_sys::ResultRelInfo = pg_sys::palloc0(std::mem::size_of::<pg_sys::ResultRelInfo>()).cast();
+            // Range table index 0: no range table; nothing this module calls
+            // reads one (ExecInsertIndexTuples is told every write is an
+            // insert, see `update`).
+            pg_sys::InitResultRelInfo(rri, rel, 0, std::ptr::null_mut(), 0);
+            #[cfg(feature = "pg13")]
+            {
+                (*estate).es_result_relation_info = rri;
+            }
+            pg_sys::ExecOpenIndices(rri, true);
+            let Some(pkey) = arbiter(rri, &layout) else {
+                pg_sys::ExecCloseIndices(rri);
+                pg_sys::FreeExecutorState(estate);
+                pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+                return None;
+            };
+            Some(Session {
+                relid,
+                rel,
+                estate,
+                rri,
+                layout,
+                arbiters: pg_sys::lappend_oid(std::ptr::null_mut(), pkey),
+                cid,
+                slot: pg_sys::table_slot_create(rel, std::ptr::null_mut()),
+                locked: std::ptr::null_mut(),
+                wrote: false,
+            })
+        }
+    }
+
+    /// Close the table and free the executor state. After a write, the
+    /// command counter advances, as after every statement SPI runs, so the
+    /// next command of the transaction sees it.
+    pub fn close(self) {
+        // SAFETY: everything was opened by `open` and is released once.
+        unsafe {
+            if !self.locked.is_null() {
+                pg_sys::ExecDropSingleTupleTableSlot(self.locked);
+            }
+            pg_sys::ExecDropSingleTupleTableSlot(self.slot);
+            pg_sys::list_free(self.arbiters);
+            pg_sys::ExecCloseIndices(self.rri);
+            pg_sys::FreeExecutorState(self.estate);
+            pg_sys::table_close(self.rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+            if self.wrote {
+                pg_sys::CommandCounterIncrement();
+            }
+        }
+    }
+
+    /// Store `values` in the session's write slot (all other attributes
+    /// NULL: a table of our layout has none but dropped ones).
+    ///
+    /// # Safety
+    /// `values` hold datums of the columns' types, valid until the row is
+    /// written.
+    unsafe fn fill(&self, values: &Values) {
+        // SAFETY: the slot has the table's descriptor: natts entries in
+        // tts_values and tts_isnull; the layout maps each column into them.
+        unsafe {
+            let slot = self.slot;
+            pg_sys::ExecClearTuple(slot);
+            let natts = (*(*slot).tts_tupleDescriptor).natts as usize;
+            for i in 0..natts {
+                *(*slot).tts_isnull.add(i) = true;
+                *(*slot).tts_values.add(i) = Datum::from(0);
+            }
+            for c in 0..COLUMNS.len() {
+                *(*slot).tts_values.add(self.layout.at[c]) = values.values[c];
+                *(*slot).tts_isnull.add(self.layout.at[c]) = values.nulls[c];
+            }
+            pg_sys::ExecStoreVirtualTuple(slot);
+            (*slot).tts_tableOid = self.relid;
+        }
+    }
+
+    /// Probe the primary key for the key in the write slot: true when it is
+    /// free; false (and its row's TID) when a live row has it. Waits for a
+    /// transaction inserting, updating or deleting such a row.
+    fn probe(&self, tid: &mut pg_sys::ItemPointerData) -> bool {
+        pg_sys::check_for_interrupts!();
+        // SAFETY: as ExecCheckIndexConstraints, on the session's state.
+        unsafe { check_index_constraints(self.rri, self.slot, self.estate, tid, self.arbiters) }
+    }
+
+    /// Store a new key for the delivery `d`, leased to `d.token`: what
+    /// `claim_upsert.sql` does when the key is new. The caller runs under
+    /// READ COMMITTED or has checked that the key is not one its snapshot
+    /// cannot see ([`super::visible_conflict`]).
+    pub fn insert_claim(&mut self, d: &Delivery<'_>) -> Insert {
+        let now = timestamptz(d.now);
+        let until = timestamptz(d.lease_until);
+        let mut v = Values::empty();
+        v.set(Col::Source, d.key.source.into_datum());
+        v.set(Col::IdemKey, d.key.idem_key.into_datum());
+        v.set(Col::State, State::Processing.as_str().into_datum());
+        v.set(Col::Attempt, 1i32.into_datum());
+        v.set(Col::ClaimToken, d.token.into_datum());
+        v.set(Col::LeaseExpiresAt, until.into_datum());
+        v.set(Col::DueAt, until.into_datum());
+        v.set(Col::Fingerprint, d.fingerprint.into_datum());
+        v.set(Col::EventType, d.event_type.into_datum());
+        v.set(Col::Deliveries, 1i32.into_datum());
+        v.set(Col::Conflicts, 0i32.into_datum());
+        v.set(Col::FirstSeenAt, now.into_datum());
+        v.set(Col::LastSeenAt, now.into_datum());
+        v.set(Col::LeasedAt, now.into_datum());
+        // SAFETY: datums of the columns' types, in memory of the call.
+        unsafe { self.fill(&v) };
+        // SAFETY: ExecInsert's speculative insertion (module documentation).
+        unsafe {
+            let am = &*(*self.rel).rd_tableam;
+            let insert = am.tuple_insert_speculative.expect("a table access method inserts speculatively");
+            let complete = am.tuple_complete_speculative.expect("a table access method completes speculative inserts");
+            loop {
+                let mut conflict_tid = pg_sys::ItemPointerData::default();
+                if !self.probe(&mut conflict_tid) {
+                    return Insert::Known(conflict_tid);
+                }
+                let xid = pg_sys::GetCurrentTransactionId();
+                let token = pg_sys::SpeculativeInsertionLockAcquire(xid);
+                insert(self.rel, self.slot, self.cid, 0, std::ptr::null_mut(), token);
+                let mut conflict = false;
+                let recheck = insert_index_tuples(self.rri, self.slot, self.estate, Some(&mut conflict), self.arbiters);
+                complete(self.rel, self.slot, token, !conflict);
+                pg_sys::SpeculativeInsertionLockRelease(xid);
+                if !recheck.is_null() {
+                    pg_sys::list_free(recheck);
+                }
+                self.wrote = true;
+                if !conflict {
+                    return Insert::Inserted;
+                }
+                // A concurrent first delivery inserted the key in between:
+                // the next probe waits for it and finds it.
+            }
+        }
+    }
+
+    /// The TID of the key's live row (waiting for a transaction writing
+    /// it), or None when there is no such key.
+    pub fn locate(&mut self, key: Key<'_>) -> Option<pg_sys::ItemPointerData> {
+        let mut v = Values::empty();
+        v.set(Col::Source, key.source.into_datum());
+        v.set(Col::IdemKey, key.idem_key.into_datum());
+        // SAFETY: datums of the key columns; the probe reads only those
+        // (the primary key's), the row is never written.
+        unsafe { self.fill(&v) };
+        let mut tid = pg_sys::ItemPointerData::default();
+        (!self.probe(&mut tid)).then_some(tid)
+    }
+
+    /// Lock the row at `tid` for this transaction and read it. Under READ
+    /// COMMITTED the newest version of the row is locked; under REPEATABLE
+    /// READ and SERIALIZABLE a row changed after the transaction's snapshot,
+    /// or one the snapshot cannot see, is 40001.
+    pub fn lock(&mut self, tid: pg_sys::ItemPointerData) -> Locked {
+        let snapshot_per_transaction = super::transaction_snapshot();
+        let flags = if snapshot_per_transaction { 0 } else { pg_sys::TUPLE_LOCK_FLAG_FIND_LAST_VERSION as u8 };
+        let mut tid = tid;
+        let mut tmfd = pg_sys::TM_FailureData::default();
+        // SAFETY: tuple_lock on the session's relation into its lock slot,
+        // as ExecOnConflictUpdate (flags 0) and the READ COMMITTED recheck
+        // of ExecUpdate (FIND_LAST_VERSION) call it; the snapshot argument
+        // is unused by heap's implementation, which fetches with a dirty
+        // snapshot when it follows an update chain.
+        let result = unsafe {
+            if self.locked.is_null() {
+                self.locked = pg_sys::table_slot_create(self.rel, std::ptr::null_mut());
+            }
+            let am = &*(*self.rel).rd_tableam;
+            let lock = am.tuple_lock.expect("a table access method locks tuples");
+            pg_sys::ExecClearTuple(self.locked);
+            lock(
+                self.rel,
+                &mut tid,
+                pg_sys::GetActiveSnapshot(),
+                self.locked,
+                self.cid,
+                pg_sys::LockTupleMode::LockTupleNoKeyExclusive,
+                pg_sys::LockWaitPolicy::LockWaitBlock,
+                flags,
+                &mut tmfd,
+            )
+        };
+        match result {
+            pg_sys::TM_Result::TM_Ok => {}
+            pg_sys::TM_Result::TM_Deleted if !snapshot_per_transaction => return Locked::Gone,
+            pg_sys::TM_Result::TM_Updated | pg_sys::TM_Result::TM_Deleted => super::serialization_failure(),
+            other => pgrx::error!("webhook_dedup: locking a key returned {other} (TM_Result)"),
+        }
+        // SAFETY: the slot holds the locked tuple (TM_Ok), pinned.
+        unsafe {
+            if snapshot_per_transaction
+                && !pg_sys::table_tuple_satisfies_snapshot(self.rel, self.locked, pg_sys::GetTransactionSnapshot())
+            {
+                super::serialization_failure();
+            }
+            pg_sys::slot_getallattrs(self.locked);
+            let mut v = Values::empty();
+            for c in 0..COLUMNS.len() {
+                v.values[c] = *(*self.locked).tts_values.add(self.layout.at[c]);
+                v.nulls[c] = *(*self.locked).tts_isnull.add(self.layout.at[c]);
+            }
+            Locked::Row(v, (*self.locked).tts_tid)
+        }
+    }
+
+    /// Write `values` as the new version of the row at `tid`, which this
+    /// session locked (so the update cannot meet a concurrent change).
+    pub fn update(&mut self, tid: pg_sys::ItemPointerData, values: &Values) {
+        // SAFETY: the values are the locked row's (its buffer stays pinned
+        // by the lock slot until the next lock or close) or of the call.
+        unsafe { self.fill(values) };
+        let mut tid = tid;
+        let mut tmfd = pg_sys::TM_FailureData::default();
+        let mut lockmode: pg_sys::LockTupleMode::Type = 0;
+        // SAFETY: ExecUpdate's table_tuple_update and index insertion, on a
+        // row this transaction holds locked.
+        unsafe {
+            let am = &*(*self.rel).rd_tableam;
+            let update = am.tuple_update.expect("a table access method updates tuples");
+            #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
+            let (result, index_update) = {
+                let mut update_indexes = false;
+                let result = update(
+                    self.rel,
+                    &mut tid,
+                    self.slot,
+                    self.cid,
+                    pg_sys::GetActiveSnapshot(),
+                    std::ptr::null_mut(),
+                    true,
+                    &mut tmfd,
+                    &mut lockmode,
+                    &mut update_indexes,
+                );
+                (result, update_indexes.then_some(false))
+            };
+            #[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
+            let (result, index_update) = {
+                let mut update_indexes = pg_sys::TU_UpdateIndexes::TU_None;
+                let result = update(
+                    self.rel,
+                    &mut tid,
+                    self.slot,
+                    self.cid,
+                    pg_sys::GetActiveSnapshot(),
+                    std::ptr::null_mut(),
+                    true,
+                    &mut tmfd,
+                    &mut lockmode,
+                    &mut update_indexes,
+                );
+                let index_update = match update_indexes {
+                    pg_sys::TU_UpdateIndexes::TU_None => None,
+                    pg_sys::TU_UpdateIndexes::TU_Summarizing => Some(true),
+                    _ => Some(false),
+                };
+                (result, index_update)
+            };
+            if result != pg_sys::TM_Result::TM_Ok {
+                pgrx::error!("webhook_dedup: updating a locked key returned {result} (TM_Result)");
+            }
+            // Not HOT: index entries for the new version. Told "insert"
+            // (update = false), which only withholds the hint that the key
+            // is unchanged; the primary key's unique check still finds the
+            // old version's entry and triggers bottom-up deletion for it.
+            if let Some(only_summarizing) = index_update {
+                let recheck = insert_index_tuples_for_update(self.rri, self.slot, self.estate, only_summarizing);
+                if !recheck.is_null() {
+                    pg_sys::list_free(recheck);
+                }
+            }
+        }
+        self.wrote = true;
     }
 }
 
@@ -284,7 +646,8 @@ unsafe fn arbiter(rri: *mut pg_sys::ResultRelInfo, layout: &Layout) -> Option<Oi
             }
             if form.indexrelid == pkey {
                 let columns = &info.ii_IndexAttrNumbers[..info.ii_NumIndexKeyAttrs as usize];
-                let expected = [layout.at[IDEM_KEY] as i16 + 1, layout.at[SOURCE] as i16 + 1];
+                let expected =
+                    [layout.at[Col::IdemKey as usize] as i16 + 1, layout.at[Col::Source as usize] as i16 + 1];
                 if columns != expected || info.ii_NumIndexAttrs != 2 || !info.ii_Predicate.is_null() {
                     return None;
                 }
@@ -292,55 +655,6 @@ unsafe fn arbiter(rri: *mut pg_sys::ResultRelInfo, layout: &Layout) -> Option<Oi
             }
         }
         found.then_some(pkey)
-    }
-}
-
-/// The new key's row: what `claim_upsert.sql` inserts.
-///
-/// # Safety
-/// `slot` is an empty slot of the keys table, whose layout is `layout`.
-unsafe fn fill(slot: *mut pg_sys::TupleTableSlot, layout: &Layout, d: &Delivery<'_>) {
-    let now = timestamptz(d.now);
-    let until = timestamptz(d.lease_until);
-    let values: [Option<Datum>; COLUMNS.len()] = [
-        d.key.source.into_datum(),
-        d.key.idem_key.into_datum(),
-        "processing".into_datum(),
-        1i32.into_datum(),
-        d.token.into_datum(),
-        until.into_datum(),
-        None,
-        until.into_datum(),
-        d.fingerprint.into_datum(),
-        d.event_type.into_datum(),
-        None,
-        None,
-        None,
-        1i32.into_datum(),
-        0i32.into_datum(),
-        now.into_datum(),
-        now.into_datum(),
-        None,
-        now.into_datum(),
-        None,
-    ];
-    // SAFETY: a slot of the table's descriptor has natts entries in
-    // tts_values and tts_isnull; the layout maps every column to one of
-    // them and leaves no other (dropped ones aside, which stay NULL).
-    unsafe {
-        pg_sys::ExecClearTuple(slot);
-        let natts = (*(*slot).tts_tupleDescriptor).natts as usize;
-        for i in 0..natts {
-            *(*slot).tts_isnull.add(i) = true;
-            *(*slot).tts_values.add(i) = Datum::from(0);
-        }
-        for (c, value) in values.iter().enumerate() {
-            if let Some(value) = value {
-                *(*slot).tts_values.add(layout.at[c]) = *value;
-                *(*slot).tts_isnull.add(layout.at[c]) = false;
-            }
-        }
-        pg_sys::ExecStoreVirtualTuple(slot);
     }
 }
 
@@ -384,9 +698,10 @@ unsafe fn insert_index_tuples(
     rri: *mut pg_sys::ResultRelInfo,
     slot: *mut pg_sys::TupleTableSlot,
     estate: *mut pg_sys::EState,
-    conflict: *mut bool,
+    conflict: Option<&mut bool>,
     arbiters: *mut pg_sys::List,
 ) -> *mut pg_sys::List {
+    let conflict = conflict.map_or(std::ptr::null_mut(), |c| c as *mut bool);
     // SAFETY: forwarded (caller).
     unsafe {
         #[cfg(feature = "pg13")]
@@ -401,6 +716,45 @@ unsafe fn insert_index_tuples(
         #[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
         {
             pg_sys::ExecInsertIndexTuples(rri, slot, estate, false, true, conflict, arbiters, false)
+        }
+    }
+}
+
+/// `ExecInsertIndexTuples` for the new version of an updated row (no
+/// conflict handling: the unique check raises 23505 as an UPDATE's does).
+///
+/// # Safety
+/// As `ExecInsertIndexTuples`.
+unsafe fn insert_index_tuples_for_update(
+    rri: *mut pg_sys::ResultRelInfo,
+    slot: *mut pg_sys::TupleTableSlot,
+    estate: *mut pg_sys::EState,
+    only_summarizing: bool,
+) -> *mut pg_sys::List {
+    // SAFETY: forwarded (caller).
+    unsafe {
+        #[cfg(feature = "pg13")]
+        {
+            let _ = (rri, only_summarizing);
+            pg_sys::ExecInsertIndexTuples(slot, estate, false, std::ptr::null_mut(), std::ptr::null_mut())
+        }
+        #[cfg(any(feature = "pg14", feature = "pg15"))]
+        {
+            let _ = only_summarizing;
+            pg_sys::ExecInsertIndexTuples(rri, slot, estate, false, false, std::ptr::null_mut(), std::ptr::null_mut())
+        }
+        #[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
+        {
+            pg_sys::ExecInsertIndexTuples(
+                rri,
+                slot,
+                estate,
+                false,
+                false,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                only_summarizing,
+            )
         }
     }
 }

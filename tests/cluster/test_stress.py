@@ -11,12 +11,17 @@ import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 CONNECTIONS = 32
 KEYS = 1_000
 SOURCE = "stress"
 
 
-def test_32_connections_claim_the_same_1000_keys(connect):
+@pytest.mark.parametrize("direct_writes", ["on", "off"])
+def test_32_connections_claim_the_same_1000_keys(connect, direct_writes):
+    """Once with new keys stored by src/store/direct.rs, once through SQL."""
+    source = f"{SOURCE}-{direct_writes}"
     keys = [f"evt_{i:04d}" for i in range(KEYS)]
     barrier = threading.Barrier(CONNECTIONS)
 
@@ -25,15 +30,16 @@ def test_32_connections_claim_the_same_1000_keys(connect):
         random.Random(seed).shuffle(order)
         outcomes, completions = Counter(), Counter()
         with connect() as conn:
+            conn.execute("SELECT set_config('webhook_dedup.direct_writes', %s, false)", (direct_writes,))
             barrier.wait()
             for key in order:
                 outcome, token = conn.execute(
                     "SELECT outcome, claim_token FROM webhook_claim(%s, %s, lease => '5 minutes')",
-                    (SOURCE, key)).fetchone()
+                    (source, key)).fetchone()
                 outcomes[outcome] += 1
                 if outcome == "claimed":
                     done = conn.execute("SELECT webhook_complete(%s, %s, %s, '{\"ok\": true}')",
-                                        (SOURCE, key, token)).fetchone()[0]
+                                        (source, key, token)).fetchone()[0]
                     completions[done] += 1
         return outcomes, completions
 
@@ -50,7 +56,7 @@ def test_32_connections_claim_the_same_1000_keys(connect):
         rows = conn.execute(
             "SELECT count(*), count(*) FILTER (WHERE state = 'completed' AND attempt = 1),"
             "       sum(deliveries)"
-            "  FROM webhook_dedup.keys WHERE source = %s", (SOURCE,)).fetchone()
+            "  FROM webhook_dedup.keys WHERE source = %s", (source,)).fetchone()
     assert rows == (KEYS, KEYS, CONNECTIONS * KEYS)
 
 
