@@ -1,7 +1,8 @@
 //! The claim state machine: what a delivery of a key means given what is
 //! stored for it, and which transitions the holder of a lease, an operator
-//! or the queue may make. Pure Rust: the SQL glue in [`crate::api`] locks the
-//! key, reads the stored row, asks this module and writes what it says.
+//! or the queue may make. Pure Rust: [`crate::store`] locks the key and reads
+//! its row, the SQL wrappers in [`crate::api`] ask this module and have the
+//! store write what it says.
 //!
 //! States (`docs/design.md` has the diagram and every transition):
 //!
@@ -188,6 +189,12 @@ pub const MAX_BACKOFF_US: i64 = 3_600 * 1_000_000;
 pub fn backoff_us(attempt: i32) -> i64 {
     let doublings = u32::try_from(attempt.max(1) - 1).unwrap_or(0).min(20);
     BASE_BACKOFF_US.saturating_mul(1 << doublings).min(MAX_BACKOFF_US)
+}
+
+/// The `last_error` of a key dead-lettered because it came due again after
+/// its last allowed attempt `attempt` ([`Write::DeadLetter`]).
+pub fn exhausted_error(attempt: i32) -> String {
+    format!("due again after attempt {attempt}, the last allowed: dead-lettered")
 }
 
 /// Where `webhook_fail` sends a key.

@@ -209,9 +209,9 @@ pub(crate) fn claim_one(
         }
         Write::DeadLetter => {
             match &mut known {
-                Known::Sql => super::transitions::dead_letter_exhausted(conn, &found, now),
+                Known::Sql => store::transitions::dead_letter_exhausted(conn, &found, now),
                 Known::Direct { values, .. } => {
-                    let error = super::transitions::exhausted_error(found.attempt);
+                    let error = crate::claim::exhausted_error(found.attempt);
                     values.set(Col::State, State::DeadLettered.as_str().into_datum());
                     values.set(Col::NextAttemptAt, None);
                     values.set(Col::DueAt, None);

@@ -148,7 +148,7 @@ fn webhook_next(
                     ));
                 }
                 Decision { write: Write::DeadLetter, .. } => {
-                    super::transitions::dead_letter_exhausted(conn, &found, now);
+                    store::transitions::dead_letter_exhausted(conn, &found, now);
                     counts.push((found.source.clone(), found.event_type.clone(), Counter::DeadLetters));
                 }
                 _ => {

@@ -136,44 +136,59 @@ fn webhook_receive(
     let secrets: Vec<Option<&str>> = secrets.iter().collect();
     let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
 
-    let tolerance = tolerance.or_else(|| spi::connected(|conn| sources::settings(conn, source).tolerance));
-    let verdict = verify_sql(Some(scheme_name), Some(body), headers.clone(), secrets, tolerance, at, url, hmac);
-    if !verdict.valid() {
-        if let Some(counter) = Counter::for_rejection(verdict.reason) {
-            metrics::count(source, None, counter, false);
+    // One SPI connection for the whole intake (the source's settings, the
+    // claim or enqueue): the verdict needs none, but a connection per step
+    // would cost each its own set-up.
+    let row: ReceiveRow = spi::connected(|conn| {
+        let tolerance = tolerance.or_else(|| sources::settings(conn, source).tolerance);
+        let verdict = verify_sql(Some(scheme_name), Some(body), headers.clone(), secrets, tolerance, at, url, hmac);
+        if !verdict.valid() {
+            if let Some(counter) = Counter::for_rejection(verdict.reason) {
+                metrics::count(source, None, counter, false);
+            }
+            let reason = verdict.reason.as_str().to_string();
+            return (false, Some(reason), None, None, None, None, None, None, None, None);
         }
-        let reason = verdict.reason.as_str().to_string();
-        return receive_row(fcinfo, (false, Some(reason), None, None, None, None, None, None, None, None));
-    }
 
-    let json = Body::new(body);
-    let extracted = profile::profile(scheme_parsed).map(|p| profile::extract(p, &headers, &json)).unwrap_or_default();
-    let Extracted { event_id, event_type, event_time } = extracted;
-    let event_time = event_time.map(timestamptz);
-    let (event_id, body_hash) = match event_id {
-        Some(id) => (id, false),
-        None if body_key_fallback => (body_hash_field(body), true),
-        None => {
-            metrics::count(source, event_type.as_deref(), Counter::MissingEventIds, false);
-            let row: ReceiveRow =
-                (true, Some("missing_event_id".into()), None, None, None, None, None, event_type, event_time, None);
-            return receive_row(fcinfo, row);
+        let json = Body::new(body);
+        let extracted =
+            profile::profile(scheme_parsed).map(|p| profile::extract(p, &headers, &json)).unwrap_or_default();
+        let Extracted { event_id, event_type, event_time } = extracted;
+        let event_time = event_time.map(timestamptz);
+        let (event_id, body_hash) = match event_id {
+            Some(id) => (id, false),
+            None if body_key_fallback => (body_hash_field(body), true),
+            None => {
+                metrics::count(source, event_type.as_deref(), Counter::MissingEventIds, false);
+                return (
+                    true,
+                    Some("missing_event_id".into()),
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    event_type,
+                    event_time,
+                    None,
+                );
+            }
+        };
+        let key = derive(&Parts { source, event_id: &event_id, environment, account, operation, body_hash }).or_raise();
+        let idem_key = Key { source, idem_key: &key };
+        match mode {
+            Mode::Claim => {
+                let fingerprint = Sha256::digest(body);
+                let (outcome, token, attempt, _state, result, last_step, _, _) =
+                    claim_one(conn, idem_key, Some(&fingerprint), lease_us, event_type.as_deref());
+                (true, None, Some(key), Some(outcome), token, Some(attempt), result, event_type, event_time, last_step)
+            }
+            Mode::Enqueue => {
+                let outcome = enqueue_one(conn, idem_key, body, event_type.as_deref(), None);
+                (true, None, Some(key), Some(outcome.as_str().into()), None, None, None, event_type, event_time, None)
+            }
         }
-    };
-    let key = derive(&Parts { source, event_id: &event_id, environment, account, operation, body_hash }).or_raise();
-    let idem_key = Key { source, idem_key: &key };
-    let row: ReceiveRow = match mode {
-        Mode::Claim => {
-            let fingerprint = Sha256::digest(body);
-            let (outcome, token, attempt, _state, result, last_step, _, _) =
-                spi::connected(|conn| claim_one(conn, idem_key, Some(&fingerprint), lease_us, event_type.as_deref()));
-            (true, None, Some(key), Some(outcome), token, Some(attempt), result, event_type, event_time, last_step)
-        }
-        Mode::Enqueue => {
-            let outcome = spi::connected(|conn| enqueue_one(conn, idem_key, body, event_type.as_deref(), None));
-            (true, None, Some(key), Some(outcome.as_str().into()), None, None, None, event_type, event_time, None)
-        }
-    };
+    });
     receive_row(fcinfo, row)
 }
 

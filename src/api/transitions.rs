@@ -18,18 +18,6 @@ use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 use pgrx::Uuid;
 
-/// Dead-letter a locked key that is due again with no attempts left (its
-/// holders kept dying without calling `webhook_fail`).
-pub(crate) fn dead_letter_exhausted(conn: &Conn<'_>, found: &KeyRow, now: i64) {
-    write::fail(conn, found.key(), now, State::DeadLettered, None, Some(&exhausted_error(found.attempt)));
-}
-
-/// The `last_error` of a key dead-lettered because it came due again after
-/// its last allowed attempt.
-pub(crate) fn exhausted_error(attempt: i32) -> String {
-    format!("due again after attempt {attempt}, the last allowed: dead-lettered")
-}
-
 /// The key named by a call, locked: P0002 when it does not exist.
 fn existing(conn: &Conn<'_>, key: Key<'_>) -> KeyRow {
     write::lock(conn, key).unwrap_or_else(|| {

@@ -121,6 +121,14 @@ pub fn fail(conn: &Conn<'_>, key: Key<'_>, now: i64, state: State, next_attempt_
     expect_one(rows.len());
 }
 
+/// Dead-letter a locked key that is due again with no attempts left (its
+/// holders kept dying without calling `webhook_fail`); `last_error` says
+/// so ([`crate::claim::exhausted_error`]).
+pub fn dead_letter_exhausted(conn: &Conn<'_>, found: &KeyRow, now: i64) {
+    let error = crate::claim::exhausted_error(found.attempt);
+    fail(conn, found.key(), now, State::DeadLettered, None, Some(&error));
+}
+
 /// The locked key's outcome is unknown (`detail` as `last_error`).
 pub fn mark_unknown(conn: &Conn<'_>, key: Key<'_>, now: i64, detail: Option<&str>) {
     let rows = conn.execute(
