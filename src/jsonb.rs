@@ -16,6 +16,15 @@ use pgrx::pgrx_sql_entity_graph::metadata::{
 };
 use pgrx::{FromDatum, IntoDatum};
 
+use crate::signature::headers::NotHeaders;
+
+// A container's header flags (src/include/utils/jsonb.h, the same in
+// PostgreSQL 13 to 18): a raw scalar is stored as a one-element array
+// with JB_FSCALAR set.
+const JB_FSCALAR: u32 = 0x1000_0000;
+const JB_FOBJECT: u32 = 0x2000_0000;
+const JB_FARRAY: u32 = 0x4000_0000;
+
 /// A `jsonb` datum, valid for the memory context it was read in (an
 /// argument: the call; a value read by [`crate::spi::Rows::get_jsonb`]: the
 /// caller of the SPI connection).
@@ -47,6 +56,52 @@ impl Jsonb {
             pgrx::direct_function_call_as_datum(pg_sys::jsonb_in, &[Some(pg_sys::Datum::from(text.as_ptr()))])
         };
         Jsonb(datum.expect("jsonb_in returns a value"))
+    }
+
+    /// The members of a JSON object whose values are strings or arrays of
+    /// strings, in jsonb's order, each as its name and values (a string
+    /// gives one value), read from the binary value itself: no text is
+    /// printed or parsed, so the signature check's header map costs one pass
+    /// over the datum. Errors name the kind ("a number", "an object", ...)
+    /// of the value that is not an object, or of the member value that is
+    /// neither a string nor an array of strings.
+    pub fn string_members(self) -> Result<Vec<(String, Vec<String>)>, NotHeaders> {
+        // SAFETY: self.0 is a valid jsonb datum (type contract of the
+        // constructors); pg_detoast_datum returns it or a palloc'd
+        // untoasted copy, and the iterators read its containers, which
+        // live as long as that copy (this call's memory context).
+        unsafe {
+            let jsonb = pg_sys::pg_detoast_datum(self.0.cast_mut_ptr()).cast::<pg_sys::Jsonb>();
+            let root = std::ptr::addr_of_mut!((*jsonb).root);
+            let header = (*root).header;
+            if header & JB_FOBJECT == 0 {
+                let kind = if header & JB_FSCALAR != 0 { scalar_kind(root) } else { "an array" };
+                return Err(NotHeaders::NotObject(kind));
+            }
+            let mut members = Vec::new();
+            let mut it = pg_sys::JsonbIteratorInit(root);
+            let mut value: pg_sys::JsonbValue = std::mem::zeroed();
+            let mut name = String::new();
+            loop {
+                match pg_sys::JsonbIteratorNext(&mut it, &mut value, true) {
+                    pg_sys::JsonbIteratorToken::WJB_DONE => break,
+                    pg_sys::JsonbIteratorToken::WJB_KEY => name = string(&value),
+                    pg_sys::JsonbIteratorToken::WJB_VALUE => {
+                        let values = match value.type_ {
+                            pg_sys::jbvType::jbvString => vec![string(&value)],
+                            pg_sys::jbvType::jbvBinary if container_is_array(value.val.binary.data) => {
+                                array_of_strings(value.val.binary.data)
+                                    .map_err(|kind| NotHeaders::BadValue(name.clone(), kind))?
+                            }
+                            _ => return Err(NotHeaders::BadValue(name, kind(&value))),
+                        };
+                        members.push((std::mem::take(&mut name), values));
+                    }
+                    _ => {} // WJB_BEGIN_OBJECT, WJB_END_OBJECT
+                }
+            }
+            Ok(members)
+        }
     }
 
     /// Wrap a datum known to be a (possibly toasted) jsonb.
@@ -97,5 +152,90 @@ unsafe impl BoxRet for Jsonb {
     unsafe fn box_into<'fcx>(self, fcinfo: &mut FcInfo<'fcx>) -> pgrx::datum::Datum<'fcx> {
         // SAFETY: a valid jsonb datum in a context that outlives the call.
         unsafe { fcinfo.return_raw_datum(self.0) }
+    }
+}
+
+/// The text of a `jbvString` value (the database encoding's bytes; invalid
+/// UTF-8 is replaced, as reading `jsonb_out`'s text lossily did).
+///
+/// # Safety
+/// `value` must be a `jbvString` whose bytes are still allocated.
+unsafe fn string(value: &pg_sys::JsonbValue) -> String {
+    // SAFETY: per the contract, val.string is the active member.
+    unsafe {
+        let s = value.val.string;
+        let len = usize::try_from(s.len).unwrap_or(0);
+        if len == 0 {
+            return String::new();
+        }
+        String::from_utf8_lossy(std::slice::from_raw_parts(s.val.cast::<u8>(), len)).into_owned()
+    }
+}
+
+/// The kind of a value as error messages name it.
+///
+/// # Safety
+/// A `jbvBinary` value's container must still be allocated.
+unsafe fn kind(value: &pg_sys::JsonbValue) -> &'static str {
+    match value.type_ {
+        pg_sys::jbvType::jbvNull => "null",
+        pg_sys::jbvType::jbvString => "a string",
+        pg_sys::jbvType::jbvNumeric => "a number",
+        pg_sys::jbvType::jbvBool => "a boolean",
+        // SAFETY: per the contract.
+        pg_sys::jbvType::jbvBinary if unsafe { container_is_array(value.val.binary.data) } => "an array",
+        _ => "an object",
+    }
+}
+
+/// # Safety
+/// `container` must point to a valid jsonb container.
+unsafe fn container_is_array(container: *mut pg_sys::JsonbContainer) -> bool {
+    // SAFETY: per the contract.
+    unsafe { (*container).header & (JB_FARRAY | JB_FSCALAR) == JB_FARRAY }
+}
+
+/// The kind of the raw scalar held by a `JB_FSCALAR` container.
+///
+/// # Safety
+/// `container` must point to a valid scalar container.
+unsafe fn scalar_kind(container: *mut pg_sys::JsonbContainer) -> &'static str {
+    // SAFETY: per the contract; a scalar container iterates as
+    // WJB_BEGIN_ARRAY, one WJB_ELEM, WJB_END_ARRAY.
+    unsafe {
+        let mut it = pg_sys::JsonbIteratorInit(container);
+        let mut value: pg_sys::JsonbValue = std::mem::zeroed();
+        loop {
+            match pg_sys::JsonbIteratorNext(&mut it, &mut value, true) {
+                pg_sys::JsonbIteratorToken::WJB_ELEM => return kind(&value),
+                pg_sys::JsonbIteratorToken::WJB_DONE => return "an array",
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The strings of an array container, or the kind of its first element
+/// that is not a string.
+///
+/// # Safety
+/// `container` must point to a valid array container.
+unsafe fn array_of_strings(container: *mut pg_sys::JsonbContainer) -> Result<Vec<String>, &'static str> {
+    // SAFETY: per the contract; with skipNested, nested containers come
+    // back as jbvBinary elements without being entered.
+    unsafe {
+        let mut it = pg_sys::JsonbIteratorInit(container);
+        let mut value: pg_sys::JsonbValue = std::mem::zeroed();
+        let mut strings = Vec::new();
+        loop {
+            match pg_sys::JsonbIteratorNext(&mut it, &mut value, true) {
+                pg_sys::JsonbIteratorToken::WJB_DONE => return Ok(strings),
+                pg_sys::JsonbIteratorToken::WJB_ELEM if value.type_ == pg_sys::jbvType::jbvString => {
+                    strings.push(string(&value))
+                }
+                pg_sys::JsonbIteratorToken::WJB_ELEM => return Err(kind(&value)),
+                _ => {}
+            }
+        }
     }
 }

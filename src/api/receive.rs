@@ -141,7 +141,7 @@ fn webhook_receive(
     // would cost each its own set-up.
     let row: ReceiveRow = spi::connected(|conn| {
         let tolerance = tolerance.or_else(|| sources::settings(conn, source).tolerance);
-        let verdict = verify_sql(Some(scheme_name), Some(body), headers.clone(), secrets, tolerance, at, url, hmac);
+        let verdict = verify_sql(Some(scheme_name), Some(body), &headers, secrets, tolerance, at, url, hmac);
         if !verdict.valid() {
             if let Some(counter) = Counter::for_rejection(verdict.reason) {
                 metrics::count(source, None, counter, false);

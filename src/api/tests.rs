@@ -233,6 +233,62 @@ pub(crate) mod tests {
         assert_eq!(sha1, Ok(Some(20)));
     }
 
+    /// The header map read from the jsonb datum itself agrees with the one
+    /// parsed from its text by serde, member for member and error for
+    /// error, for every shape a caller can pass (a stored, compressed value
+    /// included).
+    #[pg_test]
+    fn header_maps_read_from_jsonb_agree_with_parsed_text() {
+        use crate::error::Error;
+        use crate::jsonb::Jsonb;
+        use crate::signature::Headers;
+        let long = "v".repeat(5000);
+        let cases = [
+            r#"{}"#.to_string(),
+            r#"{"X-Hub-Signature-256": "sha256=ab", "X-GitHub-Event": "push"}"#.into(),
+            r#"{"X-Sig": "a", "x-sig": ["b", "c"], "X-SIG": []}"#.into(),
+            r#"{"a": [], "b": [""], "": "empty name", "é-ü": "ünïcode"}"#.into(),
+            format!(r#"{{"long": "{long}", "more": ["{long}", "{long}"]}}"#),
+            r#""text""#.into(),
+            "1".into(),
+            "null".into(),
+            "true".into(),
+            "[]".into(),
+            r#"["a"]"#.into(),
+            r#"{"a": 1}"#.into(),
+            r#"{"a": null}"#.into(),
+            r#"{"a": false}"#.into(),
+            r#"{"a": {"b": "c"}}"#.into(),
+            r#"{"ok": "x", "a": ["b", 2]}"#.into(),
+            r#"{"a": ["b", ["c"]]}"#.into(),
+            r#"{"a": ["b", {"c": "d"}]}"#.into(),
+            r#"{"a": ["b", null]}"#.into(),
+        ];
+        Spi::run("CREATE TEMP TABLE header_maps (h jsonb)").unwrap();
+        for text in &cases {
+            let parsed = Headers::from_json_text(text).map_err(|e| e.to_string());
+            let read = Jsonb::from_text(text)
+                .string_members()
+                .map(Headers::from_members)
+                .map_err(|e| Error::from(e).to_string());
+            assert_eq!(read, parsed, "{text}");
+            // The same value stored (compressed when long) and read back.
+            Spi::run_with_args(
+                "TRUNCATE header_maps; INSERT INTO header_maps VALUES ($1::jsonb)",
+                &[text.as_str().into()],
+            )
+            .unwrap();
+            let stored = Spi::connect(|client| {
+                let rows = client.select("SELECT h FROM header_maps", None, &[]).unwrap();
+                let datum = rows.first().get_datum_by_ordinal(1).unwrap().expect("a row");
+                // SAFETY: a jsonb column's datum, read in this connection.
+                let jsonb = unsafe { Jsonb::from_raw(datum) };
+                jsonb.string_members().map(Headers::from_members).map_err(|e| Error::from(e).to_string())
+            });
+            assert_eq!(stored, parsed, "stored {text}");
+        }
+    }
+
     #[pg_test]
     fn argument_errors_have_precise_sqlstates() {
         let cases = [

@@ -67,7 +67,7 @@ fn unknown_algorithm(name: &str) -> Error {
 pub(crate) fn verify_sql(
     scheme: Option<&str>,
     payload: Option<&[u8]>,
-    headers: Headers,
+    headers: &Headers,
     secrets: Vec<Option<&str>>,
     tolerance: Option<Interval>,
     at: Option<TimestampWithTimeZone>,
@@ -85,11 +85,12 @@ pub(crate) fn verify_sql(
         now_unix: unix_seconds(at),
         hmac: hmac.spec(scheme).or_raise(),
     };
-    signature::verify(scheme, Delivery { body, headers: &headers, url }, &config).or_raise()
+    signature::verify(scheme, Delivery { body, headers, url }, &config).or_raise()
 }
 
 pub(crate) fn header_map(headers: Option<Jsonb>) -> Headers {
-    Headers::from_json_text(&required(headers, "headers").to_text()).or_raise()
+    let members = required(headers, "headers").string_members().map_err(Error::from).or_raise();
+    Headers::from_members(members)
 }
 
 /// True when `payload` (the raw body, byte for byte) carries a valid
@@ -130,7 +131,7 @@ fn webhook_verify(
     let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
     let secrets = required(secrets, "secrets");
     let secrets: Vec<Option<&str>> = secrets.iter().collect();
-    verify_sql(scheme, payload, header_map(headers), secrets, tolerance, at, url, hmac).valid()
+    verify_sql(scheme, payload, &header_map(headers), secrets, tolerance, at, url, hmac).valid()
 }
 
 /// `webhook_verify` with its reasons: one row of `valid`, `reason` (ok,
@@ -165,7 +166,7 @@ fn webhook_verify_detail(
     let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
     let secrets = required(secrets, "secrets");
     let secrets: Vec<Option<&str>> = secrets.iter().collect();
-    let v = verify_sql(scheme, payload, header_map(headers), secrets, tolerance, at, url, hmac);
+    let v = verify_sql(scheme, payload, &header_map(headers), secrets, tolerance, at, url, hmac);
     let signed_at = v.signed_at.map(|s| timestamptz((s - crate::calendar::PG_EPOCH_UNIX_S) * 1_000_000));
     TableIterator::once((v.valid(), v.reason.as_str().to_string(), v.secret_index.map(|i| i as i32 + 1), signed_at))
 }
@@ -184,7 +185,7 @@ fn typed(
 ) -> bool {
     let secret = required(secret, "secret");
     let headers = Headers::from_pairs(header_values.iter().filter_map(|(name, value)| value.map(|v| (*name, v))));
-    verify_sql(Some(scheme), payload, headers, vec![Some(secret)], tolerance, at, url, HmacArgs::NONE).valid()
+    verify_sql(Some(scheme), payload, &headers, vec![Some(secret)], tolerance, at, url, HmacArgs::NONE).valid()
 }
 
 /// The clock for schemes that sign no timestamp (it is never read).

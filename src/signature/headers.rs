@@ -39,10 +39,7 @@ impl Headers {
     /// a value is neither a string nor an array of strings.
     pub fn from_json(value: &Value) -> Result<Self, Error> {
         let Value::Object(map) = value else {
-            return Err(Error::invalid(format!(
-                "headers must be a JSON object of header names to values, not {}",
-                json_kind(value)
-            )));
+            return Err(NotHeaders::NotObject(json_kind(value)).into());
         };
         let mut headers = Headers::default();
         for (name, value) in map {
@@ -51,15 +48,28 @@ impl Headers {
                 Value::Array(items) => {
                     for item in items {
                         let Value::String(text) = item else {
-                            return Err(bad_value(name, item));
+                            return Err(NotHeaders::BadValue(name.clone(), json_kind(item)).into());
                         };
                         headers.push(name, text.clone());
                     }
                 }
-                other => return Err(bad_value(name, other)),
+                other => return Err(NotHeaders::BadValue(name.clone(), json_kind(other)).into()),
             }
         }
         Ok(headers)
+    }
+
+    /// Build from a JSON object's members, each a name with its values (a
+    /// string member has one), as [`crate::jsonb::Jsonb::string_members`]
+    /// reads them; names are folded and merged as in [`Headers::from_pairs`].
+    pub fn from_members(members: Vec<(String, Vec<String>)>) -> Self {
+        let mut headers = Headers::default();
+        for (name, values) in members {
+            for value in values {
+                headers.push(&name, value);
+            }
+        }
+        headers
     }
 
     fn push(&mut self, name: &str, value: String) {
@@ -87,6 +97,28 @@ impl Headers {
     }
 }
 
+/// Why a JSON value is not a header map: the kind of the value itself
+/// ("a number", ...) when it is not an object, or a member's name and the
+/// kind of its offending value (not a string, nor an array of strings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotHeaders {
+    NotObject(&'static str),
+    BadValue(String, &'static str),
+}
+
+impl From<NotHeaders> for Error {
+    fn from(shape: NotHeaders) -> Error {
+        match shape {
+            NotHeaders::NotObject(kind) => {
+                Error::invalid(format!("headers must be a JSON object of header names to values, not {kind}"))
+            }
+            NotHeaders::BadValue(name, kind) => {
+                Error::invalid(format!("header \"{name}\" must be a string or an array of strings, not {kind}"))
+            }
+        }
+    }
+}
+
 fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -96,10 +128,6 @@ fn json_kind(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-fn bad_value(name: &str, value: &Value) -> Error {
-    Error::invalid(format!("header \"{name}\" must be a string or an array of strings, not {}", json_kind(value)))
 }
 
 #[cfg(test)]
