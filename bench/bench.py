@@ -157,6 +157,13 @@ class Bench:
                 clients: int | None = None, dup_pct: int = 0, latencies: bool = False) -> tuple[float, list]:
         """Run one workload; returns (tps, per-transaction latencies in µs when asked)."""
         clients = clients or self.args.clients
+        if seconds:
+            # Every timed run starts just after a checkpoint: none lands
+            # inside a run (checkpoint_timeout counts from the last one, and
+            # a run writes far less than max_wal_size), and each run pays
+            # the full-page images of the pages it first touches alike.
+            with self.connect(db) as conn:
+                conn.execute("CHECKPOINT")
         variables = {"run": self.run_id(), "dups": DUPS, "dup_pct": dup_pct, "secret": SECRET, "event": GITHUB_EVENT,
                      "signature": self.sig, "body": self.body}
         cmd = [str(self.pg_bin / "pgbench"), "-n", "-M", self.args.protocol, "-c", str(clients),
@@ -197,13 +204,16 @@ class Bench:
         return (after - before) / n / 1000
 
     def alternate(self, db: str, scripts: list[str], **kw) -> list[dict]:
-        """Rounds of the scripts run one after the other; tps per round."""
+        """Rounds of the scripts run one after the other, each round
+        starting one script later (so none always runs first, just after
+        the previous scenario's writes); tps per round."""
         rounds = []
         for r in range(self.args.rounds):
             row = {}
-            for s in scripts:
+            for i in range(len(scripts)):
+                s = scripts[(r + i) % len(scripts)]
                 row[s], _ = self.pgbench(db, s, seconds=self.args.seconds, **kw)
-            log(f"round {r + 1}: " + ", ".join(f"{s} {t:.0f} tps" for s, t in row.items()))
+            log(f"round {r + 1}: " + ", ".join(f"{s} {row[s]:.0f} tps" for s in scripts))
             rounds.append(row)
         return rounds
 
@@ -386,34 +396,54 @@ class Bench:
         end = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
         return conn.execute("SELECT pg_wal_lsn_diff(%s, %s)::bigint", (end, start)).fetchone()[0]
 
+    def wal_round(self, n, per_client) -> tuple:
+        """WAL bytes per key of n plain inserts, n claims, and the removal
+        of n completed keys past retention (maintenance passes and the
+        vacuum after them), on a fresh database."""
+        db = "bench_wal"
+        self.create_db(db)
+        with self.connect(db) as conn:
+            plain = self.wal_bytes(conn, lambda: self.pgbench(db, "plain_insert.sql", transactions=per_client))
+            claim = self.wal_bytes(conn, lambda: self.pgbench(db, "claim.sql", transactions=per_client))
+            self.fill(db, "expired", keys=n)
+
+            def remove():
+                while conn.execute("SELECT more FROM webhook_dedup.run_maintenance()").fetchone()[0]:
+                    pass
+                conn.execute("VACUUM webhook_dedup.keys")
+
+            removal = self.wal_bytes(conn, remove)
+        return plain / n, claim / n, removal / n
+
     def scenario_wal(self):
         n = self.args.wal_keys
         per_client = n // self.args.clients
         n = per_client * self.args.clients
         samples = []
         for r in range(self.args.rounds):
-            db = "bench_wal"
-            self.create_db(db)
-            with self.connect(db) as conn:
-                plain = self.wal_bytes(conn, lambda: self.pgbench(db, "plain_insert.sql", transactions=per_client))
-                claim = self.wal_bytes(conn, lambda: self.pgbench(db, "claim.sql", transactions=per_client))
-                # Removal: the same number of completed keys past retention,
-                # removed by maintenance passes and the vacuum after them.
-                self.fill(db, "expired", keys=n)
-
-                def remove():
-                    while conn.execute("SELECT more FROM webhook_dedup.run_maintenance()").fetchone()[0]:
-                        pass
-                    conn.execute("VACUUM webhook_dedup.keys")
-
-                removal = self.wal_bytes(conn, remove)
-            log(f"round {r + 1}: WAL per plain insert {plain / n:.0f} B, per claim {claim / n:.0f} B, "
-                f"per removal {removal / n:.0f} B")
-            samples.append((plain / n, claim / n, removal / n))
+            samples.append(self.wal_round(n, per_client))
+            log("round {}: WAL per plain insert {:.0f} B, per claim {:.0f} B, per removal {:.0f} B".format(
+                r + 1, *samples[-1]))
         self.say("WAL bytes per key: plain insert {:.0f}, webhook_claim {:.0f}, removal {:.0f} (medians)".format(
             *(statistics.median(s[i] for s in samples) for i in range(3))))
         self.ratio("WAL bytes per claim including its removal / plain insert", 1.5, "<=").samples = [
             (c + rem) / p for p, c, rem in samples]
+        # The same once more with full-page images compressed (a server
+        # setting, off by default): most of a removal's WAL is the image of
+        # each heap and index page it first touches after a checkpoint.
+        with self.connect() as conn:
+            conn.execute("ALTER SYSTEM SET wal_compression = 'lz4'")
+            conn.execute("SELECT pg_reload_conf()")
+        try:
+            p, c, rem = self.wal_round(n, per_client)
+        finally:
+            with self.connect() as conn:
+                conn.execute("ALTER SYSTEM RESET wal_compression")
+                conn.execute("SELECT pg_reload_conf()")
+        self.say(f"WAL bytes per key with wal_compression = lz4: plain insert {p:.0f}, webhook_claim {c:.0f}, "
+                 f"removal {rem:.0f}")
+        self.ratio("WAL bytes per claim including its removal / plain insert, wal_compression = lz4", None,
+                   "<=").samples = [(c + rem) / p]
 
     def scenario_bulk(self):
         db = "bench_bulk"
