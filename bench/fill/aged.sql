@@ -4,9 +4,9 @@
 -- than claimed (one in ten, a 4 KiB body each). The layout has no
 -- partitions: a month of history is these rows and their indexes.
 INSERT INTO webhook_dedup.keys
-    (source, idem_key, state, attempt, claim_token, result, first_seen_at, last_seen_at, completed_at,
+    (source, idem_key, state, attempt, result, first_seen_at, last_seen_at, completed_at,
      leased_at, expires_at)
-SELECT 'bench', 'github:' || lpad(i::text, 12, '0'), 'completed', 1, gen_random_uuid(), '{"status": 200}',
+SELECT 'bench', 'github:' || lpad(i::text, 12, '0'), 'completed', 1, '{"status": 200}',
        at, at, at, at, at + interval '30 days'
   FROM (SELECT i, now() - (i::float8 / :per_day) * interval '1 day' AS at
           FROM generate_series(1, :days * :per_day) AS i) AS t;
