@@ -568,7 +568,7 @@ def main():
     p.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", 3)))
     p.add_argument("--seconds", type=int, default=int(os.environ.get("SECONDS_PER_RUN", 10)))
     p.add_argument("--clients", type=int, default=int(os.environ.get("CLIENTS", 8)))
-    p.add_argument("--warmup", type=int, default=int(os.environ.get("WARMUP_SECONDS", 3)),
+    p.add_argument("--warmup", type=int, default=int(os.environ.get("WARMUP_SECONDS", 2)),
                    help="seconds of unmeasured warm-up after the checkpoint before every timed run (0: neither)")
     p.add_argument("--protocol", default=os.environ.get("PROTOCOL", "prepared"), choices=["simple", "extended",
                                                                                           "prepared"])

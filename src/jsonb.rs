@@ -63,8 +63,9 @@ impl Jsonb {
     /// gives one value), read from the binary value itself: no text is
     /// printed or parsed, so the signature check's header map costs one pass
     /// over the datum. Errors name the kind ("a number", "an object", ...)
-    /// of the value that is not an object, or of the member value that is
-    /// neither a string nor an array of strings.
+    /// of the value that is not an object, or the first member (by name,
+    /// byte order) whose value is neither a string nor an array of strings
+    /// and its kind (or its first element's that is not a string).
     pub fn string_members(self) -> Result<Vec<(String, Vec<String>)>, NotHeaders> {
         // SAFETY: self.0 is a valid jsonb datum (type contract of the
         // constructors); pg_detoast_datum returns it or a palloc'd
@@ -79,6 +80,9 @@ impl Jsonb {
                 return Err(NotHeaders::NotObject(kind));
             }
             let mut members = Vec::new();
+            // The offending member reported is the first by name, byte for
+            // byte, whatever jsonb's own order (shorter names first).
+            let mut bad: Option<(String, &'static str)> = None;
             let mut it = pg_sys::JsonbIteratorInit(root);
             let mut value: pg_sys::JsonbValue = std::mem::zeroed();
             let mut name = String::new();
@@ -88,19 +92,29 @@ impl Jsonb {
                     pg_sys::JsonbIteratorToken::WJB_KEY => name = string(&value),
                     pg_sys::JsonbIteratorToken::WJB_VALUE => {
                         let values = match value.type_ {
-                            pg_sys::jbvType::jbvString => vec![string(&value)],
+                            pg_sys::jbvType::jbvString => Ok(vec![string(&value)]),
                             pg_sys::jbvType::jbvBinary if container_is_array(value.val.binary.data) => {
                                 array_of_strings(value.val.binary.data)
-                                    .map_err(|kind| NotHeaders::BadValue(name.clone(), kind))?
                             }
-                            _ => return Err(NotHeaders::BadValue(name, kind(&value))),
+                            _ => Err(kind(&value)),
                         };
-                        members.push((std::mem::take(&mut name), values));
+                        let name = std::mem::take(&mut name);
+                        match values {
+                            Ok(values) => members.push((name, values)),
+                            Err(kind) => {
+                                if bad.as_ref().is_none_or(|(first, _)| name < *first) {
+                                    bad = Some((name, kind));
+                                }
+                            }
+                        }
                     }
                     _ => {} // WJB_BEGIN_OBJECT, WJB_END_OBJECT
                 }
             }
-            Ok(members)
+            match bad {
+                Some((name, kind)) => Err(NotHeaders::BadValue(name, kind)),
+                None => Ok(members),
+            }
         }
     }
 

@@ -135,13 +135,21 @@ pub(crate) fn claim_one(
                     session.close();
                     return claimed();
                 }
-                Insert::Known(tid) => match session.lock(tid) {
+                Insert::Known(tid) => match session.lock(key, tid) {
                     // deleted since the probe (webhook_forget, retention): new again
                     Locked::Gone => continue,
                     Locked::Row(mut values, tid) => {
                         // the count every delivery of a known key makes (as
                         // claim_upsert.sql's DO UPDATE)
-                        values.set(Col::Deliveries, (values.count(Col::Deliveries) + 1).into_datum());
+                        let Some(deliveries) = values.count(Col::Deliveries).checked_add(1) else {
+                            // what the statement's int4 addition raises
+                            pgrx::ereport!(
+                                ERROR,
+                                PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+                                "integer out of range"
+                            );
+                        };
+                        values.set(Col::Deliveries, deliveries.into_datum());
                         values.set(Col::LastSeenAt, timestamptz(now).into_datum());
                         if values.is_null(Col::Fingerprint) {
                             values.set(Col::Fingerprint, fingerprint.into_datum());
@@ -323,7 +331,7 @@ fn complete_direct(
         let Some(tid) = session.locate(key) else {
             break Completed::Unknown;
         };
-        match session.lock(tid) {
+        match session.lock(key, tid) {
             // deleted since the probe: look again (it is gone, or new)
             Locked::Gone => continue,
             Locked::Row(mut values, tid) => {

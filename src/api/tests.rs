@@ -263,6 +263,10 @@ pub(crate) mod tests {
             r#"{"a": ["b", ["c"]]}"#.into(),
             r#"{"a": ["b", {"c": "d"}]}"#.into(),
             r#"{"a": ["b", null]}"#.into(),
+            // jsonb orders "b" before "aa"; the error names "aa", as serde
+            // (byte order) does
+            r#"{"b": 1, "aa": 2, "ok": "x"}"#.into(),
+            r#"{"zz": [1], "b": null}"#.into(),
         ];
         Spi::run("CREATE TEMP TABLE header_maps (h jsonb)").unwrap();
         for text in &cases {
@@ -286,6 +290,19 @@ pub(crate) mod tests {
                 jsonb.string_members().map(Headers::from_members).map_err(|e| Error::from(e).to_string())
             });
             assert_eq!(stored, parsed, "stored {text}");
+        }
+        // Where serde cannot hold the value the text path fails on that;
+        // read from the datum, the member's kind is named.
+        for (text, message) in [
+            (r#"{"a": 1e400}"#.to_string(), r#"header "a" must be a string or an array of strings, not a number"#),
+            (
+                format!(r#"{{"a": {}{}}}"#, "[".repeat(200), "]".repeat(200)),
+                r#"header "a" must be a string or an array of strings, not an array"#,
+            ),
+        ] {
+            assert!(Headers::from_json_text(&text).is_err());
+            let read = Jsonb::from_text(&text).string_members().map(Headers::from_members);
+            assert_eq!(read.map_err(|e| Error::from(e).to_string()), Err(message.to_string()));
         }
     }
 
@@ -524,6 +541,92 @@ pub(crate) mod tests {
         Spi::run("SET LOCAL webhook_dedup.direct_writes = off").unwrap();
         assert_eq!(claim("trig", "k3", None, "1 minute").0, "claimed");
         assert_eq!(claim("trig", "k3", None, "1 minute").0, "in_progress");
+    }
+
+    /// A stored result large enough to live in its own block of memory
+    /// reaches duplicates intact, from webhook_claim and from
+    /// webhook_claim_many (whose rows are read after later keys' claims):
+    /// the direct path copies it out of the SPI connection's memory.
+    #[pg_test]
+    fn large_stored_results_reach_duplicates_intact() {
+        Spi::run(
+            "SELECT webhook_complete('big', k, (SELECT claim_token FROM webhook_claim('big', k)),
+                                     jsonb_build_object('blob', repeat(k, 100000)))
+               FROM (VALUES ('k1'), ('k2'), ('k3')) AS t(k)",
+        )
+        .unwrap();
+        for key in ["k1", "k2", "k3"] {
+            let length = Spi::get_one_with_args::<i32>(
+                "SELECT length(result ->> 'blob') FROM webhook_claim('big', $1)",
+                &[key.into()],
+            );
+            assert_eq!(length, Ok(Some(200_000)), "{key}");
+        }
+        let many = Spi::get_one::<String>(
+            "SELECT string_agg(idem_key || ':' || outcome || ':' || length(result ->> 'blob'), ',' ORDER BY idem_key)
+               FROM webhook_claim_many('big', ARRAY['k1', 'k2', 'k3', 'k4'])",
+        );
+        assert_eq!(many, Ok(Some("k1:duplicate:200000,k2:duplicate:200000,k3:duplicate:200000".into())));
+    }
+
+    /// Writes need every table privilege the statements need: a role that
+    /// may only read the keys (or only insert them) is refused with 42501
+    /// by the direct path as by SQL, and changes nothing.
+    #[pg_test]
+    fn a_role_without_every_table_privilege_cannot_write_keys() {
+        assert_eq!(claim("priv", "held", None, "1 minute").0, "claimed");
+        Spi::run(
+            "CREATE ROLE webhook_dedup_reader NOLOGIN; CREATE ROLE webhook_dedup_inserter NOLOGIN;
+             GRANT USAGE ON SCHEMA webhook_dedup TO webhook_dedup_reader, webhook_dedup_inserter;
+             GRANT SELECT ON webhook_dedup.keys, webhook_dedup.sources TO webhook_dedup_reader, webhook_dedup_inserter;
+             GRANT INSERT ON webhook_dedup.keys TO webhook_dedup_inserter",
+        )
+        .unwrap();
+        // error_of re-creates its function, which only its owner may do:
+        // create it now, and call it as the role.
+        error_of("SELECT 1");
+        let as_role = |query: &str| {
+            Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[query.into()]).unwrap().unwrap()
+        };
+        for role in ["webhook_dedup_reader", "webhook_dedup_inserter"] {
+            Spi::run(&format!("SET LOCAL ROLE {role}")).unwrap();
+            let new_key = as_role("SELECT webhook_claim('priv', 'new')");
+            let known = as_role("SELECT webhook_claim('priv', 'held')");
+            let complete =
+                as_role("SELECT webhook_complete('priv', 'held', '00000000-0000-0000-0000-000000000000'::uuid)");
+            Spi::run("RESET ROLE").unwrap();
+            for (what, got) in [("new key", new_key), ("known key", known), ("complete", complete)] {
+                assert!(got.starts_with("42501"), "{role}, {what}: {got}");
+            }
+        }
+        let stored = Spi::get_one::<String>(
+            "SELECT string_agg(idem_key || ':' || deliveries, ',') FROM webhook_dedup.keys WHERE source = 'priv'",
+        );
+        assert_eq!(stored, Ok(Some("held:1".into())));
+    }
+
+    /// A read-only transaction cannot claim or complete (25006, as the
+    /// statements raise it), and writes nothing. (SERIALIZABLE, which also
+    /// goes through the statements, is in the isolation spec claim_race.)
+    #[pg_test]
+    fn read_only_transactions_cannot_claim_or_complete() {
+        let (_, token, ..) = claim("ro", "k", None, "1 minute");
+        let token = token.expect("a claim token").to_string();
+        error_of("SELECT 1"); // creates its function, which a read-only transaction cannot
+        let try_ = |query: &str| {
+            Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[query.into()]).unwrap().unwrap()
+        };
+        // (the test's transaction stays read-only to its end, then rolls back)
+        Spi::run("SET LOCAL transaction_read_only = on").unwrap();
+        let claimed = try_("SELECT webhook_claim('ro', 'new')");
+        let completed = try_(&format!("SELECT webhook_complete('ro', 'k', '{token}'::uuid)"));
+        assert!(claimed.starts_with("25006"), "{claimed}");
+        assert!(completed.starts_with("25006"), "{completed}");
+        assert_eq!(
+            Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.keys WHERE source = 'ro'"),
+            Ok(Some(1)),
+            "nothing written"
+        );
     }
 
     /// Per-source settings are cached in each backend; a change of

@@ -28,17 +28,26 @@
 //! The arbitration and the row locks are PostgreSQL's own, those of the SQL
 //! statements. What the statements would do besides is checked instead, and
 //! when any of it applies [`Session::open`] declines and the caller runs the
-//! statements (`claim_upsert.sql`, `key_complete.sql`): the table must be
-//! exactly the one the extension created (the same columns and types, no
-//! defaults or NOT NULL on the columns a new key leaves NULL, no CHECK
-//! constraint or generated column, no trigger, no row-level security for
-//! the caller, every unique index immediate and no exclusion constraint, the
-//! primary key on `(idem_key, source)`), and the caller must hold INSERT,
-//! SELECT and UPDATE on it (the statements' table privileges; a caller with
-//! column privileges only goes through SQL, which checks them). The table's
-//! shape is checked once per relation cache generation ([`super::cache`]);
-//! privileges and RLS on every call. `webhook_dedup.direct_writes = off`
-//! sends everything through SQL.
+//! statements (`claim_upsert.sql`, `key_complete.sql`):
+//!
+//! - the table must be exactly the one the extension created: a plain heap
+//!   table (not a partition), the same columns and types, NOT NULL only
+//!   where the extension declares it, no default on the columns a new key
+//!   leaves NULL, no CHECK constraint or generated column, no trigger or
+//!   rule, every unique index immediate and no exclusion constraint, the
+//!   primary key on `(idem_key, source)`; checked once per relation cache
+//!   generation ([`super::cache`]);
+//! - the caller must hold all of INSERT, SELECT and UPDATE on it and USAGE
+//!   on its schema (a caller with column privileges only goes through SQL,
+//!   which checks them), and row-level security must not apply to it;
+//!   checked on every call;
+//! - the transaction must be able to write (not read-only, not on a
+//!   standby, not in parallel mode: the statements raise 25006 and the
+//!   like) and not SERIALIZABLE (a completion decides on a row it reads,
+//!   and only the executor's scans take the predicate locks that
+//!   serializable isolation needs).
+//!
+//! `webhook_dedup.direct_writes = off` sends everything through SQL.
 
 use super::cache;
 use super::claim::Delivery;
@@ -51,30 +60,33 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::{FromDatum, IntoDatum, PgTupleDesc, Uuid};
 use std::cell::Cell;
 
-/// The columns of `webhook_dedup.keys`, in [`Col`] order: name, type, and
+/// The columns of `webhook_dedup.keys`, in [`Col`] order: name, type,
 /// whether a new key's row gives it a value (the others are NULL, as the
-/// SQL insert leaves them to their defaults).
-const COLUMNS: [(&str, Oid, bool); 20] = [
-    ("source", pg_sys::TEXTOID, true),
-    ("idem_key", pg_sys::TEXTOID, true),
-    ("state", pg_sys::TEXTOID, true),
-    ("attempt", pg_sys::INT4OID, true),
-    ("claim_token", pg_sys::UUIDOID, true),
-    ("lease_expires_at", pg_sys::TIMESTAMPTZOID, true),
-    ("next_attempt_at", pg_sys::TIMESTAMPTZOID, false),
-    ("due_at", pg_sys::TIMESTAMPTZOID, true),
-    ("fingerprint", pg_sys::BYTEAOID, false),
-    ("event_type", pg_sys::TEXTOID, false),
-    ("result", pg_sys::JSONBOID, false),
-    ("last_step", pg_sys::TEXTOID, false),
-    ("last_error", pg_sys::TEXTOID, false),
-    ("deliveries", pg_sys::INT4OID, true),
-    ("conflicts", pg_sys::INT4OID, true),
-    ("first_seen_at", pg_sys::TIMESTAMPTZOID, true),
-    ("last_seen_at", pg_sys::TIMESTAMPTZOID, true),
-    ("completed_at", pg_sys::TIMESTAMPTZOID, false),
-    ("leased_at", pg_sys::TIMESTAMPTZOID, true),
-    ("expires_at", pg_sys::TIMESTAMPTZOID, false),
+/// SQL insert leaves them to their defaults), and whether the extension's
+/// schema declares it NOT NULL (the others are written NULL by some
+/// transition, so a NOT NULL added to them would need the check the
+/// executor makes and this module does not).
+const COLUMNS: [(&str, Oid, bool, bool); 20] = [
+    ("source", pg_sys::TEXTOID, true, true),
+    ("idem_key", pg_sys::TEXTOID, true, true),
+    ("state", pg_sys::TEXTOID, true, true),
+    ("attempt", pg_sys::INT4OID, true, true),
+    ("claim_token", pg_sys::UUIDOID, true, false),
+    ("lease_expires_at", pg_sys::TIMESTAMPTZOID, true, false),
+    ("next_attempt_at", pg_sys::TIMESTAMPTZOID, false, false),
+    ("due_at", pg_sys::TIMESTAMPTZOID, true, false),
+    ("fingerprint", pg_sys::BYTEAOID, false, false),
+    ("event_type", pg_sys::TEXTOID, false, false),
+    ("result", pg_sys::JSONBOID, false, false),
+    ("last_step", pg_sys::TEXTOID, false, false),
+    ("last_error", pg_sys::TEXTOID, false, false),
+    ("deliveries", pg_sys::INT4OID, true, true),
+    ("conflicts", pg_sys::INT4OID, true, true),
+    ("first_seen_at", pg_sys::TIMESTAMPTZOID, true, true),
+    ("last_seen_at", pg_sys::TIMESTAMPTZOID, true, true),
+    ("completed_at", pg_sys::TIMESTAMPTZOID, false, false),
+    ("leased_at", pg_sys::TIMESTAMPTZOID, true, false),
+    ("expires_at", pg_sys::TIMESTAMPTZOID, false, false),
 ];
 
 /// A column of `webhook_dedup.keys` (an index into [`COLUMNS`]).
@@ -123,7 +135,15 @@ unsafe fn check_layout(rel: pg_sys::Relation) -> Option<Layout> {
     // descriptor are valid while we read them.
     unsafe {
         let class = &*(*rel).rd_rel;
-        if class.relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char || !(*rel).trigdesc.is_null() {
+        // A plain heap table, not a partition (its partition constraint),
+        // without triggers or rules (the statements would fire or apply
+        // them).
+        if class.relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char
+            || class.relispartition
+            || class.relam != pg_sys::HEAP_TABLE_AM_OID
+            || !(*rel).trigdesc.is_null()
+            || !(*rel).rd_rules.is_null()
+        {
             return None;
         }
         let desc = (*rel).rd_att;
@@ -137,13 +157,15 @@ unsafe fn check_layout(rel: pg_sys::Relation) -> Option<Layout> {
             if attr.attisdropped {
                 continue;
             }
-            let (c, (_, type_oid, set)) = COLUMNS.iter().enumerate().find(|(_, (name, ..))| *name == attr.name())?;
+            let (c, (_, type_oid, set, not_null)) =
+                COLUMNS.iter().enumerate().find(|(_, (name, ..))| *name == attr.name())?;
             if attr.atttypid != *type_oid || at[c] != usize::MAX || attr.attgenerated != 0 {
                 return None;
             }
-            // A column a new key leaves NULL must accept NULL and have no
-            // default (the SQL insert would give it the default).
-            if !set && (attr.attnotnull || attr.atthasdef) {
+            // NOT NULL only where the extension declares it (nothing here
+            // writes NULL there), and no default on a column a new key
+            // leaves NULL (the SQL insert would give it the default).
+            if (attr.attnotnull && !not_null) || (!set && attr.atthasdef) {
                 return None;
             }
             at[c] = i;
@@ -171,21 +193,54 @@ unsafe fn layout(rel: pg_sys::Relation) -> Option<Layout> {
     layout
 }
 
-/// The oid of `webhook_dedup.keys`, if it exists.
-fn keys_oid() -> Option<Oid> {
+/// The oids of schema `webhook_dedup` and of `webhook_dedup.keys`, if they
+/// exist.
+fn keys_oid() -> Option<(Oid, Oid)> {
     // SAFETY: catalog look-ups by name; both return InvalidOid when missing
     // (missing_ok = true for the schema).
-    let oid = unsafe {
+    let (schema, oid) = unsafe {
         let schema = pg_sys::get_namespace_oid(c"webhook_dedup".as_ptr(), true);
         if schema == pg_sys::InvalidOid {
             return None;
         }
-        pg_sys::get_relname_relid(c"keys".as_ptr(), schema)
+        (schema, pg_sys::get_relname_relid(c"keys".as_ptr(), schema))
     };
     (oid != pg_sys::InvalidOid).then(|| {
         cache::watch(cache::Table::Keys, oid);
-        oid
+        (schema, oid)
     })
+}
+
+/// Whether this transaction may write here without SQL's own checks: not
+/// read-only (`SET TRANSACTION READ ONLY`, `default_transaction_read_only`,
+/// a standby), not in parallel mode, and not SERIALIZABLE (a completion
+/// reads the row it decides on, and only the executor's scans take the
+/// predicate locks serializable isolation needs). Otherwise the statements
+/// run, and raise what they raise (25006 in a read-only transaction).
+fn writable_here() -> bool {
+    // SAFETY: backend globals and plain status functions.
+    unsafe {
+        !pg_sys::XactReadOnly
+            && !pg_sys::IsInParallelMode()
+            && !pg_sys::RecoveryInProgress()
+            && pg_sys::XactIsoLevel != pg_sys::XACT_SERIALIZABLE as i32
+    }
+}
+
+/// Whether `user` has USAGE on `schema`.
+///
+/// # Safety
+/// A plain catalog check; `schema` is an existing namespace.
+unsafe fn schema_usage(schema: Oid, user: Oid) -> bool {
+    let usage = pg_sys::ACL_USAGE as pg_sys::AclMode;
+    // SAFETY: per the contract.
+    unsafe {
+        #[cfg(any(feature = "pg13", feature = "pg14", feature = "pg15"))]
+        let result = pg_sys::pg_namespace_aclcheck(schema, user, usage);
+        #[cfg(not(any(feature = "pg13", feature = "pg14", feature = "pg15")))]
+        let result = pg_sys::object_aclcheck(pg_sys::NamespaceRelationId, schema, user, usage);
+        result == pg_sys::AclResult::ACLCHECK_OK
+    }
 }
 
 /// A row of the keys table as datums, by [`Col`]. By-reference datums
@@ -219,15 +274,23 @@ impl Values {
         self.get::<TimestampWithTimeZone>(col).map(pg_sys::TimestampTz::from)
     }
 
-    /// The row as [`KeyRow`], its by-reference values copied.
+    /// The row as [`KeyRow`], its by-reference values copied: into Rust
+    /// values, and `result` into the memory context that was current when
+    /// the SPI connection was made (`SPI_datumTransfer`, as
+    /// [`crate::spi::Rows::get_jsonb`] does), so that it outlives the
+    /// connection (whose own context `SPI_finish` deletes). Call it while
+    /// connected to SPI.
     pub fn key_row(&self) -> KeyRow {
         let state: String = self.get(Col::State).expect("state is NOT NULL");
         let result = (!self.nulls[Col::Result as usize]).then(|| {
-            // SAFETY: a jsonb datum (see `get`); the copy is detoasted into
-            // the current memory context, so it outlives the slot.
+            // SAFETY: a jsonb datum (see `get`); pg_detoast_datum_packed
+            // returns it or a detoasted copy, and SPI_datumTransfer copies
+            // that varlena (by reference, typLen -1) into the context the
+            // caller of the SPI connection allocates in (it raises when not
+            // connected).
             unsafe {
-                let copy = pg_sys::pg_detoast_datum_copy(self.values[Col::Result as usize].cast_mut_ptr());
-                Jsonb::from_raw(Datum::from(copy))
+                let detoasted = pg_sys::pg_detoast_datum_packed(self.values[Col::Result as usize].cast_mut_ptr());
+                Jsonb::from_raw(pg_sys::SPI_datumTransfer(Datum::from(detoasted), false, -1))
             }
         });
         KeyRow {
@@ -286,7 +349,8 @@ pub enum Locked {
     /// The row, locked until the transaction ends; its values, and the
     /// TID of the version locked (the one to update).
     Row(Values, pg_sys::ItemPointerData),
-    /// The row was deleted meanwhile: probe again.
+    /// The row was deleted meanwhile, or its newest version has another
+    /// key: probe again.
     Gone,
 }
 
@@ -313,14 +377,19 @@ impl Session {
     /// Open the keys table for direct writes, or None (declined: use SQL;
     /// see the module documentation for when).
     pub fn open() -> Option<Session> {
-        if !crate::guc::direct_writes() {
+        if !crate::guc::direct_writes() || !writable_here() {
             return None;
         }
-        let relid = keys_oid()?;
+        let (schema, relid) = keys_oid()?;
         // SAFETY: plain catalog checks for the current user.
         let allowed = unsafe {
+            let user = pg_sys::GetUserId();
             let mode = (pg_sys::ACL_INSERT | pg_sys::ACL_SELECT | pg_sys::ACL_UPDATE) as pg_sys::AclMode;
-            pg_sys::pg_class_aclcheck(relid, pg_sys::GetUserId(), mode) == pg_sys::AclResult::ACLCHECK_OK
+            // Every one of the three (ACLMASK_ALL; pg_class_aclcheck would
+            // accept any one of them), and USAGE on the schema, which the
+            // statements' name look-up needs.
+            pg_sys::pg_class_aclmask(relid, user, mode, pg_sys::AclMaskHow::ACLMASK_ALL) == mode
+                && schema_usage(schema, user)
                 && pg_sys::check_enable_rls(relid, pg_sys::InvalidOid, false) as u32
                     != pg_sys::CheckEnableRlsResult::RLS_ENABLED
         };
@@ -494,11 +563,14 @@ impl Session {
         (!self.probe(&mut tid)).then_some(tid)
     }
 
-    /// Lock the row at `tid` for this transaction and read it. Under READ
-    /// COMMITTED the newest version of the row is locked; under REPEATABLE
-    /// READ and SERIALIZABLE a row changed after the transaction's snapshot,
-    /// or one the snapshot cannot see, is 40001.
-    pub fn lock(&mut self, tid: pg_sys::ItemPointerData) -> Locked {
+    /// Lock the row of `key` at `tid` (where the probe found it) for this
+    /// transaction and read it. Under READ COMMITTED the newest version of
+    /// the row is locked, and when that version no longer has `key` (an
+    /// operator changed the key meanwhile) it is [`Locked::Gone`], as the
+    /// statements' re-check of their condition would find; under
+    /// REPEATABLE READ and SERIALIZABLE a row changed after the
+    /// transaction's snapshot, or one the snapshot cannot see, is 40001.
+    pub fn lock(&mut self, key: Key<'_>, tid: pg_sys::ItemPointerData) -> Locked {
         let snapshot_per_transaction = super::transaction_snapshot();
         let flags = if snapshot_per_transaction { 0 } else { pg_sys::TUPLE_LOCK_FLAG_FIND_LAST_VERSION as u8 };
         let mut tid = tid;
@@ -545,6 +617,9 @@ impl Session {
             for c in 0..COLUMNS.len() {
                 v.values[c] = *(*self.locked).tts_values.add(self.layout.at[c]);
                 v.nulls[c] = *(*self.locked).tts_isnull.add(self.layout.at[c]);
+            }
+            if v.get::<&str>(Col::Source) != Some(key.source) || v.get::<&str>(Col::IdemKey) != Some(key.idem_key) {
+                return Locked::Gone;
             }
             Locked::Row(v, (*self.locked).tts_tid)
         }
