@@ -14,6 +14,43 @@
 -- Nothing may write keys while they move.
 LOCK TABLE webhook_dedup.keys IN ACCESS EXCLUSIVE MODE;
 
+-- Privileges granted on what this update rebuilds (the key table,
+-- maintenance_runs, the views over keys, webhook_claim, webhook_receive,
+-- run_maintenance) are carried over to the new objects at the end of this
+-- script; those on the key table also to webhook_dedup.payloads, which
+-- takes over the payloads the key rows held. Kept until then in a setting
+-- of this transaction: (relation, relkind, grantee, privilege, grantable)
+-- and, for functions whose ACL is not the default, (function, grantee,
+-- privilege, grantable).
+SELECT pg_catalog.set_config('webhook_dedup_upgrade.grants', pg_catalog.jsonb_build_object(
+  'relations', COALESCE((
+    SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(c.relname, c.relkind, a.grantee, a.privilege_type,
+                                                             a.is_grantable))
+      FROM pg_catalog.pg_class AS c, pg_catalog.aclexplode(c.relacl) AS a
+     WHERE c.relnamespace OPERATOR(pg_catalog.=) 'webhook_dedup'::pg_catalog.regnamespace
+       AND a.grantee OPERATOR(pg_catalog.<>) c.relowner), '[]'::pg_catalog.jsonb),
+  'functions', COALESCE((
+    SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(p.proname, a.grantee, a.privilege_type, a.is_grantable))
+      FROM pg_catalog.pg_proc AS p
+      JOIN pg_catalog.pg_depend AS d
+        ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
+      JOIN pg_catalog.pg_extension AS e
+        ON e.oid OPERATOR(pg_catalog.=) d.refobjid AND e.extname OPERATOR(pg_catalog.=) 'webhook_dedup',
+           pg_catalog.aclexplode(p.proacl) AS a
+     WHERE p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['webhook_claim', 'webhook_receive', 'run_maintenance'])
+       AND a.grantee OPERATOR(pg_catalog.<>) p.proowner), '[]'::pg_catalog.jsonb),
+  'restricted', COALESCE((
+    SELECT pg_catalog.jsonb_agg(p.proname)
+      FROM pg_catalog.pg_proc AS p
+      JOIN pg_catalog.pg_depend AS d
+        ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
+      JOIN pg_catalog.pg_extension AS e
+        ON e.oid OPERATOR(pg_catalog.=) d.refobjid AND e.extname OPERATOR(pg_catalog.=) 'webhook_dedup'
+     WHERE p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['webhook_claim', 'webhook_receive'])
+       AND p.proacl IS NOT NULL), '[]'::pg_catalog.jsonb))::text, true);
+
 -- The old table (and its partitions, which go with it) makes way.
 ALTER TABLE webhook_dedup.keys RENAME TO keys_0_1;
 ALTER INDEX webhook_dedup.keys_open RENAME TO keys_0_1_open;
@@ -108,7 +145,8 @@ COMMENT ON COLUMN webhook_dedup.payloads.headers IS 'The request headers given t
 -- rather than RETURNS TABLE: a function returning one row of a named type
 -- is called without the set-returning protocol, and its row descriptor
 -- comes from the type cache instead of being rebuilt from pg_proc on every
--- call (together a fifth of a claim's CPU time, docs/benchmarks.md).
+-- call (together about a fifth of a claim's CPU time when measured with
+-- perf before the change).
 CREATE TYPE webhook_dedup.claim_result AS (
     outcome          text,
     claim_token      uuid,
@@ -316,7 +354,7 @@ COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_kept IS 'Completed keys wh
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS 'Watermarks, conflicts, claim counts and maintenance runs deleted past retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.metrics_flushed IS 'Metrics entries flushed from shared memory.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.retention_warnings IS 'Sources whose retention is shorter than their provider''s retry horizon (webhook_dedup.retention_warnings).';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS 'A step stopped at webhook_dedup.batch_size: the worker runs the next pass at once.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS 'A step stopped at webhook_dedup.batch_size: the worker runs the next pass after a rest that keeps it to webhook_dedup.maintenance_duty_cycle of the time.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.errors IS 'One entry per step that failed (SQLSTATE and message); the pass went on with the other steps.';
 
 INSERT INTO webhook_dedup.maintenance_runs
@@ -344,7 +382,7 @@ VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'webhook_claim_wrapper';
 COMMENT ON FUNCTION @extschema@.webhook_claim(text, text, bytea, interval, text) IS
-  'webhook_claim(source, idem_key, payload => NULL, lease => NULL, event_type => NULL) -> one row (outcome, claim_token, attempt, state, result, last_step, first_seen_at, lease_expires_at). outcome: claimed or reclaimed (process it; claim_token set; resume from last_step), in_progress (answer 409 + Retry-After), duplicate (answer 2xx with result), conflict (same key, different payload; recorded in webhook_dedup.conflicts; result and last_step withheld), retry_later (a failure not due yet), unknown_outcome and dead_lettered (an operator decides). lease NULL = the source''s lease in webhook_dedup.sources, else webhook_dedup.default_lease. Atomic under a per-key lock; runs in the caller''s transaction. Errors: 22004 NULL source/idem_key; 22023 empty or over 255 characters, a lease that is not positive, over 365 days or has months; 40001 under REPEATABLE READ/SERIALIZABLE when a concurrent transaction changed the key after the snapshot.';
+  'webhook_claim(source, idem_key, payload => NULL, lease => NULL, event_type => NULL) -> one row (outcome, claim_token, attempt, state, result, last_step, first_seen_at, lease_expires_at). outcome: claimed or reclaimed (process it; claim_token set; resume from last_step), in_progress (answer 409 + Retry-After), duplicate (answer 2xx with result), conflict (same key, different payload; recorded in webhook_dedup.conflicts; result and last_step withheld), retry_later (a failure not due yet), unknown_outcome and dead_lettered (an operator decides). lease NULL = the source''s lease in webhook_dedup.sources, else webhook_dedup.default_lease. Atomic: the primary key arbitrates a new key, the row lock every later write; runs in the caller''s transaction. Errors: 22004 NULL source/idem_key; 22023 empty or over 255 characters, a lease that is not positive, over 365 days or has months; 40001 under REPEATABLE READ/SERIALIZABLE when a concurrent transaction changed the key after the snapshot.';
 
 DROP FUNCTION @extschema@.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean,
                                           interval, timestamptz, text, text, text, text, text);
@@ -391,7 +429,11 @@ STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'run_maintenance_wrapper';
 COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
-  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) at least once an hour.';
+  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
+
+-- Comments that described 0.1.0's per-key advisory lock.
+COMMENT ON FUNCTION @extschema@.webhook_next(text, interval, integer) IS
+  'webhook_next(source => NULL, lease => NULL, batch => 1) -> rows (source, idem_key, claim_token, attempt, payload, event_type, last_step, headers): up to batch due keys (pending, expired leases, due retries), oldest first, each leased to the caller; a key due again with no attempts left is dead-lettered instead. Keys another worker or a claim holds are skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED), so two workers never get the same key and a worker cannot deadlock with a claim. Finish each with webhook_complete or webhook_fail. Errors: 22004 NULL batch; 22023 batch outside 1..1000, a bad source or lease; 40001 under REPEATABLE READ when a key changed after the snapshot.';
 
 -- The per-backend cache of per-source settings and its trigger.
 CREATE FUNCTION webhook_dedup.sources_changed()
@@ -424,4 +466,56 @@ GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, 
 -- counts before writing them): the extension's owner runs them (the
 -- worker, pg_cron), not every role.
 REVOKE EXECUTE ON FUNCTION webhook_dedup.flush_metrics(), webhook_dedup.run_maintenance() FROM PUBLIC;
+
+-- The privileges kept at the start, granted again on the rebuilt objects
+-- (a grant already there is a no-op). A rebuilt receiver function whose
+-- EXECUTE was restricted (not the default ACL) is restricted again.
+DO $$
+DECLARE
+  kept pg_catalog.jsonb := pg_catalog.current_setting('webhook_dedup_upgrade.grants')::pg_catalog.jsonb;
+  r pg_catalog.jsonb;
+  target text;
+  fn pg_catalog.regprocedure;
+  grantee text;
+BEGIN
+  FOR r IN SELECT * FROM pg_catalog.jsonb_array_elements(kept -> 'restricted') LOOP
+    FOR fn IN SELECT p.oid FROM pg_catalog.pg_proc AS p
+                 JOIN pg_catalog.pg_depend AS d
+                   ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+                  AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
+                 JOIN pg_catalog.pg_extension AS e
+                   ON e.oid OPERATOR(pg_catalog.=) d.refobjid AND e.extname OPERATOR(pg_catalog.=) 'webhook_dedup'
+               WHERE p.proname OPERATOR(pg_catalog.=) (r #>> '{}') LOOP
+      EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', fn);
+    END LOOP;
+  END LOOP;
+  FOR r IN SELECT * FROM pg_catalog.jsonb_array_elements(kept -> 'functions') LOOP
+    grantee := CASE WHEN (r ->> 1)::pg_catalog.oid OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                    ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid((r ->> 1)::pg_catalog.oid)) END;
+    FOR fn IN SELECT p.oid FROM pg_catalog.pg_proc AS p
+                 JOIN pg_catalog.pg_depend AS d
+                   ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+                  AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
+                 JOIN pg_catalog.pg_extension AS e
+                   ON e.oid OPERATOR(pg_catalog.=) d.refobjid AND e.extname OPERATOR(pg_catalog.=) 'webhook_dedup'
+               WHERE p.proname OPERATOR(pg_catalog.=) (r ->> 0) LOOP
+      EXECUTE pg_catalog.format('GRANT %s ON FUNCTION %s TO %s%s', r ->> 2, fn, grantee,
+                                CASE WHEN (r ->> 3)::boolean THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+  END LOOP;
+  FOR r IN SELECT * FROM pg_catalog.jsonb_array_elements(kept -> 'relations') LOOP
+    grantee := CASE WHEN (r ->> 2)::pg_catalog.oid OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                    ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid((r ->> 2)::pg_catalog.oid)) END;
+    FOREACH target IN ARRAY CASE WHEN (r ->> 0) OPERATOR(pg_catalog.=) 'keys' THEN ARRAY['keys', 'payloads']
+                                 ELSE ARRAY[r ->> 0] END LOOP
+      IF pg_catalog.to_regclass(pg_catalog.format('webhook_dedup.%I', target)) IS NOT NULL THEN
+        EXECUTE pg_catalog.format('GRANT %s ON %s webhook_dedup.%I TO %s%s', r ->> 3,
+                                  CASE WHEN (r ->> 1) OPERATOR(pg_catalog.=) 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
+                                  target, grantee,
+                                  CASE WHEN (r ->> 4)::boolean THEN ' WITH GRANT OPTION' ELSE '' END);
+      END IF;
+    END LOOP;
+  END LOOP;
+END
+$$;
 

@@ -462,32 +462,3 @@ mod tests {
         assert_eq!(State::parse("done"), None);
     }
 }
-
-/// The advisory-lock id of a key: FNV-1a 64 over the source, a 0xff byte
-/// (which never occurs in UTF-8, so `("ab","c")` and `("a","bc")` hash
-/// different inputs) and the key. Every writer of a key takes this lock
-/// for the rest of its transaction; two keys that share an id only
-/// serialise each other, never merge.
-pub fn lock_id(source: &str, idem_key: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in source.bytes().chain([0xff]).chain(idem_key.bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
-#[cfg(test)]
-mod lock_tests {
-    use super::lock_id;
-
-    #[test]
-    fn lock_ids_are_stable_and_delimited() {
-        // FNV-1a is fixed by its definition; pin one value so a change of
-        // the function (which would let old and new backends disagree
-        // during an upgrade) fails here.
-        assert_eq!(lock_id("", ""), 0xaf64_724c_8602_eb6e);
-        assert_ne!(lock_id("ab", "c"), lock_id("a", "bc"));
-        assert_eq!(lock_id("github", "k"), lock_id("github", "k"));
-    }
-}

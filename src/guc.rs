@@ -116,8 +116,9 @@ pub fn init(preloading: bool) {
     GucRegistry::define_bool_guc(
         c"webhook_dedup.direct_writes",
         c"Claims write keys with the executor's routines directly rather than through SQL statements.",
-        c"Same results either way (src/store/direct.rs declines to SQL whenever the table or the caller's \
-          privileges are not as it needs); off compares the two, or steps around a fault.",
+        c"Same results either way (src/store/direct.rs declines to SQL whenever the SQL would do more: an \
+          altered table, missing privileges, row-level security, a read-only or SERIALIZABLE transaction; \
+          docs/design.md); off compares the two, or steps around a fault.",
         &DIRECT_WRITES,
         GucContext::Userset,
         GucFlags::default(),

@@ -1,7 +1,8 @@
 //! The background worker: it only schedules. Every
 //! `webhook_dedup.maintenance_interval` it runs one maintenance pass (the
 //! steps of `webhook_dedup.run_maintenance()`, [`crate::maintenance::Run`]),
-//! and further passes at once while a pass reports `more`. Where
+//! and further passes while a pass reports `more`, each after a rest that
+//! keeps it to `webhook_dedup.maintenance_duty_cycle` of the time. Where
 //! `run_maintenance()` runs a pass in the caller's one transaction, the
 //! worker commits after every step, so that each step's row locks last
 //! only as long as the step (a key the sweep moved is free for its retry

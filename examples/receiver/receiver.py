@@ -43,7 +43,7 @@ webhook_dedup each is one SQL call:
    two makes the reclaim redo the step (twice); committed before it, a crash
    between the two makes the reclaim skip a step that never happened (never).
    In one transaction the step and its checkpoint commit together or not at
-   all, and since webhook_checkpoint holds the key's lock until then, a
+   all, and since webhook_checkpoint holds the key's row lock until then, a
    concurrent reclaim waits and sees both or neither, never one alone.
 
 Every answer carries an `X-Webhook-Outcome` header with the claim outcome, and
@@ -164,7 +164,7 @@ def notify(conn, key: str, delivery_id: str, claim) -> bool:
     """
     with conn.transaction() as tx:
         insert_notification(conn, key, delivery_id, claim.attempt)
-        # Checkpoint last: it takes the key's lock, which concurrent claims of
+        # Checkpoint last: it takes the key's row lock, which concurrent claims of
         # this key then wait for until COMMIT.
         checkpointed = conn.execute(
             "SELECT webhook_checkpoint(%s, %s, %s, %s)",

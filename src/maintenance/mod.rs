@@ -25,7 +25,8 @@
 //! rows a step locked are free at once. Two passes never overlap: a pass
 //! that cannot take the maintenance lock at once returns `ran = false`.
 //! Each step handles at most `webhook_dedup.batch_size` rows; `more` says
-//! the next pass has work waiting (the worker then runs it at once).
+//! the next pass has work waiting (the worker then runs it after a rest
+//! that keeps it to `webhook_dedup.maintenance_duty_cycle` of the time).
 
 pub mod expiry;
 pub mod prune;

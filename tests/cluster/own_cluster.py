@@ -1,7 +1,6 @@
 """A throwaway PostgreSQL cluster of a test's own, for what the shared test
 cluster cannot do: settings only read at server start (the worker's
-database), a 1 s maintenance interval, partitions rearranged around the
-current time, stops with -m immediate.
+database), a 1 s maintenance interval, stops with -m immediate.
 
 It listens only on a Unix socket in its own temporary directory, runs as
 WEBHOOK_DEDUP_PG_OS_USER with the binaries in WEBHOOK_DEDUP_PG_BIN (both set

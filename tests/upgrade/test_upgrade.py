@@ -13,9 +13,13 @@ cluster of its own:
 3. every key is still there with every column it had (a completed key's
    token aside, which 0.2.0 clears), each answers a delivery as it did
    before, the queue hands out the pending payload, history and settings
-   are intact, maintenance runs; and the updated schema is the schema of a
-   fresh install, object for object (members, columns, indexes, constraints,
-   views, functions, comments, triggers, privileges).
+   are intact, maintenance runs; privileges granted on the objects the
+   update rebuilds (the key table, a view over it, a receiver function
+   whose EXECUTE was restricted, run_maintenance) are kept, and the key
+   table's also given on the new payloads table; and the updated schema is
+   the schema of a fresh install with the same grants, object for object
+   (members, columns, indexes, constraints, views, functions, comments,
+   triggers, privileges).
 
 Run by scripts/test.sh as its own layer, after the shared cluster stopped:
 it installs other builds of the library, which a running server must not
@@ -79,6 +83,25 @@ def install_old(workdir: Path):
 def install_current():
     """The test command's own build (scripts/lib.sh install_extension)."""
     run(["bash", "-c", f"source '{ROOT}/scripts/lib.sh' && install_extension"])
+
+
+ROLES = ("upgrade_receiver", "upgrade_analyst", "upgrade_cron")
+
+
+def grant(conn, claim_signature: str):
+    """What a DBA grants: a receiver role on the keys and webhook_claim
+    (EXECUTE revoked from PUBLIC), an analyst on a view over keys, a
+    pg_cron role on run_maintenance()."""
+    for statement in (
+        "GRANT USAGE ON SCHEMA webhook_dedup TO upgrade_receiver, upgrade_analyst, upgrade_cron",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_dedup.keys TO upgrade_receiver",
+        "GRANT SELECT ON webhook_dedup.sources TO upgrade_receiver",
+        "GRANT SELECT ON webhook_dedup.key_states TO upgrade_analyst WITH GRANT OPTION",
+        f"REVOKE EXECUTE ON FUNCTION {claim_signature} FROM PUBLIC",
+        f"GRANT EXECUTE ON FUNCTION {claim_signature} TO upgrade_receiver",
+        "GRANT EXECUTE ON FUNCTION webhook_dedup.run_maintenance() TO upgrade_cron",
+    ):
+        conn.execute(statement)
 
 
 def fill(conn):
@@ -158,7 +181,8 @@ SCHEMA = {
           LEFT JOIN pg_collation co ON co.oid = a.attcollation AND a.attcollation <> 100
          WHERE n.nspname = 'webhook_dedup' ORDER BY 1, 2""",
     "relations": """
-        SELECT c.relname, c.relkind, c.reloptions::text, obj_description(c.oid, 'pg_class'), c.relacl::text
+        SELECT c.relname, c.relkind, c.reloptions::text, obj_description(c.oid, 'pg_class'),
+               (SELECT array_agg(x::text ORDER BY x::text) FROM unnest(c.relacl) x)
           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
          WHERE n.nspname = 'webhook_dedup' AND c.relkind <> 'S' ORDER BY 1""",
     "indexes": """
@@ -173,7 +197,8 @@ SCHEMA = {
     "functions": """
         SELECT p.oid::regprocedure::text, pg_get_function_result(p.oid), pg_get_function_arguments(p.oid),
                p.prosrc, p.provolatile, p.proisstrict, p.proparallel, p.proconfig::text,
-               obj_description(p.oid, 'pg_proc'), p.proacl::text
+               obj_description(p.oid, 'pg_proc'),
+               (SELECT array_agg(x::text ORDER BY x::text) FROM unnest(p.proacl) x)
           FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
           JOIN pg_extension e ON d.refobjid = e.oid AND e.extname = 'webhook_dedup' ORDER BY 1""",
     "types": """
@@ -197,11 +222,15 @@ def upgraded():
         cluster = OwnCluster({})
         with cluster.connect() as conn:
             conn.execute("CREATE DATABASE old")
+        with cluster.connect() as conn:
+            for role in ROLES:
+                conn.execute(f"CREATE ROLE {role} NOLOGIN")
         with cluster.connect("old") as conn:
             conn.execute("CREATE EXTENSION webhook_dedup")
             assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'webhook_dedup'"
                                 ).fetchone()[0] == OLD_VERSION
             fill(conn)
+            grant(conn, "webhook_claim(text, text, bytea, interval, text)")
             before = keys(conn)
             payloads = conn.execute("SELECT source, idem_key, payload, headers::text FROM webhook_dedup.keys"
                                     " WHERE payload IS NOT NULL ORDER BY 1, 2").fetchall()
@@ -279,12 +308,41 @@ def test_every_key_answers_as_before(upgraded):
         assert ran and errors == []
 
 
+def test_grants_on_rebuilt_objects_are_kept(upgraded):
+    cluster, *_ = upgraded
+    claim = "webhook_claim(text, text, bytea, interval, text)"
+    with cluster.connect("old") as conn:
+        def has(sql, *args):
+            return conn.execute(f"SELECT {sql}", args).fetchone()[0]
+
+        for table in ("webhook_dedup.keys", "webhook_dedup.payloads"):
+            assert has("has_table_privilege('upgrade_receiver', %s, 'SELECT, INSERT, UPDATE, DELETE')", table), table
+            assert not has("has_table_privilege('upgrade_analyst', %s, 'SELECT')", table), table
+        assert has("has_table_privilege('upgrade_analyst', 'webhook_dedup.key_states', 'SELECT WITH GRANT OPTION')")
+        assert has("has_function_privilege('upgrade_receiver', %s, 'EXECUTE')", claim)
+        assert not has("has_function_privilege('upgrade_analyst', %s, 'EXECUTE')", claim), "EXECUTE stays revoked"
+        assert has("has_function_privilege('upgrade_cron', 'webhook_dedup.run_maintenance()', 'EXECUTE')")
+        assert not has("has_function_privilege('upgrade_analyst', 'webhook_dedup.run_maintenance()', 'EXECUTE')")
+        assert has("has_function_privilege('upgrade_analyst', 'webhook_receive(text, bytea, jsonb, text[], text, "
+                   "text, text, text, text, interval, boolean, interval, timestamptz, text, text, text, text, text)',"
+                   " 'EXECUTE')"), "an ACL left at its default stays the default"
+        # and the receiver role claims through the rebuilt objects
+        conn.execute("SET ROLE upgrade_receiver")
+        try:
+            assert conn.execute(f"SELECT outcome FROM webhook_claim('s', 'as-receiver')").fetchone()[0] == "claimed"
+        finally:
+            conn.execute("RESET ROLE")
+
+
 def test_the_updated_schema_is_a_fresh_install(upgraded):
     cluster, *_ = upgraded
     with cluster.connect() as conn:
         conn.execute("CREATE DATABASE fresh")
     with cluster.connect("fresh") as conn:
         conn.execute("CREATE EXTENSION webhook_dedup")
+        # the same grants, and on payloads those the update copies from keys
+        grant(conn, "webhook_claim(text, text, bytea, interval, text)")
+        conn.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_dedup.payloads TO upgrade_receiver")
     described = {}
     for db in ("old", "fresh"):
         with psycopg.connect(host=str(cluster.dir), port=5432, user="postgres", dbname=db) as conn:
