@@ -11,6 +11,18 @@
 -- 100,000 keys on a 2-core machine).
 \echo Use "ALTER EXTENSION webhook_dedup UPDATE TO '0.2.0'" to load this file. \quit
 
+-- 0.2.0 refuses a database whose encoding is not UTF8 (src/sql/schema.sql);
+-- 0.1.0 failed in its calls there instead.
+DO $$
+BEGIN
+  IF pg_catalog.getdatabaseencoding() OPERATOR(pg_catalog.<>) 'UTF8' THEN
+    RAISE EXCEPTION 'webhook_dedup needs a database with encoding UTF8, not %', pg_catalog.getdatabaseencoding()
+      USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Dump the data, create the database with ENCODING ''UTF8'' TEMPLATE template0, restore.';
+  END IF;
+END
+$$;
+
 -- Nothing may write keys while they move.
 LOCK TABLE webhook_dedup.keys IN ACCESS EXCLUSIVE MODE;
 
@@ -448,24 +460,158 @@ CREATE TRIGGER sources_changed
 COMMENT ON FUNCTION webhook_dedup.sources_changed() IS
   'Trigger function of sources_changed on webhook_dedup.sources: sends a relation cache invalidation of the table, which empties every backend''s cache of per-source settings when the change commits.';
 
--- Read access for monitoring: pg_monitor (and roles granted it) reads the
--- views and the alert function; the views run with their owner's rights,
--- so no access to webhook_dedup.keys (payloads, headers) is needed.
-GRANT USAGE ON SCHEMA webhook_dedup TO pg_monitor;
+-- As in src/sql/finalize.sql:
+-- Privileges (docs/security.md). The functions are the only way in: no
+-- role but the extension's owner holds a privilege on a table (the one
+-- exception: the operator role configures webhook_dedup.sources). Every
+-- function that changes state runs as SECURITY DEFINER, owned by the
+-- extension's owner, with search_path pinned to pg_catalog, pg_temp (its
+-- statements name every object schema-qualified as well), and is executable
+-- only by the role for its job:
+--   webhook_dedup_receiver  claim, complete, fail, checkpoint, extend, mark
+--                           unknown, receive, enqueue, next, advance;
+--   webhook_dedup_operator  resolve, forget, run_maintenance, flush_metrics,
+--                           the rows of webhook_dedup.sources; reads as below;
+--   webhook_dedup_reader    the views and read-only functions (also granted
+--                           to pg_monitor, for exporters).
+-- The roles are cluster-wide NOLOGIN group roles, created here when
+-- missing (every database of the cluster shares them; DROP EXTENSION
+-- leaves them); grant them to your login roles. Signature verification,
+-- key derivation and signing change nothing and stay executable by PUBLIC.
+DO $$
+DECLARE
+  r text;
+BEGIN
+  FOREACH r IN ARRAY ARRAY['webhook_dedup_receiver', 'webhook_dedup_operator', 'webhook_dedup_reader'] LOOP
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS x WHERE x.rolname OPERATOR(pg_catalog.=) r) THEN
+      EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', r);
+    END IF;
+  END LOOP;
+END
+$$;
+COMMENT ON ROLE webhook_dedup_receiver IS
+  'webhook_dedup: may claim, complete, fail, checkpoint, extend and mark keys unknown, receive, enqueue, take (webhook_next) and advance watermarks, through the functions only. Grant it to a receiver''s login role.';
+COMMENT ON ROLE webhook_dedup_operator IS
+  'webhook_dedup: may resolve and forget keys, run maintenance, flush the counters and configure webhook_dedup.sources; reads what webhook_dedup_reader reads.';
+COMMENT ON ROLE webhook_dedup_reader IS
+  'webhook_dedup: may read the views of schema webhook_dedup (no payload, header or claim token is in any) and call its read-only functions.';
+GRANT webhook_dedup_reader TO webhook_dedup_operator;
+
+REVOKE ALL ON ALL TABLES IN SCHEMA webhook_dedup FROM PUBLIC;
+GRANT USAGE ON SCHEMA webhook_dedup TO webhook_dedup_receiver, webhook_dedup_operator, webhook_dedup_reader,
+                                       pg_monitor;
+
+ALTER FUNCTION webhook_claim(text, text, bytea, interval, text)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_claim_many(text, text[], interval, text)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_complete(text, text, uuid, jsonb)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_fail(text, text, uuid, text, boolean, interval)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_mark_unknown(text, text, uuid, text)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_checkpoint(text, text, uuid, text)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_extend_lease(text, text, uuid, interval)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean,
+                               interval, timestamptz, text, text, text, text, text)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_enqueue(text, text, bytea, text, jsonb)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_next(text, interval, integer)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_advance(text, text, timestamptz, text, bigint)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_resolve(text, text, text, jsonb)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_forget(text, text)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_dedup.run_maintenance()
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_dedup.flush_metrics()
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+
+REVOKE ALL ON FUNCTION
+  webhook_claim(text, text, bytea, interval, text), webhook_claim_many(text, text[], interval, text),
+  webhook_complete(text, text, uuid, jsonb), webhook_fail(text, text, uuid, text, boolean, interval),
+  webhook_mark_unknown(text, text, uuid, text), webhook_checkpoint(text, text, uuid, text),
+  webhook_extend_lease(text, text, uuid, interval),
+  webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean,
+                  interval, timestamptz, text, text, text, text, text),
+  webhook_enqueue(text, text, bytea, text, jsonb), webhook_next(text, interval, integer),
+  webhook_advance(text, text, timestamptz, text, bigint),
+  webhook_resolve(text, text, text, jsonb), webhook_forget(text, text),
+  webhook_dedup.run_maintenance(), webhook_dedup.flush_metrics(),
+  webhook_dedup.duplicate_rate_alerts(double precision, interval), webhook_dedup.metrics_live(),
+  webhook_dedup.provider_profiles(), webhook_dedup.default_retention()
+  FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+  webhook_claim(text, text, bytea, interval, text), webhook_claim_many(text, text[], interval, text),
+  webhook_complete(text, text, uuid, jsonb), webhook_fail(text, text, uuid, text, boolean, interval),
+  webhook_mark_unknown(text, text, uuid, text), webhook_checkpoint(text, text, uuid, text),
+  webhook_extend_lease(text, text, uuid, interval),
+  webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean,
+                  interval, timestamptz, text, text, text, text, text),
+  webhook_enqueue(text, text, bytea, text, jsonb), webhook_next(text, interval, integer),
+  webhook_advance(text, text, timestamptz, text, bigint)
+  TO webhook_dedup_receiver;
+GRANT EXECUTE ON FUNCTION
+  webhook_resolve(text, text, text, jsonb), webhook_forget(text, text),
+  webhook_dedup.run_maintenance(), webhook_dedup.flush_metrics()
+  TO webhook_dedup_operator;
+GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_dedup.sources TO webhook_dedup_operator;
+
+-- Reading: the views run with their owner's rights, so no access to
+-- webhook_dedup.keys (payloads, headers, tokens) is needed.
 GRANT SELECT ON webhook_dedup.counters, webhook_dedup.metrics_buckets,
                 webhook_dedup.duplicate_metrics, webhook_dedup.duplicate_metrics_by_minute,
                 webhook_dedup.key_states, webhook_dedup.stuck_claims, webhook_dedup.dead_letters,
                 webhook_dedup.unknown_outcomes, webhook_dedup.conflicts, webhook_dedup.key_history,
                 webhook_dedup.retention_warnings, webhook_dedup.providers, webhook_dedup.maintenance_runs
-  TO pg_monitor;
+  TO webhook_dedup_reader, pg_monitor;
 GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval),
                           webhook_dedup.metrics_live(), webhook_dedup.provider_profiles(),
                           webhook_dedup.default_retention()
-  TO pg_monitor;
--- Maintenance and flushing change state (a flush takes the shared-memory
--- counts before writing them): the extension's owner runs them (the
--- worker, pg_cron), not every role.
-REVOKE EXECUTE ON FUNCTION webhook_dedup.flush_metrics(), webhook_dedup.run_maintenance() FROM PUBLIC;
+  TO webhook_dedup_reader, pg_monitor;
+
+-- 0.1.0's receivers called the functions with table privileges of their
+-- own; the roles that held them keep working: a role that could insert or
+-- update keys becomes a webhook_dedup_receiver, one that could delete them
+-- (webhook_forget) also a webhook_dedup_operator, one that could only read
+-- them a webhook_dedup_reader. Their table privileges are kept too (below);
+-- revoke them once nothing reads the tables directly (docs/security.md).
+DO $$
+DECLARE
+  r pg_catalog.jsonb;
+  role_name text;
+BEGIN
+  FOR r IN SELECT * FROM pg_catalog.jsonb_array_elements(
+             pg_catalog.current_setting('webhook_dedup_upgrade.grants')::pg_catalog.jsonb -> 'relations') LOOP
+    CONTINUE WHEN (r ->> 0) OPERATOR(pg_catalog.<>) 'keys' OR (r ->> 2)::pg_catalog.oid OPERATOR(pg_catalog.=) 0;
+    role_name := pg_catalog.quote_ident(pg_catalog.pg_get_userbyid((r ->> 2)::pg_catalog.oid));
+    EXECUTE pg_catalog.format('GRANT %s TO %s',
+      CASE r ->> 3 WHEN 'INSERT' THEN 'webhook_dedup_receiver' WHEN 'UPDATE' THEN 'webhook_dedup_receiver'
+                   WHEN 'DELETE' THEN 'webhook_dedup_operator' ELSE 'webhook_dedup_reader' END,
+      role_name);
+    RAISE NOTICE 'webhook_dedup: role % held % on webhook_dedup.keys; it is now a member of the role for that job, and keeps the privilege until you revoke it',
+      role_name, r ->> 3;
+  END LOOP;
+END
+$$;
+
+-- pg_dump dumps the rows of every table callers write (0.1.0 registered
+-- none, so its dumps held no keys); as in src/sql/finalize.sql.
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.keys', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.payloads', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.sources', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.watermarks', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.conflict_log', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.conflict_log_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.claim_counts', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.maintenance_runs', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.maintenance_runs_id_seq', '');
 
 -- The privileges kept at the start, granted again on the rebuilt objects
 -- (a grant already there is a no-op). A rebuilt receiver function whose
@@ -490,6 +636,9 @@ BEGIN
     END LOOP;
   END LOOP;
   FOR r IN SELECT * FROM pg_catalog.jsonb_array_elements(kept -> 'functions') LOOP
+    -- EXECUTE for PUBLIC (explicit in an ACL once anything was granted)
+    -- is what 0.2.0 takes away from the functions that change state
+    CONTINUE WHEN (r ->> 1)::pg_catalog.oid OPERATOR(pg_catalog.=) 0;
     grantee := CASE WHEN (r ->> 1)::pg_catalog.oid OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
                     ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid((r ->> 1)::pg_catalog.oid)) END;
     FOR fn IN SELECT p.oid FROM pg_catalog.pg_proc AS p

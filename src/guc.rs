@@ -32,6 +32,16 @@ static BATCH_SIZE: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 /// deleting a day of expired keys never takes a core away from claims.
 static MAINTENANCE_DUTY_CYCLE: GucSetting<i32> = GucSetting::<i32>::new(20);
 
+/// The longest `webhook_dedup.default_lease`, seconds: the bound of the
+/// `lease` argument and of `webhook_dedup.sources.lease` (365 days,
+/// [`crate::claim::MAX_LEASE_US`]), so a setting cannot give a lease that no
+/// argument may.
+const MAX_LEASE_S: i32 = (crate::claim::MAX_LEASE_US / 1_000_000) as i32;
+
+/// The longest `webhook_dedup.retention`, seconds: 3650 days, the bound of
+/// `webhook_dedup.sources.retention`.
+pub const MAX_RETENTION_S: i32 = 3650 * 86_400;
+
 /// Lease given by `webhook_claim` when the call passes none, in seconds.
 /// Source of the default: issue "claim state machine" (5 minutes), long
 /// enough for a slow handler, short enough that a crashed one is retried
@@ -86,7 +96,7 @@ pub fn init(preloading: bool) {
           webhook_dedup.sources.retention overrides it per source.",
         &RETENTION_S,
         60,
-        i32::MAX,
+        MAX_RETENTION_S,
         GucContext::Sighup,
         GucFlags::UNIT_S,
     );
@@ -130,7 +140,7 @@ pub fn init(preloading: bool) {
           the next delivery of the key reclaims it. Must be positive.",
         &DEFAULT_LEASE_S,
         1,
-        i32::MAX,
+        MAX_LEASE_S,
         GucContext::Userset,
         GucFlags::UNIT_S,
     );

@@ -87,6 +87,10 @@ impl Jsonb {
             let mut value: pg_sys::JsonbValue = std::mem::zeroed();
             let mut name = String::new();
             loop {
+                // The caller chooses how many members there are (a million
+                // is a 30 MB value): stay cancellable, and absorb barriers
+                // (DROP DATABASE ... WITH (FORCE) waits for every backend).
+                pg_sys::check_for_interrupts!();
                 match pg_sys::JsonbIteratorNext(&mut it, &mut value, true) {
                     pg_sys::JsonbIteratorToken::WJB_DONE => break,
                     pg_sys::JsonbIteratorToken::WJB_KEY => name = string(&value),
@@ -242,6 +246,7 @@ unsafe fn array_of_strings(container: *mut pg_sys::JsonbContainer) -> Result<Vec
         let mut value: pg_sys::JsonbValue = std::mem::zeroed();
         let mut strings = Vec::new();
         loop {
+            pg_sys::check_for_interrupts!(); // as in string_members
             match pg_sys::JsonbIteratorNext(&mut it, &mut value, true) {
                 pg_sys::JsonbIteratorToken::WJB_DONE => return Ok(strings),
                 pg_sys::JsonbIteratorToken::WJB_ELEM if value.type_ == pg_sys::jbvType::jbvString => {

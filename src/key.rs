@@ -51,7 +51,7 @@ pub struct Parts<'a> {
 /// The event-id field of `webhook_body_key`: `%b` and the hex SHA-256 of
 /// the raw body.
 pub fn body_hash_field(payload: &[u8]) -> String {
-    format!("%b{}", hex::encode(Sha256::digest(payload)))
+    format!("%b{}", hex::encode(crate::signature::ct::sha256(payload)))
 }
 
 /// Derive the key for `parts`. Empty parts are 22023.

@@ -63,6 +63,9 @@ extension_sql_file!("sql/finalize.sql", name = "finalize", finalize);
 /// called by hand or from pg_cron (see `docs/operations.md`).
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    // Long loops of the pure modules over a caller's input (HMAC of a large
+    // body, a header with a million signatures) stay cancellable.
+    signature::ct::on_interrupt_check(check_for_interrupts);
     // SAFETY: reading a backend-global flag set before any library is loaded.
     if unsafe { pg_sys::IsBinaryUpgrade } {
         return;
@@ -75,6 +78,13 @@ pub extern "C-unwind" fn _PG_init() {
         metrics::init_shared_memory();
         worker::register();
     }
+}
+
+/// PostgreSQL's `CHECK_FOR_INTERRUPTS()`: raises (as a Rust panic that
+/// pgrx turns back into the error) on a cancel, a terminate or a timeout,
+/// and absorbs pending barriers.
+fn check_for_interrupts() {
+    pgrx::pg_sys::check_for_interrupts!();
 }
 
 /// Required by `cargo pgrx test`.

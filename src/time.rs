@@ -41,6 +41,12 @@ pub fn duration_us(interval: Interval, what: &str) -> Result<i64, Error> {
         .ok_or_else(|| Error::invalid(format!("{what} is out of range")))
 }
 
+/// Unix time in microseconds of a PostgreSQL timestamp (microseconds since
+/// 2000-01-01); saturates at the ends of `i64`, far outside any timestamp.
+pub fn unix_micros(us: i64) -> i64 {
+    us.saturating_add(crate::calendar::PG_EPOCH_UNIX_S * 1_000_000)
+}
+
 /// Unix seconds (floor) of a PostgreSQL timestamp.
 pub fn unix_seconds(us: i64) -> i64 {
     us.div_euclid(1_000_000) + crate::calendar::PG_EPOCH_UNIX_S

@@ -15,7 +15,6 @@ use crate::time::{clock_now, timestamptz};
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
-use sha2::{Digest, Sha256};
 
 /// One output row of `webhook_claim` (the column names are in its signature).
 pub(crate) type ClaimRow = (
@@ -59,9 +58,10 @@ fn webhook_claim(
 ) -> pgrx::composite_type!('static, "webhook_dedup.claim_result") {
     let key = args::key(source, idem_key);
     let lease_us = lease.map(args::lease);
-    let fingerprint = payload.map(Sha256::digest);
-    let (outcome, token, attempt, state, result, last_step, first_seen_at, lease_expires_at) =
-        spi::connected(|conn| claim_one(conn, key, fingerprint.as_deref(), lease_us, event_type));
+    let fingerprint = payload.map(crate::signature::ct::sha256);
+    let (outcome, token, attempt, state, result, last_step, first_seen_at, lease_expires_at) = spi::connected(|conn| {
+        claim_one(conn, key, fingerprint.as_ref().map(<[u8; 32]>::as_slice), lease_us, event_type)
+    });
     super::rows::one_row(
         fcinfo,
         [
@@ -307,6 +307,8 @@ fn webhook_claim_many(
     let rows: Vec<_> = spi::connected(|conn| {
         keys.iter()
             .map(|k| {
+                // direct writes run no executor, which would check
+                pg_sys::check_for_interrupts!();
                 let key = args::key(source, Some(k));
                 let (o, t, a, st, r, l, f, e) = claim_one(conn, key, None, lease_us, event_type);
                 (k.clone(), o, t, a, st, r, l, f, e)

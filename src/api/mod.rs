@@ -20,6 +20,8 @@ mod tests_maintenance;
 #[cfg(feature = "pg_test")]
 mod tests_ordering;
 #[cfg(feature = "pg_test")]
+mod tests_security;
+#[cfg(feature = "pg_test")]
 mod tests_state_machine;
 #[cfg(feature = "pg_test")]
 mod tests_views;

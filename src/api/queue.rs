@@ -16,7 +16,6 @@ use crate::time::clock_now;
 use pgrx::datum::Interval;
 use pgrx::prelude::*;
 use pgrx::Uuid;
-use sha2::{Digest, Sha256};
 
 /// Store a delivery for the workers: `accepted` (a new key, now `pending`
 /// with its raw `payload` and optional `headers`), `duplicate` (the key is
@@ -49,7 +48,7 @@ pub(crate) fn enqueue_one(
     headers: Option<Jsonb>,
 ) -> Enqueued {
     store::visible_conflict(conn, key);
-    let fingerprint = Sha256::digest(payload);
+    let fingerprint = crate::signature::ct::sha256(payload);
     let now = clock_now();
     let delivery = Delivery { key, now, payload, fingerprint: &fingerprint, event_type, headers };
     let (outcome, counter, label) = match store::queue::enqueue(conn, &delivery) {

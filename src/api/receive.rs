@@ -18,7 +18,6 @@ use crate::time::timestamptz;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
-use sha2::{Digest, Sha256};
 
 /// What `webhook_receive` does once a delivery verified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,7 +177,7 @@ fn webhook_receive(
         let idem_key = Key { source, idem_key: &key };
         match mode {
             Mode::Claim => {
-                let fingerprint = Sha256::digest(body);
+                let fingerprint = crate::signature::ct::sha256(body);
                 let (outcome, token, attempt, _state, result, last_step, _, _) =
                     claim_one(conn, idem_key, Some(&fingerprint), lease_us, event_type.as_deref());
                 (true, None, Some(key), Some(outcome), token, Some(attempt), result, event_type, event_time, last_step)

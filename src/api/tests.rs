@@ -569,17 +569,21 @@ pub(crate) mod tests {
         assert_eq!(many, Ok(Some("k1:duplicate:200000,k2:duplicate:200000,k3:duplicate:200000".into())));
     }
 
-    /// Writes need every table privilege the statements need: a role that
-    /// may only read the keys (or only insert them) is refused with 42501
-    /// by the direct path as by SQL, and changes nothing.
+    /// The direct path checks the table privileges of the user it runs as,
+    /// as the statements do: made SECURITY INVOKER (as 0.1.0 was; rolled
+    /// back with the test), a role that may only read the keys (or only
+    /// insert them) is refused with 42501 by the direct path as by SQL,
+    /// and changes nothing.
     #[pg_test]
     fn a_role_without_every_table_privilege_cannot_write_keys() {
         assert_eq!(claim("priv", "held", None, "1 minute").0, "claimed");
         Spi::run(
-            "CREATE ROLE webhook_dedup_reader NOLOGIN; CREATE ROLE webhook_dedup_inserter NOLOGIN;
-             GRANT USAGE ON SCHEMA webhook_dedup TO webhook_dedup_reader, webhook_dedup_inserter;
-             GRANT SELECT ON webhook_dedup.keys, webhook_dedup.sources TO webhook_dedup_reader, webhook_dedup_inserter;
-             GRANT INSERT ON webhook_dedup.keys TO webhook_dedup_inserter",
+            "ALTER FUNCTION webhook_claim(text, text, bytea, interval, text) SECURITY INVOKER;
+             ALTER FUNCTION webhook_complete(text, text, uuid, jsonb) SECURITY INVOKER;
+             CREATE ROLE test_key_reader NOLOGIN; CREATE ROLE test_key_inserter NOLOGIN;
+             GRANT webhook_dedup_receiver TO test_key_reader, test_key_inserter;
+             GRANT SELECT ON webhook_dedup.keys, webhook_dedup.sources TO test_key_reader, test_key_inserter;
+             GRANT INSERT ON webhook_dedup.keys TO test_key_inserter",
         )
         .unwrap();
         // error_of re-creates its function, which only its owner may do:
@@ -588,7 +592,7 @@ pub(crate) mod tests {
         let as_role = |query: &str| {
             Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[query.into()]).unwrap().unwrap()
         };
-        for role in ["webhook_dedup_reader", "webhook_dedup_inserter"] {
+        for role in ["test_key_reader", "test_key_inserter"] {
             Spi::run(&format!("SET LOCAL ROLE {role}")).unwrap();
             let new_key = as_role("SELECT webhook_claim('priv', 'new')");
             let known = as_role("SELECT webhook_claim('priv', 'held')");

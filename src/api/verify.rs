@@ -6,7 +6,7 @@
 use crate::error::{required, Error, OrRaise};
 use crate::jsonb::Jsonb;
 use crate::signature::{self, Algorithm, Config, Delivery, Encoding, Headers, HmacSpec, Scheme, Verdict};
-use crate::time::{duration_us, micros, timestamptz, unix_seconds};
+use crate::time::{duration_us, micros, timestamptz, unix_micros, unix_seconds};
 use pgrx::datum::{Array, Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 
@@ -77,12 +77,11 @@ pub(crate) fn verify_sql(
     let scheme = Scheme::parse(required(scheme, "scheme")).or_raise();
     let body = required(payload, "payload");
     let at = micros(required(at, "at"), "at").or_raise();
-    let tolerance_s =
-        tolerance.map(|t| duration_us(t, "tolerance").map(|us| us.div_euclid(1_000_000))).transpose().or_raise();
+    let tolerance_us = tolerance.map(|t| duration_us(t, "tolerance")).transpose().or_raise();
     let config = Config {
         secrets: signature::check_secrets(&secrets).or_raise(),
-        tolerance_s,
-        now_unix: unix_seconds(at),
+        tolerance_us,
+        now_us: unix_micros(at),
         hmac: hmac.spec(scheme).or_raise(),
     };
     signature::verify(scheme, Delivery { body, headers, url }, &config).or_raise()

@@ -6,6 +6,7 @@ use base64::Engine;
 use hmac::{Hmac, Mac};
 use sha1::Sha1;
 use sha2::{Sha256, Sha512};
+use std::sync::OnceLock;
 use subtle::ConstantTimeEq;
 
 /// The hash functions a scheme may use with HMAC (RFC 2104).
@@ -42,12 +43,50 @@ impl Algorithm {
     }
 }
 
+/// Input hashed between two interrupt checks: 1 MiB, about a millisecond.
+const SLICE: usize = 1 << 20;
+
+/// The host's interrupt check, set once by the extension at load time
+/// ([`on_interrupt_check`]); unset in plain unit tests.
+static INTERRUPT_CHECK: OnceLock<fn()> = OnceLock::new();
+
+/// Install the host's interrupt check (PostgreSQL's
+/// `CHECK_FOR_INTERRUPTS`, which raises on a cancel, a terminate or a
+/// timeout and absorbs barriers). Every loop of this module over input a
+/// caller controls calls it, so that no request, however large, holds a
+/// backend past `statement_timeout` (issue 13). A second call is ignored.
+pub fn on_interrupt_check(check: fn()) {
+    let _ = INTERRUPT_CHECK.set(check);
+}
+
+/// Call the host's interrupt check, if one is installed. It may unwind.
+pub fn check_interrupts() {
+    if let Some(check) = INTERRUPT_CHECK.get() {
+        check();
+    }
+}
+
 fn mac_of<M: Mac + hmac::digest::KeyInit>(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
     let mut mac = <M as Mac>::new_from_slice(key).expect("HMAC accepts keys of any length");
     for part in parts {
-        mac.update(part);
+        for slice in part.chunks(SLICE) {
+            check_interrupts();
+            mac.update(slice);
+        }
     }
     mac.finalize().into_bytes().to_vec()
+}
+
+/// SHA-256 of `bytes` (fingerprints, body keys, Twilio's `bodySHA256`),
+/// hashed in slices with interrupt checks between them.
+pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    let mut hash = Sha256::new();
+    for slice in bytes.chunks(SLICE) {
+        check_interrupts();
+        hash.update(slice);
+    }
+    hash.finalize().into()
 }
 
 /// HMAC (RFC 2104) of the concatenation of `parts` under `key`, without
@@ -85,7 +124,10 @@ pub fn first_match<K: AsRef<[u8]>>(
 ) -> Option<usize> {
     keys.iter().position(|key| {
         let expected = mac(key.as_ref());
-        candidates.iter().any(|c| equal(&expected, c))
+        candidates.iter().any(|c| {
+            check_interrupts();
+            equal(&expected, c)
+        })
     })
 }
 

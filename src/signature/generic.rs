@@ -17,6 +17,7 @@ pub fn verify(delivery: Delivery<'_>, spec: &HmacSpec, keys: &[Vec<u8>]) -> Verd
     let mut candidates = Vec::new();
     let mut other_prefix = false;
     for value in values {
+        ct::check_interrupts();
         match value.trim().strip_prefix(spec.prefix.as_str()) {
             Some(encoded) => candidates.extend(spec.encoding.decode(encoded.trim(), spec.algorithm.mac_len())),
             None => other_prefix = true,

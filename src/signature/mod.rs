@@ -192,6 +192,7 @@ impl Verdict {
     /// The verdict of a timestamped scheme: the window is checked once a
     /// signature matched (so the reason says what is wrong with a genuine
     /// but stale delivery).
+    /// `signed_at` in Unix seconds, `now` and `tolerance` in microseconds.
     pub(crate) fn timestamped(matched: Option<usize>, signed_at: i64, now: i64, tolerance: i64) -> Self {
         let reason = match matched {
             Some(_) => window(signed_at, now, tolerance),
@@ -253,15 +254,20 @@ impl Encoding {
     }
 }
 
+/// The widest replay window, microseconds: 365 days, the bound of
+/// `webhook_dedup.sources.tolerance`.
+pub const MAX_TOLERANCE_US: i64 = 365 * 86_400 * 1_000_000;
+
 /// The verifier's configuration for one call.
 #[derive(Debug, Clone)]
 pub struct Config<'a> {
     /// Every currently valid secret, already checked by [`check_secrets`].
     pub secrets: Vec<&'a str>,
-    /// Replay window in seconds; `None` means the scheme's default.
-    pub tolerance_s: Option<i64>,
-    /// The verifier's clock, Unix seconds.
-    pub now_unix: i64,
+    /// Replay window in microseconds; `None` means the scheme's default.
+    pub tolerance_us: Option<i64>,
+    /// The verifier's clock, Unix time in microseconds (not rounded to
+    /// seconds: a window is compared exactly, see [`window`]).
+    pub now_us: i64,
     /// The generic scheme's header description (scheme `hmac` only).
     pub hmac: Option<HmacSpec>,
 }
@@ -310,9 +316,12 @@ pub fn keys(scheme: Scheme, secrets: &[&str]) -> Result<Vec<Vec<u8>>, Error> {
 /// a bad secret, a negative tolerance, a missing `url` (Twilio) or
 /// [`HmacSpec`] (generic), or those given to a scheme that does not use them.
 pub fn verify(scheme: Scheme, delivery: Delivery<'_>, config: &Config<'_>) -> Result<Verdict, Error> {
-    if let Some(t) = config.tolerance_s {
+    if let Some(t) = config.tolerance_us {
         if t < 0 {
             return Err(Error::invalid("tolerance must not be negative"));
+        }
+        if t > MAX_TOLERANCE_US {
+            return Err(Error::invalid("tolerance must be at most 365 days"));
         }
     }
     if delivery.url.is_some() && scheme != Scheme::Twilio {
@@ -325,8 +334,8 @@ pub fn verify(scheme: Scheme, delivery: Delivery<'_>, config: &Config<'_>) -> Re
         )));
     }
     let keys = keys(scheme, &config.secrets)?;
-    let tolerance = config.tolerance_s.or(scheme.default_tolerance_s()).unwrap_or(0);
-    let now = config.now_unix;
+    let tolerance = config.tolerance_us.or(scheme.default_tolerance_s().map(|s| s * 1_000_000)).unwrap_or(0);
+    let now = config.now_us;
     Ok(match scheme {
         Scheme::Github => github::verify(delivery, &keys),
         Scheme::Stripe => stripe::verify(delivery, &keys, tolerance, now),
@@ -351,9 +360,12 @@ pub fn verify(scheme: Scheme, delivery: Delivery<'_>, config: &Config<'_>) -> Re
 }
 
 /// The symmetric replay-window check shared by timestamped schemes:
-/// `|now - signed_at| <= tolerance` passes (inclusive bound).
+/// `|now - signed_at| <= tolerance` passes (inclusive bound). `signed_at` is
+/// the signed Unix time in seconds (every scheme signs whole seconds);
+/// `now` and `tolerance` are microseconds, compared without rounding, so
+/// that 300.5 s before and 300.5 s after are rejected alike.
 pub(crate) fn window(signed_at: i64, now: i64, tolerance: i64) -> Reason {
-    let age = i128::from(now) - i128::from(signed_at);
+    let age = i128::from(now) - i128::from(signed_at) * 1_000_000;
     if age > i128::from(tolerance) {
         Reason::TimestampTooOld
     } else if -age > i128::from(tolerance) {
@@ -405,6 +417,7 @@ pub(crate) fn tagged(values: &[String], tag: &str, decode: impl Fn(&str) -> Opti
     let mut candidates = Vec::with_capacity(values.len());
     let mut other_tag = false;
     for value in values {
+        ct::check_interrupts();
         let value = value.trim();
         match value.strip_prefix(tag) {
             Some(encoded) => candidates.extend(decode(encoded.trim())),
@@ -440,6 +453,7 @@ pub(crate) fn parse_timestamped_list<'a>(
     let mut signatures = Vec::new();
     let mut other_tags = false;
     for element in value.split(separator) {
+        ct::check_interrupts();
         let Some((key, val)) = element.trim().split_once('=') else {
             continue;
         };
@@ -515,7 +529,7 @@ mod tests {
     #[test]
     fn options_belong_to_their_scheme() {
         let headers = Headers::default();
-        let config = Config { secrets: vec!["s"], tolerance_s: None, now_unix: 0, hmac: None };
+        let config = Config { secrets: vec!["s"], tolerance_us: None, now_us: 0, hmac: None };
         let with_url = Delivery { body: b"", headers: &headers, url: Some("https://x/") };
         assert!(verify(Scheme::Github, with_url, &config).is_err());
         let without = Delivery { body: b"", headers: &headers, url: None };
@@ -528,12 +542,28 @@ mod tests {
 
     #[test]
     fn window_is_symmetric_and_inclusive() {
-        assert_eq!(window(1000, 1300, 300), Reason::Ok);
-        assert_eq!(window(1000, 1301, 300), Reason::TimestampTooOld);
-        assert_eq!(window(1300, 1000, 300), Reason::Ok);
-        assert_eq!(window(1301, 1000, 300), Reason::TimestampTooNew);
-        assert_eq!(window(0, i64::MAX, 300), Reason::TimestampTooOld);
-        assert_eq!(window(i64::MAX, i64::MIN, 300), Reason::TimestampTooNew);
+        const S: i64 = 1_000_000;
+        assert_eq!(window(1000, 1300 * S, 300 * S), Reason::Ok);
+        assert_eq!(window(1000, 1301 * S, 300 * S), Reason::TimestampTooOld);
+        assert_eq!(window(1300, 1000 * S, 300 * S), Reason::Ok);
+        assert_eq!(window(1301, 1000 * S, 300 * S), Reason::TimestampTooNew);
+        assert_eq!(window(0, i64::MAX, 300 * S), Reason::TimestampTooOld);
+        assert_eq!(window(i64::MAX, i64::MIN, 300 * S), Reason::TimestampTooNew);
+    }
+
+    /// Issue 13, fault 7: the clock was floored to whole seconds, so a
+    /// signature 300.5 s old passed a 300 s window while one 300.5 s ahead
+    /// failed. Both sides now compare microseconds.
+    #[test]
+    fn window_compares_microseconds_on_both_sides() {
+        const S: i64 = 1_000_000;
+        for past in [S / 2, 9 * S / 10, 1] {
+            assert_eq!(window(1000, (1300 * S) + past, 300 * S), Reason::TimestampTooOld, "{past} us past the window");
+            assert_eq!(window(1300, (1000 * S) - past, 300 * S), Reason::TimestampTooNew, "{past} us before");
+        }
+        assert_eq!(window(1000, 1300 * S, 300 * S), Reason::Ok, "exactly on the bound passes");
+        assert_eq!(window(1000, 1300 * S - 1, 300 * S), Reason::Ok);
+        assert_eq!(window(1000, 1000 * S + S / 2, 0), Reason::TimestampTooOld, "a zero window is exact too");
     }
 
     #[test]

@@ -22,11 +22,11 @@ pub fn parse(value: &str) -> Result<TimestampedList<'_>, Reason> {
 }
 
 /// Verify a Paddle delivery against every key.
-pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Verdict {
-    check(delivery, keys, tolerance_s, now_unix).unwrap_or_else(|rejected| rejected)
+pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_us: i64) -> Verdict {
+    check(delivery, keys, tolerance_us, now_us).unwrap_or_else(|rejected| rejected)
 }
 
-fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Result<Verdict, Verdict> {
+fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_us: i64) -> Result<Verdict, Verdict> {
     let list = parse(single(delivery.headers, HEADER)?).map_err(Verdict::rejected)?;
     if list.signatures.is_empty() {
         return Err(no_candidates(list.other_tags, Some(list.timestamp)));
@@ -34,7 +34,7 @@ fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i
     let matched = ct::first_match(keys, &list.signatures, |key| {
         ct::hmac_sha256(key, &[list.timestamp_text.as_bytes(), b":", delivery.body]).to_vec()
     });
-    Ok(Verdict::timestamped(matched, list.timestamp, now_unix, tolerance_s))
+    Ok(Verdict::timestamped(matched, list.timestamp, now_us, tolerance_us))
 }
 
 /// The headers Paddle would send for `body` under `secret` at `t`.
@@ -51,8 +51,13 @@ mod tests {
 
     fn check(body: &[u8], value: &str, now: i64) -> Reason {
         let headers = Headers::from_pairs([("Paddle-Signature", value)]);
-        verify(Delivery { body, headers: &headers, url: None }, &[b"pdl_secret".to_vec()], DEFAULT_TOLERANCE_S, now)
-            .reason
+        verify(
+            Delivery { body, headers: &headers, url: None },
+            &[b"pdl_secret".to_vec()],
+            DEFAULT_TOLERANCE_S * 1_000_000,
+            now * 1_000_000,
+        )
+        .reason
     }
 
     #[test]

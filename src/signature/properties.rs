@@ -53,8 +53,12 @@ fn sign(scheme: Scheme, body: &[u8], secret: &str, t: i64) -> Signed {
 
 fn check(scheme: Scheme, body: &[u8], signed: &Signed, secret: &str, now: i64) -> Reason {
     let headers = Headers::from_pairs(signed.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let config =
-        Config { secrets: vec![secret], tolerance_s: None, now_unix: now, hmac: (scheme == Scheme::Hmac).then(SPEC) };
+    let config = Config {
+        secrets: vec![secret],
+        tolerance_us: None,
+        now_us: now.saturating_mul(1_000_000),
+        hmac: (scheme == Scheme::Hmac).then(SPEC),
+    };
     verify(scheme, Delivery { body, headers: &headers, url: signed.url.as_deref() }, &config).unwrap().reason
 }
 
@@ -143,8 +147,8 @@ fn never_panics(scheme: Scheme, headers: &[(&str, String)], body: &[u8], url: &s
     let headers = Headers::from_pairs(headers.iter().map(|(k, v)| (*k, v.as_str())));
     let config = Config {
         secrets: vec!["secret", "whsec_AAEC"],
-        tolerance_s: Some(tolerance),
-        now_unix: now,
+        tolerance_us: Some(tolerance.saturating_mul(1_000_000)),
+        now_us: now.saturating_mul(1_000_000),
         hmac: (scheme == Scheme::Hmac).then(SPEC),
     };
     let url = (scheme == Scheme::Twilio).then_some(url);

@@ -18,11 +18,11 @@ pub const DEFAULT_TOLERANCE_S: i64 = 300;
 const TAG: &str = "v0=";
 
 /// Verify a Slack request against every key.
-pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Verdict {
-    check(delivery, keys, tolerance_s, now_unix).unwrap_or_else(|rejected| rejected)
+pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_us: i64) -> Verdict {
+    check(delivery, keys, tolerance_us, now_us).unwrap_or_else(|rejected| rejected)
 }
 
-fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Result<Verdict, Verdict> {
+fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_us: i64) -> Result<Verdict, Verdict> {
     let (ts_text, ts) = timestamp_header(delivery.headers, TIMESTAMP_HEADER)?;
     let values = delivery.headers.all(HEADER);
     if values.is_empty() {
@@ -35,7 +35,7 @@ fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i
     let matched = ct::first_match(keys, &candidates, |key| {
         ct::hmac_sha256(key, &[b"v0:", ts_text.as_bytes(), b":", delivery.body]).to_vec()
     });
-    Ok(Verdict::timestamped(matched, ts, now_unix, tolerance_s))
+    Ok(Verdict::timestamped(matched, ts, now_us, tolerance_us))
 }
 
 /// The headers Slack would send for `body` under `secret` at `t`.
@@ -52,7 +52,12 @@ mod tests {
 
     fn check(body: &[u8], headers: &[(&str, &str)], now: i64) -> Verdict {
         let headers = Headers::from_pairs(headers.iter().copied());
-        verify(Delivery { body, headers: &headers, url: None }, &[b"secret".to_vec()], DEFAULT_TOLERANCE_S, now)
+        verify(
+            Delivery { body, headers: &headers, url: None },
+            &[b"secret".to_vec()],
+            DEFAULT_TOLERANCE_S * 1_000_000,
+            now * 1_000_000,
+        )
     }
 
     #[test]

@@ -46,11 +46,11 @@ fn names(headers: &Headers) -> [&'static str; 3] {
 }
 
 /// Verify a Standard Webhooks delivery against every key.
-pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Verdict {
-    check(delivery, keys, tolerance_s, now_unix).unwrap_or_else(|rejected| rejected)
+pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_us: i64) -> Verdict {
+    check(delivery, keys, tolerance_us, now_us).unwrap_or_else(|rejected| rejected)
 }
 
-fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Result<Verdict, Verdict> {
+fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_us: i64) -> Result<Verdict, Verdict> {
     let [id_name, ts_name, sig_name] = names(delivery.headers);
     let id = single(delivery.headers, id_name)?.trim();
     let (ts_text, ts) = timestamp_header(delivery.headers, ts_name)?;
@@ -61,6 +61,7 @@ fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i
     let mut candidates = Vec::new();
     let mut other_version = false;
     for entry in values.iter().flat_map(|v| v.split_ascii_whitespace()) {
+        ct::check_interrupts();
         match entry.split_once(',') {
             Some(("v1", sig)) => candidates.extend(ct::decode_base64(sig, Some(32))),
             Some(_) => other_version = true,
@@ -73,7 +74,7 @@ fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i
     let matched = ct::first_match(keys, &candidates, |key| {
         ct::hmac_sha256(key, &[id.as_bytes(), b".", ts_text.as_bytes(), b".", delivery.body]).to_vec()
     });
-    Ok(Verdict::timestamped(matched, ts, now_unix, tolerance_s))
+    Ok(Verdict::timestamped(matched, ts, now_us, tolerance_us))
 }
 
 /// The headers a Standard Webhooks sender would send for `body`, message
@@ -94,7 +95,12 @@ mod tests {
 
     fn check(body: &[u8], pairs: &[(&str, &str)], now: i64) -> Verdict {
         let headers = Headers::from_pairs(pairs.iter().copied());
-        verify(Delivery { body, headers: &headers, url: None }, &[vec![7; 24]], DEFAULT_TOLERANCE_S, now)
+        verify(
+            Delivery { body, headers: &headers, url: None },
+            &[vec![7; 24]],
+            DEFAULT_TOLERANCE_S * 1_000_000,
+            now * 1_000_000,
+        )
     }
 
     #[test]

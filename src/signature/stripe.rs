@@ -24,12 +24,12 @@ pub fn parse(value: &str) -> Result<TimestampedList<'_>, Reason> {
 }
 
 /// Verify a Stripe delivery: some `v1` must match some key, and the signed
-/// timestamp must be within `tolerance_s` of `now_unix`.
-pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Verdict {
-    check(delivery, keys, tolerance_s, now_unix).unwrap_or_else(|rejected| rejected)
+/// timestamp must be within `tolerance_us` of `now_us` (microseconds; Unix time).
+pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_us: i64) -> Verdict {
+    check(delivery, keys, tolerance_us, now_us).unwrap_or_else(|rejected| rejected)
 }
 
-fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i64) -> Result<Verdict, Verdict> {
+fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_us: i64) -> Result<Verdict, Verdict> {
     let list = parse(single(delivery.headers, HEADER)?).map_err(Verdict::rejected)?;
     if list.signatures.is_empty() {
         return Err(no_candidates(list.other_tags, Some(list.timestamp)));
@@ -37,7 +37,7 @@ fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_s: i64, now_unix: i
     let matched = ct::first_match(keys, &list.signatures, |key| {
         ct::hmac_sha256(key, &[list.timestamp_text.as_bytes(), b".", delivery.body]).to_vec()
     });
-    Ok(Verdict::timestamped(matched, list.timestamp, now_unix, tolerance_s))
+    Ok(Verdict::timestamped(matched, list.timestamp, now_us, tolerance_us))
 }
 
 /// The headers Stripe would send for `body` under `secret` at `t`.
@@ -57,7 +57,12 @@ mod tests {
 
     fn check(body: &[u8], header: &str, now: i64) -> Verdict {
         let headers = Headers::from_pairs([("Stripe-Signature", header)]);
-        verify(Delivery { body, headers: &headers, url: None }, &[SECRET.to_vec()], DEFAULT_TOLERANCE_S, now)
+        verify(
+            Delivery { body, headers: &headers, url: None },
+            &[SECRET.to_vec()],
+            DEFAULT_TOLERANCE_S * 1_000_000,
+            now * 1_000_000,
+        )
     }
 
     fn header(body: &[u8], t: i64) -> String {
@@ -97,7 +102,12 @@ mod tests {
     fn two_header_lines_are_ambiguous() {
         let h = header(b"{}", NOW);
         let headers = Headers::from_pairs([("Stripe-Signature", h.as_str()), ("stripe-signature", "t=1")]);
-        let v = verify(Delivery { body: b"{}", headers: &headers, url: None }, &[SECRET.to_vec()], 300, NOW);
+        let v = verify(
+            Delivery { body: b"{}", headers: &headers, url: None },
+            &[SECRET.to_vec()],
+            300 * 1_000_000,
+            NOW * 1_000_000,
+        );
         assert_eq!(v.reason, Reason::MalformedHeader);
     }
 }

@@ -106,8 +106,8 @@ mod tests {
         let headers = headers(v);
         let config = Config {
             secrets,
-            tolerance_s: v["tolerance_s"].as_i64(),
-            now_unix: v["now_unix"].as_i64().unwrap_or(0),
+            tolerance_us: v["tolerance_s"].as_i64().map(|s| s * 1_000_000),
+            now_us: v["now_unix"].as_i64().unwrap_or(0) * 1_000_000,
             hmac,
         };
         let url = v["url"].as_str();

@@ -336,24 +336,137 @@ $fn$;
 COMMENT ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval) IS
   'duplicate_rate_alerts(threshold => 0.02, "window" => ''1 hour'') -> rows (source, alert, deliveries, duplicates, duplicate_ratio, previous_duplicates). alert ratio_above_threshold: duplicates / deliveries over the window is above threshold (providers are retrying: the receiver is slow or failing). alert duplicates_stopped: no duplicates in the window after some in the window before it (deduplication may have stopped working, or traffic stopped: see deliveries). Windows are aligned to buckets: per minute up to 1 hour, else per hour (the window starts at the bucket holding now() - window). Errors: 22004 a NULL argument; 22023 threshold outside 0..1, window outside 1 minute..366 days.';
 
--- Read access for monitoring: pg_monitor (and roles granted it) reads the
--- views and the alert function; the views run with their owner's rights,
--- so no access to webhook_dedup.keys (payloads, headers) is needed.
-GRANT USAGE ON SCHEMA webhook_dedup TO pg_monitor;
+-- Privileges (docs/security.md). The functions are the only way in: no
+-- role but the extension's owner holds a privilege on a table (the one
+-- exception: the operator role configures webhook_dedup.sources). Every
+-- function that changes state runs as SECURITY DEFINER, owned by the
+-- extension's owner, with search_path pinned to pg_catalog, pg_temp (its
+-- statements name every object schema-qualified as well), and is executable
+-- only by the role for its job:
+--   webhook_dedup_receiver  claim, complete, fail, checkpoint, extend, mark
+--                           unknown, receive, enqueue, next, advance;
+--   webhook_dedup_operator  resolve, forget, run_maintenance, flush_metrics,
+--                           the rows of webhook_dedup.sources; reads as below;
+--   webhook_dedup_reader    the views and read-only functions (also granted
+--                           to pg_monitor, for exporters).
+-- The roles are cluster-wide NOLOGIN group roles, created here when
+-- missing (every database of the cluster shares them; DROP EXTENSION
+-- leaves them); grant them to your login roles. Signature verification,
+-- key derivation and signing change nothing and stay executable by PUBLIC.
+DO $$
+DECLARE
+  r text;
+BEGIN
+  FOREACH r IN ARRAY ARRAY['webhook_dedup_receiver', 'webhook_dedup_operator', 'webhook_dedup_reader'] LOOP
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS x WHERE x.rolname OPERATOR(pg_catalog.=) r) THEN
+      EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', r);
+    END IF;
+  END LOOP;
+END
+$$;
+COMMENT ON ROLE webhook_dedup_receiver IS
+  'webhook_dedup: may claim, complete, fail, checkpoint, extend and mark keys unknown, receive, enqueue, take (webhook_next) and advance watermarks, through the functions only. Grant it to a receiver''s login role.';
+COMMENT ON ROLE webhook_dedup_operator IS
+  'webhook_dedup: may resolve and forget keys, run maintenance, flush the counters and configure webhook_dedup.sources; reads what webhook_dedup_reader reads.';
+COMMENT ON ROLE webhook_dedup_reader IS
+  'webhook_dedup: may read the views of schema webhook_dedup (no payload, header or claim token is in any) and call its read-only functions.';
+GRANT webhook_dedup_reader TO webhook_dedup_operator;
+
+REVOKE ALL ON ALL TABLES IN SCHEMA webhook_dedup FROM PUBLIC;
+GRANT USAGE ON SCHEMA webhook_dedup TO webhook_dedup_receiver, webhook_dedup_operator, webhook_dedup_reader,
+                                       pg_monitor;
+
+ALTER FUNCTION webhook_claim(text, text, bytea, interval, text)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_claim_many(text, text[], interval, text)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_complete(text, text, uuid, jsonb)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_fail(text, text, uuid, text, boolean, interval)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_mark_unknown(text, text, uuid, text)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_checkpoint(text, text, uuid, text)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_extend_lease(text, text, uuid, interval)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean,
+                               interval, timestamptz, text, text, text, text, text)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_enqueue(text, text, bytea, text, jsonb)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_next(text, interval, integer)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_advance(text, text, timestamptz, text, bigint)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_resolve(text, text, text, jsonb)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_forget(text, text)
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_dedup.run_maintenance()
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION webhook_dedup.flush_metrics()
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+
+REVOKE ALL ON FUNCTION
+  webhook_claim(text, text, bytea, interval, text), webhook_claim_many(text, text[], interval, text),
+  webhook_complete(text, text, uuid, jsonb), webhook_fail(text, text, uuid, text, boolean, interval),
+  webhook_mark_unknown(text, text, uuid, text), webhook_checkpoint(text, text, uuid, text),
+  webhook_extend_lease(text, text, uuid, interval),
+  webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean,
+                  interval, timestamptz, text, text, text, text, text),
+  webhook_enqueue(text, text, bytea, text, jsonb), webhook_next(text, interval, integer),
+  webhook_advance(text, text, timestamptz, text, bigint),
+  webhook_resolve(text, text, text, jsonb), webhook_forget(text, text),
+  webhook_dedup.run_maintenance(), webhook_dedup.flush_metrics(),
+  webhook_dedup.duplicate_rate_alerts(double precision, interval), webhook_dedup.metrics_live(),
+  webhook_dedup.provider_profiles(), webhook_dedup.default_retention()
+  FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+  webhook_claim(text, text, bytea, interval, text), webhook_claim_many(text, text[], interval, text),
+  webhook_complete(text, text, uuid, jsonb), webhook_fail(text, text, uuid, text, boolean, interval),
+  webhook_mark_unknown(text, text, uuid, text), webhook_checkpoint(text, text, uuid, text),
+  webhook_extend_lease(text, text, uuid, interval),
+  webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean,
+                  interval, timestamptz, text, text, text, text, text),
+  webhook_enqueue(text, text, bytea, text, jsonb), webhook_next(text, interval, integer),
+  webhook_advance(text, text, timestamptz, text, bigint)
+  TO webhook_dedup_receiver;
+GRANT EXECUTE ON FUNCTION
+  webhook_resolve(text, text, text, jsonb), webhook_forget(text, text),
+  webhook_dedup.run_maintenance(), webhook_dedup.flush_metrics()
+  TO webhook_dedup_operator;
+GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_dedup.sources TO webhook_dedup_operator;
+
+-- Reading: the views run with their owner's rights, so no access to
+-- webhook_dedup.keys (payloads, headers, tokens) is needed.
 GRANT SELECT ON webhook_dedup.counters, webhook_dedup.metrics_buckets,
                 webhook_dedup.duplicate_metrics, webhook_dedup.duplicate_metrics_by_minute,
                 webhook_dedup.key_states, webhook_dedup.stuck_claims, webhook_dedup.dead_letters,
                 webhook_dedup.unknown_outcomes, webhook_dedup.conflicts, webhook_dedup.key_history,
                 webhook_dedup.retention_warnings, webhook_dedup.providers, webhook_dedup.maintenance_runs
-  TO pg_monitor;
+  TO webhook_dedup_reader, pg_monitor;
 GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval),
                           webhook_dedup.metrics_live(), webhook_dedup.provider_profiles(),
                           webhook_dedup.default_retention()
-  TO pg_monitor;
--- Maintenance and flushing change state (a flush takes the shared-memory
--- counts before writing them): the extension's owner runs them (the
--- worker, pg_cron), not every role.
-REVOKE EXECUTE ON FUNCTION webhook_dedup.flush_metrics(), webhook_dedup.run_maintenance() FROM PUBLIC;
+  TO webhook_dedup_reader, pg_monitor;
+
+-- Every row of these tables is written by callers, not by CREATE
+-- EXTENSION: they are the record of what was processed, so pg_dump must
+-- dump them (it skips extension members' rows unless registered here), and
+-- the identity sequences' positions with them. CREATE EXTENSION, run first
+-- by pg_restore, creates them empty; the dump's rows then fill them.
+-- Tested by tests/cluster/test_backup.py (dump, restore, every row and
+-- every claim's answer compared).
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.keys', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.payloads', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.sources', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.watermarks', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.conflict_log', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.conflict_log_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.claim_counts', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.maintenance_runs', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.maintenance_runs_id_seq', '');
 
 -- Every backend caches per-source settings (src/store/sources.rs); a
 -- change of webhook_dedup.sources empties those caches when it commits.

@@ -1,6 +1,20 @@
 -- webhook_dedup: schema and tables (runs first in the install script).
 -- Design and the argument for every choice: docs/design.md.
 
+-- Text is handled as UTF-8 throughout (Rust strings, JSON, the signed
+-- bytes of every scheme); another server encoding would hand the functions
+-- bytes that are not UTF-8. Refuse it here, clearly, rather than fail in
+-- every call (issue 13).
+DO $$
+BEGIN
+  IF pg_catalog.getdatabaseencoding() OPERATOR(pg_catalog.<>) 'UTF8' THEN
+    RAISE EXCEPTION 'webhook_dedup needs a database with encoding UTF8, not %', pg_catalog.getdatabaseencoding()
+      USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Create the database with CREATE DATABASE ... ENCODING ''UTF8'' TEMPLATE template0.';
+  END IF;
+END
+$$;
+
 CREATE SCHEMA webhook_dedup;
 COMMENT ON SCHEMA webhook_dedup IS
   'State of the webhook_dedup extension: idempotency keys, metrics and maintenance functions. Receiver-facing functions are the webhook_* functions in the schema the extension was created in.';

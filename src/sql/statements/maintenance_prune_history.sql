@@ -29,15 +29,15 @@ WITH cutoff AS (
   RETURNING 1
 ), counts AS (
   DELETE FROM webhook_dedup.claim_counts AS c
-   WHERE (c.source, c.bucket, c.event_type, c.bucket_width) IN (
-     SELECT x.source, x.bucket, x.event_type, x.bucket_width FROM webhook_dedup.claim_counts AS x, cutoff
+   WHERE c.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+     SELECT x.ctid FROM webhook_dedup.claim_counts AS x, cutoff
       WHERE (x.bucket OPERATOR(pg_catalog.<) cutoff.earliest
              AND x.bucket OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) COALESCE(
                    (SELECT s.retention FROM webhook_dedup.sources AS s
                      WHERE s.source OPERATOR(pg_catalog.=) x.source), $2)))
          OR (x.bucket OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) '2 hours'::interval)
              AND x.bucket_width OPERATOR(pg_catalog.=) '1 minute'::interval)
-      LIMIT $3)
+      LIMIT $3 FOR UPDATE OF x SKIP LOCKED))
   RETURNING 1
 ), runs AS (
   DELETE FROM webhook_dedup.maintenance_runs AS r

@@ -1,0 +1,119 @@
+"""A logical dump keeps the record (issue 13, fault 5): `pg_dump -Fc` of a
+database with keys in every state, payloads, sources, watermarks, conflicts,
+flushed counts and maintenance runs, then `pg_restore` into a fresh
+database. pg_restore must exit 0 without a single error, every row of every
+table must be equal, the identity sequences must continue after the
+restored rows, and every key must answer a claim as it did before the dump
+(before the fix the tables were extension members whose rows pg_dump
+skipped, and a completed key was answered `claimed` after the restore).
+"""
+
+import os
+import subprocess
+
+import psycopg
+import pytest
+
+from own_cluster import OwnCluster
+
+TABLES = ["keys", "payloads", "sources", "watermarks", "conflict_log", "claim_counts", "maintenance_runs"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = OwnCluster({})
+    try:
+        with c.connect() as conn:
+            conn.execute("CREATE DATABASE origin")
+            conn.execute("CREATE DATABASE restored")
+        with c.connect("origin") as conn:
+            conn.execute("CREATE EXTENSION webhook_dedup")
+            fill(conn)
+        yield c
+    finally:
+        c.destroy()
+
+
+def token(conn, key):
+    return conn.execute("SELECT claim_token FROM webhook_dedup.keys WHERE idem_key = %s", (key,)).fetchone()[0]
+
+
+def fill(conn):
+    """Keys in every state, and a row in every other table."""
+    conn.execute("INSERT INTO webhook_dedup.sources (source, lease, max_attempts, retention, note)"
+                 " VALUES ('b', '2 minutes', 2, '40 days', 'restored too')")
+    conn.execute("SELECT webhook_claim('b', 'processing', 'p1'::bytea)")
+    conn.execute("SELECT webhook_claim('b', 'completed', 'p2'::bytea)")
+    conn.execute("SELECT webhook_complete('b', 'completed', %s, '{\"charge\": \"ch_1\"}')", (token(conn, "completed"),))
+    conn.execute("SELECT webhook_claim('b', 'failed', 'p3'::bytea)")
+    conn.execute("SELECT webhook_fail('b', 'failed', %s, 'timeout', retry_after => '1 hour')", (token(conn, "failed"),))
+    conn.execute("SELECT webhook_claim('b', 'unknown', 'p4'::bytea)")
+    conn.execute("SELECT webhook_mark_unknown('b', 'unknown', %s, 'crashed')", (token(conn, "unknown"),))
+    conn.execute("SELECT webhook_claim('b', 'dead', 'p5'::bytea)")
+    conn.execute("SELECT webhook_fail('b', 'dead', %s, 'bad', retryable => false)", (token(conn, "dead"),))
+    conn.execute("SELECT webhook_enqueue('b', 'pending', 'p6'::bytea, headers => '{\"x\": \"y\"}')")
+    conn.execute("SELECT webhook_claim('b', 'completed', 'other'::bytea)")  # a conflict
+    conn.execute("SELECT webhook_advance('b', 'sub_1', '2026-11-30 12:00+00')")
+    conn.execute("SELECT webhook_dedup.flush_metrics()")
+    conn.execute("SELECT * FROM webhook_dedup.run_maintenance()")
+    states = {s for (s,) in conn.execute("SELECT state FROM webhook_dedup.keys").fetchall()}
+    assert states == {"pending", "processing", "completed", "failed", "unknown_outcome", "dead_lettered"}
+
+
+def rows(conn, table):
+    return conn.execute(f"SELECT * FROM webhook_dedup.{table} ORDER BY 1, 2, 3").fetchall()
+
+
+def answers(conn):
+    """How each key answers a claim now (rolled back), and a duplicate's
+    stored result."""
+    conn.execute("BEGIN")
+    try:
+        return conn.execute(
+            """SELECT k.idem_key, c.outcome, c.state, c.result, c.attempt
+                 FROM webhook_dedup.keys AS k,
+                      LATERAL webhook_claim(k.source, k.idem_key, NULL) AS c
+                ORDER BY 1""").fetchall()
+    finally:
+        conn.execute("ROLLBACK")
+
+
+@pytest.fixture(scope="module")
+def restored(cluster):
+    env = {**os.environ, "PGHOST": str(cluster.dir), "PGPORT": "5432", "PGUSER": "postgres"}
+    dump = cluster.dir / "origin.dump"
+    subprocess.run([str(cluster.bin / "pg_dump"), "-Fc", "-d", "origin", "-f", str(dump)], env=env, check=True)
+    restore = subprocess.run([str(cluster.bin / "pg_restore"), "--exit-on-error", "-d", "restored", str(dump)],
+                             env=env, capture_output=True, text=True)
+    return restore
+
+
+def test_pg_restore_succeeds_without_errors(restored):
+    assert restored.returncode == 0, restored.stderr
+    assert restored.stderr == ""
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_every_row_is_restored(cluster, restored, table):
+    with cluster.connect("origin") as a, cluster.connect("restored") as b:
+        before = rows(a, table)
+        assert before, f"{table} was filled"
+        assert rows(b, table) == before
+
+
+def test_every_key_answers_as_before(cluster, restored):
+    with cluster.connect("origin") as a, cluster.connect("restored") as b:
+        before = answers(a)
+        assert dict((k, o) for k, o, *_ in before)["completed"] == "duplicate"
+        assert answers(b) == before
+
+
+def test_identity_sequences_continue(cluster, restored):
+    with cluster.connect("restored") as conn:
+        (top,) = conn.execute("SELECT max(id) FROM webhook_dedup.conflict_log").fetchone()
+        conn.execute("SELECT webhook_claim('b', 'completed', 'third'::bytea)")
+        (new,) = conn.execute("SELECT max(id) FROM webhook_dedup.conflict_log").fetchone()
+        assert new > top
+        (run,) = conn.execute("SELECT max(id) FROM webhook_dedup.maintenance_runs").fetchone()
+        conn.execute("SELECT * FROM webhook_dedup.run_maintenance()")
+        assert conn.execute("SELECT max(id) FROM webhook_dedup.maintenance_runs").fetchone()[0] > run

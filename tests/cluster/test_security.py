@@ -1,0 +1,439 @@
+"""Issue 13's faults that need a real cluster, real roles or more than one
+session: a database owner's `search_path` trap against every function and
+the background worker, databases in other encodings, and hostile input
+(a million headers, a 100 MB body) that must stay cancellable.
+
+The single-session cases (settings' bounds, replay windows) are pg_tests in
+src/api/tests_security.rs.
+"""
+
+import re
+import threading
+import time
+
+import psycopg
+import pytest
+
+from own_cluster import OwnCluster, wait_for
+
+OWNER = "victim_owner"
+
+# The attacker's objects (fault 1 of issue 13): operators and aggregates a
+# statement picks up when it names them without a schema and the database's
+# search_path puts the attacker's schema first. Each logs its call and tries
+# to make the attacker superuser: it succeeds only when a superuser session
+# calls it.
+TRAP = f"""
+CREATE SCHEMA evil;
+CREATE TABLE evil.calls (fn text, by_role text, at timestamptz DEFAULT pg_catalog.clock_timestamp());
+GRANT USAGE ON SCHEMA evil TO PUBLIC;
+GRANT INSERT, SELECT ON evil.calls TO PUBLIC;
+CREATE FUNCTION evil.log(fn text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO evil.calls (fn, by_role) VALUES (fn, current_user);
+  BEGIN
+    EXECUTE 'ALTER ROLE {OWNER} SUPERUSER';
+  EXCEPTION WHEN insufficient_privilege THEN NULL;
+  END;
+END $$;
+"""
+
+# (operator, left type, right type, the pg_catalog operator it imitates)
+OPERATORS = [
+    ("=", "name", "name"), ("=", "text", "text"), ("<>", "text", "text"), ("||", "text", "text"),
+    ("=", "uuid", "uuid"), ("+", "integer", "integer"), ("<=", "timestamptz", "timestamptz"),
+    ("<", "timestamptz", "timestamptz"), ("=", "tid", "tid"), ("-", "timestamptz", "interval"),
+    ("+", "timestamptz", "interval"), ("=", "interval", "interval"),
+]
+
+
+def trap_sql():
+    parts = [TRAP]
+    for i, (op, left, right) in enumerate(OPERATORS):
+        result = "boolean" if op in ("=", "<>", "<=", "<") else {"||": "text", "+": left, "-": left}[op]
+        parts.append(f"""
+CREATE FUNCTION evil.op{i}(a {left}, b {right}) RETURNS {result} LANGUAGE plpgsql AS $$
+BEGIN PERFORM evil.log('{op}({left},{right})'); RETURN a OPERATOR(pg_catalog.{op}) b; END $$;
+CREATE OPERATOR evil.{op} (LEFTARG = {left}, RIGHTARG = {right}, FUNCTION = evil.op{i});
+""")
+    parts.append("""
+CREATE FUNCTION evil.min_step(s interval, v interval) RETURNS interval LANGUAGE plpgsql AS $$
+BEGIN PERFORM evil.log('min(interval)'); RETURN CASE WHEN s IS NULL OR v OPERATOR(pg_catalog.<) s THEN v ELSE s END; END $$;
+CREATE AGGREGATE evil.min(interval) (SFUNC = evil.min_step, STYPE = interval);
+CREATE FUNCTION evil.agg_step(s text, v text, d text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN PERFORM evil.log('string_agg(text,text)'); RETURN pg_catalog.concat(s, d, v); END $$;
+CREATE AGGREGATE evil.string_agg(text, text) (SFUNC = evil.agg_step, STYPE = text);
+CREATE FUNCTION evil.count_step(s bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN PERFORM evil.log('count(*)'); RETURN s OPERATOR(pg_catalog.+) 1; END $$;
+CREATE AGGREGATE evil.count(*) (SFUNC = evil.count_step, STYPE = bigint, INITCOND = '0');
+CREATE FUNCTION evil.now() RETURNS timestamptz LANGUAGE plpgsql AS $$
+BEGIN PERFORM evil.log('now()'); RETURN pg_catalog.now(); END $$;
+CREATE FUNCTION evil.current_setting(text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN PERFORM evil.log('current_setting(text)'); RETURN pg_catalog.current_setting($1); END $$;
+""")
+    return "\n".join(parts)
+
+
+# One call of every function of the extension, as a superuser would make
+# it (pg_cron, an operator's psql); test_every_function_is_called checks the
+# list against the catalog. The calls themselves name nothing the trap
+# could catch ({token:k} is replaced by key k's claim token, read with a
+# qualified query).
+CALLS = [
+    "SELECT webhook_verify('github', 'x'::bytea, '{\"X-Hub-Signature-256\": \"sha256=00\"}', ARRAY['s'])",
+    "SELECT * FROM webhook_verify_detail('stripe', 'x'::bytea, webhook_sign('stripe', 'x'::bytea, 's'), ARRAY['s'])",
+    "SELECT webhook_verify_github('x'::bytea, 'sha256=00', 's')",
+    "SELECT webhook_verify_stripe('x'::bytea, 't=1,v1=00', 's')",
+    "SELECT webhook_verify_shopify('x'::bytea, 'AA==', 's')",
+    "SELECT webhook_verify_slack('x'::bytea, '1', 'v0=00', 's')",
+    "SELECT webhook_verify_standard('x'::bytea, 'm', '1', 'v1,AA==', 'whsec_AAEC')",
+    "SELECT webhook_verify_paddle('x'::bytea, 'ts=1;h1=00', 's')",
+    "SELECT webhook_verify_twilio('https://h/x', 'a=1'::bytea, 'AA==', 's')",
+    "SELECT webhook_hmac('x'::bytea, 's'::bytea)",
+    "SELECT webhook_sign('standard', 'x'::bytea, 'whsec_AAEC', msg_id => 'm')",
+    "SELECT webhook_key('src', 'id')",
+    "SELECT webhook_body_key('src', 'x'::bytea)",
+    "SELECT * FROM webhook_receive('stripe', '{\"id\":\"evt_1\",\"type\":\"t\",\"created\":1}'::bytea,"
+    " webhook_sign('stripe', '{\"id\":\"evt_1\",\"type\":\"t\",\"created\":1}'::bytea, 's'), ARRAY['s'])",
+    "SELECT * FROM webhook_claim('s', 'k1', 'p'::bytea, lease => '1 second')",
+    "SELECT * FROM webhook_claim('s', 'k1', 'q'::bytea)",  # a conflict
+    "SELECT * FROM webhook_claim_many('s', ARRAY['m1', 'm2'])",
+    "SELECT webhook_complete('s', 'm1', {token:m1}, '{}')",
+    "SELECT * FROM webhook_claim('s', 'm1')",  # a duplicate
+    "SELECT webhook_checkpoint('s', 'm2', {token:m2}, 'a')",
+    "SELECT webhook_extend_lease('s', 'm2', {token:m2},"
+    " '1 minute')",
+    "SELECT webhook_fail('s', 'm2', {token:m2}, 'e')",
+    "SELECT * FROM webhook_claim('s', 'u1')",
+    "SELECT webhook_mark_unknown('s', 'u1', {token:u1})",
+    "SELECT webhook_resolve('s', 'u1', 'completed')",
+    "SELECT webhook_forget('s', 'u1')",
+    "SELECT * FROM webhook_enqueue('s', 'q1', 'p'::bytea)",
+    "SELECT * FROM webhook_next('s')",
+    "SELECT * FROM webhook_advance('s', 'e1', pg_catalog.now())",
+    "INSERT INTO guarded VALUES (1, pg_catalog.now()) ON CONFLICT (id) DO UPDATE SET at = EXCLUDED.at",  # the guard
+    "SELECT * FROM webhook_dedup.run_maintenance()",
+    "SELECT webhook_dedup.flush_metrics()",
+    "SELECT * FROM webhook_dedup.metrics_live()",
+    "SELECT webhook_dedup.default_retention()",
+    "SELECT * FROM webhook_dedup.provider_profiles()",
+    "SELECT * FROM webhook_dedup.duplicate_rate_alerts()",
+    "INSERT INTO webhook_dedup.sources (source, retention) VALUES ('t', '1 day')",  # the sources trigger
+]
+
+VIEWS = ["counters", "metrics_buckets", "duplicate_metrics", "duplicate_metrics_by_minute", "providers",
+         "retention_warnings", "key_states", "stuck_claims", "dead_letters", "unknown_outcomes", "conflicts",
+         "key_history"]
+
+
+@pytest.fixture(scope="module")
+def attacked():
+    """A cluster whose worker runs in database `victim`, owned by a role
+    that is not superuser and has set the trap above."""
+    c = OwnCluster({"webhook_dedup.database": "'victim'", "webhook_dedup.maintenance_interval": "1"})
+    try:
+        with c.connect() as conn:
+            conn.execute(f"CREATE ROLE {OWNER} LOGIN")
+            conn.execute(f"CREATE DATABASE victim OWNER {OWNER}")
+        with c.connect("victim") as conn:
+            conn.execute("CREATE EXTENSION webhook_dedup")
+            conn.execute("CREATE TABLE guarded (id int PRIMARY KEY, at timestamptz)")
+            conn.execute("CREATE TRIGGER g BEFORE INSERT OR UPDATE ON guarded FOR EACH ROW"
+                         " EXECUTE FUNCTION webhook_monotonic_guard('at')")
+        with psycopg.connect(host=str(c.dir), port=5432, user=OWNER, dbname="victim", autocommit=True) as conn:
+            conn.execute(trap_sql())
+            conn.execute("ALTER DATABASE victim SET search_path = evil, pg_catalog, public")
+        yield c
+    finally:
+        c.destroy()
+
+
+def safe_connect(cluster):
+    """A superuser session of `victim` that overrides the trapped
+    search_path, for the tests' own statements around the calls."""
+    return psycopg.connect(host=str(cluster.dir), port=5432, user="postgres", dbname="victim", autocommit=True,
+                           options="-c search_path=pg_catalog,public")
+
+
+def token(conn, key):
+    """Key `key`'s claim token as an SQL literal."""
+    (tok,) = conn.execute("SELECT k.claim_token FROM webhook_dedup.keys AS k"
+                          " WHERE k.idem_key OPERATOR(pg_catalog.=) %s", (key,)).fetchone()
+    return f"'{tok}'::uuid"
+
+
+def superuser_of(conn):
+    return conn.execute("SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.rolname OPERATOR(pg_catalog.=) %s",
+                        (OWNER,)).fetchone()[0]
+
+
+def test_the_trap_is_armed(attacked):
+    """The hostile objects are reachable: an unqualified comparison in a
+    session of the database (here the owner's own, which cannot escalate)
+    calls them. Without this the other tests could pass vacuously."""
+    with psycopg.connect(host=str(attacked.dir), port=5432, user=OWNER, dbname="victim", autocommit=True) as conn:
+        assert conn.execute("SHOW search_path").fetchone()[0] == "evil, pg_catalog, public"
+        conn.execute("SELECT 'a'::text = 'b'::text, min(x) FROM (VALUES (interval '1 s')) AS v(x)")
+        calls = conn.execute("DELETE FROM evil.calls WHERE by_role OPERATOR(pg_catalog.=) %s RETURNING fn",
+                             (OWNER,)).fetchall()
+        assert sorted(f for (f,) in calls) == ["=(text,text)", "min(interval)"]
+        assert not superuser_of(conn)
+
+
+def test_every_function_as_superuser_calls_nothing_of_the_attacker(attacked):
+    with attacked.connect("victim") as conn:
+        assert conn.execute("SHOW search_path").fetchone()[0] == "evil, pg_catalog, public"
+        for call in CALLS:
+            conn.execute(re.sub(r"\{token:(\w+)\}", lambda m: token(conn, m.group(1)), call))
+        for view in VIEWS:
+            conn.execute(f"SELECT * FROM webhook_dedup.{view}").fetchall()
+        calls = conn.execute("SELECT fn, by_role FROM evil.calls").fetchall()
+        assert calls == [], f"the attacker's objects ran: {calls}"
+        assert not superuser_of(conn)
+
+
+def test_every_function_is_called(attacked):
+    """CALLS covers every function of the extension (a new one must be
+    added there)."""
+    with safe_connect(attacked) as conn:
+        names = [n for (n,) in conn.execute(
+            """SELECT p.proname FROM pg_catalog.pg_depend d
+                 JOIN pg_catalog.pg_proc p ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+                 JOIN pg_catalog.pg_extension e ON d.refobjid = e.oid AND d.refclassid = 'pg_extension'::regclass
+                WHERE e.extname = 'webhook_dedup' AND d.deptype = 'e'""").fetchall()]
+    text = "\n".join(CALLS)
+    covered_otherwise = {"webhook_monotonic_guard": "guarded", "sources_changed": "webhook_dedup.sources"}
+    missing = [n for n in names if f"{n}(" not in text and covered_otherwise.get(n, "\0") not in text]
+    assert missing == []
+
+
+def test_the_worker_calls_nothing_of_the_attacker(attacked):
+    """The worker's session (a superuser) picks up the database's
+    search_path when it connects: restart so that it does, then wait for a
+    pass that had work in every step."""
+    attacked.stop()
+    attacked.start()
+    with safe_connect(attacked) as conn:
+        since = conn.execute("SELECT now()").fetchone()[0]
+        # work for every step of the next pass: a lease that expires, a
+        # completed key past retention, history past retention
+        conn.execute("SELECT webhook_claim('w', 'lapsed', lease => '1 second')")
+        tok = conn.execute("SELECT claim_token FROM webhook_claim('w', 'old')").fetchone()[0]
+        conn.execute("SELECT webhook_complete('w', 'old', %s)", (tok,))
+        conn.execute("UPDATE webhook_dedup.keys SET expires_at = now() - interval '1 day',"
+                     " last_seen_at = now() - interval '4000 days' WHERE idem_key = 'old'")
+        conn.execute("SELECT webhook_advance('w', 'e', now())")
+        conn.execute("UPDATE webhook_dedup.watermarks SET updated_at = now() - interval '4000 days'")
+
+        def pass_with_work():
+            return conn.execute(
+                """SELECT pg_catalog.bool_or(leases_expired > 0) AND pg_catalog.bool_or(keys_pruned > 0)
+                          AND pg_catalog.bool_or(history_pruned > 0) AND pg_catalog.bool_and(errors = '{}')
+                     FROM webhook_dedup.maintenance_runs
+                    WHERE started_at > %s AND application_name = 'webhook_dedup maintenance'""",
+                (since,)).fetchone()[0]
+
+        wait_for("worker passes that expired a lease, deleted a key and pruned history", pass_with_work, 60,
+                 detail=lambda: conn.execute("SELECT * FROM webhook_dedup.maintenance_runs").fetchall())
+        calls = conn.execute("SELECT fn, by_role FROM evil.calls").fetchall()
+        assert calls == [], f"the attacker's objects ran: {calls}"
+        assert not superuser_of(conn)
+
+
+@pytest.mark.parametrize("encoding", ["LATIN1", "SQL_ASCII"])
+def test_other_encodings_refuse_the_extension(connect, encoding):
+    """Fault 4: CREATE EXTENSION used to succeed in LATIN1 and SQL_ASCII
+    databases, whose calls then failed with XX000 (invalid UTF-8)."""
+    db = f"enc_{encoding.lower()}"
+    with connect() as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {db}")
+        conn.execute(f"CREATE DATABASE {db} ENCODING '{encoding}' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+    try:
+        with psycopg.connect(dbname=db, autocommit=True) as conn:
+            with pytest.raises(psycopg.errors.InvalidParameterValue,
+                               match=f"needs a database with encoding UTF8, not {encoding}"):
+                conn.execute("CREATE EXTENSION webhook_dedup")
+            assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'webhook_dedup'").fetchone()[0] == 0
+    finally:
+        with connect() as conn:
+            conn.execute(f"DROP DATABASE {db}")
+
+
+@pytest.fixture(scope="module")
+def hostile(connect):
+    """A connection holding a million headers (a 20 MB jsonb: the signature
+    header and 999,999 others) and a 100 MB body in temporary tables, built
+    before any timeout is set."""
+    conn = connect()
+    conn.execute("""CREATE TEMP TABLE h AS
+                    SELECT jsonb_object_agg('x-h-' || i, 'v')
+                           || jsonb_build_object('X-Hub-Signature-256', 'sha256=' || repeat('0', 64)) AS headers
+                      FROM generate_series(1, 999999) AS i""")
+    conn.execute("CREATE TEMP TABLE p AS SELECT convert_to(repeat('a', 100 * 1024 * 1024), 'UTF8') AS payload")
+    yield conn
+    conn.close()
+
+
+# Every secret costs one HMAC of the whole body: 40 of them make one call
+# long enough (seconds) to interrupt in its middle.
+SECRETS = "ARRAY(SELECT 's' || i FROM generate_series(1, 40) AS i)"
+ONE_CALL = f"SELECT webhook_verify('github', p.payload, h.headers, {SECRETS}) FROM p, h"
+
+
+def test_a_million_headers_in_linear_time(hostile):
+    """Fault 3: 100,000 headers took 11.7 s and 200,000 took 35.5 s
+    (quadratic: ten times the headers took a hundred times as long). Now a
+    million take about ten times what 100,000 take; the bound, 30, is far
+    from both, so the machine's noise cannot decide the test."""
+    hostile.execute("""CREATE TEMP TABLE h100k AS
+                       SELECT jsonb_object_agg('x-h-' || i, 'v') AS headers FROM generate_series(1, 100000) AS i""")
+
+    def seconds(table):
+        started = time.monotonic()
+        assert hostile.execute(f"SELECT webhook_verify('github', 'x'::bytea, t.headers, ARRAY['s']) FROM {table} AS t"
+                               ).fetchone() == (False,)
+        return time.monotonic() - started
+
+    seconds("h100k")  # warm-up: the library, the plans
+    small = min(seconds("h100k") for _ in range(3))
+    large = min(seconds("h") for _ in range(2))
+    assert large / small < 30, f"1,000,000 headers {large:.2f} s, 100,000 {small:.2f} s"
+
+
+def test_statement_timeout_interrupts_a_call(hostile):
+    """Fault 3: the issue's case, a million headers and a 100 MB body under
+    statement_timeout = 2 s, gets 57014 within 3 s, and from inside one
+    call: that call alone takes longer than the whole test allows."""
+    started = time.monotonic()
+    hostile.execute(ONE_CALL)
+    one_call = time.monotonic() - started
+    assert one_call > 3.5, f"one call took only {one_call:.1f} s: too short to show an interruption inside it"
+    hostile.execute("SET statement_timeout = '2s'")
+    try:
+        started = time.monotonic()
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            hostile.execute(ONE_CALL)
+        assert time.monotonic() - started < 3.0
+    finally:
+        hostile.execute("RESET statement_timeout")
+
+
+def test_cancel_and_terminate_interrupt_a_call(hostile, connect):
+    """pg_cancel_backend and pg_terminate_backend stop a call in its middle
+    (before, the backend never looked, and DROP DATABASE ... WITH (FORCE)
+    waited for it)."""
+    pid = hostile.info.backend_pid
+    with connect() as admin:
+        for signal, error in (("pg_cancel_backend", psycopg.errors.QueryCanceled),
+                              ("pg_terminate_backend", psycopg.OperationalError)):
+            timer = threading.Timer(0.5, lambda: admin.execute(f"SELECT {signal}(%s)", (pid,)))
+            started = time.monotonic()
+            timer.start()
+            with pytest.raises(error):
+                hostile.execute(ONE_CALL)
+            timer.join()
+            assert time.monotonic() - started < 2.0, signal
+
+
+# Least privilege (issue 13): the functions are the only way in. Real login
+# roles, each granted one of the extension's roles (or none), try what
+# their job needs and what it does not.
+LOGINS = {"t_nobody": None, "t_receiver": "webhook_dedup_receiver", "t_operator": "webhook_dedup_operator",
+          "t_analyst": "webhook_dedup_reader"}
+
+# (what, SQL, the logins it succeeds for); every other login gets 42501
+ACTIONS = [
+    ("verify a signature", "SELECT webhook_verify('github', 'x'::bytea, '{}', ARRAY['s'])", set(LOGINS)),
+    ("derive a key", "SELECT webhook_key('s', 'id')", set(LOGINS)),
+    ("claim", "SELECT outcome FROM webhook_claim('lp', 'k-' || current_user)", {"t_receiver"}),
+    ("complete", "SELECT webhook_complete('lp', 'k-' || current_user,"
+                 " (SELECT claim_token FROM webhook_claim('lp', 'k-' || current_user)))", {"t_receiver"}),
+    ("enqueue", "SELECT webhook_enqueue('lp', 'q-' || current_user, 'p'::bytea)", {"t_receiver"}),
+    ("take from the queue", "SELECT * FROM webhook_next('lp')", {"t_receiver"}),
+    ("advance a watermark", "SELECT webhook_advance('lp', 'e', now())", {"t_receiver"}),
+    ("receive", "SELECT * FROM webhook_receive('github', 'x'::bytea, '{}', ARRAY['s'], tolerance => '1 s')",
+     {"t_receiver"}),
+    ("resolve", "SELECT webhook_resolve('lp', 'held', 'completed')", {"t_operator"}),
+    ("forget", "SELECT webhook_forget('lp', 'gone')", {"t_operator"}),
+    ("run maintenance", "SELECT * FROM webhook_dedup.run_maintenance()", {"t_operator"}),
+    ("flush the counters", "SELECT webhook_dedup.flush_metrics()", {"t_operator"}),
+    ("configure a source", "INSERT INTO webhook_dedup.sources (source, note) VALUES ('lp-' || current_user, 'x')",
+     {"t_operator"}),
+    ("read a view", "SELECT count(*) FROM webhook_dedup.key_states", {"t_operator", "t_analyst"}),
+    ("read live counters", "SELECT count(*) FROM webhook_dedup.metrics_live()", {"t_operator", "t_analyst"}),
+    ("read keys", "SELECT count(*) FROM webhook_dedup.keys", set()),
+    ("read payloads", "SELECT count(*) FROM webhook_dedup.payloads", set()),
+    ("write a key", "INSERT INTO webhook_dedup.keys (source, idem_key, state, first_seen_at, last_seen_at)"
+                    " VALUES ('lp', 'forged', 'completed', now(), now())", set()),
+    ("complete a key by hand", "UPDATE webhook_dedup.keys SET state = 'completed'", set()),
+    ("delete a key by hand", "DELETE FROM webhook_dedup.keys", set()),
+    ("forge a count", "INSERT INTO webhook_dedup.claim_counts (bucket, source) VALUES (now(), 'lp')", set()),
+    ("move a watermark", "UPDATE webhook_dedup.watermarks SET source_updated_at = 'infinity'", set()),
+]
+
+
+@pytest.fixture(scope="module")
+def logins(connect):
+    with connect() as conn:
+        for login, role in LOGINS.items():
+            conn.execute(f"DROP ROLE IF EXISTS {login}")
+            conn.execute(f"CREATE ROLE {login} LOGIN")
+            if role:
+                conn.execute(f"GRANT {role} TO {login}")
+        tok = conn.execute("SELECT claim_token FROM webhook_claim('lp', 'held')").fetchone()[0]
+        conn.execute("SELECT webhook_claim('lp', 'gone')")
+    yield
+    with connect() as conn:
+        conn.execute("DELETE FROM webhook_dedup.sources WHERE source LIKE 'lp-%'")
+        for login in LOGINS:
+            conn.execute(f"DROP OWNED BY {login}")
+            conn.execute(f"DROP ROLE {login}")
+
+
+@pytest.mark.parametrize("what,sql,allowed", ACTIONS, ids=[a[0] for a in ACTIONS])
+@pytest.mark.parametrize("login", list(LOGINS))
+def test_each_role_does_its_job_and_nothing_else(logins, login, what, sql, allowed):
+    with psycopg.connect(user=login, autocommit=True) as conn:
+        conn.execute("BEGIN")
+        try:
+            if login in allowed:
+                conn.execute(sql)
+            else:
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute(sql)
+        finally:
+            conn.execute("ROLLBACK")
+
+
+def test_no_role_but_the_owner_holds_table_privileges(connect):
+    """The catalog says the same: privileges on tables of the schema are
+    only the owner's, but for the operator on webhook_dedup.sources and the
+    readers on maintenance_runs; every SECURITY DEFINER function pins
+    search_path, and no function that changes state is executable by
+    PUBLIC."""
+    with connect() as conn:
+        grants = conn.execute(
+            """SELECT c.relname, a.grantee::regrole::text, a.privilege_type
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,
+                      aclexplode(c.relacl) AS a
+                WHERE n.nspname = 'webhook_dedup' AND c.relkind IN ('r', 'p', 'S')
+                  AND a.grantee <> c.relowner ORDER BY 1, 2, 3""").fetchall()
+        assert grants == [
+            ("maintenance_runs", "pg_monitor", "SELECT"), ("maintenance_runs", "webhook_dedup_reader", "SELECT"),
+            ("sources", "webhook_dedup_operator", "DELETE"), ("sources", "webhook_dedup_operator", "INSERT"),
+            ("sources", "webhook_dedup_operator", "SELECT"), ("sources", "webhook_dedup_operator", "UPDATE"),
+        ]
+        unpinned = conn.execute(
+            """SELECT p.oid::regprocedure::text FROM pg_proc p
+                 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+                 JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'webhook_dedup'
+                WHERE p.prosecdef AND p.proconfig IS DISTINCT FROM ARRAY['search_path=pg_catalog, pg_temp']"""
+        ).fetchall()
+        assert unpinned == []
+        public_writers = conn.execute(
+            """SELECT p.proname FROM pg_proc p
+                 JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+                 JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'webhook_dedup'
+                WHERE p.provolatile = 'v' AND p.prorettype <> 'trigger'::regtype
+                  AND has_function_privilege('public', p.oid, 'EXECUTE') ORDER BY 1""").fetchall()
+        assert public_writers == []
