@@ -23,7 +23,16 @@
 //! - the table holds [`CAPACITY`] entries; past [`MAX_LOAD`] new (hour,
 //!   source, event type) entries of a database are counted in one overflow
 //!   entry per database and hour, reported with source `(overflow)`; if even
-//!   that cannot be stored, the count is dropped and the next flush warns.
+//!   that cannot be stored, the count is dropped and the next flush warns;
+//! - so that a flood of made-up sources cannot push real ones into
+//!   `(overflow)` (issue 13), one database holds at most [`DATABASE_SHARE`]
+//!   entries (the other databases keep the rest), and at most
+//!   [`UNCHECKED_SHARE`] of them for sources that are not configured in
+//!   `webhook_dedup.sources`: past that, a new entry is made only for a
+//!   configured source (looked up, outside the lock, only then), and an
+//!   unconfigured one's counts go to the overflow entry. Counting itself
+//!   needs the role that may call the counting functions
+//!   (`webhook_dedup_receiver` or `webhook_dedup_operator`).
 //!
 //! Without `shared_preload_libraries` there is no shared memory and nothing
 //! is counted (the view shows what was flushed before, if anything).
@@ -54,15 +63,40 @@ pub const EVENT_TYPE_BYTES: usize = 64;
 const SLOTS: usize = 32;
 const HOUR_US: i64 = 3_600 * 1_000_000;
 const MINUTE_US: i64 = 60 * 1_000_000;
-/// Minute entries are only created while fewer entries than this are used,
-/// so they never crowd out hourly ones.
-pub const MINUTE_ROOM: usize = CAPACITY / 4;
+/// Minute entries of a database are only created while it holds fewer
+/// entries than this (half its share), so they never crowd out its hourly
+/// ones, nor another database's.
+pub const MINUTE_ROOM: usize = DATABASE_SHARE / 2;
 /// Minute entries older than this are useless (the per-minute view shows
 /// the last hour, the table keeps two): a flush by any database discards
 /// other databases' older ones instead of keeping them.
 const MINUTE_KEEP_US: i64 = 2 * HOUR_US;
 /// How the overflow entry's source is reported.
 pub const OVERFLOW_SOURCE: &str = "(overflow)";
+/// Ordinary entries (hours and minutes) one database may hold: a flood in
+/// one database leaves the other half of the table to the others.
+pub const DATABASE_SHARE: usize = MAX_LOAD / 2;
+/// Entries one database may hold for sources it did not check against
+/// `webhook_dedup.sources` (made while there was room) or that are not
+/// there: a flood of made-up sources stops here, leaving the rest of the
+/// database's share to its configured sources.
+pub const UNCHECKED_SHARE: usize = MAX_LOAD / 8;
+
+/// Whether the counted source is configured in `webhook_dedup.sources`,
+/// as far as the caller knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Known {
+    /// Not looked up (the usual case: the lookup is only needed once the
+    /// database's [`UNCHECKED_SHARE`] is used up).
+    Unchecked,
+    Yes,
+    No,
+}
+
+/// [`Table::count`] needs to know whether the source is configured: look
+/// it up (outside the lock) and count again.
+#[derive(Debug, PartialEq, Eq)]
+pub struct AskKnown;
 
 /// One counter per column of `webhook_dedup.claim_counts`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -270,6 +304,9 @@ impl Key {
 #[derive(Clone, Copy)]
 struct Entry {
     used: bool,
+    /// Made for a source not found in `webhook_dedup.sources` (or not
+    /// looked up): counts against the database's [`UNCHECKED_SHARE`].
+    unchecked: bool,
     key: Key,
     counts: Counts,
 }
@@ -277,6 +314,7 @@ struct Entry {
 impl Entry {
     const EMPTY: Entry = Entry {
         used: false,
+        unchecked: false,
         key: Key {
             database: 0,
             bucket: 0,
@@ -357,6 +395,11 @@ impl Table {
     /// database and hour instead, and when even that cannot be created
     /// they are dropped (and counted as dropped).
     fn add(&mut self, key: &Key, counts: &Counts) {
+        self.add_as(key, counts, false);
+    }
+
+    /// [`Table::add`], marking a new entry `unchecked`.
+    fn add_as(&mut self, key: &Key, counts: &Counts, unchecked: bool) {
         let slot = self.probe(key);
         let room = if key.overflow { CAPACITY - 1 } else { MAX_LOAD };
         if !self.entries[slot].used {
@@ -368,7 +411,7 @@ impl Table {
                 }
                 return;
             }
-            self.entries[slot] = Entry { used: true, key: *key, counts: [0; SLOTS] };
+            self.entries[slot] = Entry { used: true, unchecked, key: *key, counts: [0; SLOTS] };
             self.used += 1;
         }
         for (total, n) in self.entries[slot].counts.iter_mut().zip(counts) {
@@ -376,19 +419,78 @@ impl Table {
         }
     }
 
-    /// Add `counts` to a minute entry, creating it only while fewer than
-    /// [`MINUTE_ROOM`] entries are used (or always, with `room` false:
+    /// Ordinary (not overflow) entries of `database`, and how many of them
+    /// are unchecked. A scan of the table, made only when an entry is about
+    /// to be created (once per source, event type and bucket between two
+    /// flushes).
+    fn usage(&self, database: u32) -> (usize, usize) {
+        self.entries
+            .iter()
+            .filter(|e| e.used && e.key.database == database && !e.key.overflow)
+            .fold((0, 0), |(all, unchecked), e| (all + 1, unchecked + usize::from(e.unchecked)))
+    }
+
+    /// Count `counts` for the hour entry `hour` and the minute entry
+    /// `minute` (of the same database and source), within the database's
+    /// shares: past [`DATABASE_SHARE`], or past [`UNCHECKED_SHARE`] for a
+    /// source that is not configured, a new hour entry's counts go to the
+    /// overflow entry and a new minute entry is not made (counted as
+    /// dropped). `AskKnown` (and nothing counted) when the answer depends on
+    /// whether the source is configured and `known` does not say.
+    fn count(&mut self, hour: &Key, minute: &Key, counts: &Counts, known: Known) -> Result<(), AskKnown> {
+        let hour_new = !self.entries[self.probe(hour)].used;
+        let mut minute_new = !self.entries[self.probe(minute)].used;
+        let mut minute_skipped = false;
+        let mut refused = false;
+        if hour_new || minute_new {
+            let (all, unchecked) = self.usage(hour.database);
+            if minute_new && (all >= MINUTE_ROOM || self.used >= MAX_LOAD) {
+                // minute detail is given up first
+                (minute_new, minute_skipped) = (false, true);
+            }
+            let more = usize::from(hour_new) + usize::from(minute_new);
+            if all + more > DATABASE_SHARE {
+                refused = true;
+            } else if known != Known::Yes && unchecked + more > UNCHECKED_SHARE {
+                if known == Known::Unchecked {
+                    return Err(AskKnown);
+                }
+                refused = true;
+            }
+        }
+        let unchecked = known != Known::Yes;
+        if refused && hour_new {
+            self.add(&hour.overflow(), counts);
+        } else {
+            self.add_as(hour, counts, unchecked);
+        }
+        if minute_skipped || (refused && minute_new) {
+            self.minutes_dropped += 1;
+        } else {
+            self.add_minute_as(minute, counts, false, unchecked);
+        }
+        Ok(())
+    }
+
+    /// Add `counts` to a minute entry, creating it only while its database
+    /// holds fewer than [`MINUTE_ROOM`] entries (or always, with `room` false:
     /// re-adding entries that were there): minute detail is dropped, and
     /// counted as dropped, when flushes stay away long enough for minutes
     /// to pile up (the hourly counts are not).
+    #[cfg(test)]
     fn add_minute(&mut self, key: &Key, counts: &Counts, room: bool) {
+        self.add_minute_as(key, counts, room, false);
+    }
+
+    /// [`Table::add_minute`], marking a new entry `unchecked`.
+    fn add_minute_as(&mut self, key: &Key, counts: &Counts, room: bool, unchecked: bool) {
         let slot = self.probe(key);
         if !self.entries[slot].used {
-            if room && self.used >= MINUTE_ROOM {
+            if room && self.usage(key.database).0 >= MINUTE_ROOM {
                 self.minutes_dropped += 1;
                 return;
             }
-            self.entries[slot] = Entry { used: true, key: *key, counts: [0; SLOTS] };
+            self.entries[slot] = Entry { used: true, unchecked, key: *key, counts: [0; SLOTS] };
             self.used += 1;
         }
         for (total, n) in self.entries[slot].counts.iter_mut().zip(counts) {
@@ -420,10 +522,10 @@ impl Table {
                 if other.key.minute {
                     if other.key.bucket >= now - MINUTE_KEEP_US {
                         // it was there, so it fits again: no room check
-                        self.add_minute(&other.key, &other.counts, false);
+                        self.add_minute_as(&other.key, &other.counts, false, other.unchecked);
                     }
                 } else {
-                    self.add(&other.key, &other.counts);
+                    self.add_as(&other.key, &other.counts, other.unchecked);
                 }
             }
         }
@@ -479,6 +581,7 @@ pub fn count(source: &str, event_type: Option<&str>, counter: Counter, delivery:
         return;
     }
     let now = crate::time::clock_now();
+    let source_text = source;
     let source = cut(source, SOURCE_BYTES);
     let key = Key::new(database(), align_down(now, HOUR_US), source, cut(event_type.unwrap_or(""), EVENT_TYPE_BYTES));
     let minute = Key::minute(database(), align_down(now, MINUTE_US), source);
@@ -487,9 +590,13 @@ pub fn count(source: &str, event_type: Option<&str>, counter: Counter, delivery:
     if delivery {
         counts[Counter::Deliveries as usize] += 1;
     }
-    let mut table = TABLE.exclusive();
-    table.add(&key, &counts);
-    table.add_minute(&minute, &counts, true);
+    let mut known = Known::Unchecked;
+    while TABLE.exclusive().count(&key, &minute, &counts, known) == Err(AskKnown) {
+        // only when the database's unchecked share is used up: not under
+        // the lock (SPI), and cached per backend (store::sources)
+        let configured = spi::connected(|conn| crate::store::sources::settings(conn, source_text).configured);
+        known = if configured { Known::Yes } else { Known::No };
+    }
 }
 
 /// The live (not yet flushed) counters of this database.
@@ -731,13 +838,88 @@ mod tests {
         }
         t.add_minute(&Key::minute(2, now - 3 * HOUR_US, b"old"), &c, false);
         t.add_minute(&Key::minute(1, now, b"mine"), &c, true);
-        assert_eq!(t.minutes_dropped, 1, "no room for a new one");
+        assert_eq!(t.minutes_dropped, 0, "database 2's minutes leave database 1 its room");
         let mut taken = Vec::with_capacity(CAPACITY);
         t.take(1, now, &mut taken);
         let kept = rows(&t, 2);
         let recent = (MINUTE_KEEP_US / MINUTE_US + 1) as usize;
         assert_eq!(kept.len(), recent, "the last two hours of minutes stay, older ones go");
         assert!(kept.iter().all(|r| r.minute && r.source == "s" && r.bucket >= now - MINUTE_KEEP_US));
+    }
+
+    /// Count one delivery of `source` in `database` as `count()` does: ask
+    /// whether the source is configured only when the table says so.
+    fn count_in(t: &mut Table, database: u32, source: &str, configured: bool) -> bool {
+        let hour = Key::new(database, 0, source.as_bytes(), b"e");
+        let minute = Key::minute(database, 0, source.as_bytes());
+        let c = counts(&[Counter::Deliveries]);
+        match t.count(&hour, &minute, &c, Known::Unchecked) {
+            Ok(()) => false,
+            Err(AskKnown) => {
+                let known = if configured { Known::Yes } else { Known::No };
+                assert_eq!(t.count(&hour, &minute, &c, known), Ok(()));
+                true
+            }
+        }
+    }
+
+    fn ordinary(t: &Table, database: u32) -> Vec<Row> {
+        rows(t, database).into_iter().filter(|r| r.source != OVERFLOW_SOURCE).collect()
+    }
+
+    /// Issue 13, fault 2: 1,700 made-up sources in one database filled the
+    /// table, and every database's real sources were counted as
+    /// `(overflow)`. Now the flood stops at the database's unchecked share
+    /// (its counts go to its overflow entry, none lost), a configured
+    /// source of the same database still gets its own entries, and so does
+    /// every source of another database.
+    #[test]
+    fn a_flood_of_made_up_sources_leaves_room_for_configured_ones_and_other_databases() {
+        let mut t = table();
+        let mut asked = 0;
+        for i in 0..1700 {
+            asked += usize::from(count_in(&mut t, 1, &format!("fake{i}"), false));
+        }
+        assert!(asked > 0, "the lookup happened, once the share was used up");
+        let kept = ordinary(&t, 1);
+        assert_eq!(kept.len(), UNCHECKED_SHARE, "hours and minutes of the first sources");
+        let hours: i64 = rows(&t, 1).iter().filter(|r| !r.minute).map(|r| r.counts[0]).sum();
+        assert_eq!(hours, 1700, "every delivery is counted in an hour entry or the overflow entry");
+        assert!(t.minutes_dropped > 0);
+        // a configured source of the flooded database gets its own entries
+        assert!(count_in(&mut t, 1, "stripe", true), "it was looked up");
+        assert!(ordinary(&t, 1).iter().any(|r| r.source == "stripe" && !r.minute));
+        assert!(ordinary(&t, 1).iter().any(|r| r.source == "stripe" && r.minute));
+        // another database's unconfigured sources are not even looked up
+        assert!(!count_in(&mut t, 2, "github", false));
+        assert_eq!(ordinary(&t, 2).len(), 2);
+    }
+
+    /// A database's configured sources too stop at its share, so that the
+    /// others always keep room.
+    #[test]
+    fn one_database_leaves_the_others_room() {
+        let mut t = table();
+        for i in 0..MAX_LOAD {
+            count_in(&mut t, 1, &format!("s{i}"), true);
+        }
+        assert_eq!(ordinary(&t, 1).len(), DATABASE_SHARE);
+        for i in 0..10 {
+            count_in(&mut t, 2, &format!("t{i}"), false);
+        }
+        assert_eq!(ordinary(&t, 2).len(), 20, "hours and minutes");
+    }
+
+    /// A flush keeps whether the other databases' entries were checked.
+    #[test]
+    fn a_flush_keeps_the_other_databases_shares() {
+        let mut t = table();
+        for i in 0..UNCHECKED_SHARE {
+            count_in(&mut t, 2, &format!("fake{i}"), false);
+        }
+        let mut taken = Vec::with_capacity(CAPACITY);
+        t.take(1, 0, &mut taken);
+        assert!(count_in(&mut t, 2, "one more", false), "still full after database 1's flush");
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 static SETTINGS: Statement = Statement::returning(
     crate::sql_statement!("source_settings.sql"),
     &[TEXTOID],
-    &["lease", "max_attempts", "retention", "tolerance", "sources"],
+    &["lease", "max_attempts", "retention", "tolerance", "sources", "configured"],
 );
 
 /// How many sources one backend keeps.
@@ -38,6 +38,9 @@ pub struct SourceSettings {
     pub max_attempts: Option<i32>,
     pub retention: Option<Interval>,
     pub tolerance: Option<Interval>,
+    /// Whether the source has a row in `webhook_dedup.sources` (the
+    /// metrics keep room for such sources, [`crate::metrics`]).
+    pub configured: bool,
 }
 
 impl SourceSettings {
@@ -90,6 +93,7 @@ pub fn settings(conn: &Conn<'_>, source: &str) -> SourceSettings {
         max_attempts: rows.get(0, 2),
         retention: rows.get(0, 3),
         tolerance: rows.get(0, 4),
+        configured: rows.get(0, 6).unwrap_or(false),
     };
     if let Some(oid) = rows.get::<pg_sys::Oid>(0, 5) {
         cache::watch(cache::Table::Sources, oid);

@@ -2,6 +2,7 @@
 -- no row, or NULL columns, fall back to the webhook_dedup.* settings.
 -- $1 source. Also returns the table's oid, whose invalidation clears the cache.
 SELECT s.lease, s.max_attempts, s.retention, s.tolerance,
-       'webhook_dedup.sources'::pg_catalog.regclass::pg_catalog.oid AS sources
+       'webhook_dedup.sources'::pg_catalog.regclass::pg_catalog.oid AS sources,
+       s.source IS NOT NULL AS configured
   FROM (SELECT) AS one
   LEFT JOIN webhook_dedup.sources AS s ON s.source OPERATOR(pg_catalog.=) $1
