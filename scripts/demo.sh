@@ -24,9 +24,11 @@ started=$(date +%s)
 cluster_start
 log "cluster at $PGHOST (socket only), shared_preload_libraries = 'webhook_dedup'"
 psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION webhook_dedup'
+# the receiver logs in as a role that may only call the receiver functions
+psql -X -q -v ON_ERROR_STOP=1 -f examples/receiver/roles.sql
 
 log "starting the example receiver (lease $LEASE_SECONDS s, fault injection on)"
-coproc RECEIVER { exec "$VENV/bin/python" examples/receiver/receiver.py --port 0 \
+coproc RECEIVER { exec "$VENV/bin/python" examples/receiver/receiver.py --port 0 --dsn "user=demo_receiver" \
     --lease "$LEASE_SECONDS seconds" --secret "$SECRET" --fault-injection 2>"$CLUSTER_DIR/receiver.log"; }
 RECEIVER_PID=$RECEIVER_PID
 read -r -t 30 line <&"${RECEIVER[0]}" || die "the receiver did not start: $(cat "$CLUSTER_DIR/receiver.log")"

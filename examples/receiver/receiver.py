@@ -51,8 +51,10 @@ an answer that resumed from a checkpoint an `X-Webhook-Resumed-From` header
 with that step; they are not needed by the pattern, they only let the demo
 provider and the tests see what happened.
 
-Run (libpq environment variables select the database unless --dsn is given):
-    WEBHOOK_SECRET=... python3 receiver.py --port 8080 --lease '30 seconds'
+Run (libpq environment variables select the database unless --dsn is given),
+as a role that may only call the receiver functions (roles.sql sets one up):
+    psql -f roles.sql   # as a superuser, after CREATE EXTENSION webhook_dedup
+    WEBHOOK_SECRET=... python3 receiver.py --port 8080 --lease '30 seconds' --dsn 'user=demo_receiver'
 
 This is an example: it opens one database connection per request for
 simplicity; a production receiver would use a connection pool.
@@ -80,7 +82,6 @@ CRASH_AFTER_CHECKPOINT = "crash-after-checkpoint"
 NOTIFIED = "notified"  # the checkpoint of step 4a
 
 DEMO_SCHEMA = """
-CREATE SCHEMA IF NOT EXISTS demo;
 -- Deliberately NOT unique on idem_key: exactly-once must come from
 -- webhook_dedup's claim protocol, not from a constraint on the side effect.
 CREATE TABLE IF NOT EXISTS demo.side_effects (
@@ -328,6 +329,9 @@ def prepare_database(dsn: str) -> None:
         if conn.execute(probe).fetchone()[0] is None:
             sys.exit("webhook_dedup is not installed in this database: "
                      "run CREATE EXTENSION webhook_dedup")
+        # roles.sql creates the schema for a role that may not create one
+        if conn.execute("SELECT to_regnamespace('demo')").fetchone()[0] is None:
+            conn.execute("CREATE SCHEMA demo")
         conn.execute(DEMO_SCHEMA)
 
 

@@ -376,70 +376,42 @@ REVOKE ALL ON ALL TABLES IN SCHEMA webhook_dedup FROM PUBLIC;
 GRANT USAGE ON SCHEMA webhook_dedup TO webhook_dedup_receiver, webhook_dedup_operator, webhook_dedup_reader,
                                        pg_monitor;
 
-ALTER FUNCTION webhook_claim(text, text, bytea, interval, text)
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION webhook_claim_many(text, text[], interval, text)
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION webhook_complete(text, text, uuid, jsonb)
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION webhook_fail(text, text, uuid, text, boolean, interval)
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION webhook_mark_unknown(text, text, uuid, text)
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION webhook_checkpoint(text, text, uuid, text)
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION webhook_extend_lease(text, text, uuid, interval)
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean,
-                               interval, timestamptz, text, text, text, text, text)
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION webhook_enqueue(text, text, bytea, text, jsonb)
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION webhook_next(text, interval, integer)
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION webhook_advance(text, text, timestamptz, text, bigint)
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION webhook_resolve(text, text, text, jsonb)
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION webhook_forget(text, text)
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION webhook_dedup.run_maintenance()
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION webhook_dedup.flush_metrics()
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
-
-REVOKE ALL ON FUNCTION
-  webhook_claim(text, text, bytea, interval, text), webhook_claim_many(text, text[], interval, text),
-  webhook_complete(text, text, uuid, jsonb), webhook_fail(text, text, uuid, text, boolean, interval),
-  webhook_mark_unknown(text, text, uuid, text), webhook_checkpoint(text, text, uuid, text),
-  webhook_extend_lease(text, text, uuid, interval),
-  webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean,
-                  interval, timestamptz, text, text, text, text, text),
-  webhook_enqueue(text, text, bytea, text, jsonb), webhook_next(text, interval, integer),
-  webhook_advance(text, text, timestamptz, text, bigint),
-  webhook_resolve(text, text, text, jsonb), webhook_forget(text, text),
-  webhook_dedup.run_maintenance(), webhook_dedup.flush_metrics(),
-  webhook_dedup.duplicate_rate_alerts(double precision, interval), webhook_dedup.metrics_live(),
-  webhook_dedup.provider_profiles(), webhook_dedup.default_retention()
-  FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION
-  webhook_claim(text, text, bytea, interval, text), webhook_claim_many(text, text[], interval, text),
-  webhook_complete(text, text, uuid, jsonb), webhook_fail(text, text, uuid, text, boolean, interval),
-  webhook_mark_unknown(text, text, uuid, text), webhook_checkpoint(text, text, uuid, text),
-  webhook_extend_lease(text, text, uuid, interval),
-  webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean,
-                  interval, timestamptz, text, text, text, text, text),
-  webhook_enqueue(text, text, bytea, text, jsonb), webhook_next(text, interval, integer),
-  webhook_advance(text, text, timestamptz, text, bigint)
-  TO webhook_dedup_receiver;
-GRANT EXECUTE ON FUNCTION
-  webhook_resolve(text, text, text, jsonb), webhook_forget(text, text),
-  webhook_dedup.run_maintenance(), webhook_dedup.flush_metrics()
-  TO webhook_dedup_operator;
+-- Each function that changes state, with the role that may call it.
+DO $$
+DECLARE
+  f record;
+BEGIN
+  FOR f IN SELECT x.signature::pg_catalog.regprocedure AS fn, x.role FROM (VALUES
+      ('webhook_claim(text, text, bytea, interval, text)', 'webhook_dedup_receiver'),
+      ('webhook_claim_many(text, text[], interval, text)', 'webhook_dedup_receiver'),
+      ('webhook_complete(text, text, uuid, jsonb)', 'webhook_dedup_receiver'),
+      ('webhook_fail(text, text, uuid, text, boolean, interval)', 'webhook_dedup_receiver'),
+      ('webhook_mark_unknown(text, text, uuid, text)', 'webhook_dedup_receiver'),
+      ('webhook_checkpoint(text, text, uuid, text)', 'webhook_dedup_receiver'),
+      ('webhook_extend_lease(text, text, uuid, interval)', 'webhook_dedup_receiver'),
+      ('webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval,'
+       ' timestamptz, text, text, text, text, text)', 'webhook_dedup_receiver'),
+      ('webhook_enqueue(text, text, bytea, text, jsonb)', 'webhook_dedup_receiver'),
+      ('webhook_next(text, interval, integer)', 'webhook_dedup_receiver'),
+      ('webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup_receiver'),
+      ('webhook_resolve(text, text, text, jsonb)', 'webhook_dedup_operator'),
+      ('webhook_forget(text, text)', 'webhook_dedup_operator'),
+      ('webhook_dedup.run_maintenance()', 'webhook_dedup_operator'),
+      ('webhook_dedup.flush_metrics()', 'webhook_dedup_operator')) AS x(signature, role)
+  LOOP
+    EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp', f.fn);
+    EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);
+    EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I', f.fn, f.role);
+  END LOOP;
+END
+$$;
 GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_dedup.sources TO webhook_dedup_operator;
 
 -- Reading: the views run with their owner's rights, so no access to
 -- webhook_dedup.keys (payloads, headers, tokens) is needed.
+REVOKE ALL ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval), webhook_dedup.metrics_live(),
+                       webhook_dedup.provider_profiles(), webhook_dedup.default_retention()
+  FROM PUBLIC;
 GRANT SELECT ON webhook_dedup.counters, webhook_dedup.metrics_buckets,
                 webhook_dedup.duplicate_metrics, webhook_dedup.duplicate_metrics_by_minute,
                 webhook_dedup.key_states, webhook_dedup.stuck_claims, webhook_dedup.dead_letters,

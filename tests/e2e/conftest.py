@@ -49,12 +49,14 @@ def db(db_conn) -> Db:
 @pytest.fixture(scope="session")
 def receiver_url(db_conn, tmp_path_factory):
     """The example receiver's webhook URL, on a free loopback port, with fault
-    injection and a 1 s lease. Its stderr (access log, errors) goes to a file
+    injection and a 1 s lease, logged in as demo_receiver (examples/receiver/roles.sql). Its stderr (access log, errors) goes to a file
     under pytest's basetemp, shown if it fails to start."""
     log = tmp_path_factory.mktemp("receiver") / "receiver.log"
+    # it logs in as a role that may only call the receiver functions
+    db_conn.execute((RECEIVER.parent / "roles.sql").read_text())
     with open(log, "wb") as stderr:
         proc = subprocess.Popen(
-            [sys.executable, str(RECEIVER), "--host", "127.0.0.1", "--port", "0",
+            [sys.executable, str(RECEIVER), "--host", "127.0.0.1", "--port", "0", "--dsn", "user=demo_receiver",
              "--secret", SECRET, "--lease", f"{LEASE_SECONDS} second", "--fault-injection"],
             stdout=subprocess.PIPE, stderr=stderr,
         )
