@@ -26,42 +26,22 @@ $$;
 -- Nothing may write keys while they move.
 LOCK TABLE webhook_dedup.keys IN ACCESS EXCLUSIVE MODE;
 
--- Privileges granted on what this update rebuilds (the key table,
--- maintenance_runs, the views over keys, webhook_claim, webhook_receive,
--- run_maintenance) are carried over to the new objects at the end of this
--- script; those on the key table also to webhook_dedup.payloads, which
--- takes over the payloads the key rows held. Kept until then in a setting
--- of this transaction: (relation, relkind, grantee, privilege, grantable)
--- and, for functions whose ACL is not the default, (function, grantee,
--- privilege, grantable).
+-- Privileges granted on the tables and views of the schema (the key
+-- table, maintenance_runs and the views over keys are rebuilt) are carried
+-- over to the new objects at the end of this script; those on the key
+-- table also to webhook_dedup.payloads, which takes over the payloads the
+-- key rows held. Kept until then in a setting of this transaction:
+-- (relation, relkind, grantee, privilege, grantable). Grants on functions
+-- are not carried over: in 0.1.0 a function ran with its caller's rights,
+-- so EXECUTE alone let a role change nothing; 0.2.0's functions run as
+-- their owner and are granted to the roles for each job instead.
 SELECT pg_catalog.set_config('webhook_dedup_upgrade.grants', pg_catalog.jsonb_build_object(
   'relations', COALESCE((
     SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(c.relname, c.relkind, a.grantee, a.privilege_type,
                                                              a.is_grantable))
       FROM pg_catalog.pg_class AS c, pg_catalog.aclexplode(c.relacl) AS a
      WHERE c.relnamespace OPERATOR(pg_catalog.=) 'webhook_dedup'::pg_catalog.regnamespace
-       AND a.grantee OPERATOR(pg_catalog.<>) c.relowner), '[]'::pg_catalog.jsonb),
-  'functions', COALESCE((
-    SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(p.proname, a.grantee, a.privilege_type, a.is_grantable))
-      FROM pg_catalog.pg_proc AS p
-      JOIN pg_catalog.pg_depend AS d
-        ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-       AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
-      JOIN pg_catalog.pg_extension AS e
-        ON e.oid OPERATOR(pg_catalog.=) d.refobjid AND e.extname OPERATOR(pg_catalog.=) 'webhook_dedup',
-           pg_catalog.aclexplode(p.proacl) AS a
-     WHERE p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['webhook_claim', 'webhook_receive', 'run_maintenance'])
-       AND a.grantee OPERATOR(pg_catalog.<>) p.proowner), '[]'::pg_catalog.jsonb),
-  'restricted', COALESCE((
-    SELECT pg_catalog.jsonb_agg(p.proname)
-      FROM pg_catalog.pg_proc AS p
-      JOIN pg_catalog.pg_depend AS d
-        ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-       AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
-      JOIN pg_catalog.pg_extension AS e
-        ON e.oid OPERATOR(pg_catalog.=) d.refobjid AND e.extname OPERATOR(pg_catalog.=) 'webhook_dedup'
-     WHERE p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['webhook_claim', 'webhook_receive'])
-       AND p.proacl IS NOT NULL), '[]'::pg_catalog.jsonb))::text, true);
+       AND a.grantee OPERATOR(pg_catalog.<>) c.relowner), '[]'::pg_catalog.jsonb))::text, true);
 
 -- The old table (and its partitions, which go with it) makes way.
 ALTER TABLE webhook_dedup.keys RENAME TO keys_0_1;
@@ -485,6 +465,18 @@ BEGIN
   FOREACH r IN ARRAY ARRAY['webhook_dedup_receiver', 'webhook_dedup_operator', 'webhook_dedup_reader'] LOOP
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS x WHERE x.rolname OPERATOR(pg_catalog.=) r) THEN
       EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', r);
+    -- a role made beforehand by someone else (CREATEROLE) must not be a
+    -- way in: it may neither log in nor be administered by a non-superuser
+    ELSIF EXISTS (SELECT FROM pg_catalog.pg_roles AS x
+                   WHERE x.rolname OPERATOR(pg_catalog.=) r AND (x.rolcanlogin OR x.rolsuper OR x.rolcreaterole
+                                                                 OR x.rolbypassrls))
+       OR EXISTS (SELECT FROM pg_catalog.pg_auth_members AS m
+                    JOIN pg_catalog.pg_roles AS x ON x.oid OPERATOR(pg_catalog.=) m.roleid
+                    JOIN pg_catalog.pg_roles AS holder ON holder.oid OPERATOR(pg_catalog.=) m.member
+                   WHERE x.rolname OPERATOR(pg_catalog.=) r AND m.admin_option AND NOT holder.rolsuper) THEN
+      RAISE EXCEPTION 'webhook_dedup: role % exists and can log in, is privileged, or is administered by a role that is not superuser', r
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              HINT = 'The extension grants this role what receivers or operators may do. Drop it, or make it NOLOGIN NOSUPERUSER NOCREATEROLE NOBYPASSRLS without ADMIN holders, and try again.';
     END IF;
   END LOOP;
 END
@@ -497,7 +489,25 @@ COMMENT ON ROLE webhook_dedup_reader IS
   'webhook_dedup: may read the views of schema webhook_dedup (no payload, header or claim token is in any) and call its read-only functions.';
 GRANT webhook_dedup_reader TO webhook_dedup_operator;
 
-REVOKE ALL ON ALL TABLES IN SCHEMA webhook_dedup FROM PUBLIC;
+-- Nothing but what follows: every privilege on the schema's relations,
+-- whoever it was granted to (PUBLIC, default privileges of the installing
+-- role, an earlier version), is revoked first. (The update grants back the
+-- table privileges a DBA gave on 0.1.0's tables, at its end.)
+DO $$
+DECLARE
+  g record;
+BEGIN
+  FOR g IN SELECT DISTINCT c.oid::pg_catalog.regclass AS rel, c.relkind, a.grantee
+             FROM pg_catalog.pg_class AS c, pg_catalog.aclexplode(c.relacl) AS a
+            WHERE c.relnamespace OPERATOR(pg_catalog.=) 'webhook_dedup'::pg_catalog.regnamespace
+              AND a.grantee OPERATOR(pg_catalog.<>) c.relowner LOOP
+    EXECUTE pg_catalog.format('REVOKE ALL ON %s %s FROM %s',
+                              CASE WHEN g.relkind OPERATOR(pg_catalog.=) 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, g.rel,
+                              CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                   ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END);
+  END LOOP;
+END
+$$;
 GRANT USAGE ON SCHEMA webhook_dedup TO webhook_dedup_receiver, webhook_dedup_operator, webhook_dedup_reader,
                                        pg_monitor;
 
@@ -505,6 +515,7 @@ GRANT USAGE ON SCHEMA webhook_dedup TO webhook_dedup_receiver, webhook_dedup_ope
 DO $$
 DECLARE
   f record;
+  g pg_catalog.oid;
 BEGIN
   FOR f IN SELECT x.signature::pg_catalog.regprocedure AS fn, x.role FROM (VALUES
       ('webhook_claim(text, text, bytea, interval, text)', 'webhook_dedup_receiver'),
@@ -526,6 +537,13 @@ BEGIN
   LOOP
     EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp', f.fn);
     EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);
+    -- and from anyone else (default privileges, grants made on 0.1.0, where
+    -- EXECUTE alone changed nothing): under SECURITY DEFINER it would
+    FOR g IN SELECT DISTINCT a.grantee FROM pg_catalog.pg_proc AS p, pg_catalog.aclexplode(p.proacl) AS a
+              WHERE p.oid OPERATOR(pg_catalog.=) f.fn AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+                AND a.grantee OPERATOR(pg_catalog.<>) 0 LOOP
+      EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %I', f.fn, pg_catalog.pg_get_userbyid(g));
+    END LOOP;
     EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I', f.fn, f.role);
   END LOOP;
 END
@@ -550,7 +568,8 @@ GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, 
 
 -- 0.1.0's receivers called the functions with table privileges of their
 -- own; the roles that held them keep working: a role that could insert or
--- update keys becomes a webhook_dedup_receiver, one that could delete them
+-- update keys (or watermarks, for webhook_advance) becomes a
+-- webhook_dedup_receiver, one that could delete keys
 -- (webhook_forget) also a webhook_dedup_operator, one that could only read
 -- them a webhook_dedup_reader. Their table privileges are kept too (below);
 -- revoke them once nothing reads the tables directly (docs/security.md).
@@ -561,14 +580,17 @@ DECLARE
 BEGIN
   FOR r IN SELECT * FROM pg_catalog.jsonb_array_elements(
              pg_catalog.current_setting('webhook_dedup_upgrade.grants')::pg_catalog.jsonb -> 'relations') LOOP
-    CONTINUE WHEN (r ->> 0) OPERATOR(pg_catalog.<>) 'keys' OR (r ->> 2)::pg_catalog.oid OPERATOR(pg_catalog.=) 0;
+    CONTINUE WHEN (r ->> 0) OPERATOR(pg_catalog.<>) ALL (ARRAY['keys', 'watermarks'])
+               OR (r ->> 2)::pg_catalog.oid OPERATOR(pg_catalog.=) 0
+               OR ((r ->> 0) OPERATOR(pg_catalog.=) 'watermarks'
+                   AND (r ->> 3) OPERATOR(pg_catalog.<>) ALL (ARRAY['INSERT', 'UPDATE']));
     role_name := pg_catalog.quote_ident(pg_catalog.pg_get_userbyid((r ->> 2)::pg_catalog.oid));
     EXECUTE pg_catalog.format('GRANT %s TO %s',
       CASE r ->> 3 WHEN 'INSERT' THEN 'webhook_dedup_receiver' WHEN 'UPDATE' THEN 'webhook_dedup_receiver'
                    WHEN 'DELETE' THEN 'webhook_dedup_operator' ELSE 'webhook_dedup_reader' END,
       role_name);
-    RAISE NOTICE 'webhook_dedup: role % held % on webhook_dedup.keys; it is now a member of the role for that job, and keeps the privilege until you revoke it',
-      role_name, r ->> 3;
+    RAISE NOTICE 'webhook_dedup: role % held % on webhook_dedup.%; it is now a member of the role for that job, and keeps the privilege until you revoke it',
+      role_name, r ->> 3, r ->> 0;
   END LOOP;
 END
 $$;
@@ -585,54 +607,23 @@ SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.claim_counts', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.maintenance_runs', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.maintenance_runs_id_seq', '');
 
--- The privileges kept at the start, granted again on the rebuilt objects
--- (a grant already there is a no-op). A rebuilt receiver function whose
--- EXECUTE was restricted (not the default ACL) is restricted again.
+-- The table privileges kept at the start, granted again on the rebuilt
+-- objects (a grant already there is a no-op), except PUBLIC's: 0.2.0 gives
+-- PUBLIC nothing that changes state.
 DO $$
 DECLARE
-  kept pg_catalog.jsonb := pg_catalog.current_setting('webhook_dedup_upgrade.grants')::pg_catalog.jsonb;
   r pg_catalog.jsonb;
   target text;
-  fn pg_catalog.regprocedure;
-  grantee text;
 BEGIN
-  FOR r IN SELECT * FROM pg_catalog.jsonb_array_elements(kept -> 'restricted') LOOP
-    FOR fn IN SELECT p.oid FROM pg_catalog.pg_proc AS p
-                 JOIN pg_catalog.pg_depend AS d
-                   ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-                  AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
-                 JOIN pg_catalog.pg_extension AS e
-                   ON e.oid OPERATOR(pg_catalog.=) d.refobjid AND e.extname OPERATOR(pg_catalog.=) 'webhook_dedup'
-               WHERE p.proname OPERATOR(pg_catalog.=) (r #>> '{}') LOOP
-      EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', fn);
-    END LOOP;
-  END LOOP;
-  FOR r IN SELECT * FROM pg_catalog.jsonb_array_elements(kept -> 'functions') LOOP
-    -- EXECUTE for PUBLIC (explicit in an ACL once anything was granted)
-    -- is what 0.2.0 takes away from the functions that change state
-    CONTINUE WHEN (r ->> 1)::pg_catalog.oid OPERATOR(pg_catalog.=) 0;
-    grantee := CASE WHEN (r ->> 1)::pg_catalog.oid OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-                    ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid((r ->> 1)::pg_catalog.oid)) END;
-    FOR fn IN SELECT p.oid FROM pg_catalog.pg_proc AS p
-                 JOIN pg_catalog.pg_depend AS d
-                   ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-                  AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
-                 JOIN pg_catalog.pg_extension AS e
-                   ON e.oid OPERATOR(pg_catalog.=) d.refobjid AND e.extname OPERATOR(pg_catalog.=) 'webhook_dedup'
-               WHERE p.proname OPERATOR(pg_catalog.=) (r ->> 0) LOOP
-      EXECUTE pg_catalog.format('GRANT %s ON FUNCTION %s TO %s%s', r ->> 2, fn, grantee,
-                                CASE WHEN (r ->> 3)::boolean THEN ' WITH GRANT OPTION' ELSE '' END);
-    END LOOP;
-  END LOOP;
-  FOR r IN SELECT * FROM pg_catalog.jsonb_array_elements(kept -> 'relations') LOOP
-    grantee := CASE WHEN (r ->> 2)::pg_catalog.oid OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-                    ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid((r ->> 2)::pg_catalog.oid)) END;
+  FOR r IN SELECT * FROM pg_catalog.jsonb_array_elements(
+             pg_catalog.current_setting('webhook_dedup_upgrade.grants')::pg_catalog.jsonb -> 'relations') LOOP
+    CONTINUE WHEN (r ->> 2)::pg_catalog.oid OPERATOR(pg_catalog.=) 0;
     FOREACH target IN ARRAY CASE WHEN (r ->> 0) OPERATOR(pg_catalog.=) 'keys' THEN ARRAY['keys', 'payloads']
                                  ELSE ARRAY[r ->> 0] END LOOP
       IF pg_catalog.to_regclass(pg_catalog.format('webhook_dedup.%I', target)) IS NOT NULL THEN
-        EXECUTE pg_catalog.format('GRANT %s ON %s webhook_dedup.%I TO %s%s', r ->> 3,
+        EXECUTE pg_catalog.format('GRANT %s ON %s webhook_dedup.%I TO %I%s', r ->> 3,
                                   CASE WHEN (r ->> 1) OPERATOR(pg_catalog.=) 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
-                                  target, grantee,
+                                  target, pg_catalog.pg_get_userbyid((r ->> 2)::pg_catalog.oid),
                                   CASE WHEN (r ->> 4)::boolean THEN ' WITH GRANT OPTION' ELSE '' END);
       END IF;
     END LOOP;

@@ -30,7 +30,9 @@
 //!   [`UNCHECKED_SHARE`] of them for sources that are not configured in
 //!   `webhook_dedup.sources`: past that, a new entry is made only for a
 //!   configured source (looked up, outside the lock, only then), and an
-//!   unconfigured one's counts go to the overflow entry. Counting itself
+//!   unconfigured one's counts go to the overflow entry; and one source
+//!   keeps at most [`SOURCE_EVENT_TYPES`] event types apart per hour, the
+//!   others counted as `(other)`. Counting itself
 //!   needs the role that may call the counting functions
 //!   (`webhook_dedup_receiver` or `webhook_dedup_operator`).
 //!
@@ -81,6 +83,12 @@ pub const DATABASE_SHARE: usize = MAX_LOAD / 2;
 /// there: a flood of made-up sources stops here, leaving the rest of the
 /// database's share to its configured sources.
 pub const UNCHECKED_SHARE: usize = MAX_LOAD / 8;
+
+/// Event types one source keeps apart in an hour of one database; the
+/// others of that hour are counted as [`OTHER_EVENT_TYPE`].
+pub const SOURCE_EVENT_TYPES: usize = 64;
+/// The event type counts of a source's further event types go to.
+pub const OTHER_EVENT_TYPE: &str = "(other)";
 
 /// Whether the counted source is configured in `webhook_dedup.sources`,
 /// as far as the caller knows.
@@ -430,6 +438,22 @@ impl Table {
             .fold((0, 0), |(all, unchecked), e| (all + 1, unchecked + usize::from(e.unchecked)))
     }
 
+    /// Hour entries of `key`'s database, hour and source (one per event
+    /// type); a scan, made only before an entry is created.
+    fn event_types(&self, key: &Key) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| {
+                e.used
+                    && !e.key.minute
+                    && !e.key.overflow
+                    && e.key.database == key.database
+                    && e.key.bucket == key.bucket
+                    && e.key.source() == key.source()
+            })
+            .count()
+    }
+
     /// Count `counts` for the hour entry `hour` and the minute entry
     /// `minute` (of the same database and source), within the database's
     /// shares: past [`DATABASE_SHARE`], or past [`UNCHECKED_SHARE`] for a
@@ -438,6 +462,13 @@ impl Table {
     /// dropped). `AskKnown` (and nothing counted) when the answer depends on
     /// whether the source is configured and `known` does not say.
     fn count(&mut self, hour: &Key, minute: &Key, counts: &Counts, known: Known) -> Result<(), AskKnown> {
+        let mut hour = *hour;
+        if !self.entries[self.probe(&hour)].used && self.event_types(&hour) >= SOURCE_EVENT_TYPES {
+            // a source's made-up event types stop here: the rest count
+            // under one event type of the source, not another source's room
+            hour = Key::new(hour.database, hour.bucket, hour.source(), OTHER_EVENT_TYPE.as_bytes());
+        }
+        let hour = &hour;
         let hour_new = !self.entries[self.probe(hour)].used;
         let mut minute_new = !self.entries[self.probe(minute)].used;
         let mut minute_skipped = false;
@@ -893,6 +924,25 @@ mod tests {
         // another database's unconfigured sources are not even looked up
         assert!(!count_in(&mut t, 2, "github", false));
         assert_eq!(ordinary(&t, 2).len(), 2);
+    }
+
+    /// A flood of made-up event types on one (configured) source stays in
+    /// that source's `(other)` entry, and leaves room to the others.
+    #[test]
+    fn a_source_keeps_a_bounded_number_of_event_types_apart() {
+        let mut t = table();
+        let c = counts(&[Counter::Deliveries]);
+        for i in 0..1000 {
+            let hour = Key::new(1, 0, b"stripe", format!("type{i}").as_bytes());
+            let minute = Key::minute(1, 0, b"stripe");
+            assert_eq!(t.count(&hour, &minute, &c, Known::Yes), Ok(()));
+        }
+        let stripe: Vec<Row> = ordinary(&t, 1).into_iter().filter(|r| r.source == "stripe" && !r.minute).collect();
+        assert_eq!(stripe.len(), SOURCE_EVENT_TYPES + 1);
+        let other = stripe.iter().find(|r| r.event_type == OTHER_EVENT_TYPE).expect("an (other) entry");
+        assert_eq!(other.counts[0], (1000 - SOURCE_EVENT_TYPES) as i64);
+        assert!(!count_in(&mut t, 1, "github", true), "room is left for the database's other sources");
+        assert!(ordinary(&t, 1).iter().any(|r| r.source == "github"));
     }
 
     /// A database's configured sources too stop at its share, so that the

@@ -301,6 +301,7 @@ fn webhook_claim_many(
     keys.sort();
     keys.dedup();
     for k in &keys {
+        pg_sys::check_for_interrupts!(); // the array is the caller's
         args::key(source, Some(k));
     }
     let lease_us = lease.map(args::lease);

@@ -1,8 +1,9 @@
 //! `#[pg_test]`s of issue 13's single-session faults: settings bounded like
-//! the arguments they stand for, replay windows compared in microseconds,
-//! hostile header maps parsed in linear time. The races, the roles with
-//! real logins, `search_path` attacks on the worker and the dump round trip
-//! are in `tests/cluster/test_security.py`.
+//! the arguments they stand for, replay windows compared in microseconds.
+//! Hostile header maps and bodies (timing, cancels), the roles with real
+//! logins, `search_path` attacks on every function and the worker, other
+//! encodings and the counters' shares are in `tests/cluster/test_security.py`;
+//! the dump round trip in `tests/cluster/test_backup.py`.
 
 #[pgrx::pg_schema]
 mod tests {

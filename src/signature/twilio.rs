@@ -76,12 +76,21 @@ fn query_param(url: &str, name: &str) -> Option<String> {
     form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
 }
 
+/// Form parameters a request may carry: Twilio's requests carry a few
+/// dozen; a body of a million `a&a&...` would need about forty times its
+/// size in Rust's heap to sort.
+pub const MAX_FORM_PARAMETERS: usize = 10_000;
+
 /// The form parameters of `body` in signing order: names sorted and
 /// distinct, each name's distinct values sorted, concatenated.
-fn form_suffix(body: &[u8]) -> Vec<u8> {
+/// `None` past `limit` parameters.
+fn form_suffix(body: &[u8], limit: usize) -> Option<Vec<u8>> {
     let mut params: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (name, value) in form_urlencoded::parse(body) {
+    for (n, (name, value)) in form_urlencoded::parse(body).enumerate() {
         ct::check_interrupts();
+        if n >= limit {
+            return None;
+        }
         params.entry(name.into_owned()).or_default().push(value.into_owned());
     }
     let mut out = Vec::new();
@@ -94,7 +103,7 @@ fn form_suffix(body: &[u8]) -> Vec<u8> {
             out.extend_from_slice(value.as_bytes());
         }
     }
-    out
+    Some(out)
 }
 
 /// Verify a Twilio request to `url` against every key (auth token).
@@ -117,7 +126,12 @@ pub fn verify(delivery: Delivery<'_>, url: &str, keys: &[Vec<u8>]) -> Verdict {
             }
             Vec::new()
         }
-        None => form_suffix(delivery.body),
+        None => match form_suffix(delivery.body, MAX_FORM_PARAMETERS) {
+            Some(suffix) => suffix,
+            // not a request Twilio sends; parsing it would cost tens of
+            // times its size in memory PostgreSQL does not account for
+            None => return Verdict::rejected(Reason::NoMatchingSignature),
+        },
     };
     url_variants(url)
         .iter()
@@ -129,7 +143,11 @@ pub fn verify(delivery: Delivery<'_>, url: &str, keys: &[Vec<u8>]) -> Verdict {
 /// The headers Twilio would send for a request to `url` with `body` (form
 /// parameters, or a JSON body when `url` carries `bodySHA256`).
 pub fn sign(url: &str, body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
-    let suffix = if query_param(url, BODY_HASH_PARAM).is_some() { Vec::new() } else { form_suffix(body) };
+    let suffix = if query_param(url, BODY_HASH_PARAM).is_some() {
+        Vec::new()
+    } else {
+        form_suffix(body, usize::MAX).unwrap_or_default()
+    };
     let mac = ct::hmac(Algorithm::Sha1, secret, &[url.as_bytes(), &suffix]);
     vec![("X-Twilio-Signature", ct::encode_base64(&mac))]
 }
@@ -173,6 +191,19 @@ mod tests {
         assert_eq!(url_variants("http://[::1]:8080/x?y=1"), ["http://[::1]/x?y=1", "http://[::1]:8080/x?y=1"]);
         assert_eq!(url_variants("https://u:p@h/x"), ["https://u:p@h/x", "https://u:p@h:443/x"]);
         assert_eq!(url_variants("not a url"), ["not a url"]);
+    }
+
+    /// Issue 13: a form body of many tiny parameters is refused before it
+    /// is sorted (it would take tens of times its size in memory).
+    #[test]
+    fn too_many_form_parameters_are_refused() {
+        let url = "https://example.com/hook";
+        for (n, expected) in [(MAX_FORM_PARAMETERS, Reason::Ok), (MAX_FORM_PARAMETERS + 1, Reason::NoMatchingSignature)]
+        {
+            let body = vec!["a=1"; n].join("&");
+            let signed = sign(url, body.as_bytes(), b"12345");
+            assert_eq!(check(url, body.as_bytes(), &signed[0].1), expected, "{n} parameters");
+        }
     }
 
     #[test]

@@ -360,6 +360,18 @@ BEGIN
   FOREACH r IN ARRAY ARRAY['webhook_dedup_receiver', 'webhook_dedup_operator', 'webhook_dedup_reader'] LOOP
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS x WHERE x.rolname OPERATOR(pg_catalog.=) r) THEN
       EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', r);
+    -- a role made beforehand by someone else (CREATEROLE) must not be a
+    -- way in: it may neither log in nor be administered by a non-superuser
+    ELSIF EXISTS (SELECT FROM pg_catalog.pg_roles AS x
+                   WHERE x.rolname OPERATOR(pg_catalog.=) r AND (x.rolcanlogin OR x.rolsuper OR x.rolcreaterole
+                                                                 OR x.rolbypassrls))
+       OR EXISTS (SELECT FROM pg_catalog.pg_auth_members AS m
+                    JOIN pg_catalog.pg_roles AS x ON x.oid OPERATOR(pg_catalog.=) m.roleid
+                    JOIN pg_catalog.pg_roles AS holder ON holder.oid OPERATOR(pg_catalog.=) m.member
+                   WHERE x.rolname OPERATOR(pg_catalog.=) r AND m.admin_option AND NOT holder.rolsuper) THEN
+      RAISE EXCEPTION 'webhook_dedup: role % exists and can log in, is privileged, or is administered by a role that is not superuser', r
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              HINT = 'The extension grants this role what receivers or operators may do. Drop it, or make it NOLOGIN NOSUPERUSER NOCREATEROLE NOBYPASSRLS without ADMIN holders, and try again.';
     END IF;
   END LOOP;
 END
@@ -372,7 +384,25 @@ COMMENT ON ROLE webhook_dedup_reader IS
   'webhook_dedup: may read the views of schema webhook_dedup (no payload, header or claim token is in any) and call its read-only functions.';
 GRANT webhook_dedup_reader TO webhook_dedup_operator;
 
-REVOKE ALL ON ALL TABLES IN SCHEMA webhook_dedup FROM PUBLIC;
+-- Nothing but what follows: every privilege on the schema's relations,
+-- whoever it was granted to (PUBLIC, default privileges of the installing
+-- role, an earlier version), is revoked first. (The update grants back the
+-- table privileges a DBA gave on 0.1.0's tables, at its end.)
+DO $$
+DECLARE
+  g record;
+BEGIN
+  FOR g IN SELECT DISTINCT c.oid::pg_catalog.regclass AS rel, c.relkind, a.grantee
+             FROM pg_catalog.pg_class AS c, pg_catalog.aclexplode(c.relacl) AS a
+            WHERE c.relnamespace OPERATOR(pg_catalog.=) 'webhook_dedup'::pg_catalog.regnamespace
+              AND a.grantee OPERATOR(pg_catalog.<>) c.relowner LOOP
+    EXECUTE pg_catalog.format('REVOKE ALL ON %s %s FROM %s',
+                              CASE WHEN g.relkind OPERATOR(pg_catalog.=) 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, g.rel,
+                              CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                   ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END);
+  END LOOP;
+END
+$$;
 GRANT USAGE ON SCHEMA webhook_dedup TO webhook_dedup_receiver, webhook_dedup_operator, webhook_dedup_reader,
                                        pg_monitor;
 
@@ -380,6 +410,7 @@ GRANT USAGE ON SCHEMA webhook_dedup TO webhook_dedup_receiver, webhook_dedup_ope
 DO $$
 DECLARE
   f record;
+  g pg_catalog.oid;
 BEGIN
   FOR f IN SELECT x.signature::pg_catalog.regprocedure AS fn, x.role FROM (VALUES
       ('webhook_claim(text, text, bytea, interval, text)', 'webhook_dedup_receiver'),
@@ -401,6 +432,13 @@ BEGIN
   LOOP
     EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp', f.fn);
     EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);
+    -- and from anyone else (default privileges, grants made on 0.1.0, where
+    -- EXECUTE alone changed nothing): under SECURITY DEFINER it would
+    FOR g IN SELECT DISTINCT a.grantee FROM pg_catalog.pg_proc AS p, pg_catalog.aclexplode(p.proacl) AS a
+              WHERE p.oid OPERATOR(pg_catalog.=) f.fn AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+                AND a.grantee OPERATOR(pg_catalog.<>) 0 LOOP
+      EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %I', f.fn, pg_catalog.pg_get_userbyid(g));
+    END LOOP;
     EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I', f.fn, f.role);
   END LOOP;
 END

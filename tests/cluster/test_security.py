@@ -43,14 +43,16 @@ OPERATORS = [
     ("=", "name", "name"), ("=", "text", "text"), ("<>", "text", "text"), ("||", "text", "text"),
     ("=", "uuid", "uuid"), ("+", "integer", "integer"), ("<=", "timestamptz", "timestamptz"),
     ("<", "timestamptz", "timestamptz"), ("=", "tid", "tid"), ("-", "timestamptz", "interval"),
-    ("+", "timestamptz", "interval"), ("=", "interval", "interval"),
+    ("+", "timestamptz", "interval"), ("=", "interval", "interval"), (">", "timestamptz", "timestamptz"),
+    (">=", "timestamptz", "timestamptz"), ("+", "bigint", "bigint"), ("=", "bigint", "bigint"),
+    ("=", "bytea", "bytea"), ("<>", "name", "name"), ("=", "oid", "oid"), ("=", "boolean", "boolean"),
 ]
 
 
 def trap_sql():
     parts = [TRAP]
     for i, (op, left, right) in enumerate(OPERATORS):
-        result = "boolean" if op in ("=", "<>", "<=", "<") else {"||": "text", "+": left, "-": left}[op]
+        result = "boolean" if op in ("=", "<>", "<=", "<", ">", ">=") else {"||": "text", "+": left, "-": left}[op]
         parts.append(f"""
 CREATE FUNCTION evil.op{i}(a {left}, b {right}) RETURNS {result} LANGUAGE plpgsql AS $$
 BEGIN PERFORM evil.log('{op}({left},{right})'); RETURN a OPERATOR(pg_catalog.{op}) b; END $$;
@@ -188,6 +190,41 @@ def test_every_function_as_superuser_calls_nothing_of_the_attacker(attacked):
         for view in VIEWS:
             conn.execute(f"SELECT * FROM webhook_dedup.{view}").fetchall()
         calls = conn.execute("SELECT fn, by_role FROM evil.calls").fetchall()
+        assert calls == [], f"the attacker's objects ran: {calls}"
+        assert not superuser_of(conn)
+
+
+def fresh_keys(call):
+    """`call` on keys (and a source row) of its own: k1 becomes uk1, ..."""
+    for key in ("k1", "m1", "m2", "u1", "q1"):
+        call = call.replace(f"'{key}'", f"'u{key}'").replace(f"token:{key}", f"token:u{key}")
+    return call.replace("('t',", "('ut',")
+
+
+def test_every_statement_is_qualified_without_the_pin(attacked):
+    """The pin hides the trap from the functions, so the pass above proves
+    the pin. Without it (the functions' SET clauses reset, in a transaction
+    rolled back) and with every claim and completion through the SQL
+    statements (direct_writes off), the same calls must still reach
+    nothing of the attacker's: every statement names its objects."""
+    with attacked.connect("victim") as conn:
+        conn.execute("BEGIN")
+        try:
+            for (fn,) in conn.execute(
+                    """SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text FROM pg_catalog.pg_proc AS p
+                        WHERE p.prosecdef AND p.oid OPERATOR(pg_catalog.=) ANY (ARRAY(
+                              SELECT d.objid FROM pg_catalog.pg_depend AS d
+                               WHERE d.refobjid OPERATOR(pg_catalog.=) (SELECT e.oid FROM pg_catalog.pg_extension AS e
+                                      WHERE e.extname OPERATOR(pg_catalog.=) 'webhook_dedup')))""").fetchall():
+                conn.execute(f"ALTER FUNCTION {fn} RESET ALL")
+            conn.execute("SET LOCAL webhook_dedup.direct_writes = off")
+            for call in CALLS:
+                if "run_maintenance" in call:
+                    continue  # it pins search_path in Rust as well (src/maintenance)
+                conn.execute(re.sub(r"\{token:(\w+)\}", lambda m: token(conn, m.group(1)), fresh_keys(call)))
+            calls = conn.execute("SELECT fn, by_role FROM evil.calls").fetchall()
+        finally:
+            conn.execute("ROLLBACK")
         assert calls == [], f"the attacker's objects ran: {calls}"
         assert not superuser_of(conn)
 
@@ -494,3 +531,61 @@ def test_a_flood_of_made_up_sources_hides_no_real_one(connect):
                 conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
             conn.execute("DROP ROLE t_flooder")
             conn.execute("DROP ROLE t_stranger")
+
+
+
+def test_default_privileges_give_nothing(connect):
+    """Default privileges of the installing role (ALTER DEFAULT PRIVILEGES)
+    would otherwise apply to the extension's functions and tables: CREATE
+    EXTENSION revokes whatever it did not grant itself."""
+    with connect() as conn:
+        conn.execute("DROP DATABASE IF EXISTS defaults")
+        conn.execute("CREATE DATABASE defaults")
+        conn.execute("DROP ROLE IF EXISTS t_default")
+        conn.execute("CREATE ROLE t_default LOGIN")
+    try:
+        with psycopg.connect(dbname="defaults", autocommit=True) as conn:
+            conn.execute("ALTER DEFAULT PRIVILEGES GRANT EXECUTE ON FUNCTIONS TO t_default")
+            conn.execute("ALTER DEFAULT PRIVILEGES GRANT ALL ON TABLES TO t_default")
+            conn.execute("ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT EXECUTE ON FUNCTIONS TO t_default")
+            conn.execute("CREATE EXTENSION webhook_dedup")
+            granted = conn.execute(
+                """SELECT 'table ' || c.relname FROM pg_class c, aclexplode(c.relacl) a
+                    WHERE c.relnamespace = 'webhook_dedup'::regnamespace AND a.grantee = 't_default'::regrole
+                   UNION ALL
+                   SELECT 'function ' || p.proname FROM pg_proc p
+                    WHERE p.prosecdef AND has_function_privilege('t_default', p.oid, 'EXECUTE')
+                      AND p.oid IN (SELECT objid FROM pg_depend WHERE refobjid =
+                                    (SELECT oid FROM pg_extension WHERE extname = 'webhook_dedup'))""").fetchall()
+            assert granted == []
+    finally:
+        with connect() as conn:
+            conn.execute("DROP DATABASE IF EXISTS defaults WITH (FORCE)")
+            conn.execute("DROP OWNED BY t_default")
+            conn.execute("DROP ROLE t_default")
+
+
+@pytest.mark.parametrize("change", ["LOGIN", "CREATEROLE", "admin"])
+def test_a_role_prepared_by_someone_else_is_refused(connect, change):
+    """A role named like the extension's, made beforehand by someone who can
+    create roles (or given a LOGIN, or administered by an ordinary role),
+    would receive what receivers or operators may do: CREATE EXTENSION
+    refuses it (55000) instead of granting to it."""
+    with connect() as conn:
+        conn.execute("DROP DATABASE IF EXISTS prepared")
+        conn.execute("CREATE DATABASE prepared")
+        conn.execute("DROP ROLE IF EXISTS t_admin")
+        conn.execute("CREATE ROLE t_admin LOGIN")
+        if change == "admin":
+            conn.execute("GRANT webhook_dedup_operator TO t_admin WITH ADMIN OPTION")
+        else:
+            conn.execute(f"ALTER ROLE webhook_dedup_operator {change}")
+    try:
+        with psycopg.connect(dbname="prepared", autocommit=True) as conn:
+            with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match="webhook_dedup_operator exists"):
+                conn.execute("CREATE EXTENSION webhook_dedup")
+    finally:
+        with connect() as conn:
+            conn.execute("ALTER ROLE webhook_dedup_operator NOLOGIN NOCREATEROLE")
+            conn.execute("DROP ROLE t_admin")
+            conn.execute("DROP DATABASE prepared")
