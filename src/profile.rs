@@ -38,10 +38,57 @@ pub enum TimeFormat {
     Rfc3339,
 }
 
+/// What part of a delivery identifies its content: the fingerprint of a
+/// key is SHA-256 of it, and a later delivery of the key with another
+/// fingerprint is a conflict. So it must leave out what a provider changes
+/// between attempts of one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FingerprintRule {
+    /// The raw body, byte for byte: the provider re-sends identical bytes.
+    Body,
+    /// These top-level members of a JSON object body, as one object in the
+    /// canonical form of RFC 8785 (JSON Canonicalization Scheme: members
+    /// sorted, no insignificant whitespace, numbers and strings written one
+    /// way), so that a re-rendered envelope of the same content has the same
+    /// fingerprint. A body that is not a JSON object falls back to [`Body`].
+    ///
+    /// [`Body`]: FingerprintRule::Body
+    Members(&'static [&'static str]),
+}
+
+impl FingerprintRule {
+    /// How `webhook_dedup.providers` shows the rule.
+    pub fn describe(self) -> String {
+        match self {
+            FingerprintRule::Body => "body".into(),
+            FingerprintRule::Members(names) => format!("canonical JSON (RFC 8785) of {}", names.join(", ")),
+        }
+    }
+
+    /// The fingerprint of `body` under this rule.
+    pub fn fingerprint(self, body: &Body<'_>) -> [u8; 32] {
+        if let FingerprintRule::Members(names) = self {
+            if let Some(Value::Object(members)) = body.json() {
+                let kept: serde_json::Map<String, Value> = names
+                    .iter()
+                    .filter_map(|name| members.get(*name).map(|v| ((*name).to_string(), v.clone())))
+                    .collect();
+                // serializing a serde_json value cannot fail (no non-string keys)
+                if let Ok(canonical) = serde_json_canonicalizer::to_vec(&Value::Object(kept)) {
+                    return crate::signature::ct::sha256(&canonical);
+                }
+            }
+        }
+        crate::signature::ct::sha256(body.raw)
+    }
+}
+
 /// What a scheme's deliveries carry.
 #[derive(Debug, Clone, Copy)]
 pub struct Profile {
     pub scheme: Scheme,
+    /// What the key's fingerprint covers ([`FingerprintRule`]).
+    pub fingerprint: FingerprintRule,
     pub event_id: Option<Location>,
     pub event_type: Option<Location>,
     pub event_time: Option<(Location, TimeFormat)>,
@@ -63,15 +110,20 @@ const DAY: i64 = 24 * HOUR;
 pub const PROFILES: [Profile; 7] = [
     Profile {
         scheme: Scheme::Stripe,
+        // Stripe renders the event anew for each attempt: pending_webhooks
+        // (webhooks not yet delivered) and request change between attempts
+        // of one evt_; type and data are the event itself.
+        fingerprint: FingerprintRule::Members(&["type", "data"]),
         event_id: Some(Location::Body("/id")),
         event_type: Some(Location::Body("/type")),
         event_time: Some((Location::Body("/created"), TimeFormat::UnixSeconds)),
         retry_horizon_s: Some(3 * DAY),
         notes: "Live mode retries for up to three days with exponential backoff (test mode: a few hours).",
-        sources: "https://docs.stripe.com/webhooks#retries ; https://docs.stripe.com/api/events/object",
+        sources: "https://docs.stripe.com/webhooks#retries ; https://docs.stripe.com/api/events/object (pending_webhooks, request)",
     },
     Profile {
         scheme: Scheme::Github,
+        fingerprint: FingerprintRule::Body,
         event_id: Some(Location::Header(&["x-github-delivery"])),
         event_type: Some(Location::Header(&["x-github-event"])),
         event_time: None,
@@ -81,6 +133,7 @@ pub const PROFILES: [Profile; 7] = [
     },
     Profile {
         scheme: Scheme::Shopify,
+        fingerprint: FingerprintRule::Body,
         event_id: Some(Location::Header(&["x-shopify-event-id", "x-shopify-webhook-id"])),
         event_type: Some(Location::Header(&["x-shopify-topic"])),
         event_time: Some((Location::Header(&["x-shopify-triggered-at"]), TimeFormat::Rfc3339)),
@@ -90,6 +143,7 @@ pub const PROFILES: [Profile; 7] = [
     },
     Profile {
         scheme: Scheme::Slack,
+        fingerprint: FingerprintRule::Body,
         event_id: Some(Location::Body("/event_id")),
         event_type: Some(Location::Body("/event/type")),
         event_time: Some((Location::Body("/event_time"), TimeFormat::UnixSeconds)),
@@ -99,6 +153,7 @@ pub const PROFILES: [Profile; 7] = [
     },
     Profile {
         scheme: Scheme::Standard,
+        fingerprint: FingerprintRule::Body,
         event_id: Some(Location::Header(&["webhook-id", "svix-id"])),
         event_type: Some(Location::Body("/type")),
         event_time: Some((Location::Body("/timestamp"), TimeFormat::Rfc3339)),
@@ -108,6 +163,7 @@ pub const PROFILES: [Profile; 7] = [
     },
     Profile {
         scheme: Scheme::Paddle,
+        fingerprint: FingerprintRule::Body,
         event_id: Some(Location::Body("/event_id")),
         event_type: Some(Location::Body("/event_type")),
         event_time: Some((Location::Body("/occurred_at"), TimeFormat::Rfc3339)),
@@ -117,6 +173,7 @@ pub const PROFILES: [Profile; 7] = [
     },
     Profile {
         scheme: Scheme::Twilio,
+        fingerprint: FingerprintRule::Body,
         event_id: Some(Location::Header(&["i-twilio-idempotency-token"])),
         event_type: None,
         event_time: None,
@@ -214,6 +271,28 @@ mod tests {
             assert!(p.sources.starts_with("https://"), "{:?}", p.scheme);
             assert!(p.event_id.is_some());
         }
+    }
+
+    /// Issue 14: a Stripe event re-rendered for a retry (pending_webhooks,
+    /// request and the members' order changed) has the first attempt's
+    /// fingerprint; another type or data has another.
+    #[test]
+    fn stripe_fingerprints_ignore_what_a_retry_rerenders() {
+        let rule = profile(Scheme::Stripe).unwrap().fingerprint;
+        let first = br#"{"id":"evt_X","object":"event","type":"invoice.paid","pending_webhooks":2,
+                         "request":{"id":"req_1"},"data":{"object":{"id":"in_1","amount":100}}}"#;
+        let retry = br#"{"data":{"object":{"amount":100,"id":"in_1"}},"id":"evt_X","object":"event",
+                         "type":"invoice.paid","pending_webhooks":1,"request":{"id":null}}"#;
+        let other = br#"{"id":"evt_X","object":"event","type":"invoice.paid","pending_webhooks":1,
+                         "data":{"object":{"id":"in_1","amount":200}}}"#;
+        let fp = |b: &[u8]| rule.fingerprint(&Body::new(b));
+        assert_eq!(fp(first), fp(retry));
+        assert_ne!(fp(first), fp(other));
+        assert_eq!(fp(b"not json"), crate::signature::ct::sha256(b"not json"), "falls back to the body");
+        assert_eq!(rule.describe(), "canonical JSON (RFC 8785) of type, data");
+        // the raw-body rule of the others
+        let github = profile(Scheme::Github).unwrap().fingerprint;
+        assert_eq!(github.fingerprint(&Body::new(first)), crate::signature::ct::sha256(first));
     }
 
     #[test]

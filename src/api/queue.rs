@@ -33,7 +33,8 @@ fn webhook_enqueue(
 ) -> String {
     let key = args::key(source, idem_key);
     let payload = required(payload, "payload");
-    spi::connected(|conn| enqueue_one(conn, key, payload, event_type, headers)).as_str().to_string()
+    let fingerprint = crate::signature::ct::sha256(payload);
+    spi::connected(|conn| enqueue_one(conn, key, payload, &fingerprint, event_type, headers)).as_str().to_string()
 }
 
 /// One enqueue: the body of `webhook_enqueue` and of
@@ -44,21 +45,21 @@ pub(crate) fn enqueue_one(
     conn: &Conn<'_>,
     key: Key<'_>,
     payload: &[u8],
+    fingerprint: &[u8; 32],
     event_type: Option<&str>,
     headers: Option<Jsonb>,
 ) -> Enqueued {
     store::visible_conflict(conn, key);
-    let fingerprint = crate::signature::ct::sha256(payload);
     let now = clock_now();
-    let delivery = Delivery { key, now, payload, fingerprint: &fingerprint, event_type, headers };
+    let delivery = Delivery { key, now, payload, fingerprint, event_type, headers };
     let (outcome, counter, label) = match store::queue::enqueue(conn, &delivery) {
         Upserted::Inserted => (Enqueued::Accepted, Counter::Enqueued, event_type.map(str::to_string)),
         Upserted::Known(found) => {
-            let outcome = decide_enqueue(Some(&found.stored()), &fingerprint);
+            let outcome = decide_enqueue(Some(&found.stored()), fingerprint);
             let counter = match (outcome, found.state) {
                 (Enqueued::Conflict, _) => {
                     let stored = found.fingerprint.as_deref().unwrap_or_default();
-                    store::claim::record_conflict(conn, key, now, stored, &fingerprint, Via::Enqueue);
+                    store::claim::record_conflict(conn, key, now, stored, fingerprint, Via::Enqueue);
                     Counter::Conflicts
                 }
                 (_, State::Completed) => Counter::DuplicatesOfCompleted,

@@ -96,7 +96,9 @@ fn receive_row(
 ///
 /// `event_type` and `event_time` are read by the profile (`event_time` is
 /// NULL when absent or malformed); `last_step` is where a reclaim resumes.
-/// The payload's SHA-256 is the key's fingerprint. Arguments and errors as
+/// The key's fingerprint follows the profile's rule (`FingerprintRule`:
+/// the raw body, or for Stripe the canonical JSON of `type` and `data`, so a
+/// retry that Stripe re-rendered is no conflict). Arguments and errors as
 /// `webhook_verify` and `webhook_claim`; 22023 for another `mode`.
 #[pg_extern(volatile, parallel_unsafe)]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -175,15 +177,20 @@ fn webhook_receive(
         };
         let key = derive(&Parts { source, event_id: &event_id, environment, account, operation, body_hash }).or_raise();
         let idem_key = Key { source, idem_key: &key };
+        // what the provider's profile says identifies the content (a retry
+        // re-rendered by the provider is not a conflict)
+        let fingerprint = match profile::profile(scheme_parsed) {
+            Some(p) => p.fingerprint.fingerprint(&json),
+            None => crate::signature::ct::sha256(body),
+        };
         match mode {
             Mode::Claim => {
-                let fingerprint = crate::signature::ct::sha256(body);
                 let (outcome, token, attempt, _state, result, last_step, _, _) =
                     claim_one(conn, idem_key, Some(&fingerprint), lease_us, event_type.as_deref());
                 (true, None, Some(key), Some(outcome), token, Some(attempt), result, event_type, event_time, last_step)
             }
             Mode::Enqueue => {
-                let outcome = enqueue_one(conn, idem_key, body, event_type.as_deref(), None);
+                let outcome = enqueue_one(conn, idem_key, body, &fingerprint, event_type.as_deref(), None);
                 (true, None, Some(key), Some(outcome.as_str().into()), None, None, None, event_type, event_time, None)
             }
         }

@@ -58,6 +58,56 @@ mod tests {
         Some(text.to_string())
     }
 
+    /// Issue 14, item 1: Stripe renders an event anew for each attempt, so
+    /// a retry of `evt_X` whose `pending_webhooks` (and `request`) changed
+    /// was answered `conflict` (422) and Stripe retried for three days. The
+    /// fingerprint covers the event's `type` and `data` now: the retry is a
+    /// `duplicate` with the stored result, in both modes; a different
+    /// `data` under the same id is still a `conflict`.
+    #[pg_test]
+    fn a_stripe_retry_with_a_rerendered_envelope_is_a_duplicate() {
+        let at = 1_700_000_000;
+        for (mode, first_outcome, source) in [("claim", "claimed", "stripe-fp"), ("enqueue", "accepted", "stripe-fq")] {
+            let send = |body: &str| {
+                let headers = signed("stripe", body.as_bytes(), "whsec_x", at, "", json!({}));
+                receive(
+                    "stripe",
+                    body.as_bytes(),
+                    &headers,
+                    "whsec_x",
+                    at as f64,
+                    &format!(", source => '{source}', mode => '{mode}'"),
+                )
+                .3
+            };
+            let first = r#"{"id":"evt_X","object":"event","type":"invoice.paid","pending_webhooks":2,"data":{"object":{"id":"in_1"}}}"#;
+            let retry = r#"{"id":"evt_X","object":"event","type":"invoice.paid","pending_webhooks":1,"request":{"id":null},"data":{"object":{"id":"in_1"}}}"#;
+            let other = r#"{"id":"evt_X","object":"event","type":"invoice.paid","pending_webhooks":1,"data":{"object":{"id":"in_2"}}}"#;
+            assert_eq!(send(first), s(first_outcome), "{mode}");
+            if mode == "claim" {
+                let done = Spi::get_one_with_args::<bool>(
+                    "SELECT webhook_complete($1, k.idem_key, k.claim_token, '{\"ok\": 1}')
+                       FROM webhook_dedup.keys AS k WHERE k.source = $1",
+                    &[source.into()],
+                );
+                assert_eq!(done, Ok(Some(true)));
+                let result = Spi::get_one_with_args::<JsonB>(
+                    "SELECT result FROM webhook_receive('stripe', $1, $2, ARRAY['whsec_x'], at => to_timestamp($3),
+                                                        source => $4)",
+                    &[
+                        retry.as_bytes().into(),
+                        JsonB(signed("stripe", retry.as_bytes(), "whsec_x", at, "", json!({}))).into(),
+                        (at as f64).into(),
+                        source.into(),
+                    ],
+                );
+                assert_eq!(result.unwrap().unwrap().0, json!({"ok": 1}), "the stored result");
+            }
+            assert_eq!(send(retry), s("duplicate"), "{mode}: a re-rendered retry");
+            assert_eq!(send(other), s("conflict"), "{mode}: other data under the same id");
+        }
+    }
+
     #[pg_test]
     fn github_fixture_through_receive() {
         let body = include_bytes!("../../tests/fixtures/github/push/payload.json");
