@@ -463,13 +463,14 @@ impl Table {
     /// whether the source is configured and `known` does not say.
     fn count(&mut self, hour: &Key, minute: &Key, counts: &Counts, known: Known) -> Result<(), AskKnown> {
         let mut hour = *hour;
-        if !self.entries[self.probe(&hour)].used && self.event_types(&hour) >= SOURCE_EVENT_TYPES {
+        let mut hour_new = !self.entries[self.probe(&hour)].used;
+        if hour_new && self.event_types(&hour) >= SOURCE_EVENT_TYPES {
             // a source's made-up event types stop here: the rest count
             // under one event type of the source, not another source's room
             hour = Key::new(hour.database, hour.bucket, hour.source(), OTHER_EVENT_TYPE.as_bytes());
+            hour_new = !self.entries[self.probe(&hour)].used;
         }
         let hour = &hour;
-        let hour_new = !self.entries[self.probe(hour)].used;
         let mut minute_new = !self.entries[self.probe(minute)].used;
         let mut minute_skipped = false;
         let mut refused = false;
