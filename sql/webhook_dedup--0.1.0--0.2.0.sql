@@ -162,10 +162,11 @@ CREATE TYPE webhook_dedup.receive_result AS (
     result        jsonb,
     event_type    text,
     event_time    timestamptz,
-    last_step     text
+    last_step     text,
+    response      jsonb
 );
 COMMENT ON TYPE webhook_dedup.receive_result IS
-  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued), claim_token, attempt, result, event_type, event_time, last_step.';
+  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (for outcome handshake: the JSON body to answer with).';
 
 
 -- The keys, in key order; a completed key is looked at again by maintenance
@@ -200,6 +201,52 @@ DROP TABLE webhook_dedup.keys_0_1 CASCADE;
 ALTER TABLE webhook_dedup.conflict_log
     ALTER COLUMN source TYPE text COLLATE "C",
     ALTER COLUMN idem_key TYPE text COLLATE "C";
+
+-- The replay guard (src/store/replay_guards.rs): per source and signed
+-- body, the key the body belongs to, so that a body re-sent under a new
+-- event id is a duplicate (webhook_receive; on for github and shopify).
+CREATE TABLE webhook_dedup.replay_guards (
+    -- compared with the keys' own columns, so in their collation
+    source      text        COLLATE "C" NOT NULL,
+    body_sha256 bytea       NOT NULL,
+    idem_key    text        COLLATE "C" NOT NULL,
+    seen_at     timestamptz NOT NULL,
+    PRIMARY KEY (body_sha256, source)
+);
+CREATE INDEX replay_guards_seen_at ON webhook_dedup.replay_guards (seen_at);
+COMMENT ON COLUMN webhook_dedup.replay_guards.source IS 'The source the body was delivered to.';
+COMMENT ON COLUMN webhook_dedup.replay_guards.body_sha256 IS 'SHA-256 of the raw body, as signed.';
+COMMENT ON COLUMN webhook_dedup.replay_guards.idem_key IS 'The idempotency key the body belongs to: the first delivery''s, or the one that took the body over when that key''s processing had failed or the key was gone.';
+COMMENT ON COLUMN webhook_dedup.replay_guards.seen_at IS 'When the body was given to idem_key (database clock); the row is pruned by maintenance after the source''s retention.';
+COMMENT ON TABLE webhook_dedup.replay_guards IS
+  'The replay guard of webhook_receive (webhook_dedup.sources.replay_guard; on by default for github and shopify, which sign neither the event id nor a time): one row per source and signed body, naming the key it belongs to. A delivery of the body under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered) and processes nothing. Its one false positive: two genuinely distinct events with byte-identical bodies. Pruned after the source''s retention.';
+
+-- webhook_dedup.providers shows each profile's fingerprint rule, replay
+-- guard and handshake (new columns of provider_profiles()).
+DROP VIEW webhook_dedup.providers;
+DROP FUNCTION webhook_dedup.provider_profiles();
+CREATE FUNCTION webhook_dedup."provider_profiles"() RETURNS TABLE (
+	"scheme" TEXT,  /* String */
+	"event_id" TEXT,  /* Option < String > */
+	"event_type" TEXT,  /* Option < String > */
+	"event_time" TEXT,  /* Option < String > */
+	"retry_horizon" interval,  /* Option < pgrx :: datum :: Interval > */
+	"fingerprint" TEXT,  /* String */
+	"replay_guard" bool,  /* bool */
+	"handshake" TEXT,  /* Option < String > */
+	"notes" TEXT,  /* String */
+	"sources" TEXT  /* String */
+)
+IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'provider_profiles_wrapper';
+CREATE VIEW webhook_dedup.providers AS
+SELECT scheme, event_id, event_type, event_time, retry_horizon, fingerprint, replay_guard, handshake, notes, sources
+  FROM webhook_dedup.provider_profiles();
+COMMENT ON VIEW webhook_dedup.providers IS
+  'What each scheme''s deliveries carry, as webhook_receive reads them: where the event id is (the idempotency key is built from it), the event type, the event time to order by (with its format), the provider''s documented retry horizon (retention should cover it), the fingerprint rule (what part of the payload identifies the content: raw body, or the RFC 8785 canonical JSON of the values at some JSON pointers, leaving out what the provider changes between attempts), whether the replay guard is on by default (schemes that sign neither the event id nor a time), the handshake webhook_receive answers itself, and the sources of these facts. A source overrides each in webhook_dedup.sources. The generic hmac scheme has no profile. Per provider: docs/providers.md.';
+COMMENT ON FUNCTION webhook_dedup.provider_profiles() IS
+  'The built-in provider profiles as rows; read them through webhook_dedup.providers.';
 
 CREATE VIEW webhook_dedup.retention_warnings AS
 WITH used AS (
@@ -343,7 +390,7 @@ COMMENT ON COLUMN webhook_dedup.maintenance_runs.leases_expired IS 'Expired proc
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.dead_lettered IS 'Expired processing leases moved to dead_lettered (no attempts left).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_pruned IS 'Completed keys past retention deleted (with their payloads).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_kept IS 'Completed keys whose expires_at came but that were active since (a late duplicate) or whose source''s retention grew: looked at again later instead of deleted.';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS 'Watermarks, conflicts, claim counts and maintenance runs deleted past retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS 'Watermarks, replay guards, conflicts, claim counts and maintenance runs deleted past retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.metrics_flushed IS 'Metrics entries flushed from shared memory.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.retention_warnings IS 'Sources whose retention is shorter than their provider''s retry horizon (webhook_dedup.retention_warnings).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS 'A step stopped at webhook_dedup.batch_size: the worker runs the next pass after a rest that keeps it to webhook_dedup.maintenance_duty_cycle of the time.';
@@ -402,7 +449,7 @@ VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'webhook_receive_wrapper';
 COMMENT ON FUNCTION @extschema@.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval, timestamptz, text, text, text, text, text) IS
-  'webhook_receive(scheme, payload, headers, secrets, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step). Verifies first and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail); derives the key from the scheme''s profile (webhook_dedup.providers; source defaults to the scheme); a delivery without an event id gets reject_reason missing_event_id unless body_key_fallback; then claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict), with the fingerprint of the profile''s rule (the raw body; for stripe the RFC 8785 canonical JSON of type and data, so that a retry Stripe re-rendered is no conflict). Errors as webhook_verify and webhook_claim; 22023 another mode.';
+  'webhook_receive(scheme, payload, headers, secrets, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step, response). (1) Verifies and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail). (2) Answers a provider handshake (slack url_verification, ...): outcome handshake, response = the JSON body to answer, nothing stored. (3) Reads the event id, type and time by the scheme''s profile (webhook_dedup.providers) with the source''s settings in its place (webhook_dedup.sources; source defaults to the scheme); an event type the source does not accept (accept_event_types) is outcome ignored, nothing stored. (4) A delivery without an event id gets reject_reason missing_event_id unless body_key_fallback. (5) With the source''s replay guard on (github and shopify by default), a signed body already received under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered; idem_key names it) and nothing is processed (webhook_dedup.replay_guards). (6) Claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict), with the fingerprint of the source''s rule (fingerprint_pointers, else the profile''s: the raw body; for stripe the RFC 8785 canonical JSON of /type and /data, so that a retry Stripe re-rendered is no conflict). Errors as webhook_verify and webhook_claim; 22023 another mode, or a webhook_dedup.sources row whose intake settings do not check.';
 
 DROP FUNCTION webhook_dedup.run_maintenance();
 CREATE FUNCTION webhook_dedup.run_maintenance() RETURNS TABLE (
@@ -421,7 +468,7 @@ STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'run_maintenance_wrapper';
 COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
-  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
+  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, replay guards, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
 
 -- Comments that described 0.1.0's per-key advisory lock.
 COMMENT ON FUNCTION @extschema@.webhook_next(text, interval, integer) IS
@@ -439,6 +486,157 @@ CREATE TRIGGER sources_changed
   FOR EACH STATEMENT EXECUTE FUNCTION webhook_dedup.sources_changed();
 COMMENT ON FUNCTION webhook_dedup.sources_changed() IS
   'Trigger function of sources_changed on webhook_dedup.sources: sends a relation cache invalidation of the table, which empties every backend''s cache of per-source settings when the change commits.';
+
+-- How webhook_receive reads a source's deliveries where its provider
+-- profile does not (src/intake.rs).
+ALTER TABLE webhook_dedup.sources
+    ADD COLUMN event_id_from        text,
+    ADD COLUMN event_type_from      text,
+    ADD COLUMN event_time_from      text,
+    ADD COLUMN event_time_format    text,
+    ADD COLUMN fingerprint_pointers text[],
+    ADD COLUMN replay_guard         boolean,
+    ADD COLUMN accept_event_types   text[];
+COMMENT ON COLUMN webhook_dedup.sources.event_id_from IS 'Where webhook_receive reads the event id (what the idempotency key is built from): header:<name> (an HTTP field name, RFC 9110 section 5.1, any case) or a JSON pointer into the body (RFC 6901, e.g. /data/id). A string or number value; empty or absent is missing_event_id. NULL: the provider profile''s (webhook_dedup.providers). 22023 when invalid.';
+COMMENT ON COLUMN webhook_dedup.sources.event_type_from IS 'Where webhook_receive reads the event type, as event_id_from. NULL: the provider profile''s.';
+COMMENT ON COLUMN webhook_dedup.sources.event_time_from IS 'Where webhook_receive reads the event time (what webhook_advance orders by), as event_id_from; set together with event_time_format. NULL: the provider profile''s.';
+COMMENT ON COLUMN webhook_dedup.sources.event_time_format IS 'How the event time is written: unix_seconds, unix_milliseconds (digits, a JSON number or string) or rfc3339. Set exactly when event_time_from is.';
+COMMENT ON COLUMN webhook_dedup.sources.fingerprint_pointers IS 'What the key''s fingerprint covers (a later delivery of the key with another fingerprint is a conflict): JSON pointers (RFC 6901; at most 64) whose values are hashed as one RFC 8785 canonical JSON object, so that what the provider changes between attempts (attempt counters, delivery metadata) is left out; an empty array: the raw body bytes. NULL: the provider profile''s rule (webhook_dedup.providers.fingerprint), else the raw body.';
+COMMENT ON COLUMN webhook_dedup.sources.replay_guard IS 'Whether webhook_receive claims a replay guard per delivery (webhook_dedup.replay_guards): a signed body already received under another event id is answered duplicate instead of being processed again. For providers that sign neither the event id nor a time. NULL: the provider profile''s default (on for github and shopify).';
+COMMENT ON COLUMN webhook_dedup.sources.accept_event_types IS 'The event types the source wants (at most 1000 entries; an entry ending in * matches every type starting with what precedes it, e.g. invoice.*). Other verified deliveries, and deliveries without an event type, are answered outcome ignored: nothing stored, counted as ignored. NULL: every type.';
+COMMENT ON TABLE webhook_dedup.sources IS
+  'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease), max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts), retention (else webhook_dedup.retention), tolerance (webhook_receive''s replay window; else the provider''s default), provider (the profile for retention_warnings), and how webhook_receive reads the source''s deliveries: event_id_from, event_type_from, event_time_from and event_time_format, fingerprint_pointers, replay_guard, accept_event_types (docs/providers.md, "Custom sources"). NULL columns fall back to the settings and the provider profile.';
+
+CREATE FUNCTION webhook_dedup."source_intake_valid"(
+	"source" TEXT, /* Option < & str > */
+	"event_id_from" TEXT, /* Option < & str > */
+	"event_type_from" TEXT, /* Option < & str > */
+	"event_time_from" TEXT, /* Option < & str > */
+	"event_time_format" TEXT, /* Option < & str > */
+	"fingerprint_pointers" TEXT[], /* :: std :: option :: Option < Array < '_, & str > > */
+	"accept_event_types" TEXT[] /* :: std :: option :: Option < Array < '_, & str > > */
+) RETURNS bool /* bool */
+IMMUTABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'source_intake_valid_wrapper';
+-- A source's intake settings are checked when written, by the parser
+-- webhook_receive uses (src/intake.rs): an invalid one is 22023 naming the
+-- column, not a delivery that fails later.
+ALTER TABLE webhook_dedup.sources ADD CONSTRAINT sources_intake
+  CHECK (webhook_dedup.source_intake_valid(source, event_id_from, event_type_from, event_time_from,
+                                           event_time_format, fingerprint_pointers, accept_event_types));
+COMMENT ON FUNCTION webhook_dedup.source_intake_valid(text, text, text, text, text, text[], text[]) IS
+  'source_intake_valid(source, event_id_from, event_type_from, event_time_from, event_time_format, fingerprint_pointers, accept_event_types) -> true, or 22023 naming the column and the problem (never false): the check constraint sources_intake of webhook_dedup.sources. Locations are header:<name> (RFC 9110 field name) or a JSON pointer (RFC 6901); event_time_format unix_seconds, unix_milliseconds or rfc3339, set exactly with event_time_from; fingerprint_pointers at most 64 JSON pointers (empty: the raw body); accept_event_types 1 to 1000 entries of 1 to 255 characters, * only at the end.';
+
+
+-- Two counters more: ignored (accept_event_types) and replayed (the
+-- replay guard); the views over the counters come back with them.
+DROP VIEW webhook_dedup.duplicate_metrics_by_minute, webhook_dedup.duplicate_metrics,
+          webhook_dedup.metrics_buckets, webhook_dedup.counters;
+ALTER TABLE webhook_dedup.claim_counts
+    ADD COLUMN ignored                        bigint NOT NULL DEFAULT 0,
+    ADD COLUMN replayed                       bigint NOT NULL DEFAULT 0;
+COMMENT ON COLUMN webhook_dedup.claim_counts.ignored IS 'webhook_receive deliveries that verified but whose event type the source does not accept (webhook_dedup.sources.accept_event_types; answered ignored, nothing stored).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.replayed IS 'webhook_receive deliveries whose signed body the replay guard found under another event id (webhook_dedup.replay_guards; answered from that key, nothing processed). Not counted as deliveries or duplicates: a provider''s retries carry the same id.';
+
+-- Metrics: the flushed counters plus the live ones in shared memory, in
+-- the column order of src/metrics.rs (Counter::ALL; a pg_test checks it).
+CREATE VIEW webhook_dedup.counters AS
+SELECT c.bucket, c.source, c.event_type, c.bucket_width, c.deliveries, c.first_claims, c.reclaims,
+       c.duplicates_of_completed, c.duplicates_in_progress, c.conflicts, c.retry_later,
+       c.unknown_outcome, c.dead_lettered, c.completions, c.stale_completions, c.retries_scheduled,
+       c.dead_letters, c.marked_unknown, c.enqueued, c.drained, c.forgotten, c.resolved,
+       c.stale_tokens, c.expired_leases, c.rejected_missing_header, c.rejected_malformed_header,
+       c.rejected_unsupported_version, c.rejected_no_matching_signature,
+       c.rejected_timestamp_too_old, c.rejected_timestamp_too_new, c.missing_event_ids, c.ignored, c.replayed
+  FROM webhook_dedup.claim_counts AS c
+UNION ALL
+SELECT l.bucket, l.source, l.event_type,
+       CASE WHEN l.minute THEN '1 minute'::interval ELSE '1 hour'::interval END, l.counts[1],
+       l.counts[2], l.counts[3], l.counts[4], l.counts[5], l.counts[6], l.counts[7], l.counts[8],
+       l.counts[9], l.counts[10], l.counts[11], l.counts[12], l.counts[13], l.counts[14],
+       l.counts[15], l.counts[16], l.counts[17], l.counts[18], l.counts[19], l.counts[20],
+       l.counts[21], l.counts[22], l.counts[23], l.counts[24], l.counts[25], l.counts[26],
+       l.counts[27], l.counts[28], l.counts[29]
+  FROM webhook_dedup.metrics_live() AS l;
+COMMENT ON VIEW webhook_dedup.counters IS
+  'Every counter per bucket (bucket_width 1 hour: per source and event type; 1 minute: per source, event_type ''''), flushed (webhook_dedup.claim_counts) and live (shared memory, not flushed yet) as separate rows: sum them within one bucket_width (the minute rows count the last two hours again). Columns as webhook_dedup.claim_counts. Read webhook_dedup.duplicate_metrics or duplicate_metrics_by_minute instead unless you need event types.';
+
+CREATE VIEW webhook_dedup.metrics_buckets AS
+SELECT a.source, a.bucket, a.bucket_width,
+       pg_catalog.sum(a.deliveries)::bigint AS deliveries,
+       pg_catalog.sum(a.first_claims)::bigint AS first_claims,
+       pg_catalog.sum(a.reclaims)::bigint AS reclaims,
+       pg_catalog.sum(a.duplicates_of_completed)::bigint AS duplicates_of_completed,
+       pg_catalog.sum(a.duplicates_in_progress)::bigint AS duplicates_in_progress,
+       pg_catalog.sum(a.conflicts)::bigint AS conflicts,
+       pg_catalog.sum(a.retry_later)::bigint AS retry_later,
+       pg_catalog.sum(a.unknown_outcome)::bigint AS unknown_outcome,
+       pg_catalog.sum(a.dead_lettered)::bigint AS dead_lettered,
+       pg_catalog.sum(a.completions)::bigint AS completions,
+       pg_catalog.sum(a.stale_completions)::bigint AS stale_completions,
+       pg_catalog.sum(a.retries_scheduled)::bigint AS retries_scheduled,
+       pg_catalog.sum(a.dead_letters)::bigint AS dead_letters,
+       pg_catalog.sum(a.marked_unknown)::bigint AS marked_unknown,
+       pg_catalog.sum(a.enqueued)::bigint AS enqueued,
+       pg_catalog.sum(a.drained)::bigint AS drained,
+       pg_catalog.sum(a.forgotten)::bigint AS forgotten,
+       pg_catalog.sum(a.resolved)::bigint AS resolved,
+       pg_catalog.sum(a.stale_tokens)::bigint AS stale_tokens,
+       pg_catalog.sum(a.expired_leases)::bigint AS expired_leases,
+       pg_catalog.sum(a.rejected_missing_header)::bigint AS rejected_missing_header,
+       pg_catalog.sum(a.rejected_malformed_header)::bigint AS rejected_malformed_header,
+       pg_catalog.sum(a.rejected_unsupported_version)::bigint AS rejected_unsupported_version,
+       pg_catalog.sum(a.rejected_no_matching_signature)::bigint AS rejected_no_matching_signature,
+       pg_catalog.sum(a.rejected_timestamp_too_old)::bigint AS rejected_timestamp_too_old,
+       pg_catalog.sum(a.rejected_timestamp_too_new)::bigint AS rejected_timestamp_too_new,
+       pg_catalog.sum(a.missing_event_ids)::bigint AS missing_event_ids,
+       pg_catalog.sum(a.ignored)::bigint AS ignored,
+       pg_catalog.sum(a.replayed)::bigint AS replayed,
+       (pg_catalog.sum(a.duplicates_of_completed) OPERATOR(pg_catalog.+) pg_catalog.sum(a.duplicates_in_progress))::bigint
+         AS duplicates,
+       (pg_catalog.sum(a.rejected_missing_header) OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_malformed_header)
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_unsupported_version)
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_no_matching_signature)
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_timestamp_too_old)
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_timestamp_too_new))::bigint AS signature_rejections,
+       CASE WHEN pg_catalog.sum(a.deliveries) OPERATOR(pg_catalog.>) 0
+            THEN ((pg_catalog.sum(a.duplicates_of_completed) OPERATOR(pg_catalog.+) pg_catalog.sum(a.duplicates_in_progress))
+                  OPERATOR(pg_catalog./) pg_catalog.sum(a.deliveries))::double precision
+       END AS duplicate_ratio
+  FROM webhook_dedup.counters AS a
+ GROUP BY a.source, a.bucket, a.bucket_width;
+COMMENT ON VIEW webhook_dedup.metrics_buckets IS
+  'webhook_dedup.counters summed per source, bucket and bucket_width over event types, flushed and live together, with duplicates, signature_rejections and duplicate_ratio. Filter on bucket_width (hour and minute rows count the same deliveries); duplicate_metrics and duplicate_metrics_by_minute are this view for one width.';
+
+CREATE VIEW webhook_dedup.duplicate_metrics AS
+SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicates, m.duplicates_of_completed,
+       m.duplicates_in_progress, m.conflicts, m.completions, m.stale_completions, m.retry_later,
+       m.unknown_outcome, m.dead_lettered, m.retries_scheduled, m.dead_letters, m.marked_unknown, m.enqueued,
+       m.drained, m.forgotten, m.resolved, m.stale_tokens, m.expired_leases, m.signature_rejections,
+       m.rejected_missing_header, m.rejected_malformed_header, m.rejected_unsupported_version,
+       m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
+       m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio
+  FROM webhook_dedup.metrics_buckets AS m
+ WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 hour'::interval;
+
+CREATE VIEW webhook_dedup.duplicate_metrics_by_minute AS
+SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicates, m.duplicates_of_completed,
+       m.duplicates_in_progress, m.conflicts, m.completions, m.stale_completions, m.retry_later,
+       m.unknown_outcome, m.dead_lettered, m.retries_scheduled, m.dead_letters, m.marked_unknown, m.enqueued,
+       m.drained, m.forgotten, m.resolved, m.stale_tokens, m.expired_leases, m.signature_rejections,
+       m.rejected_missing_header, m.rejected_malformed_header, m.rejected_unsupported_version,
+       m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
+       m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio
+  FROM webhook_dedup.metrics_buckets AS m
+ WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 minute'::interval
+   AND m.bucket OPERATOR(pg_catalog.>=)
+       pg_catalog.date_trunc('minute', pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::interval, 'UTC');
+
+COMMENT ON VIEW webhook_dedup.duplicate_metrics IS
+  'Counts per source and hour (bucket, UTC-aligned), flushed plus live: deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts (same key, different payload), completions, stale_completions, retry_later, unknown_outcome and dead_lettered (claims answered so), retries_scheduled, dead_letters (keys that became dead_lettered), marked_unknown, enqueued, drained, forgotten, resolved, stale_tokens, expired_leases (swept by maintenance), signature_rejections (webhook_receive deliveries that did not verify, = the sum of the rejected_<reason> columns), missing_event_ids, ignored (event types the source does not accept), replayed (signed bodies re-sent under another event id, refused by the replay guard), and duplicate_ratio = duplicates / deliveries (NULL without deliveries). What a crash can lose: docs/metrics.md. Empty without shared_preload_libraries. Filter on bucket: the condition reaches the index of webhook_dedup.claim_counts.';
+COMMENT ON VIEW webhook_dedup.duplicate_metrics_by_minute IS
+  'The columns of webhook_dedup.duplicate_metrics per source and minute, for the last hour (per-minute counts are kept two hours).';
 
 -- As in src/sql/finalize.sql:
 -- Privileges (docs/security.md). The functions are the only way in: no
@@ -601,6 +799,7 @@ SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.keys', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.payloads', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.sources', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.watermarks', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.replay_guards', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.conflict_log', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.conflict_log_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.claim_counts', '');

@@ -33,6 +33,8 @@ pub mod calendar;
 pub mod claim;
 pub mod error;
 pub mod guc;
+pub mod handshake;
+pub mod intake;
 pub mod jsonb;
 pub mod key;
 pub mod lock;

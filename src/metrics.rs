@@ -136,10 +136,16 @@ pub enum Counter {
     RejectedTimestampTooOld,
     RejectedTimestampTooNew,
     MissingEventIds,
+    /// `webhook_receive` deliveries answered `ignored` (an event type the
+    /// source does not accept).
+    Ignored,
+    /// `webhook_receive` deliveries the replay guard answered from another
+    /// key (a signed body re-sent under a new event id).
+    Replayed,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 27] = [
+    pub const ALL: [Counter; 29] = [
         Counter::Deliveries,
         Counter::FirstClaims,
         Counter::Reclaims,
@@ -167,6 +173,8 @@ impl Counter {
         Counter::RejectedTimestampTooOld,
         Counter::RejectedTimestampTooNew,
         Counter::MissingEventIds,
+        Counter::Ignored,
+        Counter::Replayed,
     ];
 
     /// The `webhook_dedup.claim_counts` column this counter is flushed to.
@@ -199,6 +207,8 @@ impl Counter {
             Counter::RejectedTimestampTooOld => "rejected_timestamp_too_old",
             Counter::RejectedTimestampTooNew => "rejected_timestamp_too_new",
             Counter::MissingEventIds => "missing_event_ids",
+            Counter::Ignored => "ignored",
+            Counter::Replayed => "replayed",
         }
     }
 

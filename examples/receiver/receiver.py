@@ -19,9 +19,13 @@ webhook_dedup each is one SQL call:
        in_progress         -> 409 + Retry-After: another worker holds a live lease
        duplicate           -> 200 with the result stored by the first completion,
                               so a redelivery gets the same answer as the first
+                              (also a signed body re-sent under a new delivery
+                              id: the replay guard answers it from the first)
        conflict            -> 422: same key, different payload bytes
        retry_later         -> 503 + Retry-After: a failed attempt is not due again yet
        unknown_outcome / dead_lettered -> 202: parked for an operator, stop retrying
+       handshake           -> 200 with `response` (a provider's control message)
+       ignored             -> 200: an event type the source does not accept
 4. Do the work in steps, each exactly-once. A step commits its own writes and
    its record in webhook_dedup in ONE transaction:
    a. the notification, unless the claim's last_step is already 'notified':
@@ -237,8 +241,15 @@ def handle_delivery(cfg: Config, body: bytes, headers) -> Response:
             "SELECT * FROM webhook_receive('github', %s, %s, %s, lease => %s::interval)",
             (body, Jsonb(headers_json(headers)), cfg.secrets, cfg.lease),
         ).fetchone()
+        if claim.outcome == "handshake":
+            # A provider's control message (Slack's url_verification, Zoom's
+            # endpoint.url_validation): answer its body, nothing was stored.
+            return Response(200, claim.response, claim.outcome)
         if not claim.verified:
             return Response(401, {"error": "invalid signature"})
+        if claim.outcome == "ignored":
+            # An event type the source does not accept (accept_event_types).
+            return Response(200, {"status": "ignored"}, claim.outcome)
         if claim.reject_reason == "missing_event_id" or not claim.event_type:
             return Response(400, {"error": "X-GitHub-Delivery and X-GitHub-Event are required"})
         key, event_type = claim.idem_key, claim.event_type

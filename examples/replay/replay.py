@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """A webhook "provider" that replays real GitHub deliveries with real-world faults.
 
-Each fixture file (tests/fixtures/github/<event>/*.json) is one event: its exact
-bytes are POSTed, signed like GitHub signs them, with a fresh X-GitHub-Delivery.
+Each fixture file (tests/fixtures/github/<event>/*.json) is one event: its bytes
+are POSTed, signed like GitHub signs them, with a fresh X-GitHub-Delivery. GitHub
+never sends one body for two events, so each replayed event is made new by a
+first member naming its delivery ("x_demo_event"); the rest is the fixture's
+bytes.
 A seeded RNG picks which events also suffer the faults real providers produce:
 
   sequential  redelivered with the same id and bytes after the first answer
@@ -18,6 +21,10 @@ A seeded RNG picks which events also suffer the faults real providers produce:
               (X-Webhook-Resumed-From: notified) and not notify again
   tampered    an extra delivery with a fresh id whose body has one byte changed
               after signing: it must be refused (401) and leave no trace
+  replayed    an extra delivery, sent after the others, of an event's exact
+              signed bytes under a fresh id (what whoever captured a delivery
+              can do, since GitHub signs no id): the replay guard must answer
+              it duplicate, and it must leave no key and no side effect
 
 Like a real provider, every delivery is retried on 409 (after Retry-After), on
 5xx and on a dropped connection, until it gets a 2xx or runs out of attempts.
@@ -37,6 +44,7 @@ libpq environment variables (PGHOST, PGPORT, PGUSER, PGDATABASE) or --dsn.
 import argparse
 import hashlib
 import hmac
+import json
 import http.client
 import os
 import random
@@ -68,8 +76,10 @@ CRASH_RATE = 0.05  # split between the two crash kinds
 CONCURRENT_RATE = 0.10
 SEQUENTIAL_RATE = 0.20
 TAMPERED_RATE = 0.05
+REPLAYED_RATE = 0.05
 
-KINDS = ("plain", "sequential", "concurrent", *CRASH_KINDS, "tampered")
+KINDS = ("plain", "sequential", "concurrent", *CRASH_KINDS, "tampered", "replayed")
+EXTRA_KINDS = ("tampered", "replayed")  # deliveries that are not events of their own
 MAX_ATTEMPTS = 6  # per copy of a delivery, like a provider's bounded retries
 HTTP_TIMEOUT_S = 10.0
 # Wait before retrying an answer without Retry-After (5xx, dropped connection).
@@ -91,6 +101,7 @@ class Delivery:
     body: bytes         # the bytes sent
     signed_body: bytes  # the bytes signed: equal to body except when tampered
     fixture: Path
+    replay_of: Optional[str] = None  # replayed: the delivery id whose signed bytes it re-sends
 
 
 @dataclass(frozen=True)
@@ -159,6 +170,15 @@ def github_headers(delivery_id: str, event: str, signature: str) -> dict:
     }
 
 
+def as_new_event(body: bytes, delivery_id: str) -> bytes:
+    """The fixture's bytes as the event of `delivery_id`: a first member
+    "x_demo_event" naming it, then the fixture's members byte for byte."""
+    start = body.index(b"{") + 1
+    rest = body[start:]
+    member = json.dumps({"x_demo_event": delivery_id})[1:-1].encode()
+    return body[:start] + member + (b"" if rest.lstrip().startswith(b"}") else b",") + rest
+
+
 def tamper(body: bytes, rng: random.Random) -> bytes:
     """body with one byte changed (flipping the low bit always changes it)."""
     i = rng.randrange(len(body))
@@ -184,17 +204,30 @@ def build_plan(fixtures, seed: int = DEFAULT_SEED) -> list:
 
     plan, start = [], 0
     for kind, count in bounds:
-        plan += [make_delivery(kind, f, f.body) for f in events[start:start + count]]
+        plan += [make_delivery(kind, f) for f in events[start:start + count]]
         start += count
-    plan += [make_delivery("plain", f, f.body) for f in events[start:]]
+    plan += [make_delivery("plain", f) for f in events[start:]]
     for f in rng.sample(events, max(1, round(n * TAMPERED_RATE))):
-        plan.append(make_delivery("tampered", f, tamper(f.body, rng)))
+        plan.append(make_delivery("tampered", f, rng))
     rng.shuffle(plan)
+    originals = [d for d in plan if d.kind not in EXTRA_KINDS]
+    for d in rng.sample(originals, max(1, round(n * REPLAYED_RATE))):
+        plan.append(replay_of(d))
     return plan
 
 
-def make_delivery(kind: str, fixture: Fixture, body: bytes) -> Delivery:
-    return Delivery(kind, str(uuid.uuid4()), fixture.event, body, fixture.body, fixture.path)
+def make_delivery(kind: str, fixture: Fixture, rng: Optional[random.Random] = None) -> Delivery:
+    """A new event from `fixture` (tampered after signing when kind is tampered)."""
+    delivery_id = str(uuid.uuid4())
+    signed = as_new_event(fixture.body, delivery_id)
+    body = tamper(signed, rng or random.Random(delivery_id)) if kind == "tampered" else signed
+    return Delivery(kind, delivery_id, fixture.event, body, signed, fixture.path)
+
+
+def replay_of(original: Delivery) -> Delivery:
+    """`original`'s exact signed bytes under a fresh delivery id."""
+    return Delivery("replayed", str(uuid.uuid4()), original.event, original.signed_body, original.signed_body,
+                    original.fixture, replay_of=original.delivery_id)
 
 
 def post(url: str, body: bytes, headers: dict,
@@ -290,10 +323,12 @@ def retry_delay(answer: Answer) -> float:
 
 
 def run(plan, url: str, secret: str, lease_seconds: float, workers: int = 8) -> list:
-    """Replay the whole plan with `workers` deliveries in flight; one result per delivery."""
+    """Replay the whole plan with `workers` deliveries in flight, the
+    replayed copies once every event was delivered; one result per delivery."""
     provider = Provider(url, secret, lease_seconds)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(provider.replay, plan))
+        events = list(pool.map(provider.replay, [d for d in plan if d.kind != "replayed"]))
+        return events + list(pool.map(provider.replay, [d for d in plan if d.kind == "replayed"]))
 
 
 def check(conn, results, metrics_before=None) -> Report:
@@ -301,8 +336,9 @@ def check(conn, results, metrics_before=None) -> Report:
     `metrics_before` is metrics_totals() from before the run (zeros when
     the database saw no deliveries of SOURCE before)."""
     answers = [a for r in results for a in r.answers]
-    valid = [r for r in results if r.delivery.kind != "tampered"]
+    valid = [r for r in results if r.delivery.kind not in EXTRA_KINDS]
     tampered = [r for r in results if r.delivery.kind == "tampered"]
+    replayed = [r for r in results if r.delivery.kind == "replayed"]
     problems = []
 
     valid_ids = [r.delivery.delivery_id for r in valid]
@@ -326,7 +362,18 @@ def check(conn, results, metrics_before=None) -> Report:
             tampered_stored += 1
             problems.append(f"tampered {d.delivery_id} was stored")
 
-    problems += _metrics_problems(conn, answers, tampered, metrics_before)
+    replayed_rows = (_row_counts(conn, "notifications", [r.delivery.delivery_id for r in replayed]),
+                     _row_counts(conn, "side_effects", [r.delivery.delivery_id for r in replayed]))
+    for r in replayed:
+        d = r.delivery
+        final = r.answers[-1] if r.answers else None
+        if final is None or (final.status, final.outcome) != (200, "duplicate"):
+            problems.append(f"replayed {d.delivery_id} (of {d.replay_of}): final answer "
+                            f"{final and (final.status, final.outcome)}, expected (200, 'duplicate')")
+        if keys[d.delivery_id] is not None or any(rows[d.delivery_id] for rows in replayed_rows):
+            problems.append(f"replayed {d.delivery_id} (of {d.replay_of}) was stored or processed")
+
+    problems += _metrics_problems(conn, answers, tampered, replayed, metrics_before)
     cur = conn.execute(f"SELECT {', '.join(METRICS_SHOWN)} FROM webhook_dedup.duplicate_metrics"
                        " ORDER BY source, bucket")
     metrics_columns, metrics_rows = [c.name for c in cur.description], cur.fetchall()
@@ -349,10 +396,11 @@ def check(conn, results, metrics_before=None) -> Report:
 
 
 METRICS_SHOWN = ("source", "bucket", "deliveries", "first_claims", "reclaims", "duplicates",
-                 "duplicates_in_progress", "conflicts", "completions", "signature_rejections", "duplicate_ratio")
+                 "duplicates_in_progress", "conflicts", "completions", "signature_rejections", "replayed",
+                 "duplicate_ratio")
 
 
-METRICS_TOTALS = ("deliveries", "first_claims", "reclaims", "duplicates", "signature_rejections")
+METRICS_TOTALS = ("deliveries", "first_claims", "reclaims", "duplicates", "signature_rejections", "replayed")
 
 
 def metrics_totals(conn) -> tuple:
@@ -375,16 +423,19 @@ def metrics_totals(conn) -> tuple:
     raise RuntimeError("the maintenance worker never stayed out of a transaction for a read of the metrics")
 
 
-def _metrics_problems(conn, answers, tampered, before) -> list:
+def _metrics_problems(conn, answers, tampered, replayed, before) -> list:
     """The extension's own counters (webhook_dedup.duplicate_metrics, live
     plus flushed) must agree with what the receiver answered: every request
-    is one webhook_receive call, counted as a delivery or a rejection."""
+    is one webhook_receive call, counted as a delivery, a rejection or a
+    replay (which is neither a delivery nor a duplicate)."""
     before = before or (0,) * len(METRICS_TOTALS)
     row = [now - then for now, then in zip(metrics_totals(conn), before)]
-    outcomes = Counter(a.outcome for a in answers if a.outcome)
+    replays = [a for r in replayed for a in r.answers]
+    outcomes = Counter(a.outcome for a in answers if a.outcome) - Counter(a.outcome for a in replays if a.outcome)
     # a crashed attempt answers nothing, but it claimed (or reclaimed) first
     rejected = sum(len(r.answers) for r in tampered)
-    expected = (len(answers) - rejected, None, None, outcomes["duplicate"] + outcomes["in_progress"], rejected)
+    expected = (len(answers) - rejected - len(replays), None, None, outcomes["duplicate"] + outcomes["in_progress"],
+                rejected, len(replays))
     return [f"webhook_dedup.duplicate_metrics: {name} = {got}, the receiver saw {want}"
             for name, got, want in zip(METRICS_TOTALS, row, expected) if want is not None and got != want]
 
@@ -470,7 +521,7 @@ def format_report(report: Report, plan) -> str:
     ]
     if report.ok:
         lines.append("OK: exactly one notification and one side effect per valid event,"
-                     " every forgery refused")
+                     " every forgery refused, every replayed copy answered duplicate")
     else:
         lines.append(f"FAILED: {len(report.problems)} problem(s)")
         lines += ["  " + p for p in report.problems]

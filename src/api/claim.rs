@@ -164,7 +164,7 @@ pub(crate) fn claim_one(
             Upserted::Known(found) => (*found, Known::Sql),
         },
     };
-    let settings = *settings.get_or_insert_with(|| sources::settings(conn, key.source));
+    let settings = settings.take().unwrap_or_else(|| sources::settings(conn, key.source));
     let decision = decide(Some(&found.stored()), now, fingerprint, settings.max_attempts());
     let label = found.event_type.clone().or(event_type.map(str::to_string));
     let outcome = decision.outcome.as_str().to_string();

@@ -16,6 +16,8 @@ mod tests;
 #[cfg(feature = "pg_test")]
 mod tests_intake;
 #[cfg(feature = "pg_test")]
+mod tests_intake_rules;
+#[cfg(feature = "pg_test")]
 mod tests_maintenance;
 #[cfg(feature = "pg_test")]
 mod tests_ordering;

@@ -6,15 +6,18 @@ use super::args;
 use super::claim::claim_one;
 use super::queue::enqueue_one;
 use super::verify::{header_map, verify_sql, HmacArgs};
+use crate::claim::{Outcome, State};
 use crate::error::{required, Error, OrRaise};
+use crate::handshake;
 use crate::jsonb::Jsonb;
 use crate::key::{body_hash_field, check_bounded, derive, Parts};
 use crate::metrics::{self, Counter};
-use crate::profile::{self, Body, Extracted};
+use crate::profile::{self, Body, Extracted, Rules};
 use crate::signature::Scheme;
-use crate::spi;
-use crate::store::{sources, Key};
-use crate::time::timestamptz;
+use crate::spi::{self, Conn, Snap};
+use crate::store::replay_guards::{self, Guard};
+use crate::store::{self, sources, Key};
+use crate::time::{clock_now, timestamptz};
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
@@ -38,41 +41,41 @@ impl Mode {
     }
 }
 
-/// One output row of `webhook_receive`.
-type ReceiveRow = (
-    bool,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<Uuid>,
-    Option<i32>,
-    Option<Jsonb>,
-    Option<String>,
-    Option<TimestampWithTimeZone>,
-    Option<String>,
-);
+/// The row of `webhook_dedup.receive_result` (its columns, in order).
+#[derive(Default)]
+struct Answer {
+    verified: bool,
+    reject_reason: Option<String>,
+    idem_key: Option<String>,
+    outcome: Option<String>,
+    claim_token: Option<Uuid>,
+    attempt: Option<i32>,
+    result: Option<Jsonb>,
+    event_type: Option<String>,
+    event_time: Option<TimestampWithTimeZone>,
+    last_step: Option<String>,
+    response: Option<Jsonb>,
+}
 
-/// The row of `webhook_dedup.receive_result`.
-fn receive_row(
-    fcinfo: pg_sys::FunctionCallInfo,
-    row: ReceiveRow,
-) -> pgrx::composite_type!('static, "webhook_dedup.receive_result") {
-    let (verified, reject_reason, idem_key, outcome, token, attempt, result, event_type, event_time, last_step) = row;
-    super::rows::one_row(
-        fcinfo,
-        [
-            verified.into_datum(),
-            reject_reason.into_datum(),
-            idem_key.into_datum(),
-            outcome.into_datum(),
-            token.into_datum(),
-            attempt.into_datum(),
-            result.into_datum(),
-            event_type.into_datum(),
-            event_time.into_datum(),
-            last_step.into_datum(),
-        ],
-    )
+impl Answer {
+    fn row(self, fcinfo: pg_sys::FunctionCallInfo) -> pgrx::composite_type!('static, "webhook_dedup.receive_result") {
+        super::rows::one_row(
+            fcinfo,
+            [
+                self.verified.into_datum(),
+                self.reject_reason.into_datum(),
+                self.idem_key.into_datum(),
+                self.outcome.into_datum(),
+                self.claim_token.into_datum(),
+                self.attempt.into_datum(),
+                self.result.into_datum(),
+                self.event_type.into_datum(),
+                self.event_time.into_datum(),
+                self.last_step.into_datum(),
+                self.response.into_datum(),
+            ],
+        )
+    }
 }
 
 /// The whole intake of one delivery in one call, returning one row:
@@ -82,26 +85,41 @@ fn receive_row(
 ///    `webhook_verify_detail`), and **nothing at all is written**: an
 ///    unauthenticated request never reserves or poisons a key (it is only
 ///    counted, in memory, as a signature rejection of `source` by reason);
-/// 2. **derive the key** from the scheme's profile (`webhook_dedup.providers`):
-///    `webhook_key(source, <event id>, environment, account, operation)`,
-///    `source` defaulting to the scheme's name. A delivery without an event
-///    id gets `verified = true`, `reject_reason = 'missing_event_id'` and no
-///    outcome, unless `body_key_fallback` asks for `webhook_body_key`;
-/// 3. **claim** it (`mode => 'claim'`: the columns of `webhook_claim`) or
+/// 2. **answer a handshake** (Slack's `url_verification`, ...:
+///    `crate::handshake`): `outcome = 'handshake'`, the JSON body to answer
+///    with in `response`, nothing stored;
+/// 3. **read the delivery** by the scheme's profile (`webhook_dedup.providers`)
+///    with the source's own settings in its place (`webhook_dedup.sources`:
+///    `event_id_from`, ..., `crate::intake`); an event type the source does
+///    not accept (`accept_event_types`) is `outcome = 'ignored'`, nothing
+///    stored, counted as `ignored`;
+/// 4. **derive the key**: `webhook_key(source, <event id>, environment,
+///    account, operation)`, `source` defaulting to the scheme's name. A
+///    delivery without an event id gets `verified = true`,
+///    `reject_reason = 'missing_event_id'` and no outcome, unless
+///    `body_key_fallback` asks for `webhook_body_key`;
+/// 5. **guard against replays** where the source's replay guard is on
+///    (github and shopify by default: they sign neither id nor time): a
+///    signed body already received under another event id is answered from
+///    that key (`duplicate` with its result, `in_progress`,
+///    `unknown_outcome`, `dead_lettered`; `idem_key` names that key) and
+///    processes nothing (`crate::store::replay_guards`);
+/// 6. **claim** it (`mode => 'claim'`: the columns of `webhook_claim`) or
 ///    **store** it for the workers (`mode => 'enqueue'`: `outcome` is
-///    `accepted`, `duplicate` or `conflict`).
+///    `accepted`, `duplicate` or `conflict`), with the fingerprint of the
+///    source's rule (`fingerprint_pointers`, else the profile's: the raw
+///    body, or for Stripe the RFC 8785 canonical JSON of `/type` and
+///    `/data`, so a retry that Stripe re-rendered is no conflict).
 ///
 /// `tolerance` NULL means the source's `webhook_dedup.sources.tolerance`,
-/// else the provider's default window.
-///
-/// `event_type` and `event_time` are read by the profile (`event_time` is
-/// NULL when absent or malformed); `last_step` is where a reclaim resumes.
-/// The key's fingerprint follows the profile's rule (`FingerprintRule`:
-/// the raw body, or for Stripe the canonical JSON of `type` and `data`, so a
-/// retry that Stripe re-rendered is no conflict). Arguments and errors as
-/// `webhook_verify` and `webhook_claim`; 22023 for another `mode`.
+/// else the provider's default window. `event_type` and `event_time` are
+/// read as in step 3 (`event_time` is NULL when absent or malformed);
+/// `last_step` is where a reclaim resumes; `response` is set only for a
+/// handshake. Arguments and errors as `webhook_verify` and `webhook_claim`;
+/// 22023 for another `mode`, and for a `webhook_dedup.sources` row whose
+/// intake settings do not check.
 #[pg_extern(volatile, parallel_unsafe)]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[allow(clippy::too_many_arguments)]
 fn webhook_receive(
     scheme: Option<&str>,
     payload: Option<&[u8]>,
@@ -138,70 +156,144 @@ fn webhook_receive(
     let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
 
     // One SPI connection for the whole intake (the source's settings, the
-    // claim or enqueue): the verdict needs none, but a connection per step
-    // would cost each its own set-up.
-    let row: ReceiveRow = spi::connected(|conn| {
-        let tolerance = tolerance.or_else(|| sources::settings(conn, source).tolerance);
-        let verdict = verify_sql(Some(scheme_name), Some(body), &headers, secrets, tolerance, at, url, hmac);
+    // guard, the claim or enqueue): a connection per step would cost each
+    // its own set-up.
+    let answer = spi::connected(|conn| {
+        let settings = sources::settings(conn, source);
+        let tolerance = tolerance.or(settings.tolerance);
+        let verdict = verify_sql(Some(scheme_name), Some(body), &headers, secrets.clone(), tolerance, at, url, hmac);
         if !verdict.valid() {
             if let Some(counter) = Counter::for_rejection(verdict.reason) {
                 metrics::count(source, None, counter, false);
             }
-            let reason = verdict.reason.as_str().to_string();
-            return (false, Some(reason), None, None, None, None, None, None, None, None);
+            return Answer { reject_reason: Some(verdict.reason.as_str().into()), ..Answer::default() };
         }
 
         let json = Body::new(body);
-        let extracted =
-            profile::profile(scheme_parsed).map(|p| profile::extract(p, &headers, &json)).unwrap_or_default();
-        let Extracted { event_id, event_type, event_time } = extracted;
-        let event_time = event_time.map(timestamptz);
+        let secret = verdict.secret_index.and_then(|i| secrets.get(i).copied().flatten()).unwrap_or_default();
+        if let Some(response) = handshake::answer(scheme_parsed, &json, secret) {
+            return Answer {
+                verified: true,
+                outcome: Some("handshake".into()),
+                response: Some(Jsonb::from_text(&response.to_string())),
+                ..Answer::default()
+            };
+        }
+
+        let intake = settings.intake();
+        let rules = match intake {
+            Some(intake) => intake.apply(Rules::of(scheme_parsed)),
+            None => Rules::of(scheme_parsed),
+        };
+        let Extracted { event_id, event_type, event_time } = profile::extract(&rules, &headers, &json);
+        let read = Answer {
+            verified: true,
+            event_time: event_time.map(timestamptz),
+            event_type: event_type.clone(),
+            ..Answer::default()
+        };
+        if intake.is_some_and(|i| !i.accepts(event_type.as_deref())) {
+            metrics::count(source, event_type.as_deref(), Counter::Ignored, false);
+            return Answer { outcome: Some("ignored".into()), ..read };
+        }
         let (event_id, body_hash) = match event_id {
             Some(id) => (id, false),
             None if body_key_fallback => (body_hash_field(body), true),
             None => {
                 metrics::count(source, event_type.as_deref(), Counter::MissingEventIds, false);
-                return (
-                    true,
-                    Some("missing_event_id".into()),
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    event_type,
-                    event_time,
-                    None,
-                );
+                return Answer { reject_reason: Some("missing_event_id".into()), ..read };
             }
         };
         let key = derive(&Parts { source, event_id: &event_id, environment, account, operation, body_hash }).or_raise();
         let idem_key = Key { source, idem_key: &key };
-        // what the provider's profile says identifies the content (a retry
-        // re-rendered by the provider is not a conflict)
-        let fingerprint = match profile::profile(scheme_parsed) {
-            Some(p) => p.fingerprint.fingerprint(&json),
-            None => crate::signature::ct::sha256(body),
-        };
+        // A body key is the body already: no second key to guard it.
+        if rules.replay_guard && !body_hash {
+            if let Some(replayed) = replay_guard(conn, idem_key, body, mode) {
+                metrics::count(source, event_type.as_deref(), Counter::Replayed, false);
+                return Answer {
+                    idem_key: Some(replayed.idem_key),
+                    outcome: Some(replayed.outcome.into()),
+                    result: replayed.result,
+                    ..read
+                };
+            }
+        }
+        let fingerprint = rules.fingerprint.fingerprint(&json);
         match mode {
             Mode::Claim => {
                 let (outcome, token, attempt, _state, result, last_step, _, _) =
                     claim_one(conn, idem_key, Some(&fingerprint), lease_us, event_type.as_deref());
-                (true, None, Some(key), Some(outcome), token, Some(attempt), result, event_type, event_time, last_step)
+                Answer {
+                    idem_key: Some(key),
+                    outcome: Some(outcome),
+                    claim_token: token,
+                    attempt: Some(attempt),
+                    result,
+                    last_step,
+                    ..read
+                }
             }
             Mode::Enqueue => {
                 let outcome = enqueue_one(conn, idem_key, body, &fingerprint, event_type.as_deref(), None);
-                (true, None, Some(key), Some(outcome.as_str().into()), None, None, None, event_type, event_time, None)
+                Answer { idem_key: Some(key), outcome: Some(outcome.as_str().into()), ..read }
             }
         }
     });
-    receive_row(fcinfo, row)
+    answer.row(fcinfo)
+}
+
+/// A replay the guard answered: the key the body belongs to, and what a
+/// delivery of that key would be told.
+struct Replayed {
+    idem_key: String,
+    outcome: &'static str,
+    result: Option<Jsonb>,
+}
+
+/// The replay guard of `key`'s delivery of `body`: `None` when the body is
+/// `key`'s (new, a redelivery of the same event id, or taken over from a
+/// key whose processing failed, or that is gone), else the answer of the
+/// key it belongs to. In claim mode a failed owner is taken over (its
+/// processing did not happen, and without this delivery nothing would
+/// retry it when the owner was itself a replay); in enqueue mode the
+/// workers retry a failed owner, so any owner answers.
+fn replay_guard(conn: &Conn<'_>, key: Key<'_>, body: &[u8], mode: Mode) -> Option<Replayed> {
+    let body_sha256 = crate::signature::ct::sha256(body);
+    let now = clock_now();
+    // Each round either ends or sees the guard move to another key, which
+    // a concurrent delivery took over; three rounds are plenty.
+    for _ in 0..3 {
+        let owner = match replay_guards::claim(conn, key.source, &body_sha256, key.idem_key, now) {
+            Guard::Ours => return None,
+            Guard::Theirs(owner) => owner,
+        };
+        let row = store::read(conn, Key { source: key.source, idem_key: &owner }, Snap::Latest);
+        let outcome = match (row.as_ref().map(|r| r.state), mode) {
+            (None, _) | (Some(State::Failed), Mode::Claim) => None,
+            (Some(_), Mode::Enqueue) | (Some(State::Completed), Mode::Claim) => Some(Outcome::Duplicate),
+            (Some(State::Processing | State::Pending), Mode::Claim) => Some(Outcome::InProgress),
+            (Some(State::UnknownOutcome), Mode::Claim) => Some(Outcome::UnknownOutcome),
+            (Some(State::DeadLettered), Mode::Claim) => Some(Outcome::DeadLettered),
+        };
+        match outcome {
+            Some(outcome) => {
+                let result = row.and_then(|r| (r.state == State::Completed).then_some(r.result).flatten());
+                return Some(Replayed { idem_key: owner, outcome: outcome.as_str(), result });
+            }
+            None => {
+                if replay_guards::take_over(conn, key.source, &body_sha256, key.idem_key, &owner, now) {
+                    return None;
+                }
+            }
+        }
+    }
+    store::serialization_failure()
 }
 
 /// SQL functions in schema `webhook_dedup`.
 #[pgrx::pg_schema]
 mod webhook_dedup {
-    use crate::profile::{TimeFormat, PROFILES};
+    use crate::profile::PROFILES;
     use pgrx::prelude::*;
 
     /// The built-in provider profiles (read them through the view
@@ -216,18 +308,16 @@ mod webhook_dedup {
             name!(event_type, Option<String>),
             name!(event_time, Option<String>),
             name!(retry_horizon, Option<pgrx::datum::Interval>),
+            name!(fingerprint, String),
+            name!(replay_guard, bool),
+            name!(handshake, Option<String>),
             name!(notes, String),
             name!(sources, String),
         ),
     > {
         TableIterator::new(PROFILES.iter().map(|p| {
-            let time = p.event_time.map(|(location, format)| {
-                let format = match format {
-                    TimeFormat::UnixSeconds => "Unix seconds",
-                    TimeFormat::Rfc3339 => "RFC 3339",
-                };
-                format!("{} ({format})", location.describe())
-            });
+            let time =
+                p.event_time.map(|(location, format)| format!("{} ({})", location.describe(), format.describe()));
             let horizon = p.retry_horizon_s.map(|s| {
                 pgrx::datum::Interval::new(0, (s / 86_400) as i32, (s % 86_400) * 1_000_000)
                     .expect("a horizon of days and seconds is a valid interval")
@@ -238,6 +328,9 @@ mod webhook_dedup {
                 p.event_type.map(|l| l.describe()),
                 time,
                 horizon,
+                p.fingerprint.describe(),
+                p.replay_guard,
+                p.handshake.map(str::to_string),
                 p.notes.to_string(),
                 p.sources.to_string(),
             )

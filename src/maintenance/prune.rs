@@ -1,5 +1,5 @@
-//! Pruning history past retention: watermarks, conflicts, claim counts and
-//! maintenance runs, a bounded batch per table and pass (keys are
+//! Pruning history past retention: watermarks, replay guards, conflicts,
+//! claim counts and maintenance runs, a bounded batch per table and pass (keys are
 //! [`super::expiry`]'s).
 
 use super::{Counts, Retention};
@@ -26,7 +26,7 @@ pub(super) fn history(now: i64, batch: i64, retention: &Retention, pass: &mut Co
             ],
             Snap::Statement,
         );
-        for column in 1..=4 {
+        for column in 1..=5 {
             let pruned: i64 = rows.get(0, column).unwrap_or(0);
             pass.history_pruned += pruned;
             pass.more |= pruned >= batch;

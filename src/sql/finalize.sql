@@ -10,7 +10,7 @@ SELECT c.bucket, c.source, c.event_type, c.bucket_width, c.deliveries, c.first_c
        c.dead_letters, c.marked_unknown, c.enqueued, c.drained, c.forgotten, c.resolved,
        c.stale_tokens, c.expired_leases, c.rejected_missing_header, c.rejected_malformed_header,
        c.rejected_unsupported_version, c.rejected_no_matching_signature,
-       c.rejected_timestamp_too_old, c.rejected_timestamp_too_new, c.missing_event_ids
+       c.rejected_timestamp_too_old, c.rejected_timestamp_too_new, c.missing_event_ids, c.ignored, c.replayed
   FROM webhook_dedup.claim_counts AS c
 UNION ALL
 SELECT l.bucket, l.source, l.event_type,
@@ -19,7 +19,7 @@ SELECT l.bucket, l.source, l.event_type,
        l.counts[9], l.counts[10], l.counts[11], l.counts[12], l.counts[13], l.counts[14],
        l.counts[15], l.counts[16], l.counts[17], l.counts[18], l.counts[19], l.counts[20],
        l.counts[21], l.counts[22], l.counts[23], l.counts[24], l.counts[25], l.counts[26],
-       l.counts[27]
+       l.counts[27], l.counts[28], l.counts[29]
   FROM webhook_dedup.metrics_live() AS l;
 COMMENT ON VIEW webhook_dedup.counters IS
   'Every counter per bucket (bucket_width 1 hour: per source and event type; 1 minute: per source, event_type ''''), flushed (webhook_dedup.claim_counts) and live (shared memory, not flushed yet) as separate rows: sum them within one bucket_width (the minute rows count the last two hours again). Columns as webhook_dedup.claim_counts. Read webhook_dedup.duplicate_metrics or duplicate_metrics_by_minute instead unless you need event types.';
@@ -53,6 +53,8 @@ SELECT a.source, a.bucket, a.bucket_width,
        pg_catalog.sum(a.rejected_timestamp_too_old)::bigint AS rejected_timestamp_too_old,
        pg_catalog.sum(a.rejected_timestamp_too_new)::bigint AS rejected_timestamp_too_new,
        pg_catalog.sum(a.missing_event_ids)::bigint AS missing_event_ids,
+       pg_catalog.sum(a.ignored)::bigint AS ignored,
+       pg_catalog.sum(a.replayed)::bigint AS replayed,
        (pg_catalog.sum(a.duplicates_of_completed) OPERATOR(pg_catalog.+) pg_catalog.sum(a.duplicates_in_progress))::bigint
          AS duplicates,
        (pg_catalog.sum(a.rejected_missing_header) OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_malformed_header)
@@ -76,7 +78,7 @@ SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicate
        m.drained, m.forgotten, m.resolved, m.stale_tokens, m.expired_leases, m.signature_rejections,
        m.rejected_missing_header, m.rejected_malformed_header, m.rejected_unsupported_version,
        m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
-       m.missing_event_ids, m.duplicate_ratio
+       m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio
   FROM webhook_dedup.metrics_buckets AS m
  WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 hour'::interval;
 
@@ -87,14 +89,14 @@ SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicate
        m.drained, m.forgotten, m.resolved, m.stale_tokens, m.expired_leases, m.signature_rejections,
        m.rejected_missing_header, m.rejected_malformed_header, m.rejected_unsupported_version,
        m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
-       m.missing_event_ids, m.duplicate_ratio
+       m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio
   FROM webhook_dedup.metrics_buckets AS m
  WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 minute'::interval
    AND m.bucket OPERATOR(pg_catalog.>=)
        pg_catalog.date_trunc('minute', pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::interval, 'UTC');
 
 COMMENT ON VIEW webhook_dedup.duplicate_metrics IS
-  'Counts per source and hour (bucket, UTC-aligned), flushed plus live: deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts (same key, different payload), completions, stale_completions, retry_later, unknown_outcome and dead_lettered (claims answered so), retries_scheduled, dead_letters (keys that became dead_lettered), marked_unknown, enqueued, drained, forgotten, resolved, stale_tokens, expired_leases (swept by maintenance), signature_rejections (webhook_receive deliveries that did not verify, = the sum of the rejected_<reason> columns), missing_event_ids, and duplicate_ratio = duplicates / deliveries (NULL without deliveries). What a crash can lose: docs/metrics.md. Empty without shared_preload_libraries. Filter on bucket: the condition reaches the index of webhook_dedup.claim_counts.';
+  'Counts per source and hour (bucket, UTC-aligned), flushed plus live: deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts (same key, different payload), completions, stale_completions, retry_later, unknown_outcome and dead_lettered (claims answered so), retries_scheduled, dead_letters (keys that became dead_lettered), marked_unknown, enqueued, drained, forgotten, resolved, stale_tokens, expired_leases (swept by maintenance), signature_rejections (webhook_receive deliveries that did not verify, = the sum of the rejected_<reason> columns), missing_event_ids, ignored (event types the source does not accept), replayed (signed bodies re-sent under another event id, refused by the replay guard), and duplicate_ratio = duplicates / deliveries (NULL without deliveries). What a crash can lose: docs/metrics.md. Empty without shared_preload_libraries. Filter on bucket: the condition reaches the index of webhook_dedup.claim_counts.';
 COMMENT ON VIEW webhook_dedup.duplicate_metrics_by_minute IS
   'The columns of webhook_dedup.duplicate_metrics per source and minute, for the last hour (per-minute counts are kept two hours).';
 
@@ -103,7 +105,7 @@ COMMENT ON FUNCTION webhook_dedup.metrics_live() IS
 COMMENT ON FUNCTION webhook_dedup.flush_metrics() IS
   'Moves this database''s shared-memory counters into webhook_dedup.claim_counts; returns the number of (hour, source, event type) and (minute, source) entries written (0 without shared_preload_libraries). For the extension''s owner (not granted to PUBLIC): the counts are taken before they are written, so a caller who cannot write them would lose them.';
 COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
-  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
+  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, replay guards, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
 COMMENT ON FUNCTION webhook_dedup.default_retention() IS
   'webhook_dedup.retention as an interval: how long history of sources without their own retention (webhook_dedup.sources.retention) is kept.';
 
@@ -155,16 +157,16 @@ COMMENT ON FUNCTION @extschema@.webhook_next(text, interval, integer) IS
 COMMENT ON FUNCTION @extschema@.webhook_claim_many(text, text[], interval, text) IS
   'webhook_claim_many(source, idem_keys, lease => NULL, event_type => NULL) -> one row per distinct key (idem_key, then the columns of webhook_claim). The keys are claimed one by one in sorted order, so transactions claiming overlapping keys in any order never deadlock: the second waits for the first and then sees its keys in_progress or completed. No payload fingerprints. Errors as webhook_claim; 22004 a NULL key.';
 CREATE VIEW webhook_dedup.providers AS
-SELECT scheme, event_id, event_type, event_time, retry_horizon, notes, sources
+SELECT scheme, event_id, event_type, event_time, retry_horizon, fingerprint, replay_guard, handshake, notes, sources
   FROM webhook_dedup.provider_profiles();
 COMMENT ON VIEW webhook_dedup.providers IS
-  'What each scheme''s deliveries carry, as webhook_receive reads them: where the event id is (the idempotency key is built from it), the event type, the event time to order by (with its format), the provider''s documented retry horizon (retention should cover it) and the sources of these facts. The generic hmac scheme has no profile.';
+  'What each scheme''s deliveries carry, as webhook_receive reads them: where the event id is (the idempotency key is built from it), the event type, the event time to order by (with its format), the provider''s documented retry horizon (retention should cover it), the fingerprint rule (what part of the payload identifies the content: raw body, or the RFC 8785 canonical JSON of the values at some JSON pointers, leaving out what the provider changes between attempts), whether the replay guard is on by default (schemes that sign neither the event id nor a time), the handshake webhook_receive answers itself, and the sources of these facts. A source overrides each in webhook_dedup.sources. The generic hmac scheme has no profile. Per provider: docs/providers.md.';
 COMMENT ON FUNCTION webhook_dedup.provider_profiles() IS
   'The built-in provider profiles as rows; read them through webhook_dedup.providers.';
 COMMENT ON FUNCTION @extschema@.webhook_body_key(text, bytea, text, text, text) IS
   'webhook_body_key(source, payload, environment => NULL, account => NULL, operation => NULL) -> text. The key of an event without an event id: SHA-256 over the raw payload (%b and 64 hex digits where the event id goes; never equal to a webhook_key), scoped like webhook_key. Wrong when two distinct events have byte-identical bodies (one key) or a provider re-serialises a retry (a new key). Errors: 22004 NULL source or payload; 22023 empty part.';
 COMMENT ON FUNCTION @extschema@.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval, timestamptz, text, text, text, text, text) IS
-  'webhook_receive(scheme, payload, headers, secrets, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step). Verifies first and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail); derives the key from the scheme''s profile (webhook_dedup.providers; source defaults to the scheme); a delivery without an event id gets reject_reason missing_event_id unless body_key_fallback; then claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict), with the fingerprint of the profile''s rule (the raw body; for stripe the RFC 8785 canonical JSON of type and data, so that a retry Stripe re-rendered is no conflict). Errors as webhook_verify and webhook_claim; 22023 another mode.';
+  'webhook_receive(scheme, payload, headers, secrets, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step, response). (1) Verifies and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail). (2) Answers a provider handshake (slack url_verification, ...): outcome handshake, response = the JSON body to answer, nothing stored. (3) Reads the event id, type and time by the scheme''s profile (webhook_dedup.providers) with the source''s settings in its place (webhook_dedup.sources; source defaults to the scheme); an event type the source does not accept (accept_event_types) is outcome ignored, nothing stored. (4) A delivery without an event id gets reject_reason missing_event_id unless body_key_fallback. (5) With the source''s replay guard on (github and shopify by default), a signed body already received under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered; idem_key names it) and nothing is processed (webhook_dedup.replay_guards). (6) Claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict), with the fingerprint of the source''s rule (fingerprint_pointers, else the profile''s: the raw body; for stripe the RFC 8785 canonical JSON of /type and /data, so that a retry Stripe re-rendered is no conflict). Errors as webhook_verify and webhook_claim; 22023 another mode, or a webhook_dedup.sources row whose intake settings do not check.';
 
 COMMENT ON FUNCTION @extschema@.webhook_advance(text, text, timestamptz, text, bigint) IS
   'webhook_advance(source, entity_id, source_updated_at, event_id => NULL, sequence => NULL) -> boolean. The out-of-order guard: true when the event is newer than every event seen for (source, entity_id) (apply it; the watermark moves), false when it is older (skip it; nothing changed). Ties on source_updated_at: the same event_id is an idempotent re-apply (true); with both sequences given the greater wins; any other tie is refused (false). One atomic upsert on webhook_dedup.watermarks; concurrent advances end at the newest event in any order. Errors: 22004 NULL source, entity_id or source_updated_at; 22023 empty or over 255 characters, an infinite time. See docs/ordering.md.';
@@ -472,6 +474,7 @@ SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.keys', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.payloads', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.sources', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.watermarks', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.replay_guards', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.conflict_log', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.conflict_log_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.claim_counts', '');
@@ -485,3 +488,12 @@ CREATE TRIGGER sources_changed
   FOR EACH STATEMENT EXECUTE FUNCTION webhook_dedup.sources_changed();
 COMMENT ON FUNCTION webhook_dedup.sources_changed() IS
   'Trigger function of sources_changed on webhook_dedup.sources: sends a relation cache invalidation of the table, which empties every backend''s cache of per-source settings when the change commits.';
+
+-- A source's intake settings are checked when written, by the parser
+-- webhook_receive uses (src/intake.rs): an invalid one is 22023 naming the
+-- column, not a delivery that fails later.
+ALTER TABLE webhook_dedup.sources ADD CONSTRAINT sources_intake
+  CHECK (webhook_dedup.source_intake_valid(source, event_id_from, event_type_from, event_time_from,
+                                           event_time_format, fingerprint_pointers, accept_event_types));
+COMMENT ON FUNCTION webhook_dedup.source_intake_valid(text, text, text, text, text, text[], text[]) IS
+  'source_intake_valid(source, event_id_from, event_type_from, event_time_from, event_time_format, fingerprint_pointers, accept_event_types) -> true, or 22023 naming the column and the problem (never false): the check constraint sources_intake of webhook_dedup.sources. Locations are header:<name> (RFC 9110 field name) or a JSON pointer (RFC 6901); event_time_format unix_seconds, unix_milliseconds or rfc3339, set exactly with event_time_from; fingerprint_pointers at most 64 JSON pointers (empty: the raw body); accept_event_types 1 to 1000 entries of 1 to 255 characters, * only at the end.';

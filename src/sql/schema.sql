@@ -134,10 +134,11 @@ CREATE TYPE webhook_dedup.receive_result AS (
     result        jsonb,
     event_type    text,
     event_time    timestamptz,
-    last_step     text
+    last_step     text,
+    response      jsonb
 );
 COMMENT ON TYPE webhook_dedup.receive_result IS
-  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued), claim_token, attempt, result, event_type, event_time, last_step.';
+  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (for outcome handshake: the JSON body to answer with).';
 
 -- Per-source overrides of the settings. Intervals have no months (a month
 -- has no fixed length), as every interval argument of the extension.
@@ -154,7 +155,17 @@ CREATE TABLE webhook_dedup.sources (
                                  AND pg_catalog.date_part('month', tolerance) = 0
                                  AND pg_catalog.date_part('year', tolerance) = 0),
     provider     text,
-    note         text
+    note         text,
+    -- Intake (src/intake.rs; checked by the trigger sources_check, 22023):
+    -- how webhook_receive reads the source's deliveries where its provider
+    -- profile does not.
+    event_id_from        text,
+    event_type_from      text,
+    event_time_from      text,
+    event_time_format    text,
+    fingerprint_pointers text[],
+    replay_guard         boolean,
+    accept_event_types   text[]
 );
 COMMENT ON COLUMN webhook_dedup.sources.source IS 'The source these settings apply to (as passed to the webhook_* functions).';
 COMMENT ON COLUMN webhook_dedup.sources.lease IS 'Lease given when a call passes none; positive, at most 365 days, no months. NULL: webhook_dedup.default_lease.';
@@ -163,8 +174,15 @@ COMMENT ON COLUMN webhook_dedup.sources.retention IS 'How long completed keys, w
 COMMENT ON COLUMN webhook_dedup.sources.tolerance IS 'Replay window webhook_receive uses for this source when the call passes no tolerance; 0 to 365 days, no months. NULL: the provider''s documented default.';
 COMMENT ON COLUMN webhook_dedup.sources.provider IS 'The provider profile (a scheme of webhook_dedup.providers) whose retry horizon the retention is checked against. NULL: the profile named like the source, if any.';
 COMMENT ON COLUMN webhook_dedup.sources.note IS 'Free text for operators.';
+COMMENT ON COLUMN webhook_dedup.sources.event_id_from IS 'Where webhook_receive reads the event id (what the idempotency key is built from): header:<name> (an HTTP field name, RFC 9110 section 5.1, any case) or a JSON pointer into the body (RFC 6901, e.g. /data/id). A string or number value; empty or absent is missing_event_id. NULL: the provider profile''s (webhook_dedup.providers). 22023 when invalid.';
+COMMENT ON COLUMN webhook_dedup.sources.event_type_from IS 'Where webhook_receive reads the event type, as event_id_from. NULL: the provider profile''s.';
+COMMENT ON COLUMN webhook_dedup.sources.event_time_from IS 'Where webhook_receive reads the event time (what webhook_advance orders by), as event_id_from; set together with event_time_format. NULL: the provider profile''s.';
+COMMENT ON COLUMN webhook_dedup.sources.event_time_format IS 'How the event time is written: unix_seconds, unix_milliseconds (digits, a JSON number or string) or rfc3339. Set exactly when event_time_from is.';
+COMMENT ON COLUMN webhook_dedup.sources.fingerprint_pointers IS 'What the key''s fingerprint covers (a later delivery of the key with another fingerprint is a conflict): JSON pointers (RFC 6901; at most 64) whose values are hashed as one RFC 8785 canonical JSON object, so that what the provider changes between attempts (attempt counters, delivery metadata) is left out; an empty array: the raw body bytes. NULL: the provider profile''s rule (webhook_dedup.providers.fingerprint), else the raw body.';
+COMMENT ON COLUMN webhook_dedup.sources.replay_guard IS 'Whether webhook_receive claims a replay guard per delivery (webhook_dedup.replay_guards): a signed body already received under another event id is answered duplicate instead of being processed again. For providers that sign neither the event id nor a time. NULL: the provider profile''s default (on for github and shopify).';
+COMMENT ON COLUMN webhook_dedup.sources.accept_event_types IS 'The event types the source wants (at most 1000 entries; an entry ending in * matches every type starting with what precedes it, e.g. invoice.*). Other verified deliveries, and deliveries without an event type, are answered outcome ignored: nothing stored, counted as ignored. NULL: every type.';
 COMMENT ON TABLE webhook_dedup.sources IS
-  'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease), max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts), retention (else webhook_dedup.retention), tolerance (webhook_receive''s replay window; else the provider''s default) and provider (the profile for retention_warnings). NULL columns fall back to the settings.';
+  'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease), max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts), retention (else webhook_dedup.retention), tolerance (webhook_receive''s replay window; else the provider''s default), provider (the profile for retention_warnings), and how webhook_receive reads the source''s deliveries: event_id_from, event_type_from, event_time_from and event_time_format, fingerprint_pointers, replay_guard, accept_event_types (docs/providers.md, "Custom sources"). NULL columns fall back to the settings and the provider profile.';
 
 -- Deliveries whose payload differed from the key's fingerprint: one row
 -- each, for inspection.
@@ -189,6 +207,25 @@ COMMENT ON COLUMN webhook_dedup.conflict_log.fingerprint IS 'SHA-256 of the conf
 COMMENT ON COLUMN webhook_dedup.conflict_log.via IS 'claim or enqueue: the call that saw the conflict.';
 COMMENT ON TABLE webhook_dedup.conflict_log IS
   'One row per delivery of a known key with a different payload (SHA-256 fingerprints of the stored and the new payload; via = claim or enqueue). Nothing was processed for these deliveries. Read it through the view webhook_dedup.conflicts, which adds the key''s state.';
+
+-- The replay guard (src/store/replay_guards.rs): per source and signed
+-- body, the key the body belongs to, so that a body re-sent under a new
+-- event id is a duplicate (webhook_receive; on for github and shopify).
+CREATE TABLE webhook_dedup.replay_guards (
+    -- compared with the keys' own columns, so in their collation
+    source      text        COLLATE "C" NOT NULL,
+    body_sha256 bytea       NOT NULL,
+    idem_key    text        COLLATE "C" NOT NULL,
+    seen_at     timestamptz NOT NULL,
+    PRIMARY KEY (body_sha256, source)
+);
+CREATE INDEX replay_guards_seen_at ON webhook_dedup.replay_guards (seen_at);
+COMMENT ON COLUMN webhook_dedup.replay_guards.source IS 'The source the body was delivered to.';
+COMMENT ON COLUMN webhook_dedup.replay_guards.body_sha256 IS 'SHA-256 of the raw body, as signed.';
+COMMENT ON COLUMN webhook_dedup.replay_guards.idem_key IS 'The idempotency key the body belongs to: the first delivery''s, or the one that took the body over when that key''s processing had failed or the key was gone.';
+COMMENT ON COLUMN webhook_dedup.replay_guards.seen_at IS 'When the body was given to idem_key (database clock); the row is pruned by maintenance after the source''s retention.';
+COMMENT ON TABLE webhook_dedup.replay_guards IS
+  'The replay guard of webhook_receive (webhook_dedup.sources.replay_guard; on by default for github and shopify, which sign neither the event id nor a time): one row per source and signed body, naming the key it belongs to. A delivery of the body under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered) and processes nothing. Its one false positive: two genuinely distinct events with byte-identical bodies. Pruned after the source''s retention.';
 
 -- The out-of-order guard: the newest source_updated_at seen per entity.
 CREATE TABLE webhook_dedup.watermarks (
@@ -243,6 +280,8 @@ CREATE TABLE webhook_dedup.claim_counts (
     rejected_timestamp_too_old     bigint NOT NULL DEFAULT 0,
     rejected_timestamp_too_new     bigint NOT NULL DEFAULT 0,
     missing_event_ids              bigint NOT NULL DEFAULT 0,
+    ignored                        bigint NOT NULL DEFAULT 0,
+    replayed                       bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (source, bucket, event_type, bucket_width)
 );
 CREATE INDEX claim_counts_bucket ON webhook_dedup.claim_counts (bucket);
@@ -276,6 +315,8 @@ COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_no_matching_signature IS '
 COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_timestamp_too_old IS 'webhook_receive deliveries rejected: the signed timestamp was older than the tolerance (a replay, or a clock off).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_timestamp_too_new IS 'webhook_receive deliveries rejected: the signed timestamp was further ahead than the tolerance.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.missing_event_ids IS 'webhook_receive deliveries that verified but carried no event id (answered missing_event_id, nothing claimed).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.ignored IS 'webhook_receive deliveries that verified but whose event type the source does not accept (webhook_dedup.sources.accept_event_types; answered ignored, nothing stored).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.replayed IS 'webhook_receive deliveries whose signed body the replay guard found under another event id (webhook_dedup.replay_guards; answered from that key, nothing processed). Not counted as deliveries or duplicates: a provider''s retries carry the same id.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.expired_leases IS 'Expired leases that maintenance moved to failed (or dead_lettered): the holder neither completed, failed nor extended in time.';
 COMMENT ON TABLE webhook_dedup.claim_counts IS
   'Claim counters flushed from shared memory by webhook_dedup.run_maintenance(): one row per hour (bucket), source and event type ('''' when unknown), and one per minute and source for the last two hours (bucket_width). Read them through webhook_dedup.duplicate_metrics and webhook_dedup.duplicate_metrics_by_minute.';
@@ -308,7 +349,7 @@ COMMENT ON COLUMN webhook_dedup.maintenance_runs.leases_expired IS 'Expired proc
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.dead_lettered IS 'Expired processing leases moved to dead_lettered (no attempts left).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_pruned IS 'Completed keys past retention deleted (with their payloads).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_kept IS 'Completed keys whose expires_at came but that were active since (a late duplicate) or whose source''s retention grew: looked at again later instead of deleted.';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS 'Watermarks, conflicts, claim counts and maintenance runs deleted past retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS 'Watermarks, replay guards, conflicts, claim counts and maintenance runs deleted past retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.metrics_flushed IS 'Metrics entries flushed from shared memory.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.retention_warnings IS 'Sources whose retention is shorter than their provider''s retry horizon (webhook_dedup.retention_warnings).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS 'A step stopped at webhook_dedup.batch_size: the worker runs the next pass after a rest that keeps it to webhook_dedup.maintenance_duty_cycle of the time.';

@@ -34,6 +34,7 @@ pub mod claim;
 pub mod direct;
 pub mod expiry;
 pub mod queue;
+pub mod replay_guards;
 pub mod sources;
 pub mod transitions;
 

@@ -14,17 +14,33 @@
 //! when full.
 
 use super::cache;
-use crate::error::OrRaise;
+use crate::error::{Error, OrRaise};
+use crate::intake::{Columns, SourceIntake};
 use crate::spi::{arg, Conn, Snap, Statement};
 use pgrx::datum::Interval;
 use pgrx::pg_sys::{self, TEXTOID};
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 static SETTINGS: Statement = Statement::returning(
     crate::sql_statement!("source_settings.sql"),
     &[TEXTOID],
-    &["lease", "max_attempts", "retention", "tolerance", "sources", "configured"],
+    &[
+        "lease",
+        "max_attempts",
+        "retention",
+        "tolerance",
+        "sources",
+        "configured",
+        "event_id_from",
+        "event_type_from",
+        "event_time_from",
+        "event_time_format",
+        "fingerprint_pointers",
+        "replay_guard",
+        "accept_event_types",
+    ],
 );
 
 /// How many sources one backend keeps.
@@ -32,7 +48,7 @@ pub const CAPACITY: usize = 1_024;
 
 /// A source's own settings; `None` falls back to the `webhook_dedup.*`
 /// setting of the same name.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct SourceSettings {
     pub lease: Option<Interval>,
     pub max_attempts: Option<i32>,
@@ -41,6 +57,10 @@ pub struct SourceSettings {
     /// Whether the source has a row in `webhook_dedup.sources` (the
     /// metrics keep room for such sources, [`crate::metrics`]).
     pub configured: bool,
+    /// How `webhook_receive` reads the source's deliveries (`None`: every
+    /// intake column is NULL; `Err`: a row the trigger `sources_check` did
+    /// not see, e.g. written with triggers disabled, raised when used).
+    pub intake: Option<Rc<Result<SourceIntake, String>>>,
 }
 
 impl SourceSettings {
@@ -51,6 +71,15 @@ impl SourceSettings {
         match self.lease {
             Some(lease) => crate::time::duration_us(lease, "webhook_dedup.sources.lease").or_raise(),
             None => crate::guc::default_lease_us(),
+        }
+    }
+
+    /// The source's intake settings, if any column is set (22023 for a
+    /// row that does not check).
+    pub fn intake(&self) -> Option<&SourceIntake> {
+        match self.intake.as_deref()? {
+            Ok(intake) => Some(intake),
+            Err(message) => Error::invalid(message.clone()).raise(),
         }
     }
 
@@ -82,7 +111,7 @@ pub fn settings(conn: &Conn<'_>, source: &str) -> SourceSettings {
             c.clear();
             *built = generation;
         }
-        c.get(source).copied()
+        c.get(source).cloned()
     });
     if let Some(found) = cached {
         return found;
@@ -94,6 +123,23 @@ pub fn settings(conn: &Conn<'_>, source: &str) -> SourceSettings {
         retention: rows.get(0, 3),
         tolerance: rows.get(0, 4),
         configured: rows.get(0, 6).unwrap_or(false),
+        intake: None,
+    };
+    let columns = Columns {
+        event_id_from: rows.get(0, 7),
+        event_type_from: rows.get(0, 8),
+        event_time_from: rows.get(0, 9),
+        event_time_format: rows.get(0, 10),
+        fingerprint_pointers: rows.get(0, 11),
+        replay_guard: rows.get(0, 12),
+        accept_event_types: rows.get(0, 13),
+    };
+    let found = SourceSettings {
+        intake: match SourceIntake::parse(source, columns) {
+            Ok(intake) if intake.is_default() => None,
+            parsed => Some(Rc::new(parsed.map_err(|e| e.to_string()))),
+        },
+        ..found
     };
     if let Some(oid) = rows.get::<pg_sys::Oid>(0, 5) {
         cache::watch(cache::Table::Sources, oid);
@@ -105,7 +151,7 @@ pub fn settings(conn: &Conn<'_>, source: &str) -> SourceSettings {
             if c.len() >= CAPACITY {
                 c.clear();
             }
-            c.insert(source.to_owned(), found);
+            c.insert(source.to_owned(), found.clone());
         });
     }
     found

@@ -121,6 +121,17 @@ CALLS = [
     "SELECT * FROM webhook_dedup.provider_profiles()",
     "SELECT * FROM webhook_dedup.duplicate_rate_alerts()",
     "INSERT INTO webhook_dedup.sources (source, retention) VALUES ('t', '1 day')",  # the sources trigger
+    # the replay guard: a body, then the same body under another delivery id
+    "SELECT * FROM webhook_receive('github', '{\"zen\":1}'::bytea, webhook_sign('github', '{\"zen\":1}'::bytea, 's')"
+    " OPERATOR(pg_catalog.||) '{\"X-GitHub-Delivery\": \"g1\"}', ARRAY['s'])",
+    "SELECT * FROM webhook_receive('github', '{\"zen\":1}'::bytea, webhook_sign('github', '{\"zen\":1}'::bytea, 's')"
+    " OPERATOR(pg_catalog.||) '{\"X-GitHub-Delivery\": \"g2\"}', ARRAY['s'])",
+    # a custom source (its intake checked by source_intake_valid), and its filter
+    "INSERT INTO webhook_dedup.sources (source, event_id_from, fingerprint_pointers, accept_event_types)"
+    " VALUES ('c', 'header:x-id', ARRAY['/a'], ARRAY['t*']) ON CONFLICT (source) DO NOTHING",
+    "SELECT * FROM webhook_receive('hmac', 'x'::bytea, webhook_sign('hmac', 'x'::bytea, 's', signature_header => 'x-sig')"
+    " OPERATOR(pg_catalog.||) '{\"x-id\": \"c1\"}', ARRAY['s'], source => 'c', signature_header => 'x-sig')",
+    "SELECT webhook_dedup.source_intake_valid('v', 'header:x-id', '/kind', '/at', 'rfc3339', ARRAY['/d'], ARRAY['a*'])",
 ]
 
 VIEWS = ["counters", "metrics_buckets", "duplicate_metrics", "duplicate_metrics_by_minute", "providers",

@@ -271,8 +271,11 @@ def test_every_key_keeps_every_column(upgraded):
                              " ORDER BY 1, 2").fetchall()
         assert moved == payloads and len(moved) == 1
         for name, sql in HISTORY.items():
-            now = conn.execute(sql).fetchall()
-            assert now[:len(history[name])] == history[name], name
+            old = history[name]
+            now = conn.execute(sql).fetchall()[:len(old)]
+            # 0.2.0 appends columns (sources: the intake settings; counts:
+            # ignored, replayed): the old ones keep their values
+            assert [row[:len(old[0])] for row in now] == old, name
         expiry = dict(conn.execute(
             "SELECT idem_key, expires_at - last_seen_at FROM webhook_dedup.keys WHERE state = 'completed'").fetchall())
         assert expiry["done1"].days == 30 and expiry["kept"].days == 90, "kept for the source's retention"

@@ -1,5 +1,6 @@
 -- Delete up to $3 rows of each history table past retention: watermarks
--- (by updated_at), conflicts (seen_at) and hourly claim counts (bucket) by
+-- (by updated_at), replay guards and conflicts (seen_at) and hourly claim
+-- counts (bucket) by
 -- their source's retention, per-minute claim counts after two hours,
 -- maintenance runs (started_at) by webhook_dedup.retention.
 -- Each is bounded and uses its time index; returns how many went.
@@ -13,6 +14,16 @@ WITH cutoff AS (
      SELECT x.ctid FROM webhook_dedup.watermarks AS x, cutoff
       WHERE x.updated_at OPERATOR(pg_catalog.<) cutoff.earliest
         AND x.updated_at OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) COALESCE(
+              (SELECT s.retention FROM webhook_dedup.sources AS s
+                WHERE s.source OPERATOR(pg_catalog.=) x.source), $2))
+      LIMIT $3 FOR UPDATE OF x SKIP LOCKED))
+  RETURNING 1
+), guards AS (
+  DELETE FROM webhook_dedup.replay_guards AS g
+   WHERE g.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+     SELECT x.ctid FROM webhook_dedup.replay_guards AS x, cutoff
+      WHERE x.seen_at OPERATOR(pg_catalog.<) cutoff.earliest
+        AND x.seen_at OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) COALESCE(
               (SELECT s.retention FROM webhook_dedup.sources AS s
                 WHERE s.source OPERATOR(pg_catalog.=) x.source), $2))
       LIMIT $3 FOR UPDATE OF x SKIP LOCKED))
@@ -50,4 +61,5 @@ WITH cutoff AS (
 SELECT (SELECT pg_catalog.count(*) FROM watermarks) AS watermarks,
        (SELECT pg_catalog.count(*) FROM conflicts) AS conflicts,
        (SELECT pg_catalog.count(*) FROM counts) AS counts,
-       (SELECT pg_catalog.count(*) FROM runs) AS runs
+       (SELECT pg_catalog.count(*) FROM runs) AS runs,
+       (SELECT pg_catalog.count(*) FROM guards) AS guards

@@ -1,0 +1,407 @@
+//! `#[pg_test]`s of how `webhook_receive` reads what providers really send
+//! (issue 14): the replay guard, custom sources configured in
+//! `webhook_dedup.sources`, handshakes and intake filters. See
+//! `src/api/tests.rs` for how these tests run.
+
+#[pgrx::pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+    use pgrx::JsonB;
+    use serde_json::{json, Value};
+
+    /// The columns of `webhook_receive` these tests look at.
+    #[derive(Debug, PartialEq)]
+    struct Got {
+        verified: bool,
+        reject_reason: Option<String>,
+        idem_key: Option<String>,
+        outcome: Option<String>,
+        event_type: Option<String>,
+        event_time: Option<String>,
+        result: Option<Value>,
+        response: Option<Value>,
+        token: Option<String>,
+    }
+
+    fn receive(scheme: &str, body: &[u8], headers: &Value, secret: &str, at_unix: i64, extra: &str) -> Got {
+        Spi::connect(|c| {
+            let row = c
+                .select(
+                    &format!(
+                        "SELECT verified, reject_reason, idem_key, outcome, event_type,
+                                to_char(event_time AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US'),
+                                result, response, claim_token::text
+                           FROM webhook_receive($1, $2, $3, ARRAY[$4], at => to_timestamp($5){extra})"
+                    ),
+                    None,
+                    &[
+                        scheme.into(),
+                        body.into(),
+                        JsonB(headers.clone()).into(),
+                        secret.into(),
+                        (at_unix as f64).into(),
+                    ],
+                )
+                .unwrap()
+                .first();
+            Got {
+                verified: row.get::<bool>(1).unwrap().unwrap(),
+                reject_reason: row.get(2).unwrap(),
+                idem_key: row.get(3).unwrap(),
+                outcome: row.get(4).unwrap(),
+                event_type: row.get(5).unwrap(),
+                event_time: row.get(6).unwrap(),
+                result: row.get::<JsonB>(7).unwrap().map(|j| j.0),
+                response: row.get::<JsonB>(8).unwrap().map(|j| j.0),
+                token: row.get(9).unwrap(),
+            }
+        })
+    }
+
+    /// Headers a sender would send for `body` (webhook_sign), plus `extra`.
+    fn signed(scheme: &str, body: &[u8], secret: &str, at_unix: i64, sign_args: &str, extra: Value) -> Value {
+        let headers = Spi::get_one_with_args::<JsonB>(
+            &format!("SELECT webhook_sign($1, $2, $3, at => to_timestamp($4){sign_args})"),
+            &[scheme.into(), body.into(), secret.into(), (at_unix as f64).into()],
+        )
+        .unwrap()
+        .unwrap()
+        .0;
+        let mut map = headers.as_object().unwrap().clone();
+        map.extend(extra.as_object().unwrap().clone());
+        Value::Object(map)
+    }
+
+    fn s(text: &str) -> Option<String> {
+        Some(text.to_string())
+    }
+
+    fn count(sql: &str) -> i64 {
+        Spi::get_one::<i64>(sql).unwrap().unwrap()
+    }
+
+    fn complete(source: &str, idem_key: &str, token: &str, result: &str) {
+        let done = Spi::get_one_with_args::<bool>(
+            "SELECT webhook_complete($1, $2, $3::uuid, $4::jsonb)",
+            &[source.into(), idem_key.into(), token.into(), result.into()],
+        );
+        assert_eq!(done, Ok(Some(true)));
+    }
+
+    /// The SQLSTATE and message of `sql`, run in a subtransaction.
+    fn error_of(sql: &str) -> String {
+        let quoted = sql.replace('\'', "''");
+        Spi::get_one::<String>(&format!(
+            "CREATE OR REPLACE FUNCTION pg_temp.err() RETURNS text LANGUAGE plpgsql AS $f$ BEGIN
+               EXECUTE '{quoted}';
+               RETURN 'no error'; EXCEPTION WHEN others THEN RETURN SQLSTATE || ': ' || SQLERRM; END $f$;
+             SELECT pg_temp.err()"
+        ))
+        .unwrap()
+        .unwrap()
+    }
+
+    const GITHUB_SECRET: &str = "gh-secret";
+
+    fn github(body: &[u8], delivery: &str) -> Value {
+        signed("github", body, GITHUB_SECRET, 0, "", json!({"X-GitHub-Delivery": delivery, "X-GitHub-Event": "push"}))
+    }
+
+    /// Issue 14, item 2: GitHub signs the body but not X-GitHub-Delivery, so
+    /// a captured delivery re-sent under a new id was claimed and processed
+    /// again. The replay guard answers it from the key the body first came
+    /// with; a redelivery with the same id behaves as before.
+    #[pg_test]
+    fn a_github_body_resent_under_a_new_delivery_id_is_a_duplicate() {
+        const SRC: &str = ", source => 'gh-replay'";
+        let body = include_bytes!("../../tests/fixtures/github/push/payload.json");
+        let first = receive("github", body, &github(body, "d-1"), GITHUB_SECRET, 0, SRC);
+        assert_eq!((first.outcome.as_deref(), first.idem_key.as_deref()), (Some("claimed"), Some("gh-replay:d-1")));
+
+        // while the first is processed: in progress, nothing claimed
+        let racing = receive("github", body, &github(body, "d-2"), GITHUB_SECRET, 0, SRC);
+        assert_eq!(
+            (racing.outcome.as_deref(), racing.idem_key.as_deref()),
+            (Some("in_progress"), Some("gh-replay:d-1"))
+        );
+        assert_eq!(racing.token, None);
+
+        complete("gh-replay", "gh-replay:d-1", first.token.as_deref().unwrap(), r#"{"done": true}"#);
+        let replay = receive("github", body, &github(body, "d-3"), GITHUB_SECRET, 0, SRC);
+        assert_eq!(
+            (replay.outcome.as_deref(), replay.idem_key.as_deref(), replay.result),
+            (Some("duplicate"), Some("gh-replay:d-1"), Some(json!({"done": true})))
+        );
+        // the provider's own redelivery (same id) answers as it always did
+        let redelivery = receive("github", body, &github(body, "d-1"), GITHUB_SECRET, 0, SRC);
+        assert_eq!(
+            (redelivery.outcome.as_deref(), redelivery.idem_key.as_deref()),
+            (Some("duplicate"), Some("gh-replay:d-1"))
+        );
+        assert_eq!(
+            count("SELECT count(*) FROM webhook_dedup.keys WHERE source = 'gh-replay'"),
+            1,
+            "no key for d-2, d-3"
+        );
+        assert_eq!(count("SELECT count(*) FROM webhook_dedup.replay_guards WHERE idem_key = 'gh-replay:d-1'"), 1);
+        // another body is another event
+        let other = br#"{"ref":"refs/heads/other"}"#;
+        assert_eq!(receive("github", other, &github(other, "d-4"), GITHUB_SECRET, 0, SRC).outcome, s("claimed"));
+        // counted as replayed, not as deliveries or duplicates (the 4 claims)
+        let (replayed, deliveries) = Spi::get_two::<i64, i64>(
+            "SELECT sum(replayed)::bigint, sum(deliveries)::bigint FROM webhook_dedup.counters
+              WHERE source = 'gh-replay' AND bucket_width = '1 hour'",
+        )
+        .unwrap();
+        assert_eq!((replayed, deliveries), (Some(2), Some(3)));
+    }
+
+    /// A body whose key failed (its side effect did not happen) is taken
+    /// over by the next delivery that carries it, whatever its id: else a
+    /// replay that won the race and then failed would keep the genuine
+    /// delivery from ever being processed. In enqueue mode the workers
+    /// retry the failed key, so the replay stays a duplicate.
+    #[pg_test]
+    fn a_failed_owner_is_taken_over_and_a_gone_one_too() {
+        let body = br#"{"action":"opened","number":7}"#;
+        let first = receive("github", body, &github(body, "f-1"), GITHUB_SECRET, 0, "");
+        let failed = Spi::get_one_with_args::<String>(
+            "SELECT webhook_fail('github', 'github:f-1', $1::uuid, 'boom', retry_after => '0')",
+            &[first.token.as_deref().unwrap().into()],
+        );
+        assert_eq!(failed, Ok(s("failed")));
+        let second = receive("github", body, &github(body, "f-2"), GITHUB_SECRET, 0, "");
+        assert_eq!((second.outcome.as_deref(), second.idem_key.as_deref()), (Some("claimed"), Some("github:f-2")));
+        assert_eq!(
+            Spi::get_one::<String>("SELECT idem_key FROM webhook_dedup.replay_guards WHERE idem_key LIKE 'github:f-%'"),
+            Ok(s("github:f-2"))
+        );
+        // now f-1's own retry is answered from f-2
+        let retry = receive("github", body, &github(body, "f-1"), GITHUB_SECRET, 0, "");
+        assert_eq!((retry.outcome.as_deref(), retry.idem_key.as_deref()), (Some("in_progress"), Some("github:f-2")));
+
+        // a key forgotten by an operator gives its body up too
+        Spi::run("SELECT webhook_forget('github', 'github:f-2')").unwrap();
+        let third = receive("github", body, &github(body, "f-3"), GITHUB_SECRET, 0, "");
+        assert_eq!(third.outcome, s("claimed"));
+
+        let queued = br#"{"action":"queued"}"#;
+        let q = receive("github", queued, &github(queued, "q-1"), GITHUB_SECRET, 0, ", mode => 'enqueue'");
+        assert_eq!(q.outcome, s("accepted"));
+        let q2 = receive("github", queued, &github(queued, "q-2"), GITHUB_SECRET, 0, ", mode => 'enqueue'");
+        assert_eq!((q2.outcome.as_deref(), q2.idem_key.as_deref()), (Some("duplicate"), Some("github:q-1")));
+    }
+
+    /// Shopify signs no id either: the same guard, on by default; a source
+    /// can turn it off (and turn it on for any other provider).
+    #[pg_test]
+    fn shopify_replays_are_duplicates_and_the_guard_is_configurable() {
+        let body = br#"{"id":820982911946154508,"email":"jon@example.com"}"#;
+        let headers = |id: &str| {
+            signed(
+                "shopify",
+                body,
+                "shpss_x",
+                0,
+                "",
+                json!({"X-Shopify-Event-Id": id, "X-Shopify-Topic": "orders/create",
+                       "X-Shopify-Triggered-At": "2024-01-01T00:00:00Z"}),
+            )
+        };
+        assert_eq!(receive("shopify", body, &headers("e-1"), "shpss_x", 0, "").outcome, s("claimed"));
+        let replay = receive("shopify", body, &headers("e-2"), "shpss_x", 0, "");
+        assert_eq!((replay.outcome.as_deref(), replay.idem_key.as_deref()), (Some("in_progress"), Some("shopify:e-1")));
+
+        Spi::run("INSERT INTO webhook_dedup.sources (source, replay_guard) VALUES ('shop-noguard', false)").unwrap();
+        let src = ", source => 'shop-noguard'";
+        assert_eq!(receive("shopify", body, &headers("e-1"), "shpss_x", 0, src).outcome, s("claimed"));
+        assert_eq!(receive("shopify", body, &headers("e-2"), "shpss_x", 0, src).outcome, s("claimed"), "guard off");
+
+        // Stripe signs its ids: no guard unless a source asks for one
+        let evt = br#"{"id":"evt_1","type":"invoice.paid","created":0,"data":{}}"#;
+        let evt2 = br#"{"id":"evt_2","type":"invoice.paid","created":0,"data":{}}"#;
+        let stripe = |b: &[u8], extra: &str| {
+            receive("stripe", b, &signed("stripe", b, "whsec_s", 0, "", json!({})), "whsec_s", 0, extra).outcome
+        };
+        assert_eq!(stripe(evt, ""), s("claimed"));
+        assert_eq!(
+            Spi::get_one::<bool>("SELECT replay_guard FROM webhook_dedup.providers WHERE scheme = 'stripe'"),
+            Ok(Some(false))
+        );
+        assert_eq!(count("SELECT count(*) FROM webhook_dedup.replay_guards WHERE source = 'stripe'"), 0);
+        Spi::run("INSERT INTO webhook_dedup.sources (source, replay_guard) VALUES ('stripe-guarded', true)").unwrap();
+        assert_eq!(stripe(evt, ", source => 'stripe-guarded'"), s("claimed"));
+        assert_eq!(stripe(evt2, ", source => 'stripe-guarded'"), s("claimed"), "another body");
+        assert_eq!(count("SELECT count(*) FROM webhook_dedup.replay_guards WHERE source = 'stripe-guarded'"), 2);
+    }
+
+    /// Issue 14, item 3: a provider without a profile, configured in SQL
+    /// only, keys, types, orders and fingerprints its events like a
+    /// built-in one.
+    #[pg_test]
+    fn a_custom_source_defined_in_sql_reads_like_a_provider() {
+        Spi::run(
+            "INSERT INTO webhook_dedup.sources (source, event_id_from, event_type_from, event_time_from,
+                                                event_time_format, fingerprint_pointers)
+             VALUES ('acme', 'header:X-Acme-Delivery', '/kind', '/at', 'unix_milliseconds', '{/kind,/data}')",
+        )
+        .unwrap();
+        let spec = ", source => 'acme', signature_header => 'X-Acme-Signature', signature_prefix => 'sha256='";
+        let send = |body: &str, delivery: &str| {
+            let headers = signed(
+                "hmac",
+                body.as_bytes(),
+                "acme-secret",
+                0,
+                ", signature_header => 'X-Acme-Signature', signature_prefix => 'sha256='",
+                json!({"X-Acme-Delivery": delivery}),
+            );
+            receive("hmac", body.as_bytes(), &headers, "acme-secret", 0, spec)
+        };
+        let first = send(r#"{"kind":"order.paid","at":1700000000123,"data":{"order":1},"attempt":1}"#, "a-1");
+        assert_eq!(
+            (first.verified, first.idem_key, first.outcome, first.event_type, first.event_time),
+            (true, s("acme:a-1"), s("claimed"), s("order.paid"), s("2023-11-14T22:13:20.123000"))
+        );
+        complete("acme", "acme:a-1", first.token.as_deref().unwrap(), r#"{"ok": 1}"#);
+        // a retry with another attempt counter is the same content
+        let retry = send(r#"{"attempt":2,"data":{"order":1},"kind":"order.paid","at":1700000000999}"#, "a-1");
+        assert_eq!((retry.outcome, retry.result), (s("duplicate"), Some(json!({"ok": 1}))));
+        let changed = send(r#"{"kind":"order.paid","at":1700000000123,"data":{"order":2}}"#, "a-1");
+        assert_eq!(changed.outcome, s("conflict"));
+        let no_id = send(r#"{"kind":"order.paid"}"#, "");
+        assert_eq!(no_id.reject_reason, s("missing_event_id"));
+        let forged = {
+            let body = br#"{"kind":"order.paid"}"#;
+            let headers = json!({"X-Acme-Delivery": "a-9", "X-Acme-Signature": format!("sha256={}", "0".repeat(64))});
+            receive("hmac", body, &headers, "acme-secret", 0, spec)
+        };
+        assert_eq!((forged.verified, forged.reject_reason), (false, s("no_matching_signature")));
+        assert_eq!(count("SELECT count(*) FROM webhook_dedup.keys WHERE source = 'acme'"), 1);
+
+        // a source can override a built-in profile as well: Stripe's raw body
+        Spi::run("INSERT INTO webhook_dedup.sources (source, fingerprint_pointers) VALUES ('stripe-raw', '{}')")
+            .unwrap();
+        let stripe = |b: &str| {
+            let headers = signed("stripe", b.as_bytes(), "whsec_s", 0, "", json!({}));
+            receive("stripe", b.as_bytes(), &headers, "whsec_s", 0, ", source => 'stripe-raw'").outcome
+        };
+        assert_eq!(stripe(r#"{"id":"evt_r","type":"t","pending_webhooks":2,"data":{}}"#), s("claimed"));
+        assert_eq!(stripe(r#"{"id":"evt_r","type":"t","pending_webhooks":1,"data":{}}"#), s("conflict"), "raw bytes");
+    }
+
+    /// Invalid intake settings are 22023 when configured, naming the column.
+    #[pg_test]
+    fn invalid_intake_settings_are_refused_when_configured() {
+        let cases = [
+            ("event_id_from", "'id'", "event_id_from \"id\" is neither header:<name> nor a JSON pointer"),
+            ("event_type_from", "'/a~2'", "event_type_from \"/a~2\" is neither"),
+            ("event_id_from", "'header:X Id'", "names no valid header field"),
+            ("event_time_from", "'/t'", "event_time_format must be set when event_time_from is"),
+            ("fingerprint_pointers", "'{/ok,bad}'", "fingerprint_pointers holds \"bad\""),
+            ("accept_event_types", "'{}'", "accept_event_types is empty"),
+            ("accept_event_types", "'{a*b}'", "accept_event_types holds \"a*b\""),
+        ];
+        for (column, value, message) in cases {
+            let got =
+                error_of(&format!("INSERT INTO webhook_dedup.sources (source, {column}) VALUES ('bad', {value})"));
+            assert!(got.starts_with("22023: webhook_dedup.sources.") && got.contains(message), "{column}: {got}");
+        }
+        Spi::run("INSERT INTO webhook_dedup.sources (source) VALUES ('fine')").unwrap();
+        let got = error_of("UPDATE webhook_dedup.sources SET event_time_format = 'iso' WHERE source = 'fine'");
+        assert!(got.starts_with("22023: ") && got.contains("without event_time_from"), "{got}");
+        assert_eq!(count("SELECT count(*) FROM webhook_dedup.sources WHERE source = 'bad'"), 0);
+    }
+
+    /// Issue 14, item 4: Slack's url_verification, signed like any request,
+    /// is answered with the challenge and stores nothing.
+    #[pg_test]
+    fn slack_url_verification_is_a_handshake() {
+        // Slack's documented example (https://api.slack.com/events/url_verification)
+        let body = br#"{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}"#;
+        let headers = signed("slack", body, "slack-secret", 1_700_000_000, "", json!({}));
+        let got = receive("slack", body, &headers, "slack-secret", 1_700_000_000, "");
+        assert_eq!(
+            got,
+            Got {
+                verified: true,
+                reject_reason: None,
+                idem_key: None,
+                outcome: s("handshake"),
+                event_type: None,
+                event_time: None,
+                result: None,
+                response: Some(json!({"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"})),
+                token: None,
+            }
+        );
+        let text = Spi::get_one_with_args::<String>(
+            "SELECT response::text FROM webhook_receive('slack', $1, $2, ARRAY['slack-secret'], at => to_timestamp(1700000000))",
+            &[body.as_slice().into(), JsonB(headers.clone()).into()],
+        );
+        assert_eq!(text, Ok(s(r#"{"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}"#)));
+        // unsigned, it is no handshake: nothing is answered
+        let forged = receive("slack", body, &json!({}), "slack-secret", 1_700_000_000, "");
+        assert_eq!((forged.verified, forged.outcome, forged.response), (false, None, None));
+        assert_eq!(count("SELECT count(*) FROM webhook_dedup.keys"), 0);
+    }
+
+    /// Issue 14, item 5: a source that lists its event types answers the
+    /// others `ignored` (2xx), stores nothing and counts them.
+    #[pg_test]
+    fn event_types_a_source_does_not_accept_are_ignored() {
+        Spi::run(
+            "INSERT INTO webhook_dedup.sources (source, accept_event_types) VALUES ('gh-push', '{push,pull_request*}')",
+        )
+        .unwrap();
+        let send = |event: &str, delivery: &str| {
+            let body = format!(r#"{{"delivery":"{delivery}"}}"#);
+            let headers = signed(
+                "github",
+                body.as_bytes(),
+                GITHUB_SECRET,
+                0,
+                "",
+                json!({"X-GitHub-Delivery": delivery, "X-GitHub-Event": event}),
+            );
+            receive("github", body.as_bytes(), &headers, GITHUB_SECRET, 0, ", source => 'gh-push'")
+        };
+        assert_eq!(send("push", "p-1").outcome, s("claimed"));
+        assert_eq!(send("pull_request_review", "p-2").outcome, s("claimed"), "prefix");
+        let ping = send("ping", "p-3");
+        assert_eq!(
+            (ping.verified, ping.outcome, ping.idem_key, ping.event_type),
+            (true, s("ignored"), None, s("ping"))
+        );
+        assert_eq!(count("SELECT count(*) FROM webhook_dedup.keys WHERE source = 'gh-push'"), 2);
+        assert_eq!(count("SELECT count(*) FROM webhook_dedup.replay_guards WHERE source = 'gh-push'"), 2);
+        let ignored = Spi::get_one::<i64>(
+            "SELECT sum(ignored)::bigint FROM webhook_dedup.counters WHERE source = 'gh-push' AND bucket_width = '1 hour'",
+        );
+        assert_eq!(ignored, Ok(Some(1)));
+    }
+
+    /// What webhook_dedup.providers says about the rules.
+    #[pg_test]
+    fn providers_show_fingerprint_rules_replay_guards_and_handshakes() {
+        let rows = Spi::connect(|c| {
+            c.select("SELECT scheme, fingerprint, replay_guard, handshake IS NOT NULL FROM webhook_dedup.providers ORDER BY scheme", None, &[])
+                .unwrap()
+                .map(|r| {
+                    (
+                        r.get::<String>(1).unwrap().unwrap(),
+                        r.get::<String>(2).unwrap().unwrap(),
+                        r.get::<bool>(3).unwrap().unwrap(),
+                        r.get::<bool>(4).unwrap().unwrap(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        });
+        let find = |scheme: &str| rows.iter().find(|r| r.0 == scheme).cloned().unwrap();
+        assert_eq!(find("stripe"), ("stripe".into(), "canonical JSON (RFC 8785) of /type, /data".into(), false, false));
+        assert_eq!(find("github"), ("github".into(), "raw body".into(), true, false));
+        assert!(find("shopify").2);
+        assert!(find("slack").3);
+        assert_eq!(rows.iter().filter(|r| r.2).count(), 2, "github and shopify");
+    }
+}
