@@ -97,7 +97,7 @@ pub(crate) fn header_map(headers: Option<Jsonb>) -> Headers {
 /// time `at`. See `docs/signatures.md` for every scheme's rule and source.
 ///
 /// - `scheme`: github, stripe, shopify, slack, standard (alias svix),
-///   paddle, twilio, hmac; else 22023.
+///   paddle, twilio, zoom, twitter, hmac; else 22023.
 /// - `headers`: JSON object of request headers; names case-insensitive,
 ///   values a string or an array of strings.
 /// - `secrets`: every currently valid secret (rotation). Empty, NULL,
@@ -304,7 +304,7 @@ fn webhook_sign(
     algorithm: default!(Option<&str>, "NULL"),
     encoding: default!(Option<&str>, "NULL"),
 ) -> Jsonb {
-    use signature::{generic, github, paddle, shopify, slack, standard, stripe, twilio};
+    use signature::{generic, github, paddle, shopify, slack, standard, stripe, twilio, twitter, zoom};
     let scheme = Scheme::parse(required(scheme, "scheme")).or_raise();
     let body = required(payload, "payload");
     let secret = signature::check_secrets(&[secret]).or_raise()[0];
@@ -329,6 +329,8 @@ fn webhook_sign(
             let url = url.unwrap_or_else(|| Error::NullValue { what: "url (for scheme twilio)" }.raise());
             owned(twilio::sign(url, body, &key))
         }
+        Scheme::Zoom => owned(zoom::sign(body, &key, t)),
+        Scheme::Twitter => owned(twitter::sign(body, &key)),
         Scheme::Hmac => {
             let spec = hmac.unwrap_or_else(|| Error::invalid("scheme hmac needs signature_header").raise());
             vec![(spec.header.clone(), generic::sign(body, &key, &spec))]

@@ -31,8 +31,10 @@ pub mod slack;
 pub mod standard;
 pub mod stripe;
 pub mod twilio;
+pub mod twitter;
 #[cfg(any(test, feature = "pg_test"))]
 pub mod vectors;
+pub mod zoom;
 
 use crate::error::Error;
 pub use ct::Algorithm;
@@ -55,12 +57,16 @@ pub enum Scheme {
     Paddle,
     /// Twilio: `X-Twilio-Signature` over the URL, see [`twilio`].
     Twilio,
+    /// Zoom: `x-zm-signature` and `x-zm-request-timestamp`, see [`zoom`].
+    Zoom,
+    /// X (Twitter): `x-twitter-webhooks-signature`, see [`twitter`].
+    Twitter,
     /// A caller-described HMAC header, see [`generic`].
     Hmac,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 8] = [
+    pub const ALL: [Scheme; 10] = [
         Scheme::Github,
         Scheme::Stripe,
         Scheme::Shopify,
@@ -68,6 +74,8 @@ impl Scheme {
         Scheme::Standard,
         Scheme::Paddle,
         Scheme::Twilio,
+        Scheme::Zoom,
+        Scheme::Twitter,
         Scheme::Hmac,
     ];
 
@@ -80,6 +88,8 @@ impl Scheme {
             Scheme::Standard => "standard",
             Scheme::Paddle => "paddle",
             Scheme::Twilio => "twilio",
+            Scheme::Zoom => "zoom",
+            Scheme::Twitter => "twitter",
             Scheme::Hmac => "hmac",
         }
     }
@@ -102,14 +112,16 @@ impl Scheme {
     }
 
     /// The replay window the provider documents, in seconds, for schemes
-    /// that sign a timestamp (sources in each scheme's module).
+    /// that sign a timestamp (sources in each scheme's module; Zoom
+    /// documents none and gets Slack's 300 s, see [`zoom`]).
     pub fn default_tolerance_s(self) -> Option<i64> {
         match self {
             Scheme::Stripe => Some(stripe::DEFAULT_TOLERANCE_S),
             Scheme::Slack => Some(slack::DEFAULT_TOLERANCE_S),
             Scheme::Standard => Some(standard::DEFAULT_TOLERANCE_S),
             Scheme::Paddle => Some(paddle::DEFAULT_TOLERANCE_S),
-            Scheme::Github | Scheme::Shopify | Scheme::Twilio | Scheme::Hmac => None,
+            Scheme::Zoom => Some(zoom::DEFAULT_TOLERANCE_S),
+            Scheme::Github | Scheme::Shopify | Scheme::Twilio | Scheme::Twitter | Scheme::Hmac => None,
         }
     }
 
@@ -343,6 +355,8 @@ pub fn verify(scheme: Scheme, delivery: Delivery<'_>, config: &Config<'_>) -> Re
         Scheme::Slack => slack::verify(delivery, &keys, tolerance, now),
         Scheme::Standard => standard::verify(delivery, &keys, tolerance, now),
         Scheme::Paddle => paddle::verify(delivery, &keys, tolerance, now),
+        Scheme::Zoom => zoom::verify(delivery, &keys, tolerance, now),
+        Scheme::Twitter => twitter::verify(delivery, &keys),
         Scheme::Twilio => {
             let url =
                 delivery.url.ok_or_else(|| Error::invalid("scheme twilio needs the request url (argument url)"))?;
@@ -501,7 +515,9 @@ mod tests {
         assert_eq!(Scheme::Slack.default_tolerance_s(), Some(300));
         assert_eq!(Scheme::Standard.default_tolerance_s(), Some(300));
         assert_eq!(Scheme::Paddle.default_tolerance_s(), Some(5));
+        assert_eq!(Scheme::Zoom.default_tolerance_s(), Some(300), "none documented: Slack's");
         assert_eq!(Scheme::Github.default_tolerance_s(), None);
+        assert_eq!(Scheme::Twitter.default_tolerance_s(), None);
     }
 
     #[test]

@@ -47,6 +47,8 @@ fn sign(scheme: Scheme, body: &[u8], secret: &str, t: i64) -> Signed {
             let url = format!("https://example.com/hook?bodySHA256={}", hex::encode(sha2::Sha256::digest(body)));
             Signed { headers: owned(twilio::sign(&url, body, &key)), url: Some(url) }
         }
+        Scheme::Zoom => Signed { headers: owned(zoom::sign(body, &key, t)), url: None },
+        Scheme::Twitter => Signed { headers: owned(twitter::sign(body, &key)), url: None },
         Scheme::Hmac => Signed { headers: vec![("X-Signature".into(), generic::sign(body, &key, &SPEC()))], url: None },
     }
 }
@@ -73,6 +75,8 @@ fn mac_location(scheme: Scheme) -> (&'static str, &'static str, Encoding) {
         Scheme::Standard => ("webhook-signature", "v1,", Encoding::Base64),
         Scheme::Paddle => ("Paddle-Signature", "h1=", Encoding::Hex),
         Scheme::Twilio => ("X-Twilio-Signature", "", Encoding::Base64),
+        Scheme::Zoom => ("x-zm-signature", "v0=", Encoding::Hex),
+        Scheme::Twitter => ("x-twitter-webhooks-signature", "sha256=", Encoding::Base64),
         Scheme::Hmac => ("X-Signature", "sha512=", Encoding::Base64),
     }
 }
@@ -103,6 +107,7 @@ fn shift_timestamp(scheme: Scheme, signed: &Signed, t: i64, delta: i64) -> Signe
         Scheme::Slack => "X-Slack-Request-Timestamp",
         Scheme::Standard => "webhook-timestamp",
         Scheme::Paddle => "Paddle-Signature",
+        Scheme::Zoom => "x-zm-request-timestamp",
         _ => unreachable!("{scheme:?} signs no timestamp"),
     };
     let value = &mut out.headers.iter_mut().find(|(k, _)| k == name).unwrap().1;
@@ -138,6 +143,9 @@ fn hostile_headers() -> impl Strategy<Value = Vec<(&'static str, String)>> {
         "svix-signature",
         "Paddle-Signature",
         "X-Twilio-Signature",
+        "X-Zm-Signature",
+        "X-Zm-Request-Timestamp",
+        "X-Twitter-Webhooks-Signature",
         "X-Signature",
     ];
     proptest::collection::vec((proptest::sample::select(names), hostile_value()), 0..6)
