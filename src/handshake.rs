@@ -8,18 +8,70 @@
 //!   `{"token": ..., "challenge": "<c>", "type": "url_verification"}`
 //!   is answered `{"challenge": "<c>"}`. Slack signs it like every
 //!   request. Source: <https://api.slack.com/events/url_verification>.
+//! - **Zoom `endpoint.url_validation`**: the body
+//!   `{"payload": {"plainToken": "<t>"}, "event_ts": ..., "event": "endpoint.url_validation"}`
+//!   is answered `{"plainToken": "<t>", "encryptedToken": "<hex HMAC-SHA256 of t>"}`
+//!   under the secret token; Zoom signs the request like every event.
+//!   Source: <https://developers.zoom.us/docs/api/webhooks/#validate-your-webhook-endpoint>.
+//! - **X (Twitter) CRC**: `GET <url>?crc_token=<t>`, unsigned and without a
+//!   body, is answered `{"response_token": "sha256=<base64 HMAC-SHA256 of t>"}`
+//!   under the consumer secret. It cannot be verified first (X signs it
+//!   not); the answer proves that the receiver holds the secret, and
+//!   [`crate::signature::twitter`] keeps it from being a signing oracle.
+//!   Source: <https://docs.x.com/x-api/webhooks/quickstart>.
+//!
+//! An answer that would be unsafe (a Zoom `plainToken` or an X `crc_token`
+//! that could be a signed message, see `src/signature/zoom.rs` and
+//! `twitter.rs`) is refused: [`Answer::Refused`].
 
 use crate::profile::Body;
-use crate::signature::Scheme;
+use crate::signature::{query_parameter, twitter, zoom, Scheme};
 use serde_json::{json, Value};
 
-/// The answer to `body` if it is `scheme`'s handshake; `secret` is the
-/// secret the delivery verified with (some answers are keyed with it).
-pub fn answer(scheme: Scheme, body: &Body<'_>, _secret: &str) -> Option<Value> {
+/// What `webhook_receive` does with a request that is a handshake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Answer with this JSON body (HTTP 200).
+    Respond(Value),
+    /// A handshake whose answer would be unsafe: answer nothing (the reason
+    /// never echoes the secret).
+    Refused(&'static str),
+}
+
+/// The answer to a verified `body` if it is `scheme`'s handshake; `key` is
+/// the key bytes of the secret it verified with.
+pub fn answer(scheme: Scheme, body: &Body<'_>, key: &[u8]) -> Option<Answer> {
     match scheme {
-        Scheme::Slack => slack(body.json()?),
+        Scheme::Slack => slack(body.json()?).map(Answer::Respond),
+        Scheme::Zoom => zoom_url_validation(body.json()?, key),
         _ => None,
     }
+}
+
+/// X's CRC, if the request is one: `scheme` twitter, no body, and a
+/// `crc_token` query parameter in `url`. Checked before verification: the
+/// CRC carries no signature. `key` is the consumer secret's bytes.
+pub fn unsigned(scheme: Scheme, body: &[u8], url: Option<&str>, key: &[u8]) -> Option<Answer> {
+    if scheme != Scheme::Twitter || !body.is_empty() {
+        return None;
+    }
+    let token = query_parameter(url?, "crc_token")?;
+    Some(match twitter::crc_response_token(key, &token) {
+        Ok(response_token) => Answer::Respond(json!({ "response_token": response_token })),
+        Err(reason) => Answer::Refused(reason),
+    })
+}
+
+/// Zoom's `endpoint.url_validation`: the token and its HMAC.
+fn zoom_url_validation(body: &Value, key: &[u8]) -> Option<Answer> {
+    if body.get("event")?.as_str()? != zoom::URL_VALIDATION_EVENT {
+        return None;
+    }
+    let plain = body.get("payload")?.get("plainToken")?.as_str()?;
+    Some(match zoom::encrypted_token(key, plain) {
+        Ok(encrypted) => Answer::Respond(json!({ "plainToken": plain, "encryptedToken": encrypted })),
+        Err(reason) => Answer::Refused(reason),
+    })
 }
 
 /// Slack's `url_verification`: echo the challenge.
@@ -44,18 +96,56 @@ mod tests {
     "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
     "type": "url_verification"
 }"#;
-        let got = answer(Scheme::Slack, &Body::new(body), "secret").unwrap();
+        let Some(Answer::Respond(got)) = answer(Scheme::Slack, &Body::new(body), b"secret") else { panic!() };
         assert_eq!(got.to_string(), r#"{"challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}"#);
+    }
+
+    /// Zoom's documented request (plainToken `qgg8vlvZRS6UYooatFL8Aw`,
+    /// <https://developers.zoom.us/docs/api/webhooks/#validate-your-webhook-endpoint>)
+    /// under the secret `secretValueTest`:
+    /// `printf '%s' qgg8vlvZRS6UYooatFL8Aw | openssl dgst -sha256 -hmac secretValueTest`.
+    #[test]
+    fn zoom_url_validation_answers_the_token_and_its_hmac() {
+        let body = br#"{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1654503849680,"event":"endpoint.url_validation"}"#;
+        let got = answer(Scheme::Zoom, &Body::new(body), b"secretValueTest");
+        assert_eq!(
+            got,
+            Some(Answer::Respond(json!({
+                "plainToken": "qgg8vlvZRS6UYooatFL8Aw",
+                "encryptedToken": "70c1f2e2e6ca2d39297490d1f9142c7d701415ea8e6151f6562a08fa657a40ff"
+            })))
+        );
+        let oracle = br#"{"payload":{"plainToken":"v0:1:{}"},"event":"endpoint.url_validation"}"#;
+        assert!(matches!(answer(Scheme::Zoom, &Body::new(oracle), b"k"), Some(Answer::Refused(_))));
+        let event = br#"{"event":"meeting.started","payload":{"plainToken":"x"}}"#;
+        assert_eq!(answer(Scheme::Zoom, &Body::new(event), b"k"), None);
+    }
+
+    /// The CRC example of Twitter's developer relations (consumer secret
+    /// and crc_token), as `src/signature/twitter.rs` tests it.
+    #[test]
+    fn twitter_crc_answers_the_response_token() {
+        let url = "https://example.com/webhooks/x?crc_token=9b4507b3-9040-4669-9ca3-6b94edb50553&nonce=1";
+        let got = unsigned(Scheme::Twitter, b"", Some(url), b"z3ZX4v7mAAUGykl3EcmkqbartmuW8VFOOzCloLx9Q45P0hLrFu");
+        assert_eq!(
+            got,
+            Some(Answer::Respond(json!({"response_token": "sha256=Cytd4Sq+NvEcV3MMrXxWJGJx5A+y/lXzzU2Maartkx8="})))
+        );
+        let forged = "https://example.com/x?crc_token=%7B%22a%22%3A1%7D"; // {"a":1}
+        assert!(matches!(unsigned(Scheme::Twitter, b"", Some(forged), b"k"), Some(Answer::Refused(_))));
+        assert_eq!(unsigned(Scheme::Twitter, b"{}", Some(url), b"k"), None, "a POST is an event");
+        assert_eq!(unsigned(Scheme::Twitter, b"", Some("https://example.com/x"), b"k"), None);
+        assert_eq!(unsigned(Scheme::Github, b"", Some(url), b"k"), None);
     }
 
     #[test]
     fn events_and_other_schemes_are_no_handshake() {
         let event = br#"{"type":"event_callback","challenge":"x","event_id":"Ev1"}"#;
-        assert_eq!(answer(Scheme::Slack, &Body::new(event), "s"), None);
+        assert_eq!(answer(Scheme::Slack, &Body::new(event), b"s"), None);
         let no_challenge = br#"{"type":"url_verification","challenge":7}"#;
-        assert_eq!(answer(Scheme::Slack, &Body::new(no_challenge), "s"), None);
+        assert_eq!(answer(Scheme::Slack, &Body::new(no_challenge), b"s"), None);
         let slack_shaped = br#"{"type":"url_verification","challenge":"c"}"#;
-        assert_eq!(answer(Scheme::Github, &Body::new(slack_shaped), "s"), None);
-        assert_eq!(answer(Scheme::Slack, &Body::new(b"not json"), "s"), None);
+        assert_eq!(answer(Scheme::Github, &Body::new(slack_shaped), b"s"), None);
+        assert_eq!(answer(Scheme::Slack, &Body::new(b"not json"), b"s"), None);
     }
 }

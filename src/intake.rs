@@ -213,6 +213,7 @@ impl SourceIntake {
                 Some(pointers) => FingerprintRule::Configured(pointers),
             },
             replay_guard: self.replay_guard.unwrap_or(rules.replay_guard),
+            body_key: rules.body_key,
         }
     }
 

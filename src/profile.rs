@@ -142,6 +142,10 @@ pub struct Profile {
     /// What the key's fingerprint covers ([`FingerprintRule`]).
     pub fingerprint: FingerprintRule<'static>,
     pub event_id: Option<Location<'static>>,
+    /// The provider sends no event id at all: deliveries are keyed on the
+    /// body (`webhook_body_key`) without the caller asking for it, which is
+    /// right when every retry re-sends the same bytes.
+    pub body_key: bool,
     pub event_type: Option<Location<'static>>,
     pub event_time: Option<(Location<'static>, TimeFormat)>,
     /// Whether `webhook_receive` claims a replay guard for each delivery by
@@ -167,7 +171,7 @@ const DAY: i64 = 24 * HOUR;
 
 /// The built-in profiles, one per scheme that has one (the generic `hmac`
 /// scheme has none: its caller knows where its ids are).
-pub const PROFILES: [Profile; 7] = [
+pub const PROFILES: [Profile; 9] = [
     Profile {
         scheme: Scheme::Stripe,
         // Stripe renders the event anew for each attempt: pending_webhooks
@@ -175,6 +179,7 @@ pub const PROFILES: [Profile; 7] = [
         // of one evt_; type and data are the event itself.
         fingerprint: FingerprintRule::Pointers(&["/type", "/data"]),
         event_id: Some(Location::Body("/id")),
+        body_key: false,
         event_type: Some(Location::Body("/type")),
         event_time: Some((Location::Body("/created"), TimeFormat::UnixSeconds)),
         retry_horizon_s: Some(3 * DAY),
@@ -187,6 +192,7 @@ pub const PROFILES: [Profile; 7] = [
         scheme: Scheme::Github,
         fingerprint: FingerprintRule::Body,
         event_id: Some(Location::Headers(&["x-github-delivery"])),
+        body_key: false,
         event_type: Some(Location::Headers(&["x-github-event"])),
         event_time: None,
         retry_horizon_s: Some(3 * DAY),
@@ -199,6 +205,7 @@ pub const PROFILES: [Profile; 7] = [
         scheme: Scheme::Shopify,
         fingerprint: FingerprintRule::Body,
         event_id: Some(Location::Headers(&["x-shopify-event-id", "x-shopify-webhook-id"])),
+        body_key: false,
         event_type: Some(Location::Headers(&["x-shopify-topic"])),
         event_time: Some((Location::Headers(&["x-shopify-triggered-at"]), TimeFormat::Rfc3339)),
         retry_horizon_s: Some(4 * HOUR),
@@ -211,6 +218,7 @@ pub const PROFILES: [Profile; 7] = [
         scheme: Scheme::Slack,
         fingerprint: FingerprintRule::Body,
         event_id: Some(Location::Body("/event_id")),
+        body_key: false,
         event_type: Some(Location::Body("/event/type")),
         event_time: Some((Location::Body("/event_time"), TimeFormat::UnixSeconds)),
         retry_horizon_s: Some(5 * MINUTE),
@@ -223,6 +231,7 @@ pub const PROFILES: [Profile; 7] = [
         scheme: Scheme::Standard,
         fingerprint: FingerprintRule::Body,
         event_id: Some(Location::Headers(&["webhook-id", "svix-id"])),
+        body_key: false,
         event_type: Some(Location::Body("/type")),
         event_time: Some((Location::Body("/timestamp"), TimeFormat::Rfc3339)),
         retry_horizon_s: Some(75 * HOUR + 35 * MINUTE),
@@ -235,6 +244,7 @@ pub const PROFILES: [Profile; 7] = [
         scheme: Scheme::Paddle,
         fingerprint: FingerprintRule::Body,
         event_id: Some(Location::Body("/event_id")),
+        body_key: false,
         event_type: Some(Location::Body("/event_type")),
         event_time: Some((Location::Body("/occurred_at"), TimeFormat::Rfc3339)),
         retry_horizon_s: Some(3 * DAY),
@@ -247,6 +257,7 @@ pub const PROFILES: [Profile; 7] = [
         scheme: Scheme::Twilio,
         fingerprint: FingerprintRule::Body,
         event_id: Some(Location::Headers(&["i-twilio-idempotency-token"])),
+        body_key: false,
         event_type: None,
         event_time: None,
         retry_horizon_s: None,
@@ -254,6 +265,36 @@ pub const PROFILES: [Profile; 7] = [
         handshake: None,
         notes: "No retries by default; connection overrides (#rc=) allow up to 5 within seconds, each with the same I-Twilio-Idempotency-Token.",
         sources: "https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides ; https://www.twilio.com/docs/usage/webhooks/webhooks-security",
+    },
+    Profile {
+        scheme: Scheme::Zoom,
+        fingerprint: FingerprintRule::Body,
+        event_id: None,
+        body_key: true,
+        event_type: Some(Location::Body("/event")),
+        event_time: Some((Location::Body("/event_ts"), TimeFormat::UnixMilliseconds)),
+        retry_horizon_s: Some(85 * MINUTE),
+        replay_guard: false,
+        handshake: Some(
+            "endpoint.url_validation: answered {\"plainToken\": <payload.plainToken>, \"encryptedToken\": <hex HMAC-SHA256 of plainToken under the secret token>}",
+        ),
+        notes: "Zoom sends no event id: deliveries are keyed on the body, which a retry re-sends. After a failed delivery, 3 retries: 5 minutes later, then 20, then 60 minutes after the one before. The request timestamp is signed.",
+        sources: "https://developers.zoom.us/docs/api/webhooks/ ; https://devsupport.zoom.us/hc/en-us/articles/360059893812-Webhook-delays",
+    },
+    Profile {
+        scheme: Scheme::Twitter,
+        fingerprint: FingerprintRule::Body,
+        event_id: None,
+        body_key: true,
+        event_type: None,
+        event_time: None,
+        retry_horizon_s: Some(5 * MINUTE),
+        replay_guard: false,
+        handshake: Some(
+            "CRC (GET ?crc_token=<token>, unsigned): answered {\"response_token\": \"sha256=<base64 HMAC-SHA256 of crc_token under the consumer secret>\"}",
+        ),
+        notes: "X sends no event id and signs no time: deliveries are keyed on the body, which a retry re-sends (so a re-sent body is a duplicate without a replay guard). The event type is the name of the payload's array member (tweet_create_events, ...). Enterprise Account Activity API: up to 3 retries within 5 minutes.",
+        sources: "https://docs.x.com/x-api/webhooks/quickstart ; https://developer.x.com/en/docs/twitter-api/enterprise/account-activity-api/guides/activity-retries",
     },
 ];
 
@@ -267,6 +308,8 @@ pub struct Rules<'a> {
     pub event_time: Option<(Location<'a>, TimeFormat)>,
     pub fingerprint: FingerprintRule<'a>,
     pub replay_guard: bool,
+    /// Key deliveries on the body when they carry no event id.
+    pub body_key: bool,
 }
 
 impl Rules<'static> {
@@ -278,6 +321,7 @@ impl Rules<'static> {
         event_time: None,
         fingerprint: FingerprintRule::Body,
         replay_guard: false,
+        body_key: false,
     };
 
     /// The rules of `scheme`'s profile, else [`Rules::NONE`].
@@ -288,6 +332,7 @@ impl Rules<'static> {
             event_time: p.event_time,
             fingerprint: p.fingerprint,
             replay_guard: p.replay_guard,
+            body_key: p.body_key,
         })
     }
 }
@@ -385,7 +430,7 @@ mod tests {
         }
         for p in PROFILES {
             assert!(p.sources.starts_with("https://"), "{:?}", p.scheme);
-            assert!(p.event_id.is_some());
+            assert!(p.event_id.is_some() != p.body_key, "{:?}: an event id, or keyed on the body", p.scheme);
         }
     }
 

@@ -60,7 +60,7 @@ fn webhook_claim(
     let lease_us = lease.map(args::lease);
     let fingerprint = payload.map(crate::signature::ct::sha256);
     let (outcome, token, attempt, state, result, last_step, first_seen_at, lease_expires_at) = spi::connected(|conn| {
-        claim_one(conn, key, fingerprint.as_ref().map(<[u8; 32]>::as_slice), lease_us, event_type)
+        claim_one(conn, key, fingerprint.as_ref().map(<[u8; 32]>::as_slice), None, lease_us, event_type)
     });
     super::rows::one_row(
         fcinfo,
@@ -75,6 +75,24 @@ fn webhook_claim(
             lease_expires_at.into_datum(),
         ],
     )
+}
+
+/// The fingerprint to decide a known key on: the stored one when it is
+/// the SHA-256 of this delivery's raw bytes (`raw`, given when the
+/// source's fingerprint rule covers less than the raw body), else
+/// `fingerprint`. Identical bytes are identical content, so a key stored
+/// under another rule (0.1.0 hashed every `webhook_receive` body raw; a
+/// source may change its `fingerprint_pointers`) is no conflict with a
+/// byte-identical redelivery.
+pub(crate) fn same_bytes<'a>(
+    stored: Option<&'a [u8]>,
+    fingerprint: Option<&'a [u8]>,
+    raw: Option<&[u8]>,
+) -> Option<&'a [u8]> {
+    match (stored, raw) {
+        (Some(have), Some(raw)) if have == raw => Some(have),
+        _ => fingerprint,
+    }
 }
 
 /// Where the writes to a known key go. (One per claim, on the stack: no box.)
@@ -100,6 +118,7 @@ pub(crate) fn claim_one(
     conn: &Conn<'_>,
     key: Key<'_>,
     fingerprint: Option<&[u8]>,
+    raw: Option<&[u8]>,
     lease_us: Option<i64>,
     event_type: Option<&str>,
 ) -> ClaimRow {
@@ -165,6 +184,7 @@ pub(crate) fn claim_one(
         },
     };
     let settings = settings.take().unwrap_or_else(|| sources::settings(conn, key.source));
+    let fingerprint = same_bytes(found.fingerprint.as_deref(), fingerprint, raw);
     let decision = decide(Some(&found.stored()), now, fingerprint, settings.max_attempts());
     let label = found.event_type.clone().or(event_type.map(str::to_string));
     let outcome = decision.outcome.as_str().to_string();
@@ -311,7 +331,7 @@ fn webhook_claim_many(
                 // direct writes run no executor, which would check
                 pg_sys::check_for_interrupts!();
                 let key = args::key(source, Some(k));
-                let (o, t, a, st, r, l, f, e) = claim_one(conn, key, None, lease_us, event_type);
+                let (o, t, a, st, r, l, f, e) = claim_one(conn, key, None, None, lease_us, event_type);
                 (k.clone(), o, t, a, st, r, l, f, e)
             })
             .collect()

@@ -34,7 +34,7 @@ fn webhook_enqueue(
     let key = args::key(source, idem_key);
     let payload = required(payload, "payload");
     let fingerprint = crate::signature::ct::sha256(payload);
-    spi::connected(|conn| enqueue_one(conn, key, payload, &fingerprint, event_type, headers)).as_str().to_string()
+    spi::connected(|conn| enqueue_one(conn, key, payload, &fingerprint, None, event_type, headers)).as_str().to_string()
 }
 
 /// One enqueue: the body of `webhook_enqueue` and of
@@ -46,6 +46,7 @@ pub(crate) fn enqueue_one(
     key: Key<'_>,
     payload: &[u8],
     fingerprint: &[u8; 32],
+    raw: Option<&[u8]>,
     event_type: Option<&str>,
     headers: Option<Jsonb>,
 ) -> Enqueued {
@@ -55,7 +56,8 @@ pub(crate) fn enqueue_one(
     let (outcome, counter, label) = match store::queue::enqueue(conn, &delivery) {
         Upserted::Inserted => (Enqueued::Accepted, Counter::Enqueued, event_type.map(str::to_string)),
         Upserted::Known(found) => {
-            let outcome = decide_enqueue(Some(&found.stored()), fingerprint);
+            let given = super::claim::same_bytes(found.fingerprint.as_deref(), Some(fingerprint), raw);
+            let outcome = decide_enqueue(Some(&found.stored()), given.unwrap_or(fingerprint));
             let counter = match (outcome, found.state) {
                 (Enqueued::Conflict, _) => {
                     let stored = found.fingerprint.as_deref().unwrap_or_default();

@@ -12,8 +12,8 @@ use crate::handshake;
 use crate::jsonb::Jsonb;
 use crate::key::{body_hash_field, check_bounded, derive, Parts};
 use crate::metrics::{self, Counter};
-use crate::profile::{self, Body, Extracted, Rules};
-use crate::signature::Scheme;
+use crate::profile::{self, Body, Extracted, FingerprintRule, Rules};
+use crate::signature::{self, Scheme};
 use crate::spi::{self, Conn, Snap};
 use crate::store::replay_guards::{self, Guard};
 use crate::store::{self, sources, Key};
@@ -158,10 +158,23 @@ fn webhook_receive(
     // One SPI connection for the whole intake (the source's settings, the
     // guard, the claim or enqueue): a connection per step would cost each
     // its own set-up.
+    // X's CRC is unsigned: answered (or refused) before verification, with
+    // the first secret (the current one); nothing is read or written.
+    if scheme_parsed == Scheme::Twitter {
+        let checked = signature::check_secrets(&secrets).or_raise();
+        let key = signature::keys(scheme_parsed, &checked[..1]).or_raise().remove(0);
+        if let Some(handshake) = handshake::unsigned(scheme_parsed, body, url, &key) {
+            return handshake_answer(handshake, false).row(fcinfo);
+        }
+    }
+    // Only Twilio signs the URL; X's receivers pass it for the CRC.
+    let signed_url = if scheme_parsed == Scheme::Twitter { None } else { url };
+
     let answer = spi::connected(|conn| {
         let settings = sources::settings(conn, source);
         let tolerance = tolerance.or(settings.tolerance);
-        let verdict = verify_sql(Some(scheme_name), Some(body), &headers, secrets.clone(), tolerance, at, url, hmac);
+        let verdict =
+            verify_sql(Some(scheme_name), Some(body), &headers, secrets.clone(), tolerance, at, signed_url, hmac);
         if !verdict.valid() {
             if let Some(counter) = Counter::for_rejection(verdict.reason) {
                 metrics::count(source, None, counter, false);
@@ -170,14 +183,11 @@ fn webhook_receive(
         }
 
         let json = Body::new(body);
-        let secret = verdict.secret_index.and_then(|i| secrets.get(i).copied().flatten()).unwrap_or_default();
-        if let Some(response) = handshake::answer(scheme_parsed, &json, secret) {
-            return Answer {
-                verified: true,
-                outcome: Some("handshake".into()),
-                response: Some(Jsonb::from_text(&response.to_string())),
-                ..Answer::default()
-            };
+        if let Some(secret) = verdict.secret_index.and_then(|i| secrets.get(i).copied().flatten()) {
+            let key = signature::keys(scheme_parsed, &[secret]).or_raise().remove(0);
+            if let Some(handshake) = handshake::answer(scheme_parsed, &json, &key) {
+                return handshake_answer(handshake, true);
+            }
         }
 
         let intake = settings.intake();
@@ -198,7 +208,7 @@ fn webhook_receive(
         }
         let (event_id, body_hash) = match event_id {
             Some(id) => (id, false),
-            None if body_key_fallback => (body_hash_field(body), true),
+            None if body_key_fallback || rules.body_key => (body_hash_field(body), true),
             None => {
                 metrics::count(source, event_type.as_deref(), Counter::MissingEventIds, false);
                 return Answer { reject_reason: Some("missing_event_id".into()), ..read };
@@ -219,10 +229,16 @@ fn webhook_receive(
             }
         }
         let fingerprint = rules.fingerprint.fingerprint(&json);
+        // the raw bytes' hash too, when the rule covers less: a key stored
+        // under another rule still knows its own bytes (claim::same_bytes)
+        let raw_hash = (rules.fingerprint != FingerprintRule::Body)
+            .then(|| crate::signature::ct::sha256(body))
+            .filter(|raw| *raw != fingerprint);
+        let raw = raw_hash.as_ref().map(<[u8; 32]>::as_slice);
         match mode {
             Mode::Claim => {
                 let (outcome, token, attempt, _state, result, last_step, _, _) =
-                    claim_one(conn, idem_key, Some(&fingerprint), lease_us, event_type.as_deref());
+                    claim_one(conn, idem_key, Some(&fingerprint), raw, lease_us, event_type.as_deref());
                 Answer {
                     idem_key: Some(key),
                     outcome: Some(outcome),
@@ -234,12 +250,30 @@ fn webhook_receive(
                 }
             }
             Mode::Enqueue => {
-                let outcome = enqueue_one(conn, idem_key, body, &fingerprint, event_type.as_deref(), None);
+                let outcome = enqueue_one(conn, idem_key, body, &fingerprint, raw, event_type.as_deref(), None);
                 Answer { idem_key: Some(key), outcome: Some(outcome.as_str().into()), ..read }
             }
         }
     });
     answer.row(fcinfo)
+}
+
+/// The row of a handshake: `outcome = 'handshake'` and the body to answer,
+/// or, for an answer refused as unsafe, `reject_reason = 'refused_handshake'`
+/// and no outcome. `verified` says whether the request was signed (X's CRC
+/// is not).
+fn handshake_answer(handshake: handshake::Answer, verified: bool) -> Answer {
+    match handshake {
+        handshake::Answer::Respond(response) => Answer {
+            verified,
+            outcome: Some("handshake".into()),
+            response: Some(Jsonb::from_text(&response.to_string())),
+            ..Answer::default()
+        },
+        handshake::Answer::Refused(_) => {
+            Answer { verified, reject_reason: Some("refused_handshake".into()), ..Answer::default() }
+        }
+    }
 }
 
 /// A replay the guard answered: the key the body belongs to, and what a

@@ -290,6 +290,32 @@ mod tests {
         assert_eq!(stripe(r#"{"id":"evt_r","type":"t","pending_webhooks":1,"data":{}}"#), s("conflict"), "raw bytes");
     }
 
+    /// A key stored with the SHA-256 of the raw body (as 0.1.0's
+    /// webhook_receive stored every key, and as webhook_claim does) is no
+    /// conflict with a byte-identical redelivery under Stripe's rule; a
+    /// re-rendered one cannot be told from other content by such a key.
+    #[pg_test]
+    fn a_key_stored_under_the_raw_body_rule_still_knows_its_bytes() {
+        let body = br#"{"id":"evt_legacy","object":"event","type":"invoice.paid","pending_webhooks":2,"data":{"object":{"id":"in_1"}}}"#;
+        let key = Spi::get_one::<String>("SELECT webhook_key('stripe-legacy', 'evt_legacy')").unwrap().unwrap();
+        let token = Spi::get_one_with_args::<String>(
+            "SELECT claim_token::text FROM webhook_claim('stripe-legacy', $1, $2)",
+            &[key.as_str().into(), body.as_slice().into()],
+        )
+        .unwrap()
+        .unwrap();
+        complete("stripe-legacy", &key, &token, r#"{"ok": "legacy"}"#);
+        let send = |b: &[u8], mode: &str| {
+            let headers = signed("stripe", b, "whsec_l", 0, "", json!({}));
+            receive("stripe", b, &headers, "whsec_l", 0, &format!(", source => 'stripe-legacy', mode => '{mode}'"))
+        };
+        let again = send(body, "claim");
+        assert_eq!((again.outcome.as_deref(), again.result), (Some("duplicate"), Some(json!({"ok": "legacy"}))));
+        assert_eq!(send(body, "enqueue").outcome.as_deref(), Some("duplicate"));
+        let rerendered = br#"{"id":"evt_legacy","object":"event","type":"invoice.paid","pending_webhooks":1,"data":{"object":{"id":"in_1"}}}"#;
+        assert_eq!(send(rerendered, "claim").outcome.as_deref(), Some("conflict"));
+    }
+
     /// Invalid intake settings are 22023 when configured, naming the column.
     #[pg_test]
     fn invalid_intake_settings_are_refused_when_configured() {
@@ -344,6 +370,96 @@ mod tests {
         let forged = receive("slack", body, &json!({}), "slack-secret", 1_700_000_000, "");
         assert_eq!((forged.verified, forged.outcome, forged.response), (false, None, None));
         assert_eq!(count("SELECT count(*) FROM webhook_dedup.keys"), 0);
+    }
+
+    /// Zoom's endpoint.url_validation (its documented plainToken), signed
+    /// like any event: the token and its HMAC under the secret token.
+    /// Zoom's events carry no id: they are keyed on the body.
+    #[pg_test]
+    fn zoom_url_validation_is_a_handshake_and_events_are_keyed_on_the_body() {
+        let at = 1_700_000_000;
+        let body = br#"{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1654503849680,"event":"endpoint.url_validation"}"#;
+        let headers = signed("zoom", body, "secretValueTest", at, "", json!({}));
+        let got = receive("zoom", body, &headers, "secretValueTest", at, "");
+        assert_eq!((got.verified, got.outcome.as_deref(), got.idem_key), (true, Some("handshake"), None));
+        assert_eq!(
+            got.response,
+            Some(json!({"plainToken": "qgg8vlvZRS6UYooatFL8Aw",
+                        "encryptedToken": "70c1f2e2e6ca2d39297490d1f9142c7d701415ea8e6151f6562a08fa657a40ff"}))
+        );
+        // a token that could be a signed message is refused, even signed
+        let oracle = br#"{"payload":{"plainToken":"v0:1:x"},"event":"endpoint.url_validation"}"#;
+        let refused = receive(
+            "zoom",
+            oracle,
+            &signed("zoom", oracle, "secretValueTest", at, "", json!({})),
+            "secretValueTest",
+            at,
+            "",
+        );
+        assert_eq!(
+            (refused.verified, refused.reject_reason.as_deref(), refused.response),
+            (true, Some("refused_handshake"), None)
+        );
+
+        let event =
+            br#"{"event":"meeting.started","event_ts":1700000000123,"payload":{"object":{"id":"85746065432"}}}"#;
+        let send = || {
+            receive(
+                "zoom",
+                event,
+                &signed("zoom", event, "secretValueTest", at, "", json!({})),
+                "secretValueTest",
+                at,
+                "",
+            )
+        };
+        let first = send();
+        let key = Spi::get_one_with_args::<String>("SELECT webhook_body_key('zoom', $1)", &[event.as_slice().into()]);
+        assert_eq!((first.outcome.as_deref(), first.idem_key), (Some("claimed"), key.unwrap()));
+        assert_eq!(
+            (first.event_type.as_deref(), first.event_time.as_deref()),
+            (Some("meeting.started"), Some("2023-11-14T22:13:20.123000"))
+        );
+        assert_eq!(send().outcome.as_deref(), Some("in_progress"), "Zoom's retry of the same body");
+        assert_eq!(count("SELECT count(*) FROM webhook_dedup.keys WHERE source = 'zoom'"), 1);
+    }
+
+    /// X's CRC is a GET without a signature: answered before verification
+    /// with the first secret (Twitter developer relations' example), and
+    /// refused for a token that could be a body to sign; nothing stored.
+    #[pg_test]
+    fn twitter_crc_is_answered_before_verification() {
+        let secret = "z3ZX4v7mAAUGykl3EcmkqbartmuW8VFOOzCloLx9Q45P0hLrFu";
+        let crc = |url: &str| receive("twitter", b"", &json!({}), secret, 0, &format!(", url => '{url}'"));
+        let got = crc("https://example.com/webhooks/x?crc_token=9b4507b3-9040-4669-9ca3-6b94edb50553&nonce=1");
+        assert_eq!((got.verified, got.outcome.as_deref()), (false, Some("handshake")));
+        assert_eq!(
+            got.response,
+            Some(json!({"response_token": "sha256=Cytd4Sq+NvEcV3MMrXxWJGJx5A+y/lXzzU2Maartkx8="}))
+        );
+        let forged = crc("https://example.com/x?crc_token=%7B%22for_user_id%22%3A1%7D");
+        assert_eq!(
+            (forged.reject_reason.as_deref(), forged.outcome, forged.response),
+            (Some("refused_handshake"), None, None)
+        );
+        // a signed POST is an event, keyed on its body; the URL is not signed
+        let body = br#"{"for_user_id":"2244994945","tweet_create_events":[]}"#;
+        let headers = signed("twitter", body, secret, 0, "", json!({}));
+        let event = receive("twitter", body, &headers, secret, 0, ", url => 'https://example.com/webhooks/x'");
+        assert_eq!((event.verified, event.outcome.as_deref()), (true, Some("claimed")));
+        // the CRC answer as a signature of the token as a body never verifies
+        let as_body = b"9b4507b3-9040-4669-9ca3-6b94edb50553";
+        let replayed = receive(
+            "twitter",
+            as_body,
+            &json!({"x-twitter-webhooks-signature": "sha256=Cytd4Sq+NvEcV3MMrXxWJGJx5A+y/lXzzU2Maartkx8="}),
+            secret,
+            0,
+            "",
+        );
+        assert_eq!((replayed.verified, replayed.reject_reason.as_deref()), (false, Some("no_matching_signature")));
+        assert_eq!(count("SELECT count(*) FROM webhook_dedup.keys WHERE source = 'twitter'"), 1);
     }
 
     /// Issue 14, item 5: a source that lists its event types answers the
@@ -403,5 +519,6 @@ mod tests {
         assert!(find("shopify").2);
         assert!(find("slack").3);
         assert_eq!(rows.iter().filter(|r| r.2).count(), 2, "github and shopify");
+        assert_eq!(rows.iter().filter(|r| r.3).map(|r| r.0.as_str()).collect::<Vec<_>>(), ["slack", "twitter", "zoom"]);
     }
 }

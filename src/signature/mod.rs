@@ -398,6 +398,15 @@ pub fn parse_unix_seconds(text: &str) -> Option<i64> {
     text.parse().ok()
 }
 
+/// The value of query parameter `name` in `url`, if present
+/// (`application/x-www-form-urlencoded` decoding, as web frameworks decode
+/// a query string).
+pub(crate) fn query_parameter(url: &str, name: &str) -> Option<String> {
+    let query = url.split_once('?')?.1;
+    let query = query.split('#').next().unwrap_or(query);
+    form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
+}
+
 /// The single value of a header that must appear once, or the verdict for
 /// its absence (missing) or repetition (malformed).
 pub(crate) fn single<'h>(headers: &'h Headers, name: &str) -> Result<&'h str, Verdict> {

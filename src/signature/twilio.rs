@@ -69,13 +69,6 @@ pub fn url_variants(url: &str) -> Vec<String> {
     }
 }
 
-/// The value of query parameter `name` in `url`, if present.
-fn query_param(url: &str, name: &str) -> Option<String> {
-    let query = url.split_once('?')?.1;
-    let query = query.split('#').next().unwrap_or(query);
-    form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
-}
-
 /// Form parameters a request may carry: Twilio's requests carry a few
 /// dozen; a body of a million `a&a&...` would need about forty times its
 /// size in Rust's heap to sort.
@@ -117,7 +110,7 @@ pub fn verify(delivery: Delivery<'_>, url: &str, keys: &[Vec<u8>]) -> Verdict {
         return Verdict::rejected(Reason::MalformedHeader);
     }
     // A JSON body is covered by the URL's bodySHA256; a form body by its parameters.
-    let suffix = match query_param(url, BODY_HASH_PARAM) {
+    let suffix = match super::query_parameter(url, BODY_HASH_PARAM) {
         Some(hash) => {
             let body_hash = ct::sha256(delivery.body);
             let presented = ct::decode_hex(&hash, 32);
@@ -143,7 +136,7 @@ pub fn verify(delivery: Delivery<'_>, url: &str, keys: &[Vec<u8>]) -> Verdict {
 /// The headers Twilio would send for a request to `url` with `body` (form
 /// parameters, or a JSON body when `url` carries `bodySHA256`).
 pub fn sign(url: &str, body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
-    let suffix = if query_param(url, BODY_HASH_PARAM).is_some() {
+    let suffix = if super::query_parameter(url, BODY_HASH_PARAM).is_some() {
         Vec::new()
     } else {
         form_suffix(body, usize::MAX).unwrap_or_default()

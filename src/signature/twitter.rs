@@ -25,8 +25,9 @@
 //! `x-twitter-webhooks-signature`. [`crc_response_token`] therefore answers
 //! only tokens of at most [`MAX_CRC_TOKEN_LEN`] characters of the base64 and
 //! base64url alphabets plus `=`, which no JSON object body (it starts with
-//! `{`) can be. A body in that alphabet is still signable through the CRC:
-//! a receiver must treat only a JSON object body as an X delivery.
+//! `{`) can be, and [`verify`] refuses a body that does not start with `{`
+//! (after whitespace): X sends JSON objects only, and any other body could
+//! be a CRC answer. So no answer to a CRC is ever a valid delivery.
 
 use super::{ct, no_candidates, tagged, untimed, Delivery, Reason, Verdict};
 
@@ -45,6 +46,11 @@ pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
     let (candidates, other_tag) = tagged(values, TAG, |b64| ct::decode_base64(b64, Some(32)));
     if candidates.is_empty() {
         return no_candidates(other_tag, None);
+    }
+    // Not a JSON object: never an X delivery, and possibly a CRC answer
+    // obtained for it (module doc). No MAC is computed.
+    if delivery.body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Verdict::rejected(Reason::NoMatchingSignature);
     }
     untimed(keys, &candidates, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
 }
@@ -95,6 +101,18 @@ mod tests {
     /// Our own vector: `printf '%s' '{"for_user_id":"2244994945","tweet_create_events":[]}'
     /// | openssl dgst -sha256 -binary -hmac z3ZX4v7mAAUGykl3EcmkqbartmuW8VFOOzCloLx9Q45P0hLrFu | base64`.
     const SIG: &str = "sha256=CpOc2dZ+JrkFhzkAW3gWETdo1w8Mx1i/MpqTbkrylcw=";
+
+    /// The CRC answer for a token is a valid signature of the token as a
+    /// body; verify refuses such a body (it is no JSON object).
+    #[test]
+    fn a_crc_answer_is_never_a_valid_delivery() {
+        let answer = crc_response_token(SECRET, CRC_TOKEN).unwrap();
+        let headers = Headers::from_pairs([(HEADER, answer.as_str())]);
+        let keys = vec![SECRET.to_vec()];
+        let v = verify(Delivery { body: CRC_TOKEN.as_bytes(), headers: &headers, url: None }, &keys);
+        assert_eq!(v.reason, Reason::NoMatchingSignature);
+        assert_eq!(answer, signature(SECRET, CRC_TOKEN.as_bytes()), "the same MAC as a POST signature");
+    }
 
     fn check(body: &[u8], values: &[&str], keys: &[&[u8]]) -> Verdict {
         let headers = Headers::from_pairs(values.iter().map(|v| ("X-Twitter-Webhooks-Signature", *v)));
