@@ -19,7 +19,9 @@ Scenarios (all by default; name some to run only those):
             and a 30% duplicate mix
   complete  pgbench: claim + complete in one transaction against insert +
             update (and the PL/pgSQL pair)
-  receive   pgbench: webhook_receive of a signed 4 KiB GitHub delivery against
+  receive   pgbench: webhook_receive of a signed 4 KiB GitHub delivery (a new
+            event each time: its own id and body; also with the replay guard
+            off, to show what the guard costs) against
             pgcrypto's HMAC check + plain insert in one statement
   aged      pgbench: claims on a store holding 30 days of history at the
             default retention against claims on a fresh install
@@ -284,9 +286,13 @@ class Bench:
     def scenario_receive(self):
         db = "bench_receive"
         self.create_db(db)
-        rounds = self.alternate(db, ["receive_github.sql", "pgcrypto_github.sql"])
+        with self.connect(db) as conn:
+            conn.execute("INSERT INTO webhook_dedup.sources (source, replay_guard) VALUES ('github-unguarded', false)")
+        rounds = self.alternate(db, ["receive_github.sql", "pgcrypto_github.sql", "receive_github_unguarded.sql"])
         self.ratio("tps webhook_receive / pgcrypto check + insert (4 KiB GitHub delivery)", 1.0, ">=").samples = [
             r["receive_github.sql"] / r["pgcrypto_github.sql"] for r in rounds]
+        self.ratio("tps webhook_receive with the replay guard / without (github)", None, ">=").samples = [
+            r["receive_github.sql"] / r["receive_github_unguarded.sql"] for r in rounds]
 
     # Stores filled directly (not through the API, which would take too
     # long): the SQL depends on the storage layout, bench/fill.sql.

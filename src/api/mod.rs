@@ -26,6 +26,8 @@ mod tests_security;
 #[cfg(feature = "pg_test")]
 mod tests_state_machine;
 #[cfg(feature = "pg_test")]
+mod tests_support;
+#[cfg(feature = "pg_test")]
 mod tests_views;
 pub mod transitions;
 pub mod verify;

@@ -3,6 +3,7 @@
 
 #[pgrx::pg_schema]
 mod tests {
+    use crate::api::tests_support::signed;
     use crate::signature::vectors;
     use pgrx::prelude::*;
     use pgrx::JsonB;
@@ -34,20 +35,6 @@ mod tests {
                 row.get::<String>(6).unwrap(),
             )
         })
-    }
-
-    /// Headers a sender would send for `body` (webhook_sign), plus `extra`.
-    fn signed(scheme: &str, body: &[u8], secret: &str, at_unix: i64, sign_args: &str, extra: Value) -> Value {
-        let headers = Spi::get_one_with_args::<JsonB>(
-            &format!("SELECT webhook_sign($1, $2, $3, at => to_timestamp($4){sign_args})"),
-            &[scheme.into(), body.into(), secret.into(), (at_unix as f64).into()],
-        )
-        .unwrap()
-        .unwrap()
-        .0;
-        let mut map = headers.as_object().unwrap().clone();
-        map.extend(extra.as_object().unwrap().clone());
-        Value::Object(map)
     }
 
     fn vector(id: &str) -> Value {

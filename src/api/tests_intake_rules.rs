@@ -5,6 +5,7 @@
 
 #[pgrx::pg_schema]
 mod tests {
+    use crate::api::tests_support::signed;
     use pgrx::prelude::*;
     use pgrx::JsonB;
     use serde_json::{json, Value};
@@ -56,20 +57,6 @@ mod tests {
                 token: row.get(9).unwrap(),
             }
         })
-    }
-
-    /// Headers a sender would send for `body` (webhook_sign), plus `extra`.
-    fn signed(scheme: &str, body: &[u8], secret: &str, at_unix: i64, sign_args: &str, extra: Value) -> Value {
-        let headers = Spi::get_one_with_args::<JsonB>(
-            &format!("SELECT webhook_sign($1, $2, $3, at => to_timestamp($4){sign_args})"),
-            &[scheme.into(), body.into(), secret.into(), (at_unix as f64).into()],
-        )
-        .unwrap()
-        .unwrap()
-        .0;
-        let mut map = headers.as_object().unwrap().clone();
-        map.extend(extra.as_object().unwrap().clone());
-        Value::Object(map)
     }
 
     fn s(text: &str) -> Option<String> {

@@ -19,30 +19,52 @@ const TAG: &str = "v0=";
 
 /// Verify a Slack request against every key.
 pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_us: i64) -> Verdict {
-    check(delivery, keys, tolerance_us, now_us).unwrap_or_else(|rejected| rejected)
+    verify_v0(delivery, keys, HEADER, TIMESTAMP_HEADER, tolerance_us, now_us)
 }
 
-fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_us: i64) -> Result<Verdict, Verdict> {
-    let (ts_text, ts) = timestamp_header(delivery.headers, TIMESTAMP_HEADER)?;
-    let values = delivery.headers.all(HEADER);
-    if values.is_empty() {
-        return Err(Verdict { reason: Reason::MissingHeader, secret_index: None, signed_at: Some(ts) });
-    }
-    let (candidates, other_tag) = tagged(values, TAG, |hex| ct::decode_hex(hex, 32));
-    if candidates.is_empty() {
-        return Err(no_candidates(other_tag, Some(ts)));
-    }
-    let matched = ct::first_match(keys, &candidates, |key| {
-        ct::hmac_sha256(key, &[b"v0:", ts_text.as_bytes(), b":", delivery.body]).to_vec()
-    });
-    Ok(Verdict::timestamped(matched, ts, now_us, tolerance_us))
+/// The `v0` construction, Slack's and Zoom's ([`super::zoom`]): the
+/// `signature_header` holds `v0=<hex>` of HMAC-SHA256 over
+/// `v0:{timestamp}:{body}`, the timestamp (Unix seconds, as sent) in
+/// `timestamp_header`.
+pub(super) fn verify_v0(
+    delivery: Delivery<'_>,
+    keys: &[Vec<u8>],
+    signature_header: &str,
+    timestamp_header_name: &str,
+    tolerance_us: i64,
+    now_us: i64,
+) -> Verdict {
+    let check = || -> Result<Verdict, Verdict> {
+        let (ts_text, ts) = timestamp_header(delivery.headers, timestamp_header_name)?;
+        let values = delivery.headers.all(signature_header);
+        if values.is_empty() {
+            return Err(Verdict { reason: Reason::MissingHeader, secret_index: None, signed_at: Some(ts) });
+        }
+        let (candidates, other_tag) = tagged(values, TAG, |hex| ct::decode_hex(hex, 32));
+        if candidates.is_empty() {
+            return Err(no_candidates(other_tag, Some(ts)));
+        }
+        let matched = ct::first_match(keys, &candidates, |key| v0_mac(key, ts_text, delivery.body).to_vec());
+        Ok(Verdict::timestamped(matched, ts, now_us, tolerance_us))
+    };
+    check().unwrap_or_else(|rejected| rejected)
+}
+
+/// HMAC-SHA256 of `v0:{timestamp}:{body}`.
+pub(super) fn v0_mac(key: &[u8], timestamp: &str, body: &[u8]) -> [u8; 32] {
+    ct::hmac_sha256(key, &[b"v0:", timestamp.as_bytes(), b":", body])
+}
+
+/// `v0=` and the lower-case hex of a MAC.
+pub(super) fn v0_signature(mac: [u8; 32]) -> String {
+    format!("{TAG}{}", hex::encode(mac))
 }
 
 /// The headers Slack would send for `body` under `secret` at `t`.
 pub fn sign(body: &[u8], secret: &[u8], t: i64) -> Vec<(&'static str, String)> {
     let t = t.to_string();
-    let mac = ct::hmac_sha256(secret, &[b"v0:", t.as_bytes(), b":", body]);
-    vec![("X-Slack-Request-Timestamp", t), ("X-Slack-Signature", format!("{TAG}{}", hex::encode(mac)))]
+    let signature = v0_signature(v0_mac(secret, &t, body));
+    vec![("X-Slack-Request-Timestamp", t), ("X-Slack-Signature", signature)]
 }
 
 #[cfg(test)]

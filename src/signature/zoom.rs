@@ -28,7 +28,7 @@
 //! e.g. `qgg8vlvZRS6UYooatFL8Aw`); verifying the validation request's own
 //! signature first, as Zoom's sample does, is still the better practice.
 
-use super::{ct, no_candidates, tagged, timestamp_header, Delivery, Reason, Verdict};
+use super::{ct, slack, Delivery, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-zm-signature";
@@ -38,35 +38,17 @@ pub const TIMESTAMP_HEADER: &str = "x-zm-request-timestamp";
 pub const DEFAULT_TOLERANCE_S: i64 = 300;
 /// The `event` of Zoom's endpoint URL validation request.
 pub const URL_VALIDATION_EVENT: &str = "endpoint.url_validation";
-const TAG: &str = "v0=";
 
-/// Verify a Zoom delivery against every key.
+/// Verify a Zoom delivery against every key: Slack's `v0` construction
+/// under Zoom's header names.
 pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_us: i64) -> Verdict {
-    check(delivery, keys, tolerance_us, now_us).unwrap_or_else(|rejected| rejected)
-}
-
-fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_us: i64) -> Result<Verdict, Verdict> {
-    let (ts_text, ts) = timestamp_header(delivery.headers, TIMESTAMP_HEADER)?;
-    let values = delivery.headers.all(HEADER);
-    if values.is_empty() {
-        return Err(Verdict { reason: Reason::MissingHeader, secret_index: None, signed_at: Some(ts) });
-    }
-    let (candidates, other_tag) = tagged(values, TAG, |hex| ct::decode_hex(hex, 32));
-    if candidates.is_empty() {
-        return Err(no_candidates(other_tag, Some(ts)));
-    }
-    let matched = ct::first_match(keys, &candidates, |key| mac(key, ts_text, delivery.body).to_vec());
-    Ok(Verdict::timestamped(matched, ts, now_us, tolerance_us))
-}
-
-fn mac(key: &[u8], timestamp: &str, body: &[u8]) -> [u8; 32] {
-    ct::hmac_sha256(key, &[b"v0:", timestamp.as_bytes(), b":", body])
+    slack::verify_v0(delivery, keys, HEADER, TIMESTAMP_HEADER, tolerance_us, now_us)
 }
 
 /// The headers Zoom would send for `body` under `secret` at `t`.
 pub fn sign(body: &[u8], secret: &[u8], t: i64) -> Vec<(&'static str, String)> {
     let t = t.to_string();
-    let signature = format!("{TAG}{}", hex::encode(mac(secret, &t, body)));
+    let signature = slack::v0_signature(slack::v0_mac(secret, &t, body));
     vec![("x-zm-request-timestamp", t), ("x-zm-signature", signature)]
 }
 
@@ -88,7 +70,7 @@ pub fn encrypted_token(key: &[u8], plain_token: &str) -> Result<String, &'static
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signature::Headers;
+    use crate::signature::{Headers, Reason};
 
     const SECRET: &[u8] = b"secretValueTest";
     const NOW: i64 = 1_700_000_000;
