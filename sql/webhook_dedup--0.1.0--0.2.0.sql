@@ -216,10 +216,10 @@ CREATE TABLE webhook_dedup.replay_guards (
 CREATE INDEX replay_guards_seen_at ON webhook_dedup.replay_guards (seen_at);
 COMMENT ON COLUMN webhook_dedup.replay_guards.source IS 'The source the body was delivered to.';
 COMMENT ON COLUMN webhook_dedup.replay_guards.body_sha256 IS 'SHA-256 of the raw body, as signed.';
-COMMENT ON COLUMN webhook_dedup.replay_guards.idem_key IS 'The idempotency key the body belongs to: the first delivery''s, or the one that took the body over when that key''s processing had failed or the key was gone.';
-COMMENT ON COLUMN webhook_dedup.replay_guards.seen_at IS 'When the body was given to idem_key (database clock); the row is pruned by maintenance after the source''s retention.';
+COMMENT ON COLUMN webhook_dedup.replay_guards.idem_key IS 'The idempotency key the body belongs to: the first delivery''s, or the one that took the body over when that key was gone, had failed with nothing but the provider to retry it (no payload), or never took this content (a conflict left the guard).';
+COMMENT ON COLUMN webhook_dedup.replay_guards.seen_at IS 'When the body was given to idem_key (database clock); the row is pruned by maintenance after the source''s retention, once idem_key is gone.';
 COMMENT ON TABLE webhook_dedup.replay_guards IS
-  'The replay guard of webhook_receive (webhook_dedup.sources.replay_guard; on by default for github and shopify, which sign neither the event id nor a time): one row per source and signed body, naming the key it belongs to. A delivery of the body under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered) and processes nothing. Its one false positive: two genuinely distinct events with byte-identical bodies. Pruned after the source''s retention.';
+  'The replay guard of webhook_receive (webhook_dedup.sources.replay_guard; on by default for github and shopify, which sign neither the event id nor a time): one row per source and signed body, naming the key it belongs to. A delivery of the body under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered) and processes nothing. Its one false positive: two genuinely distinct events with byte-identical bodies. Pruned after the source''s retention once its key is gone.';
 
 -- webhook_dedup.providers shows each profile's fingerprint rule, replay
 -- guard and handshake (new columns of provider_profiles()).

@@ -19,7 +19,7 @@
 //!   verified deliveries are answered `ignored`.
 //!
 //! NULL columns keep the profile's rule. Every value is checked when the
-//! row is written (the trigger `sources_check`, 22023) with the same parser
+//! row is written (the check constraint `sources_intake`, 22023) with the same parser
 //! a delivery uses, so a bad pointer fails the configuration, not a
 //! delivery. Pure Rust.
 
@@ -343,5 +343,24 @@ mod tests {
         assert!(!intake.accepts(Some("customer.created.x")));
         assert!(!intake.accepts(None), "an event without a type is not a listed type");
         assert!(SourceIntake::default().accepts(None));
+    }
+
+    /// What the configuration accepts resolves at delivery as RFC 6901 says (serde_json's `Value::pointer`): escapes in order, the
+    /// empty name, no leading zeros and no `-` in arrays.
+    #[test]
+    fn pointers_resolve_as_rfc_6901() {
+        let body = br#"{"a/b":{"m~n":[10,20]},"":{"":"empty"},"~1":"tilde-one","x":{"01":"key"}}"#;
+        let body = Body::new(body);
+        let json = body.json().unwrap();
+        let at = |p: &str| {
+            assert!(matches!(Place::parse(p), Ok(Place::Pointer(_))), "{p}");
+            json.pointer(p).cloned()
+        };
+        assert_eq!(at("/a~1b/m~0n/1"), Some(serde_json::json!(20)));
+        assert_eq!(at("//"), Some(serde_json::json!("empty")));
+        assert_eq!(at("/~01"), Some(serde_json::json!("tilde-one")));
+        assert_eq!(at("/x/01"), Some(serde_json::json!("key")), "an object member named 01");
+        assert_eq!(at("/a~1b/m~0n/01"), None, "no leading zero in an array index");
+        assert_eq!(at("/a~1b/m~0n/-"), None);
     }
 }

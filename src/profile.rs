@@ -103,14 +103,55 @@ impl FingerprintRule<'_> {
         }
     }
 
-    /// The fingerprint of `body` under this rule.
-    pub fn fingerprint(self, body: &Body<'_>) -> [u8; 32] {
+    /// The fingerprint of `body` under this rule ([`Fingerprint`]).
+    pub fn fingerprint(self, body: &Body<'_>) -> Fingerprint {
         let canonical = match self {
             FingerprintRule::Body => None,
             FingerprintRule::Pointers(p) => canonical_values(p, body),
             FingerprintRule::Configured(p) => canonical_values(p, body),
         };
-        crate::signature::ct::sha256(canonical.as_deref().unwrap_or(body.raw))
+        match canonical {
+            Some(text) => Fingerprint::canonical(&text),
+            None => Fingerprint::raw(body.raw),
+        }
+    }
+}
+
+/// A key's fingerprint, as stored: the SHA-256 of the raw body (32 bytes,
+/// what `webhook_claim(..., payload)` stores too), or [`CANONICAL_TAG`]
+/// followed by the SHA-256 of a canonical JSON text (33 bytes). The lengths
+/// keep the two kinds apart: a body whose raw bytes happen to be another
+/// body's canonical text never matches that body's fingerprint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fingerprint {
+    bytes: [u8; 33],
+    len: usize,
+}
+
+/// The first byte of a canonical-JSON fingerprint.
+pub const CANONICAL_TAG: u8 = 0x01;
+
+impl Fingerprint {
+    /// The fingerprint of raw bytes.
+    pub fn raw(bytes: &[u8]) -> Fingerprint {
+        let mut out = [0; 33];
+        out[..32].copy_from_slice(&crate::signature::ct::sha256(bytes));
+        Fingerprint { bytes: out, len: 32 }
+    }
+
+    fn canonical(text: &[u8]) -> Fingerprint {
+        let mut out = [CANONICAL_TAG; 33];
+        out[1..].copy_from_slice(&crate::signature::ct::sha256(text));
+        Fingerprint { bytes: out, len: 33 }
+    }
+
+    /// Whether this is the fingerprint of raw bytes.
+    pub fn is_raw(&self) -> bool {
+        self.len == 32
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 }
 
@@ -120,8 +161,29 @@ fn canonical_values<S: AsRef<str>>(pointers: &[S], body: &Body<'_>) -> Option<Ve
     let json = body.json()?;
     let kept: serde_json::Map<String, Value> =
         pointers.iter().filter_map(|p| json.pointer(p.as_ref()).map(|v| (p.as_ref().to_string(), v.clone()))).collect();
+    // RFC 8785 writes numbers as IEEE doubles: an integer beyond 2^53 would
+    // lose digits (two orders, one fingerprint). Such a body is hashed raw.
+    if !kept.values().all(exact_as_double) {
+        return None;
+    }
     // serializing a serde_json value cannot fail (no non-string keys)
     serde_json_canonicalizer::to_vec(&Value::Object(kept)).ok()
+}
+
+/// Whether every number in `value` survives RFC 8785's conversion to an
+/// IEEE double (integers of at most 2^53 in magnitude; floats already are).
+fn exact_as_double(value: &Value) -> bool {
+    const MAX_EXACT: u64 = 1 << 53;
+    match value {
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => u <= MAX_EXACT,
+            (None, Some(i)) => i.unsigned_abs() <= MAX_EXACT,
+            (None, None) => true,
+        },
+        Value::Array(items) => items.iter().all(exact_as_double),
+        Value::Object(members) => members.values().all(exact_as_double),
+        _ => true,
+    }
 }
 
 /// Whether `text` is a JSON pointer (RFC 6901, section 3): empty, or `/`
@@ -449,11 +511,47 @@ mod tests {
         let fp = |b: &[u8]| rule.fingerprint(&Body::new(b));
         assert_eq!(fp(first), fp(retry));
         assert_ne!(fp(first), fp(other));
-        assert_eq!(fp(b"not json"), crate::signature::ct::sha256(b"not json"), "falls back to the body");
+        assert_eq!(fp(b"not json"), Fingerprint::raw(b"not json"), "falls back to the body");
+        assert_eq!((fp(first).as_bytes().len(), fp(first).as_bytes()[0]), (33, CANONICAL_TAG), "tagged");
         assert_eq!(rule.describe(), "canonical JSON (RFC 8785) of /type, /data");
         // the raw-body rule of the others
         let github = profile(Scheme::Github).unwrap().fingerprint;
-        assert_eq!(github.fingerprint(&Body::new(first)), crate::signature::ct::sha256(first));
+        assert_eq!(github.fingerprint(&Body::new(first)).as_bytes(), crate::signature::ct::sha256(first));
+    }
+
+    /// RFC 8785 writes every number as an IEEE double, so two covered
+    /// values that differ only in an integer above 2^53 (Shopify-style
+    /// 64-bit numeric ids) would get one fingerprint, and a conflicting
+    /// delivery would be a duplicate: such a body is hashed raw.
+    #[test]
+    fn integers_beyond_2_pow_53_keep_fingerprints_apart() {
+        let rule = FingerprintRule::Pointers(&["/data"]);
+        let a = br#"{"data":{"order_id":820982911946154508}}"#;
+        let b = br#"{"data":{"order_id":820982911946154509}}"#;
+        assert_ne!(rule.fingerprint(&Body::new(a)), rule.fingerprint(&Body::new(b)), "different orders");
+    }
+
+    /// The raw-bytes fallback compares a stored fingerprint with the
+    /// fingerprint of the new raw bytes: a body whose bytes are the first
+    /// body's canonical text must not pass for byte-identical (the tag and
+    /// the length keep the two kinds apart).
+    #[test]
+    fn raw_and_canonical_fingerprints_never_match() {
+        let pointers = ["/data".to_string()];
+        let rule = FingerprintRule::Configured(&pointers);
+        let first = br#"{"data":1,"attempt":1}"#;
+        let stored = rule.fingerprint(&Body::new(first)); // sha256({"/data":1})
+        let later = br#"{"/data":1}"#; // covers no /data: fingerprint of {}
+        let fingerprint = rule.fingerprint(&Body::new(later));
+        assert_ne!(stored, fingerprint, "under the rule, a conflict");
+        let raw = Fingerprint::raw(later);
+        let decided =
+            crate::api::claim::same_bytes(Some(stored.as_bytes()), Some(fingerprint.as_bytes()), Some(raw.as_bytes()));
+        assert_eq!(
+            decided,
+            Some(fingerprint.as_bytes()),
+            "the raw fallback must not turn the conflict into a duplicate"
+        );
     }
 
     #[test]

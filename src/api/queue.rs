@@ -45,7 +45,7 @@ pub(crate) fn enqueue_one(
     conn: &Conn<'_>,
     key: Key<'_>,
     payload: &[u8],
-    fingerprint: &[u8; 32],
+    fingerprint: &[u8],
     raw: Option<&[u8]>,
     event_type: Option<&str>,
     headers: Option<Jsonb>,

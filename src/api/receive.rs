@@ -12,9 +12,9 @@ use crate::handshake;
 use crate::jsonb::Jsonb;
 use crate::key::{body_hash_field, check_bounded, derive, Parts};
 use crate::metrics::{self, Counter};
-use crate::profile::{self, Body, Extracted, FingerprintRule, Rules};
+use crate::profile::{self, Body, Extracted, Fingerprint, Rules};
 use crate::signature::{self, Scheme};
-use crate::spi::{self, Conn, Snap};
+use crate::spi::{self, Conn};
 use crate::store::replay_guards::{self, Guard};
 use crate::store::{self, sources, Key};
 use crate::time::{clock_now, timestamptz};
@@ -216,9 +216,15 @@ fn webhook_receive(
         };
         let key = derive(&Parts { source, event_id: &event_id, environment, account, operation, body_hash }).or_raise();
         let idem_key = Key { source, idem_key: &key };
-        // A body key is the body already: no second key to guard it.
-        if rules.replay_guard && !body_hash {
-            if let Some(replayed) = replay_guard(conn, idem_key, body, mode) {
+        let fingerprint = rules.fingerprint.fingerprint(&json);
+        // The raw bytes' fingerprint too when the rule covers less: a key
+        // stored under another rule still knows its own bytes
+        // (claim::same_bytes), and the replay guard keys on them.
+        let raw = if fingerprint.is_raw() { fingerprint } else { Fingerprint::raw(body) };
+        let raw_if_other = (!fingerprint.is_raw()).then_some(raw.as_bytes());
+        let content = Content { fingerprint: fingerprint.as_bytes(), raw: raw_if_other };
+        if rules.replay_guard {
+            if let Some(replayed) = replay_guard(conn, idem_key, raw.as_bytes(), content, mode) {
                 metrics::count(source, event_type.as_deref(), Counter::Replayed, false);
                 return Answer {
                     idem_key: Some(replayed.idem_key),
@@ -228,17 +234,10 @@ fn webhook_receive(
                 };
             }
         }
-        let fingerprint = rules.fingerprint.fingerprint(&json);
-        // the raw bytes' hash too, when the rule covers less: a key stored
-        // under another rule still knows its own bytes (claim::same_bytes)
-        let raw_hash = (rules.fingerprint != FingerprintRule::Body)
-            .then(|| crate::signature::ct::sha256(body))
-            .filter(|raw| *raw != fingerprint);
-        let raw = raw_hash.as_ref().map(<[u8; 32]>::as_slice);
         match mode {
             Mode::Claim => {
                 let (outcome, token, attempt, _state, result, last_step, _, _) =
-                    claim_one(conn, idem_key, Some(&fingerprint), raw, lease_us, event_type.as_deref());
+                    claim_one(conn, idem_key, Some(content.fingerprint), content.raw, lease_us, event_type.as_deref());
                 Answer {
                     idem_key: Some(key),
                     outcome: Some(outcome),
@@ -250,7 +249,8 @@ fn webhook_receive(
                 }
             }
             Mode::Enqueue => {
-                let outcome = enqueue_one(conn, idem_key, body, &fingerprint, raw, event_type.as_deref(), None);
+                let outcome =
+                    enqueue_one(conn, idem_key, body, content.fingerprint, content.raw, event_type.as_deref(), None);
                 Answer { idem_key: Some(key), outcome: Some(outcome.as_str().into()), ..read }
             }
         }
@@ -284,41 +284,69 @@ struct Replayed {
     result: Option<Jsonb>,
 }
 
-/// The replay guard of `key`'s delivery of `body`: `None` when the body is
-/// `key`'s (new, a redelivery of the same event id, or taken over from a
-/// key whose processing failed, or that is gone), else the answer of the
-/// key it belongs to. In claim mode a failed owner is taken over (its
-/// processing did not happen, and without this delivery nothing would
-/// retry it when the owner was itself a replay); in enqueue mode the
-/// workers retry a failed owner, so any owner answers.
-fn replay_guard(conn: &Conn<'_>, key: Key<'_>, body: &[u8], mode: Mode) -> Option<Replayed> {
-    let body_sha256 = crate::signature::ct::sha256(body);
+/// What a delivery says about its content ([`crate::api::claim::same_bytes`]).
+#[derive(Clone, Copy)]
+struct Content<'a> {
+    /// Under the source's fingerprint rule.
+    fingerprint: &'a [u8],
+    /// Of the raw bytes, when the rule covers less.
+    raw: Option<&'a [u8]>,
+}
+
+/// The replay guard of `key`'s delivery of a body whose raw bytes hash to
+/// `body_sha256` (`crate::store::replay_guards`): `None` when the body is
+/// `key`'s to process (new, a redelivery of the same event id, or taken
+/// over), else the answer of the key it belongs to.
+///
+/// The body is taken over from its key (the owner) when the owner is gone
+/// (forgotten, expired), when the owner never took this content (the guard
+/// was left by a delivery of the owner's id with other content: a
+/// conflict), or when the owner failed and nothing retries it but the
+/// provider (no payload: a claim-mode key), since then its side effect did
+/// not happen and, if the owner was itself a replay, no retry would ever
+/// come. Otherwise the owner answers: `duplicate` with its result when
+/// completed; `in_progress` while processing, pending, or failed with a
+/// payload (`webhook_next` retries it); `unknown_outcome`, `dead_lettered`;
+/// in enqueue mode, `duplicate` for all of these. The guard row is locked
+/// before the owner is read, so a redelivery of the owner that is
+/// reclaiming it right now is waited for.
+fn replay_guard(
+    conn: &Conn<'_>,
+    key: Key<'_>,
+    body_sha256: &[u8],
+    content: Content<'_>,
+    mode: Mode,
+) -> Option<Replayed> {
     let now = clock_now();
-    // Each round either ends or sees the guard move to another key, which
-    // a concurrent delivery took over; three rounds are plenty.
+    // A round ends unless the guard row was pruned between its insert and
+    // its read, which cannot keep happening; three rounds are plenty.
     for _ in 0..3 {
-        let owner = match replay_guards::claim(conn, key.source, &body_sha256, key.idem_key, now) {
+        let owner = match replay_guards::claim(conn, key.source, body_sha256, key.idem_key, now) {
             Guard::Ours => return None,
+            Guard::Gone => continue,
             Guard::Theirs(owner) => owner,
         };
-        let row = store::read(conn, Key { source: key.source, idem_key: &owner }, Snap::Latest);
-        let outcome = match (row.as_ref().map(|r| r.state), mode) {
-            (None, _) | (Some(State::Failed), Mode::Claim) => None,
-            (Some(_), Mode::Enqueue) | (Some(State::Completed), Mode::Claim) => Some(Outcome::Duplicate),
-            (Some(State::Processing | State::Pending), Mode::Claim) => Some(Outcome::InProgress),
-            (Some(State::UnknownOutcome), Mode::Claim) => Some(Outcome::UnknownOutcome),
-            (Some(State::DeadLettered), Mode::Claim) => Some(Outcome::DeadLettered),
-        };
-        match outcome {
-            Some(outcome) => {
-                let result = row.and_then(|r| (r.state == State::Completed).then_some(r.result).flatten());
-                return Some(Replayed { idem_key: owner, outcome: outcome.as_str(), result });
-            }
-            None => {
-                if replay_guards::take_over(conn, key.source, &body_sha256, key.idem_key, &owner, now) {
-                    return None;
-                }
-            }
+        let found = replay_guards::owner(conn, key.source, &owner);
+        let answer = found.and_then(|o| {
+            let took_it = o
+                .fingerprint
+                .as_deref()
+                .is_none_or(|f| super::claim::same_bytes(Some(f), Some(content.fingerprint), content.raw) == Some(f));
+            let outcome = match (o.state, mode) {
+                _ if !took_it => return None,
+                (State::Failed, _) if !o.queued => return None,
+                (_, Mode::Enqueue) | (State::Completed, Mode::Claim) => Outcome::Duplicate,
+                (State::Processing | State::Pending | State::Failed, Mode::Claim) => Outcome::InProgress,
+                (State::UnknownOutcome, Mode::Claim) => Outcome::UnknownOutcome,
+                (State::DeadLettered, Mode::Claim) => Outcome::DeadLettered,
+            };
+            let result = if o.state == State::Completed { o.result } else { None };
+            Some((outcome, result))
+        });
+        match answer {
+            Some((outcome, result)) => return Some(Replayed { idem_key: owner, outcome: outcome.as_str(), result }),
+            None if replay_guards::take_over(conn, key.source, body_sha256, key.idem_key, now) => return None,
+            None => continue,
         }
     }
     store::serialization_failure()

@@ -179,6 +179,28 @@ mod tests {
         assert_eq!((q2.outcome.as_deref(), q2.idem_key.as_deref()), (Some("duplicate"), Some("github:q-1")));
     }
 
+    /// Maintenance prunes a guard past the source's retention only once its
+    /// key is gone: a key that lives on (here still processing; a dead
+    /// letter or an unknown outcome can live for ever) keeps its body's
+    /// replays answered.
+    #[pg_test]
+    fn a_guard_is_kept_while_its_key_lives() {
+        const SRC: &str = ", source => 'gh-prune'";
+        let body = br#"{"action":"kept"}"#;
+        assert_eq!(receive("github", body, &github(body, "p-1"), GITHUB_SECRET, 0, SRC).outcome, s("claimed"));
+        Spi::run(
+            "UPDATE webhook_dedup.replay_guards SET seen_at = now() - interval '400 days' WHERE source = 'gh-prune'",
+        )
+        .unwrap();
+        let guards = || count("SELECT count(*) FROM webhook_dedup.replay_guards WHERE source = 'gh-prune'");
+        Spi::run("SELECT * FROM webhook_dedup.run_maintenance()").unwrap();
+        assert_eq!(guards(), 1, "its key lives");
+        assert_eq!(receive("github", body, &github(body, "p-2"), GITHUB_SECRET, 0, SRC).outcome, s("in_progress"));
+        Spi::run("SELECT webhook_forget('gh-prune', 'gh-prune:p-1')").unwrap();
+        Spi::run("SELECT * FROM webhook_dedup.run_maintenance()").unwrap();
+        assert_eq!(guards(), 0, "its key is gone");
+    }
+
     /// Shopify signs no id either: the same guard, on by default; a source
     /// can turn it off (and turn it on for any other provider).
     #[pg_test]
@@ -507,5 +529,92 @@ mod tests {
         assert!(find("slack").3);
         assert_eq!(rows.iter().filter(|r| r.2).count(), 2, "github and shopify");
         assert_eq!(rows.iter().filter(|r| r.3).map(|r| r.0.as_str()).collect::<Vec<_>>(), ["slack", "twitter", "zoom"]);
+    }
+
+    /// A conflicting delivery leaves a guard for a body its key never took
+    /// (a captured body whose own delivery never committed, sent under an
+    /// existing id): the provider's own delivery of that body takes it over
+    /// instead of being answered from the unrelated key.
+    #[pg_test]
+    fn a_conflict_does_not_take_the_body() {
+        const SRC: &str = ", source => 'gh-conflict'";
+        let b1 = br#"{"action":"opened","number":1}"#;
+        let b2 = br#"{"action":"opened","number":2}"#;
+        let first = receive("github", b1, &github(b1, "c-1"), GITHUB_SECRET, 0, SRC);
+        complete("gh-conflict", "gh-conflict:c-1", first.token.as_deref().unwrap(), r#"{"n": 1}"#);
+        let forged = receive("github", b2, &github(b2, "c-1"), GITHUB_SECRET, 0, SRC);
+        assert_eq!(forged.outcome, s("conflict"));
+        let genuine = receive("github", b2, &github(b2, "c-2"), GITHUB_SECRET, 0, SRC);
+        assert_eq!(
+            (genuine.outcome.as_deref(), genuine.idem_key.as_deref()),
+            (Some("claimed"), Some("gh-conflict:c-2")),
+            "c-2 was never processed: it must not be answered from c-1"
+        );
+    }
+
+    /// Whether a failed owner is taken over depends on who retries it, not
+    /// on the mode of the call: an enqueued key that failed is retried by
+    /// webhook_next, so a claim-mode replay of its body must not claim it.
+    #[pg_test]
+    fn a_claim_does_not_take_over_a_key_the_workers_retry() {
+        let body = br#"{"action":"mixed"}"#;
+        let queued = receive(
+            "github",
+            body,
+            &github(body, "m-1"),
+            GITHUB_SECRET,
+            0,
+            ", source => 'gh-mixed', mode => 'enqueue'",
+        );
+        assert_eq!(queued.outcome, s("accepted"));
+        let token = Spi::get_one::<String>("SELECT claim_token::text FROM webhook_next('gh-mixed')").unwrap().unwrap();
+        Spi::get_one_with_args::<String>(
+            "SELECT webhook_fail('gh-mixed', 'gh-mixed:m-1', $1::uuid, 'boom', retry_after => '0')",
+            &[token.as_str().into()],
+        )
+        .unwrap();
+        let replay = receive("github", body, &github(body, "m-2"), GITHUB_SECRET, 0, ", source => 'gh-mixed'");
+        assert_eq!(
+            (replay.outcome.as_deref(), replay.idem_key.as_deref()),
+            (Some("in_progress"), Some("gh-mixed:m-1"))
+        );
+        assert_eq!(count("SELECT count(*) FROM webhook_next('gh-mixed')"), 1, "the workers retry m-1");
+        // the other way round: a claim-mode key that failed has no payload,
+        // so an enqueue-mode delivery of its body takes it over
+        let claimed = br#"{"action":"claimed-then-failed"}"#;
+        let c = receive("github", claimed, &github(claimed, "n-1"), GITHUB_SECRET, 0, ", source => 'gh-mixed'");
+        Spi::get_one_with_args::<String>(
+            "SELECT webhook_fail('gh-mixed', 'gh-mixed:n-1', $1::uuid, 'boom', retry_after => '0')",
+            &[c.token.as_deref().unwrap().into()],
+        )
+        .unwrap();
+        let queued = receive(
+            "github",
+            claimed,
+            &github(claimed, "n-2"),
+            GITHUB_SECRET,
+            0,
+            ", source => 'gh-mixed', mode => 'enqueue'",
+        );
+        assert_eq!((queued.outcome.as_deref(), queued.idem_key.as_deref()), (Some("accepted"), Some("gh-mixed:n-2")));
+    }
+
+    /// A body-keyed delivery claims the guard too: with body_key_fallback
+    /// on, a captured GitHub body re-sent without its X-GitHub-Delivery
+    /// header gets the body key, a second key for the body.
+    #[pg_test]
+    fn a_body_key_fallback_does_not_bypass_the_guard() {
+        const SRC: &str = ", source => 'gh-bodykey', body_key_fallback => true";
+        let body = br#"{"action":"bodykey"}"#;
+        let first = receive("github", body, &github(body, "k-1"), GITHUB_SECRET, 0, SRC);
+        assert_eq!(first.outcome, s("claimed"));
+        let stripped = signed("github", body, GITHUB_SECRET, 0, "", json!({"X-GitHub-Event": "push"}));
+        let replay = receive("github", body, &stripped, GITHUB_SECRET, 0, SRC);
+        assert_ne!(
+            replay.outcome,
+            s("claimed"),
+            "the body of gh-bodykey:k-1 claimed again under {:?}",
+            replay.idem_key
+        );
     }
 }

@@ -156,7 +156,7 @@ CREATE TABLE webhook_dedup.sources (
                                  AND pg_catalog.date_part('year', tolerance) = 0),
     provider     text,
     note         text,
-    -- Intake (src/intake.rs; checked by the trigger sources_check, 22023):
+    -- Intake (src/intake.rs; checked by the constraint sources_intake, 22023):
     -- how webhook_receive reads the source's deliveries where its provider
     -- profile does not.
     event_id_from        text,
@@ -222,10 +222,10 @@ CREATE TABLE webhook_dedup.replay_guards (
 CREATE INDEX replay_guards_seen_at ON webhook_dedup.replay_guards (seen_at);
 COMMENT ON COLUMN webhook_dedup.replay_guards.source IS 'The source the body was delivered to.';
 COMMENT ON COLUMN webhook_dedup.replay_guards.body_sha256 IS 'SHA-256 of the raw body, as signed.';
-COMMENT ON COLUMN webhook_dedup.replay_guards.idem_key IS 'The idempotency key the body belongs to: the first delivery''s, or the one that took the body over when that key''s processing had failed or the key was gone.';
-COMMENT ON COLUMN webhook_dedup.replay_guards.seen_at IS 'When the body was given to idem_key (database clock); the row is pruned by maintenance after the source''s retention.';
+COMMENT ON COLUMN webhook_dedup.replay_guards.idem_key IS 'The idempotency key the body belongs to: the first delivery''s, or the one that took the body over when that key was gone, had failed with nothing but the provider to retry it (no payload), or never took this content (a conflict left the guard).';
+COMMENT ON COLUMN webhook_dedup.replay_guards.seen_at IS 'When the body was given to idem_key (database clock); the row is pruned by maintenance after the source''s retention, once idem_key is gone.';
 COMMENT ON TABLE webhook_dedup.replay_guards IS
-  'The replay guard of webhook_receive (webhook_dedup.sources.replay_guard; on by default for github and shopify, which sign neither the event id nor a time): one row per source and signed body, naming the key it belongs to. A delivery of the body under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered) and processes nothing. Its one false positive: two genuinely distinct events with byte-identical bodies. Pruned after the source''s retention.';
+  'The replay guard of webhook_receive (webhook_dedup.sources.replay_guard; on by default for github and shopify, which sign neither the event id nor a time): one row per source and signed body, naming the key it belongs to. A delivery of the body under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered) and processes nothing. Its one false positive: two genuinely distinct events with byte-identical bodies. Pruned after the source''s retention once its key is gone.';
 
 -- The out-of-order guard: the newest source_updated_at seen per entity.
 CREATE TABLE webhook_dedup.watermarks (

@@ -3,12 +3,24 @@
 //! to. GitHub and Shopify sign the body but neither the delivery id nor a
 //! time, so whoever captured one signed delivery can re-send it under a new
 //! id; the guard makes that a duplicate of the key the body first came with
-//! (`webhook_receive`, [`crate::api::receive`]).
+//! (`webhook_receive`, `crate::api::receive`).
+//!
+//! The protocol, as the keys' (`crate::store`):
+//! 1. **A new body is one insert, arbitrated by the primary key**: of two
+//!    concurrent first deliveries of a body, the second waits in the index
+//!    for the first's transaction, then finds its row.
+//! 2. **A known body's row is locked** (`FOR NO KEY UPDATE`) by every
+//!    delivery that finds it, until its transaction ends, before anything
+//!    is decided: a redelivery of the owner holds it while it reclaims, so
+//!    a replay that would take a failed (or gone) owner's body over waits,
+//!    and then reads the owner as that redelivery left it.
 //!
 //! Reads and writes only; the decision is the caller's. Rows are pruned by
-//! maintenance after the source's retention (from `seen_at`, the time the
-//! body was given to its key).
+//! maintenance after the source's retention (from `seen_at`), once their
+//! key is gone.
 
+use crate::claim::State;
+use crate::jsonb::Jsonb;
 use crate::spi::{arg, Conn, Snap, Statement};
 use crate::time::timestamptz;
 use pgrx::pg_sys::{BYTEAOID, TEXTOID, TIMESTAMPTZOID};
@@ -20,9 +32,14 @@ static INSERT: Statement = Statement::returning(
 );
 static READ: Statement =
     Statement::returning(crate::sql_statement!("replay_guard_read.sql"), &[TEXTOID, BYTEAOID], &["idem_key"]);
+static OWNER: Statement = Statement::returning(
+    crate::sql_statement!("replay_guard_owner.sql"),
+    &[TEXTOID, TEXTOID],
+    &["state", "result", "fingerprint", "queued"],
+);
 static TAKE_OVER: Statement = Statement::returning(
     crate::sql_statement!("replay_guard_take_over.sql"),
-    &[TEXTOID, BYTEAOID, TEXTOID, TIMESTAMPTZOID, TEXTOID],
+    &[TEXTOID, BYTEAOID, TEXTOID, TIMESTAMPTZOID],
     &["taken"],
 );
 
@@ -31,39 +48,67 @@ static TAKE_OVER: Statement = Statement::returning(
 pub enum Guard {
     /// The body belongs to the key that asked (new, or a redelivery of it).
     Ours,
-    /// The body belongs to this other key.
+    /// The body belongs to this other key; its guard row is locked by this
+    /// transaction.
     Theirs(String),
+    /// The row went (pruned) between the insert and the read: ask again.
+    Gone,
 }
 
 /// Give the body `body_sha256` of `source` to `idem_key` if it has no
-/// guard yet, else say whose it is. `now` in microseconds (PostgreSQL
-/// epoch).
-pub fn claim(conn: &Conn<'_>, source: &str, body_sha256: &[u8; 32], idem_key: &str, now: i64) -> Guard {
-    let body = body_sha256.as_slice();
-    // A row deleted (pruned) between the insert and the read is a new body
-    // again: try twice, then give up (it cannot keep happening).
-    for _ in 0..3 {
-        let inserted =
-            conn.execute(&INSERT, &[arg(source), arg(body), arg(idem_key), arg(timestamptz(now))], Snap::Statement);
-        if !inserted.is_empty() {
-            return Guard::Ours;
-        }
-        // The conflicting row is committed (the insert waited for it), but
-        // may be newer than a REPEATABLE READ snapshot: read the latest.
-        let rows = conn.execute(&READ, &[arg(source), arg(body)], Snap::Latest);
-        if let Some(owner) = (!rows.is_empty()).then(|| rows.get::<String>(0, 1)).flatten() {
-            return if owner == idem_key { Guard::Ours } else { Guard::Theirs(owner) };
-        }
+/// guard yet, else lock the guard and say whose it is. `now` in
+/// microseconds (PostgreSQL epoch).
+pub fn claim(conn: &Conn<'_>, source: &str, body_sha256: &[u8], idem_key: &str, now: i64) -> Guard {
+    let inserted =
+        conn.execute(&INSERT, &[arg(source), arg(body_sha256), arg(idem_key), arg(timestamptz(now))], Snap::Statement);
+    if !inserted.is_empty() {
+        return Guard::Ours;
     }
-    crate::store::serialization_failure()
+    // The conflicting row is committed (the insert waited for it). Under
+    // READ COMMITTED the locking read finds its newest version; under
+    // REPEATABLE READ PostgreSQL raises 40001 when that is newer than the
+    // snapshot, and a row inserted after it is not seen (Gone: the caller's
+    // next insert conflicts again, and it gives up with 40001).
+    let rows = conn.execute(&READ, &[arg(source), arg(body_sha256)], Snap::Statement);
+    match (!rows.is_empty()).then(|| rows.get::<String>(0, 1)).flatten() {
+        Some(owner) if owner == idem_key => Guard::Ours,
+        Some(owner) => Guard::Theirs(owner),
+        None => Guard::Gone,
+    }
 }
 
-/// Give the body to `idem_key` if it still belongs to `from`; `false` when
-/// another delivery took it first.
-pub fn take_over(conn: &Conn<'_>, source: &str, body_sha256: &[u8; 32], idem_key: &str, from: &str, now: i64) -> bool {
+/// The key a body belongs to, as the guard decides on it.
+#[derive(Debug)]
+pub struct Owner {
+    pub state: State,
+    pub result: Option<Jsonb>,
+    pub fingerprint: Option<Vec<u8>>,
+    /// It holds a payload: `webhook_next` retries it when it fails.
+    pub queued: bool,
+}
+
+/// `idem_key` of `source` as it is now (the latest committed state, read
+/// after the guard's lock was granted), or `None` when it is gone.
+pub fn owner(conn: &Conn<'_>, source: &str, idem_key: &str) -> Option<Owner> {
+    let rows = conn.execute(&OWNER, &[arg(source), arg(idem_key)], Snap::Latest);
+    if rows.is_empty() {
+        return None;
+    }
+    let state: String = rows.get(0, 1).expect("state is NOT NULL");
+    Some(Owner {
+        state: State::parse(&state).unwrap_or_else(|| pgrx::error!("webhook_dedup: unknown stored state {state:?}")),
+        result: rows.get_jsonb(0, 2),
+        fingerprint: rows.get(0, 3),
+        queued: rows.get(0, 4).unwrap_or(false),
+    })
+}
+
+/// Give the body to `idem_key` (the caller holds the guard's lock, from
+/// [`claim`]); `false` when the row is not there.
+pub fn take_over(conn: &Conn<'_>, source: &str, body_sha256: &[u8], idem_key: &str, now: i64) -> bool {
     let rows = conn.execute(
         &TAKE_OVER,
-        &[arg(source), arg(body_sha256.as_slice()), arg(idem_key), arg(timestamptz(now)), arg(from)],
+        &[arg(source), arg(body_sha256), arg(idem_key), arg(timestamptz(now))],
         Snap::Statement,
     );
     !rows.is_empty()

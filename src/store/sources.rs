@@ -58,8 +58,9 @@ pub struct SourceSettings {
     /// metrics keep room for such sources, [`crate::metrics`]).
     pub configured: bool,
     /// How `webhook_receive` reads the source's deliveries (`None`: every
-    /// intake column is NULL; `Err`: a row the trigger `sources_check` did
-    /// not see, e.g. written with triggers disabled, raised when used).
+    /// intake column is NULL; `Err`: a row that does not check, which the
+    /// constraint `sources_intake` let through under other rules, e.g. an
+    /// older version's; raised when used).
     pub intake: Option<Rc<Result<SourceIntake, String>>>,
 }
 

@@ -1,6 +1,6 @@
 -- Delete up to $3 rows of each history table past retention: watermarks
--- (by updated_at), replay guards and conflicts (seen_at) and hourly claim
--- counts (bucket) by
+-- (by updated_at), replay guards whose key is gone and conflicts (seen_at)
+-- and hourly claim counts (bucket) by
 -- their source's retention, per-minute claim counts after two hours,
 -- maintenance runs (started_at) by webhook_dedup.retention.
 -- Each is bounded and uses its time index; returns how many went.
@@ -26,6 +26,11 @@ WITH cutoff AS (
         AND x.seen_at OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) COALESCE(
               (SELECT s.retention FROM webhook_dedup.sources AS s
                 WHERE s.source OPERATOR(pg_catalog.=) x.source), $2))
+        -- kept while its key lives (a dead letter, an unknown outcome, a
+        -- key still active): a replay of its body is still answered
+        AND NOT EXISTS (SELECT FROM webhook_dedup.keys AS k
+                         WHERE k.idem_key OPERATOR(pg_catalog.=) x.idem_key
+                           AND k.source OPERATOR(pg_catalog.=) x.source)
       LIMIT $3 FOR UPDATE OF x SKIP LOCKED))
   RETURNING 1
 ), conflicts AS (
