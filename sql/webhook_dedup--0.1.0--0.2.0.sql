@@ -93,7 +93,7 @@ COMMENT ON COLUMN webhook_dedup.keys.claim_token IS 'Token of the current (or la
 COMMENT ON COLUMN webhook_dedup.keys.lease_expires_at IS 'When the current lease expires; a later claim reclaims an expired one.';
 COMMENT ON COLUMN webhook_dedup.keys.next_attempt_at IS 'For failed keys: when a retry is due.';
 COMMENT ON COLUMN webhook_dedup.keys.due_at IS 'When a claim or webhook_next may next take the key: a pending key at once, a processing key when its lease expires, a failed key at next_attempt_at; NULL for completed, unknown_outcome and dead_lettered keys. Indexed (keys_open).';
-COMMENT ON COLUMN webhook_dedup.keys.fingerprint IS 'SHA-256 of the first payload claimed or enqueued with the key; a different payload later is a conflict.';
+COMMENT ON COLUMN webhook_dedup.keys.fingerprint IS 'The content of the first payload claimed or enqueued with the key: SHA-256 of its raw bytes (32 bytes), or the byte 0x01 and SHA-256 of the RFC 8785 canonical JSON that its source''s fingerprint rule covers (33 bytes; webhook_receive, docs/providers.md). A later delivery with other content is a conflict (byte-identical raw bytes never are).';
 COMMENT ON COLUMN webhook_dedup.keys.event_type IS 'The provider''s event type, as given to the first claim.';
 COMMENT ON COLUMN webhook_dedup.keys.result IS 'What webhook_complete stored; returned to duplicates. Keep it small (a status, an id): it is read by every duplicate.';
 COMMENT ON COLUMN webhook_dedup.keys.last_step IS 'The last checkpointed step, so a reclaimed event resumes there.';
@@ -221,6 +221,12 @@ COMMENT ON COLUMN webhook_dedup.replay_guards.seen_at IS 'When the body was give
 COMMENT ON TABLE webhook_dedup.replay_guards IS
   'The replay guard of webhook_receive (webhook_dedup.sources.replay_guard; on by default for github and shopify, which sign neither the event id nor a time): one row per source and signed body, naming the key it belongs to. A delivery of the body under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered) and processes nothing. Its one false positive: two genuinely distinct events with byte-identical bodies. Pruned after the source''s retention once its key is gone.';
 
+-- Fingerprints are of raw bytes or (tagged) of canonical JSON.
+COMMENT ON TABLE webhook_dedup.conflict_log IS
+  'One row per delivery of a known key with a different payload (the fingerprints of the stored and the new payload, webhook_dedup.keys.fingerprint; via = claim or enqueue). Nothing was processed for these deliveries. Read it through the view webhook_dedup.conflicts, which adds the key''s state.';
+COMMENT ON COLUMN webhook_dedup.conflict_log.stored_fingerprint IS 'The key''s fingerprint (webhook_dedup.keys.fingerprint): the content it was first stored with.';
+COMMENT ON COLUMN webhook_dedup.conflict_log.fingerprint IS 'The fingerprint of the conflicting delivery, under the same rule.';
+
 -- webhook_dedup.providers shows each profile's fingerprint rule, replay
 -- guard and handshake (new columns of provider_profiles()).
 DROP VIEW webhook_dedup.providers;
@@ -342,7 +348,7 @@ SELECT c.id, c.source, c.idem_key, c.seen_at, c.via, c.stored_fingerprint, c.fin
   LEFT JOIN webhook_dedup.keys AS k
     ON k.idem_key OPERATOR(pg_catalog.=) c.idem_key AND k.source OPERATOR(pg_catalog.=) c.source;
 COMMENT ON VIEW webhook_dedup.conflicts IS
-  'One row per delivery of a known key with a different payload (nothing was processed for it): id, source, idem_key, seen_at, via (claim or enqueue), stored_fingerprint and fingerprint (SHA-256 of the first and of this payload), and the key now: state, attempts, last_error, deliveries, key_conflicts (conflicting deliveries of the key), first_seen_at (NULL when the key is gone). Filter on seen_at or idem_key: both are indexed in webhook_dedup.conflict_log.';
+  'One row per delivery of a known key with a different payload (nothing was processed for it): id, source, idem_key, seen_at, via (claim or enqueue), stored_fingerprint and fingerprint (the fingerprints of the first and of this payload, webhook_dedup.keys.fingerprint), and the key now: state, attempts, last_error, deliveries, key_conflicts (conflicting deliveries of the key), first_seen_at (NULL when the key is gone). Filter on seen_at or idem_key: both are indexed in webhook_dedup.conflict_log.';
 
 CREATE VIEW webhook_dedup.key_history AS
 SELECT k.source, k.idem_key, k.state, k.event_type, k.first_seen_at, k.last_seen_at, k.completed_at,

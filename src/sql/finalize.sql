@@ -267,7 +267,7 @@ SELECT c.id, c.source, c.idem_key, c.seen_at, c.via, c.stored_fingerprint, c.fin
   LEFT JOIN webhook_dedup.keys AS k
     ON k.idem_key OPERATOR(pg_catalog.=) c.idem_key AND k.source OPERATOR(pg_catalog.=) c.source;
 COMMENT ON VIEW webhook_dedup.conflicts IS
-  'One row per delivery of a known key with a different payload (nothing was processed for it): id, source, idem_key, seen_at, via (claim or enqueue), stored_fingerprint and fingerprint (SHA-256 of the first and of this payload), and the key now: state, attempts, last_error, deliveries, key_conflicts (conflicting deliveries of the key), first_seen_at (NULL when the key is gone). Filter on seen_at or idem_key: both are indexed in webhook_dedup.conflict_log.';
+  'One row per delivery of a known key with a different payload (nothing was processed for it): id, source, idem_key, seen_at, via (claim or enqueue), stored_fingerprint and fingerprint (the fingerprints of the first and of this payload, webhook_dedup.keys.fingerprint), and the key now: state, attempts, last_error, deliveries, key_conflicts (conflicting deliveries of the key), first_seen_at (NULL when the key is gone). Filter on seen_at or idem_key: both are indexed in webhook_dedup.conflict_log.';
 
 CREATE VIEW webhook_dedup.key_history AS
 SELECT k.source, k.idem_key, k.state, k.event_type, k.first_seen_at, k.last_seen_at, k.completed_at,

@@ -65,7 +65,7 @@ COMMENT ON COLUMN webhook_dedup.keys.claim_token IS 'Token of the current (or la
 COMMENT ON COLUMN webhook_dedup.keys.lease_expires_at IS 'When the current lease expires; a later claim reclaims an expired one.';
 COMMENT ON COLUMN webhook_dedup.keys.next_attempt_at IS 'For failed keys: when a retry is due.';
 COMMENT ON COLUMN webhook_dedup.keys.due_at IS 'When a claim or webhook_next may next take the key: a pending key at once, a processing key when its lease expires, a failed key at next_attempt_at; NULL for completed, unknown_outcome and dead_lettered keys. Indexed (keys_open).';
-COMMENT ON COLUMN webhook_dedup.keys.fingerprint IS 'SHA-256 of the first payload claimed or enqueued with the key; a different payload later is a conflict.';
+COMMENT ON COLUMN webhook_dedup.keys.fingerprint IS 'The content of the first payload claimed or enqueued with the key: SHA-256 of its raw bytes (32 bytes), or the byte 0x01 and SHA-256 of the RFC 8785 canonical JSON that its source''s fingerprint rule covers (33 bytes; webhook_receive, docs/providers.md). A later delivery with other content is a conflict (byte-identical raw bytes never are).';
 COMMENT ON COLUMN webhook_dedup.keys.event_type IS 'The provider''s event type, as given to the first claim.';
 COMMENT ON COLUMN webhook_dedup.keys.result IS 'What webhook_complete stored; returned to duplicates. Keep it small (a status, an id): it is read by every duplicate.';
 COMMENT ON COLUMN webhook_dedup.keys.last_step IS 'The last checkpointed step, so a reclaimed event resumes there.';
@@ -202,11 +202,11 @@ COMMENT ON COLUMN webhook_dedup.conflict_log.id IS 'Identity.';
 COMMENT ON COLUMN webhook_dedup.conflict_log.source IS 'The key''s source.';
 COMMENT ON COLUMN webhook_dedup.conflict_log.idem_key IS 'The key.';
 COMMENT ON COLUMN webhook_dedup.conflict_log.seen_at IS 'When the conflicting delivery arrived (database clock).';
-COMMENT ON COLUMN webhook_dedup.conflict_log.stored_fingerprint IS 'SHA-256 of the payload the key was first stored with.';
-COMMENT ON COLUMN webhook_dedup.conflict_log.fingerprint IS 'SHA-256 of the conflicting payload.';
+COMMENT ON COLUMN webhook_dedup.conflict_log.stored_fingerprint IS 'The key''s fingerprint (webhook_dedup.keys.fingerprint): the content it was first stored with.';
+COMMENT ON COLUMN webhook_dedup.conflict_log.fingerprint IS 'The fingerprint of the conflicting delivery, under the same rule.';
 COMMENT ON COLUMN webhook_dedup.conflict_log.via IS 'claim or enqueue: the call that saw the conflict.';
 COMMENT ON TABLE webhook_dedup.conflict_log IS
-  'One row per delivery of a known key with a different payload (SHA-256 fingerprints of the stored and the new payload; via = claim or enqueue). Nothing was processed for these deliveries. Read it through the view webhook_dedup.conflicts, which adds the key''s state.';
+  'One row per delivery of a known key with a different payload (the fingerprints of the stored and the new payload, webhook_dedup.keys.fingerprint; via = claim or enqueue). Nothing was processed for these deliveries. Read it through the view webhook_dedup.conflicts, which adds the key''s state.';
 
 -- The replay guard (src/store/replay_guards.rs): per source and signed
 -- body, the key the body belongs to, so that a body re-sent under a new
