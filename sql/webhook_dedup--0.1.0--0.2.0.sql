@@ -163,10 +163,11 @@ CREATE TYPE webhook_dedup.receive_result AS (
     event_type    text,
     event_time    timestamptz,
     last_step     text,
-    response      jsonb
+    response      jsonb,
+    secret_index  integer
 );
 COMMENT ON TYPE webhook_dedup.receive_result IS
-  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id, or refused_handshake: a handshake answer that could sign a forged delivery), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (for outcome handshake: the JSON body to answer with).';
+  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id, or refused_handshake: a handshake answer that could sign a forged delivery), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (for outcome handshake: the JSON body to answer with), secret_index (which secret verified: its position in secrets, 0-based, or with secrets NULL the id of the webhook_dedup.source_secrets key).';
 
 
 -- The keys, in key order; a completed key is looked at again by maintenance
@@ -201,6 +202,31 @@ DROP TABLE webhook_dedup.keys_0_1 CASCADE;
 ALTER TABLE webhook_dedup.conflict_log
     ALTER COLUMN source TYPE text COLLATE "C",
     ALTER COLUMN idem_key TYPE text COLLATE "C";
+
+-- Verification keys per source (src/store/secrets.rs): webhook_receive
+-- uses the source's keys valid at the delivery's time when the call passes
+-- no secrets, so receivers hold no secret and rotation is a row. Readable
+-- by the extension's owner only; not registered for pg_dump (secrets stay
+-- out of dumps: docs/operations.md, "Backups").
+CREATE TABLE webhook_dedup.source_secrets (
+    id         integer     GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source     text        COLLATE "C" NOT NULL,
+    secret     text        NOT NULL,
+    not_before timestamptz NOT NULL,
+    not_after  timestamptz,
+    created_at timestamptz NOT NULL,
+    note       text
+);
+CREATE INDEX source_secrets_source ON webhook_dedup.source_secrets (source);
+COMMENT ON COLUMN webhook_dedup.source_secrets.id IS 'The key''s id: webhook_receive''s secret_index names it when it verified a delivery.';
+COMMENT ON COLUMN webhook_dedup.source_secrets.source IS 'The source the key verifies (as passed to webhook_receive).';
+COMMENT ON COLUMN webhook_dedup.source_secrets.secret IS 'The secret (or, for asymmetric schemes, the public key), as the provider shows it. Never returned by the functions.';
+COMMENT ON COLUMN webhook_dedup.source_secrets.not_before IS 'From when the key verifies deliveries (inclusive; the delivery''s at).';
+COMMENT ON COLUMN webhook_dedup.source_secrets.not_after IS 'Until when the key verifies deliveries (exclusive); NULL: no end. Set by retire_secret.';
+COMMENT ON COLUMN webhook_dedup.source_secrets.created_at IS 'When add_secret stored the key (database clock).';
+COMMENT ON COLUMN webhook_dedup.source_secrets.note IS 'Free text for operators.';
+COMMENT ON TABLE webhook_dedup.source_secrets IS
+  'Verification keys per source, for webhook_receive calls that pass no secrets: the keys whose [not_before, not_after) holds the delivery''s at. Rotation is add_secret (the new key) and retire_secret (the old one, usually 24 hours later). Managed with webhook_dedup.add_secret, retire_secret and list_secrets (webhook_dedup_operator); readable by the extension''s owner only, and left out of pg_dump.';
 
 -- The replay guard (src/store/replay_guards.rs): per source and signed
 -- body, the key the body belongs to, so that a body re-sent under a new
@@ -435,7 +461,7 @@ CREATE FUNCTION @extschema@.webhook_receive(
     "scheme" TEXT,
     "payload" bytea,
     "headers" jsonb,
-    "secrets" TEXT[],
+    "secrets" TEXT[] DEFAULT NULL,
     "source" TEXT DEFAULT NULL,
     "environment" TEXT DEFAULT NULL,
     "account" TEXT DEFAULT NULL,
@@ -455,7 +481,7 @@ VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'webhook_receive_wrapper';
 COMMENT ON FUNCTION @extschema@.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval, timestamptz, text, text, text, text, text) IS
-  'webhook_receive(scheme, payload, headers, secrets, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step, response). (1) Verifies and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail). (2) Answers a provider handshake: outcome handshake, response = the JSON body to answer, nothing stored (slack url_verification and zoom endpoint.url_validation once verified; the unsigned twitter CRC, payload empty and the request URL in url, before verification with verified false); an answer that could sign a forged delivery is refused (reject_reason refused_handshake). (3) Reads the event id, type and time by the scheme''s profile (webhook_dedup.providers) with the source''s settings in its place (webhook_dedup.sources; source defaults to the scheme); an event type the source does not accept (accept_event_types) is outcome ignored, nothing stored. (4) A delivery without an event id gets reject_reason missing_event_id unless body_key_fallback (zoom and twitter, which send no id, are keyed on the body). url: Twilio signs it, X''s CRC carries its token; ignored for a signed twitter delivery. (5) With the source''s replay guard on (github and shopify by default), a signed body already received under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered; idem_key names it) and nothing is processed (webhook_dedup.replay_guards). (6) Claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict), with the fingerprint of the source''s rule (fingerprint_pointers, else the profile''s: the raw body; for stripe the RFC 8785 canonical JSON of /type and /data, so that a retry Stripe re-rendered is no conflict). Errors as webhook_verify and webhook_claim; 22023 another mode, or a webhook_dedup.sources row whose intake settings do not check.';
+  'webhook_receive(scheme, payload, headers, secrets => NULL, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step, response, secret_index). (1) Verifies with secrets, or with secrets NULL with the source''s keys in webhook_dedup.source_secrets valid at at (secret_index: the position of the secret that verified, or the key''s id), and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail). (2) Answers a provider handshake: outcome handshake, response = the JSON body to answer, nothing stored (slack url_verification and zoom endpoint.url_validation once verified; the unsigned twitter CRC, payload empty and the request URL in url, before verification with verified false); an answer that could sign a forged delivery is refused (reject_reason refused_handshake). (3) Reads the event id, type and time by the scheme''s profile (webhook_dedup.providers) with the source''s settings in its place (webhook_dedup.sources; source defaults to the scheme); an event type the source does not accept (accept_event_types) is outcome ignored, nothing stored. (4) A delivery without an event id gets reject_reason missing_event_id unless body_key_fallback (zoom and twitter, which send no id, are keyed on the body). url: Twilio signs it, X''s CRC carries its token; ignored for a signed twitter delivery. (5) With the source''s replay guard on (github and shopify by default), a signed body already received under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered; idem_key names it) and nothing is processed (webhook_dedup.replay_guards). (6) Claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict), with the fingerprint of the source''s rule (fingerprint_pointers, else the profile''s: the raw body; for stripe the RFC 8785 canonical JSON of /type and /data, so that a retry Stripe re-rendered is no conflict). Errors as webhook_verify and webhook_claim; 22023 another mode, a webhook_dedup.sources row whose intake settings do not check, or a stored key that cannot be a key of the scheme (named by id, never echoed); 55000 secrets NULL and no key of the source valid at at.';
 
 DROP FUNCTION webhook_dedup.run_maintenance();
 CREATE FUNCTION webhook_dedup.run_maintenance() RETURNS TABLE (
@@ -494,8 +520,6 @@ CREATE FUNCTION webhook_dedup.sources_changed()
 CREATE TRIGGER sources_changed
   AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON webhook_dedup.sources
   FOR EACH STATEMENT EXECUTE FUNCTION webhook_dedup.sources_changed();
-COMMENT ON FUNCTION webhook_dedup.sources_changed() IS
-  'Trigger function of sources_changed on webhook_dedup.sources: sends a relation cache invalidation of the table, which empties every backend''s cache of per-source settings when the change commits.';
 
 -- How webhook_receive reads a source's deliveries where its provider
 -- profile does not (src/intake.rs).
@@ -537,6 +561,53 @@ ALTER TABLE webhook_dedup.sources ADD CONSTRAINT sources_intake
                                            event_time_format, fingerprint_pointers, accept_event_types));
 COMMENT ON FUNCTION webhook_dedup.source_intake_valid(text, text, text, text, text, text[], text[]) IS
   'source_intake_valid(source, event_id_from, event_type_from, event_time_from, event_time_format, fingerprint_pointers, accept_event_types) -> true, or 22023 naming the column and the problem (never false): the check constraint sources_intake of webhook_dedup.sources. Locations are header:<name> (RFC 9110 field name) or a JSON pointer (RFC 6901); event_time_format unix_seconds, unix_milliseconds or rfc3339, set exactly with event_time_from; fingerprint_pointers at most 64 JSON pointers (empty: the raw body); accept_event_types 1 to 1000 entries of 1 to 255 characters, * only at the end.';
+
+-- Verification keys kept in the database (src/api/secrets.rs).
+CREATE FUNCTION webhook_dedup."add_secret"(
+	"source" TEXT,
+	"secret" TEXT,
+	"not_before" timestamp with time zone DEFAULT now(),
+	"not_after" timestamp with time zone DEFAULT NULL,
+	"note" TEXT DEFAULT NULL
+) RETURNS INT
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'add_secret_wrapper';
+CREATE FUNCTION webhook_dedup."retire_secret"(
+	"source" TEXT,
+	"key_id" INT,
+	"not_after" timestamp with time zone DEFAULT now()
+) RETURNS timestamp with time zone
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'retire_secret_wrapper';
+CREATE FUNCTION webhook_dedup."list_secrets"(
+	"source" TEXT DEFAULT NULL
+) RETURNS TABLE (
+	"id" INT, 
+	"source" TEXT, 
+	"not_before" timestamp with time zone, 
+	"not_after" timestamp with time zone, 
+	"created_at" timestamp with time zone, 
+	"valid_now" bool, 
+	"fingerprint" TEXT, 
+	"note" TEXT 
+)
+STABLE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'list_secrets_wrapper';
+-- and caches their keys (src/store/secrets.rs) the same way.
+CREATE TRIGGER source_secrets_changed
+  AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON webhook_dedup.source_secrets
+  FOR EACH STATEMENT EXECUTE FUNCTION webhook_dedup.sources_changed();
+COMMENT ON FUNCTION webhook_dedup.sources_changed() IS
+  'Trigger function of sources_changed on webhook_dedup.sources and source_secrets_changed on webhook_dedup.source_secrets: sends a relation cache invalidation of the table, which empties every backend''s cache of per-source settings and keys when the change commits.';
+COMMENT ON FUNCTION webhook_dedup.add_secret(text, text, timestamptz, timestamptz, text) IS
+  'add_secret(source, secret, not_before => now(), not_after => NULL, note => NULL) -> integer: stores a verification key of source (a provider''s secret, or an asymmetric scheme''s public key) valid from not_before (inclusive) until not_after (exclusive; NULL: no end) and returns its id. webhook_receive(..., secrets => NULL) verifies with the source''s keys valid at the delivery''s time. The secret is never returned or echoed. Executable by webhook_dedup_operator. Errors: 22004 NULL source, secret or not_before; 22023 a source of 0 or over 255 characters, an empty or whitespace-padded secret, infinite times, not_after not after not_before.';
+COMMENT ON FUNCTION webhook_dedup.retire_secret(text, integer, timestamptz) IS
+  'retire_secret(source, key_id, not_after => now()) -> timestamptz: ends the key''s validity at not_after (exclusive) and returns it; deliveries at or after it no longer verify with the key. Rotation: add_secret the new key, then retire the old one once the provider signs with the new one (a 24-hour overlap is usual). Executable by webhook_dedup_operator. Errors: 22004 NULL argument; P0002 no such key of the source; 22023 not_after not after the key''s not_before, or infinite.';
+COMMENT ON FUNCTION webhook_dedup.list_secrets(text) IS
+  'list_secrets(source => NULL) -> rows (id, source, not_before, not_after, created_at, valid_now, fingerprint, note): the keys of source (NULL: every source) without their values; fingerprint is sha256: and the first 8 hex digits of the secret''s SHA-256 (32 bits: enough to tell keys apart). Executable by webhook_dedup_operator.';
 
 
 -- Two counters more: ignored (accept_event_types) and replayed (the
@@ -659,7 +730,9 @@ COMMENT ON VIEW webhook_dedup.duplicate_metrics_by_minute IS
 --   webhook_dedup_receiver  claim, complete, fail, checkpoint, extend, mark
 --                           unknown, receive, enqueue, next, advance;
 --   webhook_dedup_operator  resolve, forget, run_maintenance, flush_metrics,
---                           the rows of webhook_dedup.sources; reads as below;
+--                           the rows of webhook_dedup.sources, the keys of
+--                           webhook_dedup.source_secrets (add, retire, list:
+--                           never their values); reads as below;
 --   webhook_dedup_reader    the views and read-only functions (also granted
 --                           to pg_monitor, for exporters).
 -- The roles are cluster-wide NOLOGIN group roles, created here when
@@ -741,7 +814,10 @@ BEGIN
       ('webhook_resolve(text, text, text, jsonb)', 'webhook_dedup_operator'),
       ('webhook_forget(text, text)', 'webhook_dedup_operator'),
       ('webhook_dedup.run_maintenance()', 'webhook_dedup_operator'),
-      ('webhook_dedup.flush_metrics()', 'webhook_dedup_operator')) AS x(signature, role)
+      ('webhook_dedup.flush_metrics()', 'webhook_dedup_operator'),
+      ('webhook_dedup.add_secret(text, text, timestamptz, timestamptz, text)', 'webhook_dedup_operator'),
+      ('webhook_dedup.retire_secret(text, integer, timestamptz)', 'webhook_dedup_operator'),
+      ('webhook_dedup.list_secrets(text)', 'webhook_dedup_operator')) AS x(signature, role)
   LOOP
     EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp', f.fn);
     EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);

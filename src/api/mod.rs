@@ -10,6 +10,7 @@ pub mod ordering;
 pub mod queue;
 pub mod receive;
 mod rows;
+pub mod secrets;
 pub mod sources;
 #[cfg(feature = "pg_test")]
 mod tests;
@@ -21,6 +22,8 @@ mod tests_intake_rules;
 mod tests_maintenance;
 #[cfg(feature = "pg_test")]
 mod tests_ordering;
+#[cfg(feature = "pg_test")]
+mod tests_secrets;
 #[cfg(feature = "pg_test")]
 mod tests_security;
 #[cfg(feature = "pg_test")]

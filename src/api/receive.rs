@@ -17,7 +17,7 @@ use crate::signature::{self, Scheme};
 use crate::spi::{self, Conn};
 use crate::store::replay_guards::{self, Guard};
 use crate::store::{self, sources, Key};
-use crate::time::{clock_now, timestamptz};
+use crate::time::{clock_now, micros, timestamptz};
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
@@ -55,6 +55,7 @@ struct Answer {
     event_time: Option<TimestampWithTimeZone>,
     last_step: Option<String>,
     response: Option<Jsonb>,
+    secret_index: Option<i32>,
 }
 
 impl Answer {
@@ -73,6 +74,7 @@ impl Answer {
                 self.event_time.into_datum(),
                 self.last_step.into_datum(),
                 self.response.into_datum(),
+                self.secret_index.into_datum(),
             ],
         )
     }
@@ -124,7 +126,7 @@ fn webhook_receive(
     scheme: Option<&str>,
     payload: Option<&[u8]>,
     headers: Option<Jsonb>,
-    secrets: Option<pgrx::datum::Array<'_, &str>>,
+    secrets: default!(Option<pgrx::datum::Array<'_, &str>>, "NULL"),
     source: default!(Option<&str>, "NULL"),
     environment: default!(Option<&str>, "NULL"),
     account: default!(Option<&str>, "NULL"),
@@ -151,27 +153,39 @@ fn webhook_receive(
     let source = source.unwrap_or(scheme_parsed.name());
     check_bounded("source", source).or_raise();
     let headers = header_map(headers);
-    let secrets = required(secrets, "secrets");
-    let secrets: Vec<Option<&str>> = secrets.iter().collect();
+    // NULL: the source's keys in webhook_dedup.source_secrets
+    let explicit: Option<Vec<Option<&str>>> = secrets.as_ref().map(|a| a.iter().collect());
+    let at_us = micros(required(at, "at"), "at").or_raise();
     let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
-
-    // One SPI connection for the whole intake (the source's settings, the
-    // guard, the claim or enqueue): a connection per step would cost each
-    // its own set-up.
-    // X's CRC is unsigned: answered (or refused) before verification, with
-    // the first secret (the current one); nothing is read or written.
-    if scheme_parsed == Scheme::Twitter {
-        let checked = signature::check_secrets(&secrets).or_raise();
-        let key = signature::keys(scheme_parsed, &checked[..1]).or_raise().remove(0);
-        if let Some(handshake) = handshake::unsigned(scheme_parsed, body, url, &key) {
-            return handshake_answer(handshake, false).row(fcinfo);
-        }
-    }
     // Only Twilio signs the URL; X's receivers pass it for the CRC.
     let signed_url = if scheme_parsed == Scheme::Twitter { None } else { url };
 
+    // One SPI connection for the whole intake (the source's settings and
+    // keys, the guard, the claim or enqueue): a connection per step would
+    // cost each its own set-up.
     let answer = spi::connected(|conn| {
         let settings = sources::settings(conn, source);
+        let stored = explicit.is_none().then(|| stored_keys(conn, scheme_parsed, source, at_us));
+        // the secrets to verify with, in order, and what each is called in
+        // secret_index (its position, or its key id)
+        let (secrets, ids): (Vec<Option<&str>>, Vec<i32>) = match (&explicit, &stored) {
+            (Some(list), _) => (list.clone(), (0..list.len() as i32).collect()),
+            (None, Some(keys)) => keys.iter().map(|k| (Some(k.secret.as_str()), k.id)).unzip(),
+            (None, None) => unreachable!("stored is read when no secrets are given"),
+        };
+
+        // X's CRC is unsigned: answered (or refused) before verification,
+        // with the current secret (the first given, or the newest key);
+        // nothing is read or written.
+        if scheme_parsed == Scheme::Twitter {
+            let checked = signature::check_secrets(&secrets).or_raise();
+            let current = if explicit.is_some() { checked[0] } else { checked[checked.len() - 1] };
+            let key = signature::keys(scheme_parsed, &[current]).or_raise().remove(0);
+            if let Some(handshake) = handshake::unsigned(scheme_parsed, body, url, &key) {
+                return handshake_answer(handshake, false);
+            }
+        }
+
         let tolerance = tolerance.or(settings.tolerance);
         let verdict =
             verify_sql(Some(scheme_name), Some(body), &headers, secrets.clone(), tolerance, at, signed_url, hmac);
@@ -181,12 +195,13 @@ fn webhook_receive(
             }
             return Answer { reject_reason: Some(verdict.reason.as_str().into()), ..Answer::default() };
         }
+        let secret_index = verdict.secret_index.and_then(|i| ids.get(i).copied());
 
         let json = Body::new(body);
         if let Some(secret) = verdict.secret_index.and_then(|i| secrets.get(i).copied().flatten()) {
             let key = signature::keys(scheme_parsed, &[secret]).or_raise().remove(0);
             if let Some(handshake) = handshake::answer(scheme_parsed, &json, &key) {
-                return handshake_answer(handshake, true);
+                return Answer { secret_index, ..handshake_answer(handshake, true) };
             }
         }
 
@@ -198,6 +213,7 @@ fn webhook_receive(
         let Extracted { event_id, event_type, event_time } = profile::extract(&rules, &headers, &json);
         let read = Answer {
             verified: true,
+            secret_index,
             event_time: event_time.map(timestamptz),
             event_type: event_type.clone(),
             ..Answer::default()
@@ -256,6 +272,34 @@ fn webhook_receive(
         }
     });
     answer.row(fcinfo)
+}
+
+/// The keys of `source` valid at `at` (`webhook_dedup.source_secrets`,
+/// oldest first), each checked as a key of `scheme`: 55000 when there is
+/// none (the delivery cannot be verified until one is added; a provider
+/// retries the error), 22023 naming the key id when one cannot be a key of
+/// the scheme (the secret is never echoed).
+fn stored_keys(conn: &Conn<'_>, scheme: Scheme, source: &str, at: i64) -> Vec<store::secrets::StoredSecret> {
+    let valid: Vec<_> = store::secrets::of(conn, source).iter().filter(|k| k.valid_at(at)).cloned().collect();
+    if valid.is_empty() {
+        Error::NotInPrerequisiteState {
+            message: format!("source \"{source}\" has no verification key valid at the delivery's time"),
+            hint: Some("Add one with webhook_dedup.add_secret (as webhook_dedup_operator), or pass secrets.".into()),
+        }
+        .raise()
+    }
+    for k in &valid {
+        let checked = signature::check_secret(&k.secret).map_err(|p| p.named("the secret"));
+        if let Err(e) = checked.and_then(|()| signature::keys(scheme, &[k.secret.as_str()]).map(drop)) {
+            Error::invalid(format!(
+                "key {} of source \"{source}\" in webhook_dedup.source_secrets cannot verify scheme {}: {e}",
+                k.id,
+                scheme.name()
+            ))
+            .raise()
+        }
+    }
+    valid
 }
 
 /// The row of a handshake: `outcome = 'handshake'` and the body to answer,

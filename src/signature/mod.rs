@@ -294,20 +294,44 @@ pub fn check_secrets<'a>(secrets: &[Option<&'a str>]) -> Result<Vec<&'a str>, Er
     secrets
         .iter()
         .enumerate()
-        .map(|(i, secret)| {
-            let n = i + 1;
-            match secret {
-                None => Err(Error::NullValue { what: "every element of secrets" }),
-                Some("") => Err(Error::invalid(format!("secret {n} of {} is empty", secrets.len()))),
-                Some(s) if s.trim() != *s => Err(Error::invalid_with_hint(
-                    format!("secret {n} of {} has leading or trailing whitespace", secrets.len()),
-                    "Secrets are used byte for byte; a trailing newline copied from a file is \
-                     the usual cause.",
-                )),
-                Some(s) => Ok(*s),
-            }
+        .map(|(i, secret)| match secret {
+            None => Err(Error::NullValue { what: "every element of secrets" }),
+            Some(s) => check_secret(s)
+                .map(|()| *s)
+                .map_err(|problem| problem.named(&format!("secret {} of {}", i + 1, secrets.len()))),
         })
         .collect()
+}
+
+/// What is wrong with a secret, if anything (never its value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretProblem {
+    Empty,
+    Whitespace,
+}
+
+impl SecretProblem {
+    /// The 22023 for a secret called `what` ("secret 2 of 3", "the secret").
+    pub fn named(self, what: &str) -> Error {
+        match self {
+            SecretProblem::Empty => Error::invalid(format!("{what} is empty")),
+            SecretProblem::Whitespace => Error::invalid_with_hint(
+                format!("{what} has leading or trailing whitespace"),
+                "Secrets are used byte for byte; a trailing newline copied from a file is the usual cause.",
+            ),
+        }
+    }
+}
+
+/// Check one secret: not empty, no leading or trailing whitespace.
+pub fn check_secret(secret: &str) -> Result<(), SecretProblem> {
+    if secret.is_empty() {
+        Err(SecretProblem::Empty)
+    } else if secret.trim() != secret {
+        Err(SecretProblem::Whitespace)
+    } else {
+        Ok(())
+    }
 }
 
 /// The key bytes of every secret under `scheme` (22023 naming the secret's

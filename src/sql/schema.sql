@@ -135,10 +135,11 @@ CREATE TYPE webhook_dedup.receive_result AS (
     event_type    text,
     event_time    timestamptz,
     last_step     text,
-    response      jsonb
+    response      jsonb,
+    secret_index  integer
 );
 COMMENT ON TYPE webhook_dedup.receive_result IS
-  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id, or refused_handshake: a handshake answer that could sign a forged delivery), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (for outcome handshake: the JSON body to answer with).';
+  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id, or refused_handshake: a handshake answer that could sign a forged delivery), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (for outcome handshake: the JSON body to answer with), secret_index (which secret verified: its position in secrets, 0-based, or with secrets NULL the id of the webhook_dedup.source_secrets key).';
 
 -- Per-source overrides of the settings. Intervals have no months (a month
 -- has no fixed length), as every interval argument of the extension.
@@ -207,6 +208,31 @@ COMMENT ON COLUMN webhook_dedup.conflict_log.fingerprint IS 'The fingerprint of 
 COMMENT ON COLUMN webhook_dedup.conflict_log.via IS 'claim or enqueue: the call that saw the conflict.';
 COMMENT ON TABLE webhook_dedup.conflict_log IS
   'One row per delivery of a known key with a different payload (the fingerprints of the stored and the new payload, webhook_dedup.keys.fingerprint; via = claim or enqueue). Nothing was processed for these deliveries. Read it through the view webhook_dedup.conflicts, which adds the key''s state.';
+
+-- Verification keys per source (src/store/secrets.rs): webhook_receive
+-- uses the source's keys valid at the delivery's time when the call passes
+-- no secrets, so receivers hold no secret and rotation is a row. Readable
+-- by the extension's owner only; not registered for pg_dump (secrets stay
+-- out of dumps: docs/operations.md, "Backups").
+CREATE TABLE webhook_dedup.source_secrets (
+    id         integer     GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source     text        COLLATE "C" NOT NULL,
+    secret     text        NOT NULL,
+    not_before timestamptz NOT NULL,
+    not_after  timestamptz,
+    created_at timestamptz NOT NULL,
+    note       text
+);
+CREATE INDEX source_secrets_source ON webhook_dedup.source_secrets (source);
+COMMENT ON COLUMN webhook_dedup.source_secrets.id IS 'The key''s id: webhook_receive''s secret_index names it when it verified a delivery.';
+COMMENT ON COLUMN webhook_dedup.source_secrets.source IS 'The source the key verifies (as passed to webhook_receive).';
+COMMENT ON COLUMN webhook_dedup.source_secrets.secret IS 'The secret (or, for asymmetric schemes, the public key), as the provider shows it. Never returned by the functions.';
+COMMENT ON COLUMN webhook_dedup.source_secrets.not_before IS 'From when the key verifies deliveries (inclusive; the delivery''s at).';
+COMMENT ON COLUMN webhook_dedup.source_secrets.not_after IS 'Until when the key verifies deliveries (exclusive); NULL: no end. Set by retire_secret.';
+COMMENT ON COLUMN webhook_dedup.source_secrets.created_at IS 'When add_secret stored the key (database clock).';
+COMMENT ON COLUMN webhook_dedup.source_secrets.note IS 'Free text for operators.';
+COMMENT ON TABLE webhook_dedup.source_secrets IS
+  'Verification keys per source, for webhook_receive calls that pass no secrets: the keys whose [not_before, not_after) holds the delivery''s at. Rotation is add_secret (the new key) and retire_secret (the old one, usually 24 hours later). Managed with webhook_dedup.add_secret, retire_secret and list_secrets (webhook_dedup_operator); readable by the extension''s owner only, and left out of pg_dump.';
 
 -- The replay guard (src/store/replay_guards.rs): per source and signed
 -- body, the key the body belongs to, so that a body re-sent under a new

@@ -1,6 +1,6 @@
 //! Invalidation of what this backend caches about the extension's tables
-//! (per-source settings, [`super::sources`]; the layout of the keys table,
-//! [`super::direct`]), following PostgreSQL's own caches: a relation cache
+//! (per-source settings, [`super::sources`]; their verification keys,
+//! [`super::secrets`]; the layout of the keys table, [`super::direct`]), following PostgreSQL's own caches: a relation cache
 //! invalidation of a watched table (or of every relation, after the shared
 //! invalidation queue overflowed) bumps [`generation`], and a cache built
 //! under an older generation is dropped before it is used.
@@ -13,8 +13,9 @@
 use pgrx::pg_sys;
 use std::cell::Cell;
 
-/// How many tables the backend watches (the keys table and the sources).
-const WATCHED: usize = 2;
+/// How many tables the backend watches (the keys table, the sources and
+/// their secrets).
+const WATCHED: usize = 3;
 
 thread_local! {
     static GENERATION: Cell<u64> = const { Cell::new(0) };
@@ -29,6 +30,7 @@ thread_local! {
 pub enum Table {
     Keys = 0,
     Sources = 1,
+    Secrets = 2,
 }
 
 /// Relation cache invalidation callback. PostgreSQL calls it while it

@@ -35,6 +35,7 @@ pub mod direct;
 pub mod expiry;
 pub mod queue;
 pub mod replay_guards;
+pub mod secrets;
 pub mod sources;
 pub mod transitions;
 

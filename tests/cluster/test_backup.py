@@ -16,7 +16,8 @@ import pytest
 
 from own_cluster import OwnCluster
 
-TABLES = ["keys", "payloads", "sources", "watermarks", "conflict_log", "claim_counts", "maintenance_runs"]
+TABLES = ["keys", "payloads", "sources", "watermarks", "replay_guards", "conflict_log", "claim_counts",
+          "maintenance_runs"]
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +33,10 @@ def cluster():
         yield c
     finally:
         c.destroy()
+
+
+# A verification key that must never appear in a dump (issue 15).
+SECRET = "whsec_never-in-a-dump-5f1e0c"
 
 
 def token(conn, key):
@@ -54,6 +59,10 @@ def fill(conn):
     conn.execute("SELECT webhook_enqueue('b', 'pending', 'p6'::bytea, headers => '{\"x\": \"y\"}')")
     conn.execute("SELECT webhook_claim('b', 'completed', 'other'::bytea)")  # a conflict
     conn.execute("SELECT webhook_advance('b', 'sub_1', '2026-11-30 12:00+00')")
+    conn.execute("SELECT webhook_dedup.add_secret('b', %s)", (SECRET,))
+    conn.execute("""SELECT * FROM webhook_receive('github', '{"zen": 1}'::bytea,
+                      webhook_sign('github', '{"zen": 1}'::bytea, %s) || '{"X-GitHub-Delivery": "g1"}', source => 'b')""",
+                 (SECRET,))
     conn.execute("SELECT webhook_dedup.flush_metrics()")
     conn.execute("SELECT * FROM webhook_dedup.run_maintenance()")
     states = {s for (s,) in conn.execute("SELECT state FROM webhook_dedup.keys").fetchall()}
@@ -86,6 +95,19 @@ def restored(cluster):
     restore = subprocess.run([str(cluster.bin / "pg_restore"), "--exit-on-error", "-d", "restored", str(dump)],
                              env=env, capture_output=True, text=True)
     return restore
+
+
+def test_a_dump_holds_no_secret(cluster):
+    """webhook_dedup.source_secrets is not registered for pg_dump: a plain
+    dump of the database holds no stored key (back them up separately:
+    docs/operations.md, "Backups")."""
+    env = {**os.environ, "PGHOST": str(cluster.dir), "PGPORT": "5432", "PGUSER": "postgres"}
+    with cluster.connect("origin") as conn:
+        assert conn.execute("SELECT count(*) FROM webhook_dedup.source_secrets").fetchone()[0] == 1
+    plain = subprocess.run([str(cluster.bin / "pg_dump"), "-d", "origin"], env=env, check=True,
+                           capture_output=True, text=True).stdout
+    assert "sub_1" in plain, "the dump holds the other tables' rows"
+    assert SECRET not in plain
 
 
 def test_pg_restore_succeeds_without_errors(restored):

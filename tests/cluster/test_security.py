@@ -132,6 +132,12 @@ CALLS = [
     "SELECT * FROM webhook_receive('hmac', 'x'::bytea, webhook_sign('hmac', 'x'::bytea, 's', signature_header => 'x-sig')"
     " OPERATOR(pg_catalog.||) '{\"x-id\": \"c1\"}', ARRAY['s'], source => 'c', signature_header => 'x-sig')",
     "SELECT webhook_dedup.source_intake_valid('v', 'header:x-id', '/kind', '/at', 'rfc3339', ARRAY['/d'], ARRAY['a*'])",
+    # verification keys in the database, and a delivery verified with them
+    "SELECT webhook_dedup.add_secret('stored', 's', pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::interval)",
+    "SELECT * FROM webhook_receive('github', '{\"zen\":2}'::bytea, webhook_sign('github', '{\"zen\":2}'::bytea, 's')"
+    " OPERATOR(pg_catalog.||) '{\"X-GitHub-Delivery\": \"s1\"}', source => 'stored')",
+    "SELECT * FROM webhook_dedup.list_secrets('stored')",
+    "SELECT webhook_dedup.retire_secret('stored', (SELECT pg_catalog.max(l.id) FROM webhook_dedup.list_secrets('stored') AS l))",
 ]
 
 VIEWS = ["counters", "metrics_buckets", "duplicate_metrics", "duplicate_metrics_by_minute", "providers",
@@ -409,6 +415,13 @@ ACTIONS = [
     ("flush the counters", "SELECT webhook_dedup.flush_metrics()", {"t_operator"}),
     ("configure a source", "INSERT INTO webhook_dedup.sources (source, note) VALUES ('lp-' || current_user, 'x')",
      {"t_operator"}),
+    ("add a verification key", "SELECT webhook_dedup.add_secret('lp-' || current_user, 'k')", {"t_operator"}),
+    ("retire a verification key", "SELECT webhook_dedup.retire_secret('lp', (SELECT min(id) FROM"
+     " webhook_dedup.list_secrets('lp')))", {"t_operator"}),
+    ("list verification keys", "SELECT count(*) FROM webhook_dedup.list_secrets()", {"t_operator"}),
+    ("read verification keys", "SELECT secret FROM webhook_dedup.source_secrets", set()),
+    ("store a key by hand", "INSERT INTO webhook_dedup.source_secrets (source, secret, not_before, created_at)"
+                            " VALUES ('lp', 'mine', now(), now())", set()),
     ("read a view", "SELECT count(*) FROM webhook_dedup.key_states", {"t_operator", "t_analyst"}),
     ("read live counters", "SELECT count(*) FROM webhook_dedup.metrics_live()", {"t_operator", "t_analyst"}),
     ("read keys", "SELECT count(*) FROM webhook_dedup.keys", set()),
@@ -431,10 +444,12 @@ def logins(connect):
             if role:
                 conn.execute(f"GRANT {role} TO {login}")
         tok = conn.execute("SELECT claim_token FROM webhook_claim('lp', 'held')").fetchone()[0]
+        conn.execute("SELECT webhook_dedup.add_secret('lp', 'old-key')")
         conn.execute("SELECT webhook_claim('lp', 'gone')")
     yield
     with connect() as conn:
         conn.execute("DELETE FROM webhook_dedup.sources WHERE source LIKE 'lp-%'")
+        conn.execute("DELETE FROM webhook_dedup.source_secrets WHERE source LIKE 'lp%'")
         for login in LOGINS:
             conn.execute(f"DROP OWNED BY {login}")
             conn.execute(f"DROP ROLE {login}")

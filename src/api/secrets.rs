@@ -1,0 +1,146 @@
+//! Verification keys kept in the database, per source
+//! (`webhook_dedup.source_secrets`, [`crate::store::secrets`]):
+//! `webhook_dedup.add_secret`, `retire_secret` and `list_secrets`, for the
+//! operator role. `webhook_receive(..., secrets => NULL)` uses them.
+
+/// SQL functions in schema `webhook_dedup`.
+#[pgrx::pg_schema]
+mod webhook_dedup {
+    use crate::error::{required, Error, OrRaise};
+    use crate::key::check_bounded;
+    use crate::spi::{self, arg, Snap, Statement};
+    use crate::time::{clock_now, micros, timestamptz};
+    use pgrx::datum::TimestampWithTimeZone;
+    use pgrx::pg_sys::{INT4OID, TEXTOID, TIMESTAMPTZOID};
+    use pgrx::prelude::*;
+
+    static ADD: Statement = Statement::returning(
+        crate::sql_statement!("secret_add.sql"),
+        &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID],
+        &["id"],
+    );
+    static RETIRE: Statement = Statement::returning(
+        crate::sql_statement!("secret_retire.sql"),
+        &[TEXTOID, INT4OID, TIMESTAMPTZOID],
+        &["not_before"],
+    );
+    static LIST: Statement = Statement::returning(
+        crate::sql_statement!("secret_list.sql"),
+        &[TEXTOID, TIMESTAMPTZOID],
+        &["id", "source", "not_before", "not_after", "created_at", "valid_now", "fingerprint", "note"],
+    );
+
+    /// `not_after` must come after `not_before` (22023).
+    fn check_window(not_before: i64, not_after: Option<i64>) {
+        if not_after.is_some_and(|end| end <= not_before) {
+            Error::invalid("not_after must be later than not_before").raise();
+        }
+    }
+
+    /// Store a verification key for `source`, valid from `not_before`
+    /// (inclusive) until `not_after` (exclusive; NULL: no end); returns its
+    /// id. The secret is stored as given (a provider's secret, or for an
+    /// asymmetric scheme its public key) and never returned. Errors: 22004
+    /// NULL source or secret; 22023 a source of 0 or more than 255
+    /// characters, an empty or whitespace-padded secret (never echoed),
+    /// infinite times, `not_after` not after `not_before`.
+    #[pg_extern(volatile, parallel_unsafe)]
+    fn add_secret(
+        source: Option<&str>,
+        secret: Option<&str>,
+        not_before: default!(Option<TimestampWithTimeZone>, "now()"),
+        not_after: default!(Option<TimestampWithTimeZone>, "NULL"),
+        note: default!(Option<&str>, "NULL"),
+    ) -> i32 {
+        let source = required(source, "source");
+        check_bounded("source", source).or_raise();
+        let secret = required(secret, "secret");
+        crate::signature::check_secret(secret).map_err(|p| p.named("the secret")).or_raise();
+        let from = micros(required(not_before, "not_before"), "not_before").or_raise();
+        let until = not_after.map(|t| micros(t, "not_after").or_raise());
+        check_window(from, until);
+        spi::connected(|conn| {
+            let rows = conn.execute(
+                &ADD,
+                &[
+                    arg(source),
+                    arg(secret),
+                    arg(timestamptz(from)),
+                    arg(until.map(timestamptz)),
+                    arg(note),
+                    arg(timestamptz(clock_now())),
+                ],
+                Snap::Statement,
+            );
+            rows.get::<i32>(0, 1).expect("INSERT ... RETURNING id returns one row")
+        })
+    }
+
+    /// End the validity of key `key_id` of `source` at `not_after`
+    /// (exclusive; default now): deliveries at or after it no longer verify
+    /// with it. Returns `not_after`. Errors: 22004 NULL arguments; P0002 no
+    /// such key of the source; 22023 `not_after` not after the key's
+    /// `not_before`, or infinite.
+    #[pg_extern(volatile, parallel_unsafe)]
+    fn retire_secret(
+        source: Option<&str>,
+        key_id: Option<i32>,
+        not_after: default!(Option<TimestampWithTimeZone>, "now()"),
+    ) -> TimestampWithTimeZone {
+        let source = required(source, "source");
+        let key_id = required(key_id, "key_id");
+        let until = micros(required(not_after, "not_after"), "not_after").or_raise();
+        spi::connected(|conn| {
+            let rows = conn.execute(&RETIRE, &[arg(source), arg(key_id), arg(timestamptz(until))], Snap::Statement);
+            let Some(from) = (!rows.is_empty()).then(|| rows.get::<TimestampWithTimeZone>(0, 1)).flatten() else {
+                Error::NoDataFound { message: format!("source \"{source}\" has no key {key_id}") }.raise()
+            };
+            // raised after the update: the error rolls it back
+            check_window(pgrx::pg_sys::TimestampTz::from(from), Some(until));
+        });
+        timestamptz(until)
+    }
+
+    /// The keys of `source` (NULL: of every source), without their values:
+    /// id, source, not_before, not_after, created_at, valid_now (whether a
+    /// delivery now would verify with it) and fingerprint (`sha256:` and the
+    /// first 8 hex digits of the secret's SHA-256, 32 bits: enough to tell
+    /// keys apart, and to confirm a guess of a weak secret, so keep this
+    /// function to operators), note.
+    #[pg_extern(stable, parallel_safe)]
+    #[allow(clippy::type_complexity)]
+    fn list_secrets(
+        source: default!(Option<&str>, "NULL"),
+    ) -> TableIterator<
+        'static,
+        (
+            name!(id, i32),
+            name!(source, String),
+            name!(not_before, TimestampWithTimeZone),
+            name!(not_after, Option<TimestampWithTimeZone>),
+            name!(created_at, TimestampWithTimeZone),
+            name!(valid_now, bool),
+            name!(fingerprint, String),
+            name!(note, Option<String>),
+        ),
+    > {
+        let rows = spi::connected(|conn| {
+            let rows = conn.execute(&LIST, &[arg(source), arg(timestamptz(clock_now()))], Snap::Statement);
+            (0..rows.len())
+                .map(|r| {
+                    (
+                        rows.get::<i32>(r, 1).expect("id"),
+                        rows.get::<String>(r, 2).expect("source"),
+                        rows.get::<TimestampWithTimeZone>(r, 3).expect("not_before"),
+                        rows.get::<TimestampWithTimeZone>(r, 4),
+                        rows.get::<TimestampWithTimeZone>(r, 5).expect("created_at"),
+                        rows.get::<bool>(r, 6).unwrap_or(false),
+                        rows.get::<String>(r, 7).expect("fingerprint"),
+                        rows.get::<String>(r, 8),
+                    )
+                })
+                .collect::<Vec<_>>()
+        });
+        TableIterator::new(rows)
+    }
+}
