@@ -338,6 +338,45 @@ $fn$;
 COMMENT ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval) IS
   'duplicate_rate_alerts(threshold => 0.02, "window" => ''1 hour'') -> rows (source, alert, deliveries, duplicates, duplicate_ratio, previous_duplicates). alert ratio_above_threshold: duplicates / deliveries over the window is above threshold (providers are retrying: the receiver is slow or failing). alert duplicates_stopped: no duplicates in the window after some in the window before it (deduplication may have stopped working, or traffic stopped: see deliveries). Windows are aligned to buckets: per minute up to 1 hour, else per hour (the window starts at the bucket holding now() - window). Errors: 22004 a NULL argument; 22023 threshold outside 0..1, window outside 1 minute..366 days.';
 
+-- Opting in to dumps of the verification keys (they are left out by
+-- default, docs/operations.md "Backups"). pg_extension_config_dump works
+-- only inside an extension script, so this edits the registration it
+-- writes (pg_extension.extconfig and extcondition, parallel arrays).
+CREATE FUNCTION webhook_dedup.dump_secrets(include boolean) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+  rel pg_catalog.oid := 'webhook_dedup.source_secrets'::pg_catalog.regclass;
+  seq pg_catalog.oid := 'webhook_dedup.source_secrets_id_seq'::pg_catalog.regclass;
+  ext pg_catalog.oid;
+  config pg_catalog.oid[];
+  conditions text[];
+BEGIN
+  IF include IS NULL THEN
+    RAISE EXCEPTION 'include must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  SELECT e.oid INTO ext FROM pg_catalog.pg_extension AS e WHERE e.extname OPERATOR(pg_catalog.=) 'webhook_dedup';
+  -- every entry but the keys' table and sequence, in order
+  SELECT COALESCE(pg_catalog.array_agg(c.oid ORDER BY c.n), '{}'), COALESCE(pg_catalog.array_agg(c.cond ORDER BY c.n), '{}')
+    INTO config, conditions
+    FROM pg_catalog.pg_extension AS e,
+         LATERAL ROWS FROM (pg_catalog.unnest(e.extconfig), pg_catalog.unnest(e.extcondition))
+           WITH ORDINALITY AS c(oid, cond, n)
+   WHERE e.oid OPERATOR(pg_catalog.=) ext AND c.oid OPERATOR(pg_catalog.<>) ALL (ARRAY[rel, seq]);
+  IF include THEN
+    config := config OPERATOR(pg_catalog.||) ARRAY[rel, seq];
+    conditions := conditions OPERATOR(pg_catalog.||) ARRAY['', ''];
+  END IF;
+  UPDATE pg_catalog.pg_extension AS e
+     SET extconfig = CASE WHEN pg_catalog.cardinality(config) OPERATOR(pg_catalog.=) 0 THEN NULL ELSE config END,
+         extcondition = CASE WHEN pg_catalog.cardinality(conditions) OPERATOR(pg_catalog.=) 0 THEN NULL ELSE conditions END
+   WHERE e.oid OPERATOR(pg_catalog.=) ext;
+  RETURN include;
+END
+$$;
+COMMENT ON FUNCTION webhook_dedup.dump_secrets(boolean) IS
+  'dump_secrets(include) -> boolean: whether pg_dump dumps the rows of webhook_dedup.source_secrets (the verification keys) with the other tables; false by default, so that dumps, which often travel further than the database, hold no secret. Returns include. Executable by webhook_dedup_operator. Errors: 22004 NULL.';
+
 -- Privileges (docs/security.md). The functions are the only way in: no
 -- role but the extension's owner holds a privilege on a table (the one
 -- exception: the operator role configures webhook_dedup.sources). Every
@@ -435,7 +474,8 @@ BEGIN
       ('webhook_dedup.flush_metrics()', 'webhook_dedup_operator'),
       ('webhook_dedup.add_secret(text, text, timestamptz, timestamptz, text)', 'webhook_dedup_operator'),
       ('webhook_dedup.retire_secret(text, integer, timestamptz)', 'webhook_dedup_operator'),
-      ('webhook_dedup.list_secrets(text)', 'webhook_dedup_operator')) AS x(signature, role)
+      ('webhook_dedup.list_secrets(text)', 'webhook_dedup_operator'),
+      ('webhook_dedup.dump_secrets(boolean)', 'webhook_dedup_operator')) AS x(signature, role)
   LOOP
     EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp', f.fn);
     EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);

@@ -110,6 +110,33 @@ def test_a_dump_holds_no_secret(cluster):
     assert SECRET not in plain
 
 
+def test_an_operator_can_opt_in_to_dumping_the_keys(cluster):
+    """webhook_dedup.dump_secrets(true) registers the keys for pg_dump (and
+    they restore); false takes them out again."""
+    env = {**os.environ, "PGHOST": str(cluster.dir), "PGPORT": "5432", "PGUSER": "postgres"}
+
+    def plain_dump():
+        return subprocess.run([str(cluster.bin / "pg_dump"), "-d", "origin"], env=env, check=True,
+                              capture_output=True, text=True).stdout
+
+    with cluster.connect("origin") as conn:
+        assert conn.execute("SELECT webhook_dedup.dump_secrets(true)").fetchone()[0] is True
+    try:
+        assert SECRET in plain_dump()
+        dump = cluster.dir / "with_secrets.dump"
+        subprocess.run([str(cluster.bin / "pg_dump"), "-Fc", "-d", "origin", "-f", str(dump)], env=env, check=True)
+        with cluster.connect() as conn:
+            conn.execute("CREATE DATABASE with_secrets")
+        subprocess.run([str(cluster.bin / "pg_restore"), "--exit-on-error", "-d", "with_secrets", str(dump)],
+                       env=env, check=True)
+        with cluster.connect("with_secrets") as conn:
+            assert conn.execute("SELECT secret FROM webhook_dedup.source_secrets").fetchall() == [(SECRET,)]
+    finally:
+        with cluster.connect("origin") as conn:
+            conn.execute("SELECT webhook_dedup.dump_secrets(false)")
+    assert SECRET not in plain_dump()
+
+
 def test_pg_restore_succeeds_without_errors(restored):
     assert restored.returncode == 0, restored.stderr
     assert restored.stderr == ""

@@ -138,6 +138,7 @@ CALLS = [
     " OPERATOR(pg_catalog.||) '{\"X-GitHub-Delivery\": \"s1\"}', source => 'stored')",
     "SELECT * FROM webhook_dedup.list_secrets('stored')",
     "SELECT webhook_dedup.retire_secret('stored', (SELECT pg_catalog.max(l.id) FROM webhook_dedup.list_secrets('stored') AS l))",
+    "SELECT webhook_dedup.dump_secrets(false)",
 ]
 
 VIEWS = ["counters", "metrics_buckets", "duplicate_metrics", "duplicate_metrics_by_minute", "providers",
@@ -419,6 +420,7 @@ ACTIONS = [
     ("retire a verification key", "SELECT webhook_dedup.retire_secret('lp', (SELECT min(id) FROM"
      " webhook_dedup.list_secrets('lp')))", {"t_operator"}),
     ("list verification keys", "SELECT count(*) FROM webhook_dedup.list_secrets()", {"t_operator"}),
+    ("leave keys out of dumps", "SELECT webhook_dedup.dump_secrets(false)", {"t_operator"}),
     ("read verification keys", "SELECT secret FROM webhook_dedup.source_secrets", set()),
     ("store a key by hand", "INSERT INTO webhook_dedup.source_secrets (source, secret, not_before, created_at)"
                             " VALUES ('lp', 'mine', now(), now())", set()),
