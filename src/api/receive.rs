@@ -167,7 +167,7 @@ fn webhook_receive(
             return handshake_answer(handshake, false).row(fcinfo);
         }
     }
-    // Only Twilio signs the URL; X's receivers pass it for the CRC.
+    // Twilio, Square and HubSpot sign the URL; X's receivers pass it for the CRC.
     let signed_url = if scheme_parsed == Scheme::Twitter { None } else { url };
 
     let answer = spi::connected(|conn| {
