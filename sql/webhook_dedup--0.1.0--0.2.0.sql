@@ -167,7 +167,7 @@ CREATE TYPE webhook_dedup.receive_result AS (
     secret_index  integer
 );
 COMMENT ON TYPE webhook_dedup.receive_result IS
-  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id, or refused_handshake: a handshake answer that could sign a forged delivery), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (for outcome handshake: the JSON body to answer with), secret_index (which secret verified: its position in secrets, 0-based, or with secrets NULL the id of the webhook_dedup.source_secrets key).';
+  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id, or refused_handshake: a handshake answer that could sign a forged delivery), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (for outcome handshake: the JSON body to answer with), secret_index (which secret verified: its position in secrets, 1-based as in webhook_verify_detail, or with secrets NULL the id of the webhook_dedup.source_secrets key).';
 
 
 -- The keys, in key order; a completed key is looked at again by maintenance
@@ -475,13 +475,14 @@ CREATE FUNCTION @extschema@.webhook_receive(
     "signature_header" TEXT DEFAULT NULL,
     "signature_prefix" TEXT DEFAULT NULL,
     "algorithm" TEXT DEFAULT NULL,
-    "encoding" TEXT DEFAULT NULL
+    "encoding" TEXT DEFAULT NULL,
+    "method" TEXT DEFAULT NULL
 ) RETURNS webhook_dedup.receive_result
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'webhook_receive_wrapper';
-COMMENT ON FUNCTION @extschema@.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval, timestamptz, text, text, text, text, text) IS
-  'webhook_receive(scheme, payload, headers, secrets => NULL, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step, response, secret_index). (1) Verifies with secrets, or with secrets NULL with the source''s keys in webhook_dedup.source_secrets valid at at (secret_index: the position of the secret that verified, or the key''s id), and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail). (2) Answers a provider handshake: outcome handshake, response = the JSON body to answer, nothing stored (slack url_verification and zoom endpoint.url_validation once verified; the unsigned twitter CRC, payload empty and the request URL in url, before verification with verified false); an answer that could sign a forged delivery is refused (reject_reason refused_handshake). (3) Reads the event id, type and time by the scheme''s profile (webhook_dedup.providers) with the source''s settings in its place (webhook_dedup.sources; source defaults to the scheme); an event type the source does not accept (accept_event_types) is outcome ignored, nothing stored. (4) A delivery without an event id gets reject_reason missing_event_id unless body_key_fallback (zoom and twitter, which send no id, are keyed on the body). url: Twilio signs it, X''s CRC carries its token; ignored for a signed twitter delivery. (5) With the source''s replay guard on (github and shopify by default), a signed body already received under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered; idem_key names it) and nothing is processed (webhook_dedup.replay_guards). (6) Claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict), with the fingerprint of the source''s rule (fingerprint_pointers, else the profile''s: the raw body; for stripe the RFC 8785 canonical JSON of /type and /data, so that a retry Stripe re-rendered is no conflict). Errors as webhook_verify and webhook_claim; 22023 another mode, a webhook_dedup.sources row whose intake settings do not check, or a stored key that cannot be a key of the scheme (named by id, never echoed); 55000 secrets NULL and no key of the source valid at at.';
+COMMENT ON FUNCTION @extschema@.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval, timestamptz, text, text, text, text, text, text) IS
+  'webhook_receive(scheme, payload, headers, secrets => NULL, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step, response, secret_index). (1) Verifies with secrets, or with secrets NULL with the source''s keys in webhook_dedup.source_secrets valid at at (secret_index: the position of the secret that verified, or the key''s id), and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail). (2) Answers a provider handshake: outcome handshake, response = the JSON body to answer, nothing stored (slack url_verification and zoom endpoint.url_validation once verified; the unsigned twitter CRC, payload empty and the request URL in url, before verification with verified false); an answer that could sign a forged delivery is refused (reject_reason refused_handshake). (3) Reads the event id, type and time by the scheme''s profile (webhook_dedup.providers) with the source''s settings in its place (webhook_dedup.sources; source defaults to the scheme); an event type the source does not accept (accept_event_types) is outcome ignored, nothing stored. (4) A delivery without an event id gets reject_reason missing_event_id unless body_key_fallback (zoom and twitter, which send no id, are keyed on the body). url: Twilio, Square and HubSpot sign it, X''s CRC carries its token; ignored for a signed twitter delivery; method: HubSpot signs it. (5) With the source''s replay guard on (github and shopify by default), a signed body already received under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered; idem_key names it) and nothing is processed (webhook_dedup.replay_guards). (6) Claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict), with the fingerprint of the source''s rule (fingerprint_pointers, else the profile''s: the raw body; for stripe the RFC 8785 canonical JSON of /type and /data, so that a retry Stripe re-rendered is no conflict). Errors as webhook_verify and webhook_claim; 22023 another mode, a webhook_dedup.sources row whose intake settings do not check, or a stored key that cannot be a key of the scheme (named by id, never echoed); 55000 secrets NULL and no key of the source valid at at.';
 
 DROP FUNCTION webhook_dedup.run_maintenance();
 CREATE FUNCTION webhook_dedup.run_maintenance() RETURNS TABLE (
@@ -502,9 +503,72 @@ AS 'MODULE_PATHNAME', 'run_maintenance_wrapper';
 COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
   'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, replay guards, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
 
--- webhook_verify knows two schemes more (zoom, twitter).
-COMMENT ON FUNCTION @extschema@.webhook_verify(text, bytea, jsonb, text[], interval, timestamptz, text, text, text, text, text) IS
-  'webhook_verify(scheme, payload, headers, secrets, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL) -> boolean. True when payload (the raw body) carries a valid signature of scheme under any of secrets (rotation). Schemes and their sources: github (X-Hub-Signature-256, docs.github.com "Validating webhook deliveries"), stripe (Stripe-Signature t=,v1=, docs.stripe.com/webhooks, 300 s), shopify (X-Shopify-Hmac-Sha256 base64, shopify.dev), slack (X-Slack-Signature v0= and X-Slack-Request-Timestamp, api.slack.com "Verifying requests", 300 s), standard or svix (webhook-id/timestamp/signature v1, Standard Webhooks spec, key = base64 after whsec_, 300 s), paddle (Paddle-Signature ts=;h1=, developer.paddle.com, 5 s), twilio (X-Twilio-Signature over url and form parameters or bodySHA256, twilio.com webhooks security; needs url), zoom (x-zm-signature v0= over v0:{x-zm-request-timestamp}:{body}, developers.zoom.us "Using webhooks", 300 s: Zoom documents no window), twitter (X: x-twitter-webhooks-signature sha256= base64 of the body, docs.x.com "Webhooks: Quickstart"; only a JSON object body verifies), hmac (generic: signature_header, signature_prefix, algorithm sha1/sha256/sha512, encoding hex/base64). Windows are symmetric and inclusive; tolerance NULL = the provider''s default. False for any signature that does not verify. Errors: 22023 unknown scheme, no secrets, an empty, whitespace-padded or (standard) undecodable secret (named by position, never echoed), headers not a JSON object of strings or arrays of strings, a negative tolerance or one with months, an infinite at, url or hmac arguments given to another scheme or missing for theirs; 22004 a NULL argument or NULL secret. See docs/signatures.md.';
+-- webhook_verify, webhook_verify_detail and webhook_sign take the request
+-- method (HubSpot signs it) and know more schemes.
+DROP FUNCTION @extschema@.webhook_verify(text, bytea, jsonb, text[], interval, timestamptz, text, text, text, text, text);
+DROP FUNCTION @extschema@.webhook_verify_detail(text, bytea, jsonb, text[], interval, timestamptz, text, text, text, text, text);
+DROP FUNCTION @extschema@.webhook_sign(text, bytea, text, timestamptz, text, text, text, text, text, text);
+CREATE FUNCTION @extschema@.webhook_verify(
+	"scheme" TEXT,
+	"payload" bytea,
+	"headers" jsonb,
+	"secrets" TEXT[],
+	"tolerance" interval DEFAULT NULL,
+	"at" timestamp with time zone DEFAULT now(),
+	"url" TEXT DEFAULT NULL,
+	"signature_header" TEXT DEFAULT NULL,
+	"signature_prefix" TEXT DEFAULT NULL,
+	"algorithm" TEXT DEFAULT NULL,
+	"encoding" TEXT DEFAULT NULL,
+	"method" TEXT DEFAULT NULL
+) RETURNS bool
+IMMUTABLE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'webhook_verify_wrapper';
+CREATE FUNCTION @extschema@.webhook_verify_detail(
+	"scheme" TEXT,
+	"payload" bytea,
+	"headers" jsonb,
+	"secrets" TEXT[],
+	"tolerance" interval DEFAULT NULL,
+	"at" timestamp with time zone DEFAULT now(),
+	"url" TEXT DEFAULT NULL,
+	"signature_header" TEXT DEFAULT NULL,
+	"signature_prefix" TEXT DEFAULT NULL,
+	"algorithm" TEXT DEFAULT NULL,
+	"encoding" TEXT DEFAULT NULL,
+	"method" TEXT DEFAULT NULL
+) RETURNS TABLE (
+	"valid" bool, 
+	"reason" TEXT, 
+	"secret_index" INT, 
+	"signed_at" timestamp with time zone 
+)
+IMMUTABLE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'webhook_verify_detail_wrapper';
+CREATE FUNCTION @extschema@.webhook_sign(
+	"scheme" TEXT,
+	"payload" bytea,
+	"secret" TEXT,
+	"at" timestamp with time zone DEFAULT now(),
+	"msg_id" TEXT DEFAULT NULL,
+	"url" TEXT DEFAULT NULL,
+	"signature_header" TEXT DEFAULT NULL,
+	"signature_prefix" TEXT DEFAULT NULL,
+	"algorithm" TEXT DEFAULT NULL,
+	"encoding" TEXT DEFAULT NULL,
+	"method" TEXT DEFAULT NULL
+) RETURNS jsonb
+IMMUTABLE PARALLEL SAFE
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'webhook_sign_wrapper';
+COMMENT ON FUNCTION @extschema@.webhook_verify(text, bytea, jsonb, text[], interval, timestamptz, text, text, text, text, text, text) IS
+  'webhook_verify(scheme, payload, headers, secrets, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL) -> boolean. True when payload (the raw body) carries a valid signature of scheme under any of secrets (rotation). Schemes: github, stripe, shopify, slack, standard (aliases svix, clerk, resend), paddle, twilio, zoom, twitter (X), square, hubspot, twitch, intercom, typeform, calendly, hmac; each one''s rule, window and source are in docs/signatures.md (and the profiles in webhook_dedup.providers). url is the request URL (twilio, square and hubspot sign it), method the request method (hubspot signs it; ignored by the others); hmac is the generic scheme (signature_header, signature_prefix, algorithm sha1/sha256/sha512, encoding hex/base64). Windows are symmetric and inclusive; tolerance NULL = the provider''s default. False for any signature that does not verify. Errors: 22023 unknown scheme, no secrets, an empty, whitespace-padded or (standard) undecodable secret (named by position, never echoed), headers not a JSON object of strings or arrays of strings, a negative tolerance or one with months, an infinite at, url or hmac arguments given to another scheme or missing for theirs, a missing method for hubspot; 22004 a NULL argument or NULL secret.';
+COMMENT ON FUNCTION @extschema@.webhook_verify_detail(text, bytea, jsonb, text[], interval, timestamptz, text, text, text, text, text, text) IS
+  'webhook_verify_detail(same arguments as webhook_verify) -> one row (valid boolean, reason text, secret_index integer, signed_at timestamptz). reason: ok, missing_header, malformed_header, unsupported_version, no_matching_signature, timestamp_too_old, timestamp_too_new. secret_index: 1-based position in secrets of the secret that matched (to know when an old secret can be retired). signed_at: the signed timestamp, for stripe, slack, standard and paddle. Errors as webhook_verify.';
+COMMENT ON FUNCTION @extschema@.webhook_sign(text, bytea, text, timestamptz, text, text, text, text, text, text, text) IS
+  'webhook_sign(scheme, payload, secret, at => now(), msg_id => NULL, url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL) -> jsonb: the headers a sender would send, for tests and for sending webhooks (for example Standard Webhooks). msg_id is required for standard and twitch, url for twilio, square and hubspot, method for hubspot, signature_header for hmac (22004/22023 otherwise). Secret rules as webhook_verify.';
 
 -- Comments that described 0.1.0's per-key advisory lock.
 COMMENT ON FUNCTION @extschema@.webhook_next(text, interval, integer) IS
@@ -846,7 +910,7 @@ BEGIN
       ('webhook_checkpoint(text, text, uuid, text)', 'webhook_dedup_receiver'),
       ('webhook_extend_lease(text, text, uuid, interval)', 'webhook_dedup_receiver'),
       ('webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval,'
-       ' timestamptz, text, text, text, text, text)', 'webhook_dedup_receiver'),
+       ' timestamptz, text, text, text, text, text, text)', 'webhook_dedup_receiver'),
       ('webhook_enqueue(text, text, bytea, text, jsonb)', 'webhook_dedup_receiver'),
       ('webhook_next(text, interval, integer)', 'webhook_dedup_receiver'),
       ('webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup_receiver'),

@@ -233,7 +233,7 @@ const DAY: i64 = 24 * HOUR;
 
 /// The built-in profiles, one per scheme that has one (the generic `hmac`
 /// scheme has none: its caller knows where its ids are).
-pub const PROFILES: [Profile; 9] = [
+pub const PROFILES: [Profile; 15] = [
     Profile {
         scheme: Scheme::Stripe,
         // Stripe renders the event anew for each attempt: pending_webhooks
@@ -357,6 +357,87 @@ pub const PROFILES: [Profile; 9] = [
         ),
         notes: "X sends no event id and signs no time: deliveries are keyed on the body, which a retry re-sends (so a re-sent body is a duplicate without a replay guard). The event type is the name of the payload's array member (tweet_create_events, ...). Enterprise Account Activity API: up to 3 retries within 5 minutes.",
         sources: "https://docs.x.com/x-api/webhooks/quickstart ; https://developer.x.com/en/docs/twitter-api/enterprise/account-activity-api/guides/activity-retries",
+    },
+    Profile {
+        scheme: Scheme::Square,
+        fingerprint: FingerprintRule::Body,
+        event_id: Some(Location::Body("/event_id")),
+        body_key: false,
+        event_type: Some(Location::Body("/type")),
+        event_time: Some((Location::Body("/created_at"), TimeFormat::Rfc3339)),
+        retry_horizon_s: Some(72 * HOUR),
+        replay_guard: false,
+        handshake: None,
+        notes: "event_id is Square's idempotency value, the same on every retry, and it is in the signed body (with the signed notification URL): no replay guard. Unsuccessful deliveries are retried for up to 72 hours after the event: after 1, 2, 4, 8, 16 and 32 minutes, then hourly.",
+        sources: "https://developer.squareup.com/docs/webhooks/step4manage ; https://developer.squareup.com/docs/webhooks-api/delivery-sla ; https://developer.squareup.com/docs/webhooks/troubleshooting",
+    },
+    Profile {
+        scheme: Scheme::Hubspot,
+        fingerprint: FingerprintRule::Body,
+        event_id: None,
+        body_key: true,
+        event_type: Some(Location::Body("/0/subscriptionType")),
+        event_time: Some((Location::Body("/0/occurredAt"), TimeFormat::UnixMilliseconds)),
+        retry_horizon_s: Some(24 * HOUR),
+        replay_guard: false,
+        handshake: None,
+        notes: "A request is a JSON array of up to 100 notifications, each with its own eventId (which HubSpot does not guarantee unique) and attemptNumber (which grows with every retry): no id names the request, so deliveries are keyed on the body. A byte-identical replay is a duplicate, but HubSpot's own retry is other bytes and is processed again: to deduplicate retries, claim each notification (webhook_claim, keyed on portalId, subscriptionId and eventId). Type and time are the first notification's. Up to 10 retries spread over 24 hours. The request time is signed (5-minute window).",
+        sources: "https://developers.hubspot.com/docs/api/webhooks ; https://developers.hubspot.com/docs/api/webhooks/validating-requests",
+    },
+    Profile {
+        scheme: Scheme::Twitch,
+        fingerprint: FingerprintRule::Body,
+        event_id: Some(Location::Headers(&["twitch-eventsub-message-id"])),
+        body_key: false,
+        event_type: Some(Location::Headers(&["twitch-eventsub-subscription-type"])),
+        event_time: Some((Location::Headers(&["twitch-eventsub-message-timestamp"]), TimeFormat::Rfc3339)),
+        retry_horizon_s: Some(10 * MINUTE),
+        replay_guard: false,
+        handshake: None,
+        notes: "A resent message keeps its Twitch-Eventsub-Message-Id; the id and the message timestamp (when Twitch sent it, not when the event happened) are signed. Twitch documents no retry horizon: 10 minutes is its replay rule (reject messages older than 10 minutes, and ids already seen). Twitch-Eventsub-Message-Type tells notification, webhook_callback_verification and revocation apart; the challenge of webhook_callback_verification is answered as plain text by the receiver, not by webhook_receive (which keys it on its message id like any message).",
+        sources: "https://dev.twitch.tv/docs/eventsub/handling-webhook-events/ ; https://dev.twitch.tv/docs/eventsub/",
+    },
+    Profile {
+        scheme: Scheme::Intercom,
+        // A resent notification keeps its id, but its delivery fields
+        // (delivery_attempts, delivery_status, first_sent_at, delivered_at)
+        // describe the attempt; topic and data are the event itself.
+        fingerprint: FingerprintRule::Pointers(&["/topic", "/data"]),
+        event_id: Some(Location::Body("/id")),
+        body_key: false,
+        event_type: Some(Location::Body("/topic")),
+        event_time: Some((Location::Body("/created_at"), TimeFormat::UnixSeconds)),
+        retry_horizon_s: Some(2 * HOUR),
+        replay_guard: false,
+        handshake: None,
+        notes: "A notification not answered 200 within 5 seconds is sent again with the same id (notif_...), which is in the signed body. Notifications throttled by an HTTP 429 are dropped after 2 hours; notifications queued during an Intercom incident are sent when it ends, possibly later.",
+        sources: "https://developers.intercom.com/docs/webhooks/webhook-notifications ; https://developers.intercom.com/docs/references/webhooks/webhook-models",
+    },
+    Profile {
+        scheme: Scheme::Typeform,
+        fingerprint: FingerprintRule::Body,
+        event_id: Some(Location::Body("/event_id")),
+        body_key: false,
+        event_type: Some(Location::Body("/event_type")),
+        event_time: Some((Location::Body("/form_response/submitted_at"), TimeFormat::Rfc3339)),
+        retry_horizon_s: Some(10 * HOUR + 35 * MINUTE),
+        replay_guard: false,
+        handshake: None,
+        notes: "event_id is in the signed body. After a 429, 408, 503 or 423 Typeform retries every 2 to 3 minutes for 10 hours; after another failure, 5 min, 10 min, 20 min, 1 h, 2 h, 3 h and 4 h later (10 h 35 min if each delay follows the previous attempt); a 404 or 410 disables the webhook.",
+        sources: "https://www.typeform.com/developers/webhooks/ ; https://www.typeform.com/developers/webhooks/secure-your-webhooks/",
+    },
+    Profile {
+        scheme: Scheme::Calendly,
+        fingerprint: FingerprintRule::Body,
+        event_id: None,
+        body_key: true,
+        event_type: Some(Location::Body("/event")),
+        event_time: Some((Location::Body("/created_at"), TimeFormat::Rfc3339)),
+        retry_horizon_s: Some(24 * HOUR),
+        replay_guard: false,
+        handshake: None,
+        notes: "Calendly sends no event id (payload.uri names the invitee, which its invitee.created and invitee.canceled share): deliveries are keyed on the body. Errors are retried for 24 hours with exponential back-off, then the subscription is disabled. The signed t is the attempt's time (180-second window, from Calendly's example code).",
+        sources: "https://developer.calendly.com/api-docs/overview/webhooks/webhook-errors ; https://developer.calendly.com/api-docs/overview/webhooks/webhook-signatures",
     },
 ];
 
@@ -581,6 +662,97 @@ mod tests {
         let both = Headers::from_pairs([("X-Shopify-Webhook-Id", "w"), ("X-Shopify-Event-Id", "e")]);
         let got = extract(&Rules::of(Scheme::Shopify), &both, &Body::new(b""));
         assert_eq!(got.event_id.as_deref(), Some("e"), "the event id wins");
+    }
+
+    /// Twitch's message headers: the id, the subscription type and the
+    /// RFC 3339 message time with nanoseconds (microseconds kept).
+    #[test]
+    fn twitch_reads_its_message_headers() {
+        let headers = Headers::from_pairs([
+            ("Twitch-Eventsub-Message-Id", "befa7b53-d79d-478f-86b9-120f112b044e"),
+            ("Twitch-Eventsub-Subscription-Type", "channel.follow"),
+            ("Twitch-Eventsub-Message-Timestamp", "2019-11-16T10:11:12.634234626Z"),
+        ]);
+        let got = extract(&Rules::of(Scheme::Twitch), &headers, &Body::new(b"{}"));
+        assert_eq!(
+            got,
+            Extracted {
+                event_id: Some("befa7b53-d79d-478f-86b9-120f112b044e".into()),
+                event_type: Some("channel.follow".into()),
+                event_time: Some(pg(1_573_899_072) + 634_234),
+            }
+        );
+    }
+
+    /// HubSpot sends an array: type and time are the first notification's,
+    /// and the request is keyed on its body (no id).
+    #[test]
+    fn hubspot_reads_the_first_notification() {
+        let body =
+            br#"[{"eventId":1,"subscriptionType":"contact.creation","occurredAt":1700000000123,"attemptNumber":0},
+                        {"eventId":2,"subscriptionType":"deal.creation","occurredAt":1700000000999}]"#;
+        let rules = Rules::of(Scheme::Hubspot);
+        assert!(rules.body_key && rules.event_id.is_none());
+        let got = extract(&rules, &Headers::default(), &Body::new(body));
+        assert_eq!(got.event_type.as_deref(), Some("contact.creation"));
+        assert_eq!(got.event_time, Some(pg(1_700_000_000) + 123_000));
+    }
+
+    /// Intercom's delivery fields change between attempts of one
+    /// notification; its topic and data do not.
+    #[test]
+    fn intercom_fingerprints_ignore_the_delivery_fields() {
+        let rule = profile(Scheme::Intercom).unwrap().fingerprint;
+        let first = br#"{"type":"notification_event","id":"notif_1","topic":"conversation.user.created",
+                         "data":{"item":{"id":"1"}},"delivery_attempts":1,"first_sent_at":1700000000,"created_at":1700000000}"#;
+        let again = br#"{"type":"notification_event","id":"notif_1","topic":"conversation.user.created",
+                         "data":{"item":{"id":"1"}},"delivery_attempts":2,"first_sent_at":1700000000,"created_at":1700000000}"#;
+        let other = br#"{"type":"notification_event","id":"notif_1","topic":"conversation.user.created",
+                         "data":{"item":{"id":"2"}},"delivery_attempts":1,"first_sent_at":1700000000,"created_at":1700000000}"#;
+        let fp = |b: &[u8]| rule.fingerprint(&Body::new(b));
+        assert_eq!(fp(first), fp(again));
+        assert_ne!(fp(first), fp(other));
+        let got = extract(&Rules::of(Scheme::Intercom), &Headers::default(), &Body::new(first));
+        assert_eq!(got.event_id.as_deref(), Some("notif_1"));
+        assert_eq!(got.event_time, Some(pg(1_700_000_000)));
+    }
+
+    #[test]
+    fn square_typeform_and_calendly_read_the_body() {
+        let square = br#"{"merchant_id":"M","type":"payment.updated","event_id":"ac3ac95b","created_at":"2022-07-13T20:30:59.037339943Z"}"#;
+        let got = extract(&Rules::of(Scheme::Square), &Headers::default(), &Body::new(square));
+        assert_eq!(got.event_id.as_deref(), Some("ac3ac95b"));
+        assert_eq!(got.event_type.as_deref(), Some("payment.updated"));
+        assert_eq!(got.event_time, Some(pg(1_657_744_259) + 37_339));
+        let typeform = br#"{"event_id":"01HF","event_type":"form_response","form_response":{"submitted_at":"2023-11-14T22:13:20Z"}}"#;
+        let got = extract(&Rules::of(Scheme::Typeform), &Headers::default(), &Body::new(typeform));
+        assert_eq!(
+            got,
+            Extracted {
+                event_id: Some("01HF".into()),
+                event_type: Some("form_response".into()),
+                event_time: Some(pg(1_700_000_000))
+            }
+        );
+        let calendly = br#"{"event":"invitee.created","created_at":"2023-11-14T22:13:20.000000Z","payload":{}}"#;
+        let got = extract(&Rules::of(Scheme::Calendly), &Headers::default(), &Body::new(calendly));
+        assert_eq!(got.event_id, None, "keyed on the body");
+        assert!(Rules::of(Scheme::Calendly).body_key);
+        assert_eq!(got.event_time, Some(pg(1_700_000_000)));
+    }
+
+    /// The replay guard is for schemes that sign neither the id nor a time:
+    /// Square, Intercom and Typeform sign the id (in the body), HubSpot,
+    /// Twitch and Calendly a time.
+    #[test]
+    fn new_schemes_need_no_replay_guard() {
+        for scheme in
+            [Scheme::Square, Scheme::Hubspot, Scheme::Twitch, Scheme::Intercom, Scheme::Typeform, Scheme::Calendly]
+        {
+            let p = profile(scheme).unwrap();
+            assert!(!p.replay_guard, "{scheme:?}");
+            assert!(p.retry_horizon_s.is_some(), "{scheme:?}");
+        }
     }
 
     #[test]

@@ -141,6 +141,7 @@ fn webhook_receive(
     signature_prefix: default!(Option<&str>, "NULL"),
     algorithm: default!(Option<&str>, "NULL"),
     encoding: default!(Option<&str>, "NULL"),
+    method: default!(Option<&str>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> pgrx::composite_type!('static, "webhook_dedup.receive_result") {
     // Every argument is checked before anything is written.
@@ -157,7 +158,7 @@ fn webhook_receive(
     let explicit: Option<Vec<Option<&str>>> = secrets.as_ref().map(|a| a.iter().collect());
     let at_us = micros(required(at, "at"), "at").or_raise();
     let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
-    // Only Twilio signs the URL; X's receivers pass it for the CRC.
+    // Twilio, Square and HubSpot sign the URL; X's receivers pass it for the CRC.
     let signed_url = if scheme_parsed == Scheme::Twitter { None } else { url };
 
     // One SPI connection for the whole intake (the source's settings and
@@ -169,7 +170,7 @@ fn webhook_receive(
         // the secrets to verify with, in order, and what each is called in
         // secret_index (its position, or its key id)
         let (secrets, ids): (Vec<Option<&str>>, Vec<i32>) = match (&explicit, &stored) {
-            (Some(list), _) => (list.clone(), (0..list.len() as i32).collect()),
+            (Some(list), _) => (list.clone(), (1..=list.len() as i32).collect()),
             (None, Some(keys)) => keys.iter().map(|k| (Some(k.secret.as_str()), k.id)).unzip(),
             (None, None) => unreachable!("stored is read when no secrets are given"),
         };
@@ -187,8 +188,17 @@ fn webhook_receive(
         }
 
         let tolerance = tolerance.or(settings.tolerance);
-        let verdict =
-            verify_sql(Some(scheme_name), Some(body), &headers, secrets.clone(), tolerance, at, signed_url, hmac);
+        let verdict = verify_sql(
+            Some(scheme_name),
+            Some(body),
+            &headers,
+            secrets.clone(),
+            tolerance,
+            at,
+            signed_url,
+            method,
+            hmac,
+        );
         if !verdict.valid() {
             if let Some(counter) = Counter::for_rejection(verdict.reason) {
                 metrics::count(source, None, counter, false);

@@ -103,7 +103,7 @@ mod tests {
                                                        source => 'rot', at => to_timestamp($3))",
             &[body.as_slice().into(), JsonB(headers).into(), (T0 as f64).into()],
         );
-        assert_eq!(given, Ok(Some(1)));
+        assert_eq!(given, Ok(Some(2)), "1-based, as webhook_verify_detail");
     }
 
     /// Without a key valid at the delivery's time the delivery cannot be

@@ -72,6 +72,7 @@ pub(crate) fn verify_sql(
     tolerance: Option<Interval>,
     at: Option<TimestampWithTimeZone>,
     url: Option<&str>,
+    method: Option<&str>,
     hmac: HmacArgs<'_>,
 ) -> Verdict {
     let scheme = Scheme::parse(required(scheme, "scheme")).or_raise();
@@ -84,7 +85,7 @@ pub(crate) fn verify_sql(
         now_us: unix_micros(at),
         hmac: hmac.spec(scheme).or_raise(),
     };
-    signature::verify(scheme, Delivery { body, headers, url }, &config).or_raise()
+    signature::verify(scheme, Delivery { body, headers, url, method }, &config).or_raise()
 }
 
 pub(crate) fn header_map(headers: Option<Jsonb>) -> Headers {
@@ -96,8 +97,9 @@ pub(crate) fn header_map(headers: Option<Jsonb>) -> Headers {
 /// `scheme` signature under any of `secrets`, within the replay window at
 /// time `at`. See `docs/signatures.md` for every scheme's rule and source.
 ///
-/// - `scheme`: github, stripe, shopify, slack, standard (alias svix),
-///   paddle, twilio, zoom, twitter, hmac; else 22023.
+/// - `scheme`: github, stripe, shopify, slack, standard (aliases svix,
+///   clerk, resend), paddle, twilio, zoom, twitter, square, hubspot,
+///   twitch, intercom, typeform, calendly, hmac; else 22023.
 /// - `headers`: JSON object of request headers; names case-insensitive,
 ///   values a string or an array of strings.
 /// - `secrets`: every currently valid secret (rotation). Empty, NULL,
@@ -105,7 +107,8 @@ pub(crate) fn header_map(headers: Option<Jsonb>) -> Headers {
 /// - `tolerance`: replay window (symmetric, inclusive) for timestamped
 ///   schemes; NULL means the provider's documented default.
 /// - `at`: the verifier's clock; defaults to `now()`.
-/// - `url`: the full request URL, for twilio only.
+/// - `url`: the full request URL, for twilio, square (the notification
+///   URL) and hubspot only.
 /// - `signature_header`, `signature_prefix`, `algorithm` (sha1, sha256,
 ///   sha512; default sha256), `encoding` (hex, base64; default hex): for
 ///   hmac only.
@@ -126,11 +129,12 @@ fn webhook_verify(
     signature_prefix: default!(Option<&str>, "NULL"),
     algorithm: default!(Option<&str>, "NULL"),
     encoding: default!(Option<&str>, "NULL"),
+    method: default!(Option<&str>, "NULL"),
 ) -> bool {
     let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
     let secrets = required(secrets, "secrets");
     let secrets: Vec<Option<&str>> = secrets.iter().collect();
-    verify_sql(scheme, payload, &header_map(headers), secrets, tolerance, at, url, hmac).valid()
+    verify_sql(scheme, payload, &header_map(headers), secrets, tolerance, at, url, method, hmac).valid()
 }
 
 /// `webhook_verify` with its reasons: one row of `valid`, `reason` (ok,
@@ -153,6 +157,7 @@ fn webhook_verify_detail(
     signature_prefix: default!(Option<&str>, "NULL"),
     algorithm: default!(Option<&str>, "NULL"),
     encoding: default!(Option<&str>, "NULL"),
+    method: default!(Option<&str>, "NULL"),
 ) -> TableIterator<
     'static,
     (
@@ -165,7 +170,7 @@ fn webhook_verify_detail(
     let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
     let secrets = required(secrets, "secrets");
     let secrets: Vec<Option<&str>> = secrets.iter().collect();
-    let v = verify_sql(scheme, payload, &header_map(headers), secrets, tolerance, at, url, hmac);
+    let v = verify_sql(scheme, payload, &header_map(headers), secrets, tolerance, at, url, method, hmac);
     let signed_at = v.signed_at.map(|s| timestamptz((s - crate::calendar::PG_EPOCH_UNIX_S) * 1_000_000));
     TableIterator::once((v.valid(), v.reason.as_str().to_string(), v.secret_index.map(|i| i as i32 + 1), signed_at))
 }
@@ -184,7 +189,7 @@ fn typed(
 ) -> bool {
     let secret = required(secret, "secret");
     let headers = Headers::from_pairs(header_values.iter().filter_map(|(name, value)| value.map(|v| (*name, v))));
-    verify_sql(Some(scheme), payload, &headers, vec![Some(secret)], tolerance, at, url, HmacArgs::NONE).valid()
+    verify_sql(Some(scheme), payload, &headers, vec![Some(secret)], tolerance, at, url, None, HmacArgs::NONE).valid()
 }
 
 /// The clock for schemes that sign no timestamp (it is never read).
@@ -286,10 +291,11 @@ fn webhook_hmac(payload: &[u8], secret: &[u8], algorithm: default!(&str, "'sha25
 
 /// The headers a sender using `scheme` would send with `payload`, as a JSON
 /// object (for tests, and for sending webhooks yourself). `at` is the
-/// signing time (timestamped schemes); `msg_id` is required for standard,
-/// `url` for twilio, `signature_header` (and optionally the prefix,
-/// algorithm and encoding) for hmac. The secret follows the same rules as
-/// for verification.
+/// signing time (timestamped schemes); `msg_id` is required for standard
+/// and twitch, `url` for twilio, square and hubspot (and the method for
+/// hubspot, not yet an argument), `signature_header` (and optionally the
+/// prefix, algorithm and encoding) for hmac. The secret follows the same
+/// rules as for verification.
 #[pg_extern(immutable, parallel_safe)]
 #[allow(clippy::too_many_arguments)]
 fn webhook_sign(
@@ -303,34 +309,50 @@ fn webhook_sign(
     signature_prefix: default!(Option<&str>, "NULL"),
     algorithm: default!(Option<&str>, "NULL"),
     encoding: default!(Option<&str>, "NULL"),
+    method: default!(Option<&str>, "NULL"),
 ) -> Jsonb {
-    use signature::{generic, github, paddle, shopify, slack, standard, stripe, twilio, twitter, zoom};
+    use signature::{
+        calendly, generic, github, hubspot, intercom, paddle, shopify, slack, square, standard, stripe, twilio, twitch,
+        twitter, typeform, zoom,
+    };
     let scheme = Scheme::parse(required(scheme, "scheme")).or_raise();
     let body = required(payload, "payload");
     let secret = signature::check_secrets(&[secret]).or_raise()[0];
     let key = signature::keys(scheme, &[secret]).or_raise().remove(0);
-    let t = unix_seconds(micros(required(at, "at"), "at").or_raise());
+    let at_us = micros(required(at, "at"), "at").or_raise();
+    let t = unix_seconds(at_us);
     let hmac =
         HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding }.spec(scheme).or_raise();
-    if url.is_some() && scheme != Scheme::Twilio {
-        Error::invalid(format!("url applies only to scheme twilio, not {}", scheme.name())).raise();
+    if url.is_some() && !scheme.signs_url() {
+        Error::invalid(format!("url applies only to schemes twilio, square and hubspot, not {}", scheme.name()))
+            .raise();
     }
+    let needs_url =
+        || url.unwrap_or_else(|| Error::NullValue { what: "url (for schemes twilio, square and hubspot)" }.raise());
+    let needs_msg_id =
+        || msg_id.unwrap_or_else(|| Error::NullValue { what: "msg_id (for schemes standard and twitch)" }.raise());
     let headers: Vec<(String, String)> = match scheme {
         Scheme::Github => owned(github::sign(body, &key)),
         Scheme::Stripe => owned(stripe::sign(body, &key, t)),
         Scheme::Shopify => owned(shopify::sign(body, &key)),
         Scheme::Slack => owned(slack::sign(body, &key, t)),
-        Scheme::Standard => {
-            let id = msg_id.unwrap_or_else(|| Error::NullValue { what: "msg_id (for scheme standard)" }.raise());
-            owned(standard::sign(body, &key, id, t))
-        }
+        Scheme::Standard => owned(standard::sign(body, &key, needs_msg_id(), t)),
         Scheme::Paddle => owned(paddle::sign(body, &key, t)),
-        Scheme::Twilio => {
-            let url = url.unwrap_or_else(|| Error::NullValue { what: "url (for scheme twilio)" }.raise());
-            owned(twilio::sign(url, body, &key))
-        }
+        Scheme::Twilio => owned(twilio::sign(needs_url(), body, &key)),
         Scheme::Zoom => owned(zoom::sign(body, &key, t)),
         Scheme::Twitter => owned(twitter::sign(body, &key)),
+        Scheme::Square => owned(square::sign(needs_url(), body, &key)),
+        Scheme::Hubspot => {
+            let url = needs_url();
+            let method = method
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| Error::invalid("scheme hubspot needs the request method (argument method)").raise());
+            owned(hubspot::sign(method, url, body, &key, unix_micros(at_us).div_euclid(1_000)))
+        }
+        Scheme::Twitch => owned(twitch::sign(body, &key, needs_msg_id(), &twitch::timestamp(unix_micros(at_us)))),
+        Scheme::Intercom => owned(intercom::sign(body, &key)),
+        Scheme::Typeform => owned(typeform::sign(body, &key)),
+        Scheme::Calendly => owned(calendly::sign(body, &key, t)),
         Scheme::Hmac => {
             let spec = hmac.unwrap_or_else(|| Error::invalid("scheme hmac needs signature_header").raise());
             vec![(spec.header.clone(), generic::sign(body, &key, &spec))]

@@ -49,12 +49,12 @@ mod tests {
                 let spec = HmacSpec { header: "X-Sig".into(), prefix: "v=".into(), algorithm, encoding };
                 let value = sign(b"body", b"k", &spec);
                 let headers = Headers::from_pairs([("x-sig", value.as_str())]);
-                let d = Delivery { body: b"body", headers: &headers, url: None };
+                let d = Delivery { body: b"body", headers: &headers, url: None, method: None };
                 assert_eq!(verify(d, &spec, &[b"k".to_vec()]).reason, Reason::Ok, "{algorithm:?} {encoding:?}");
-                let d = Delivery { body: b"bodY", headers: &headers, url: None };
+                let d = Delivery { body: b"bodY", headers: &headers, url: None, method: None };
                 assert_eq!(verify(d, &spec, &[b"k".to_vec()]).reason, Reason::NoMatchingSignature);
                 let other = Headers::from_pairs([("x-sig", value.trim_start_matches("v="))]);
-                let d = Delivery { body: b"body", headers: &other, url: None };
+                let d = Delivery { body: b"body", headers: &other, url: None, method: None };
                 assert_eq!(verify(d, &spec, &[b"k".to_vec()]).reason, Reason::UnsupportedVersion);
             }
         }

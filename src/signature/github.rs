@@ -43,7 +43,7 @@ mod tests {
     fn check(body: &[u8], values: &[&str], keys: &[&[u8]]) -> Verdict {
         let headers = Headers::from_pairs(values.iter().map(|v| ("X-Hub-Signature-256", *v)));
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
-        verify(Delivery { body, headers: &headers, url: None }, &keys)
+        verify(Delivery { body, headers: &headers, url: None, method: None }, &keys)
     }
 
     #[test]

@@ -19,19 +19,25 @@
 //!   trailing whitespace is a configuration error (22023), never a silent
 //!   mismatch.
 
+pub mod calendly;
 pub mod ct;
 pub mod generic;
 pub mod github;
 pub mod headers;
+pub mod hubspot;
+pub mod intercom;
 pub mod paddle;
 #[cfg(test)]
 mod properties;
 pub mod shopify;
 pub mod slack;
+pub mod square;
 pub mod standard;
 pub mod stripe;
 pub mod twilio;
+pub mod twitch;
 pub mod twitter;
+pub mod typeform;
 #[cfg(any(test, feature = "pg_test"))]
 pub mod vectors;
 pub mod zoom;
@@ -61,12 +67,25 @@ pub enum Scheme {
     Zoom,
     /// X (Twitter): `x-twitter-webhooks-signature`, see [`twitter`].
     Twitter,
+    /// Square: `x-square-hmacsha256-signature` over the notification URL, see [`square`].
+    Square,
+    /// HubSpot (signature v3): `X-HubSpot-Signature-v3` over method, URI,
+    /// body and `X-HubSpot-Request-Timestamp`, see [`hubspot`].
+    Hubspot,
+    /// Twitch EventSub: `Twitch-Eventsub-Message-Signature`, see [`twitch`].
+    Twitch,
+    /// Intercom: `X-Hub-Signature` (HMAC-SHA1), see [`intercom`].
+    Intercom,
+    /// Typeform: `Typeform-Signature`, see [`typeform`].
+    Typeform,
+    /// Calendly: `Calendly-Webhook-Signature`, see [`calendly`].
+    Calendly,
     /// A caller-described HMAC header, see [`generic`].
     Hmac,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 10] = [
+    pub const ALL: [Scheme; 16] = [
         Scheme::Github,
         Scheme::Stripe,
         Scheme::Shopify,
@@ -76,6 +95,12 @@ impl Scheme {
         Scheme::Twilio,
         Scheme::Zoom,
         Scheme::Twitter,
+        Scheme::Square,
+        Scheme::Hubspot,
+        Scheme::Twitch,
+        Scheme::Intercom,
+        Scheme::Typeform,
+        Scheme::Calendly,
         Scheme::Hmac,
     ];
 
@@ -90,21 +115,33 @@ impl Scheme {
             Scheme::Twilio => "twilio",
             Scheme::Zoom => "zoom",
             Scheme::Twitter => "twitter",
+            Scheme::Square => "square",
+            Scheme::Hubspot => "hubspot",
+            Scheme::Twitch => "twitch",
+            Scheme::Intercom => "intercom",
+            Scheme::Typeform => "typeform",
+            Scheme::Calendly => "calendly",
             Scheme::Hmac => "hmac",
         }
     }
 
-    /// Parse a scheme name (case-insensitive; `svix` is `standard`).
-    /// Unknown names are 22023.
+    /// Other names of [`Scheme::Standard`]: Svix, and providers that send
+    /// Svix's `svix-*` headers and `whsec_` secrets (Clerk's `verifyWebhook`
+    /// maps them to Standard Webhooks, <https://clerk.com/docs/reference/backend/verify-webhook>;
+    /// Resend: <https://resend.com/docs/webhooks/verify-webhooks-requests>).
+    pub const STANDARD_ALIASES: [&'static str; 3] = ["svix", "clerk", "resend"];
+
+    /// Parse a scheme name (case-insensitive; `svix`, `clerk` and `resend`
+    /// are `standard`). Unknown names are 22023.
     pub fn parse(name: &str) -> Result<Self, Error> {
-        if name.eq_ignore_ascii_case("svix") {
+        if Scheme::STANDARD_ALIASES.iter().any(|alias| alias.eq_ignore_ascii_case(name)) {
             return Ok(Scheme::Standard);
         }
         Scheme::ALL.into_iter().find(|s| s.name().eq_ignore_ascii_case(name)).ok_or_else(|| {
             Error::invalid_with_hint(
                 format!("unknown webhook signature scheme \"{name}\""),
                 format!(
-                    "Supported schemes: {} (svix is an alias of standard).",
+                    "Supported schemes: {} (svix, clerk and resend are aliases of standard).",
                     Scheme::ALL.map(Scheme::name).join(", ")
                 ),
             )
@@ -113,7 +150,8 @@ impl Scheme {
 
     /// The replay window the provider documents, in seconds, for schemes
     /// that sign a timestamp (sources in each scheme's module; Zoom
-    /// documents none and gets Slack's 300 s, see [`zoom`]).
+    /// documents none and gets Slack's 300 s, see [`zoom`]; Calendly's
+    /// 180 s come from its example code, see [`calendly`]).
     pub fn default_tolerance_s(self) -> Option<i64> {
         match self {
             Scheme::Stripe => Some(stripe::DEFAULT_TOLERANCE_S),
@@ -121,8 +159,24 @@ impl Scheme {
             Scheme::Standard => Some(standard::DEFAULT_TOLERANCE_S),
             Scheme::Paddle => Some(paddle::DEFAULT_TOLERANCE_S),
             Scheme::Zoom => Some(zoom::DEFAULT_TOLERANCE_S),
-            Scheme::Github | Scheme::Shopify | Scheme::Twilio | Scheme::Twitter | Scheme::Hmac => None,
+            Scheme::Hubspot => Some(hubspot::DEFAULT_TOLERANCE_S),
+            Scheme::Twitch => Some(twitch::DEFAULT_TOLERANCE_S),
+            Scheme::Calendly => Some(calendly::DEFAULT_TOLERANCE_S),
+            Scheme::Github
+            | Scheme::Shopify
+            | Scheme::Twilio
+            | Scheme::Twitter
+            | Scheme::Square
+            | Scheme::Intercom
+            | Scheme::Typeform
+            | Scheme::Hmac => None,
         }
+    }
+
+    /// Whether the scheme signs the request URL, so that `url` is required
+    /// (and refused for every other scheme).
+    pub fn signs_url(self) -> bool {
+        matches!(self, Scheme::Twilio | Scheme::Square | Scheme::Hubspot)
     }
 
     /// The key bytes of one configured secret. Standard Webhooks keys are
@@ -188,7 +242,8 @@ pub struct Verdict {
     pub reason: Reason,
     /// Index (0-based) into the secrets of the secret that matched.
     pub secret_index: Option<usize>,
-    /// The signed timestamp (Unix seconds), for schemes that have one.
+    /// The signed timestamp (Unix seconds, floored for schemes that sign a
+    /// finer time), for schemes that have one.
     pub signed_at: Option<i64>,
 }
 
@@ -212,6 +267,25 @@ impl Verdict {
         };
         Verdict { reason, secret_index: matched, signed_at: Some(signed_at) }
     }
+
+    /// [`Verdict::timestamped`] for a scheme that signs a finer time
+    /// (HubSpot's milliseconds, Twitch's RFC 3339 nanoseconds):
+    /// `signed_at_ns` in Unix nanoseconds, compared exactly ([`window_ns`]);
+    /// the verdict's `signed_at` is its whole second (floor).
+    pub(crate) fn timestamped_ns(matched: Option<usize>, signed_at_ns: i128, now: i64, tolerance: i64) -> Self {
+        let reason = match matched {
+            Some(_) => window_ns(signed_at_ns, now, tolerance),
+            None => Reason::NoMatchingSignature,
+        };
+        Verdict { reason, secret_index: matched, signed_at: Some(unix_seconds_of_ns(signed_at_ns)) }
+    }
+}
+
+/// The whole Unix second (floor) of a time in Unix nanoseconds, saturated
+/// to `i64` (a nanosecond time parsed from a header is at most 10^27).
+pub(crate) fn unix_seconds_of_ns(ns: i128) -> i64 {
+    let seconds = ns.div_euclid(1_000_000_000);
+    i64::try_from(seconds).unwrap_or(if seconds < 0 { i64::MIN } else { i64::MAX })
 }
 
 /// One delivery to verify.
@@ -220,8 +294,12 @@ pub struct Delivery<'a> {
     /// The raw body bytes exactly as received.
     pub body: &'a [u8],
     pub headers: &'a Headers,
-    /// The full request URL as the sender addressed it (Twilio signs it).
+    /// The full request URL as the sender addressed it (Twilio, Square and
+    /// HubSpot sign it).
     pub url: Option<&'a str>,
+    /// The request method (`POST`), exactly as received: HubSpot signs it;
+    /// every other scheme ignores it.
+    pub method: Option<&'a str>,
 }
 
 /// How a generic HMAC header is built (scheme `hmac`).
@@ -349,8 +427,10 @@ pub fn keys(scheme: Scheme, secrets: &[&str]) -> Result<Vec<Vec<u8>>, Error> {
 }
 
 /// Verify one delivery under `scheme`. Errors are misconfigurations (22023):
-/// a bad secret, a negative tolerance, a missing `url` (Twilio) or
-/// [`HmacSpec`] (generic), or those given to a scheme that does not use them.
+/// a bad secret, a negative tolerance, a missing `url` (Twilio, Square,
+/// HubSpot), `method` (HubSpot) or [`HmacSpec`] (generic), or a `url` or
+/// [`HmacSpec`] given to a scheme that does not use it (a `method` is
+/// ignored by every scheme but HubSpot).
 pub fn verify(scheme: Scheme, delivery: Delivery<'_>, config: &Config<'_>) -> Result<Verdict, Error> {
     if let Some(t) = config.tolerance_us {
         if t < 0 {
@@ -360,8 +440,11 @@ pub fn verify(scheme: Scheme, delivery: Delivery<'_>, config: &Config<'_>) -> Re
             return Err(Error::invalid("tolerance must be at most 365 days"));
         }
     }
-    if delivery.url.is_some() && scheme != Scheme::Twilio {
-        return Err(Error::invalid(format!("url applies only to scheme twilio, not {}", scheme.name())));
+    if delivery.url.is_some() && !scheme.signs_url() {
+        return Err(Error::invalid(format!(
+            "url applies only to schemes twilio, square and hubspot, not {}",
+            scheme.name()
+        )));
     }
     if config.hmac.is_some() && scheme != Scheme::Hmac {
         return Err(Error::invalid(format!(
@@ -381,11 +464,20 @@ pub fn verify(scheme: Scheme, delivery: Delivery<'_>, config: &Config<'_>) -> Re
         Scheme::Paddle => paddle::verify(delivery, &keys, tolerance, now),
         Scheme::Zoom => zoom::verify(delivery, &keys, tolerance, now),
         Scheme::Twitter => twitter::verify(delivery, &keys),
-        Scheme::Twilio => {
-            let url =
-                delivery.url.ok_or_else(|| Error::invalid("scheme twilio needs the request url (argument url)"))?;
-            twilio::verify(delivery, url, &keys)
+        Scheme::Twilio => twilio::verify(delivery, needs_url(scheme, delivery)?, &keys),
+        Scheme::Square => square::verify(delivery, needs_url(scheme, delivery)?, &keys),
+        Scheme::Hubspot => {
+            let url = needs_url(scheme, delivery)?;
+            let method = delivery
+                .method
+                .filter(|m| !m.is_empty())
+                .ok_or_else(|| Error::invalid("scheme hubspot needs the request method (argument method)"))?;
+            hubspot::verify(delivery, method, url, &keys, tolerance, now)
         }
+        Scheme::Twitch => twitch::verify(delivery, &keys, tolerance, now),
+        Scheme::Intercom => intercom::verify(delivery, &keys),
+        Scheme::Typeform => typeform::verify(delivery, &keys),
+        Scheme::Calendly => calendly::verify(delivery, &keys, tolerance, now),
         Scheme::Hmac => {
             let spec = config.hmac.as_ref().ok_or_else(|| {
                 Error::invalid(
@@ -397,16 +489,29 @@ pub fn verify(scheme: Scheme, delivery: Delivery<'_>, config: &Config<'_>) -> Re
     })
 }
 
+/// The request URL of a scheme that signs it, or the 22023 for its absence.
+fn needs_url<'a>(scheme: Scheme, delivery: Delivery<'a>) -> Result<&'a str, Error> {
+    delivery.url.ok_or_else(|| Error::invalid(format!("scheme {} needs the request url (argument url)", scheme.name())))
+}
+
 /// The symmetric replay-window check shared by timestamped schemes:
 /// `|now - signed_at| <= tolerance` passes (inclusive bound). `signed_at` is
-/// the signed Unix time in seconds (every scheme signs whole seconds);
-/// `now` and `tolerance` are microseconds, compared without rounding, so
-/// that 300.5 s before and 300.5 s after are rejected alike.
+/// the signed Unix time in seconds; `now` and `tolerance` are microseconds,
+/// compared without rounding, so that 300.5 s before and 300.5 s after are
+/// rejected alike.
 pub(crate) fn window(signed_at: i64, now: i64, tolerance: i64) -> Reason {
-    let age = i128::from(now) - i128::from(signed_at) * 1_000_000;
-    if age > i128::from(tolerance) {
+    window_ns(i128::from(signed_at) * 1_000_000_000, now, tolerance)
+}
+
+/// [`window`] for a signed time in Unix nanoseconds (HubSpot signs
+/// milliseconds, Twitch RFC 3339 times with nanoseconds), compared exactly
+/// with `now` and `tolerance` (microseconds).
+pub(crate) fn window_ns(signed_at_ns: i128, now: i64, tolerance: i64) -> Reason {
+    let age = i128::from(now) * 1_000 - signed_at_ns;
+    let tolerance = i128::from(tolerance) * 1_000;
+    if age > tolerance {
         Reason::TimestampTooOld
-    } else if -age > i128::from(tolerance) {
+    } else if -age > tolerance {
         Reason::TimestampTooNew
     } else {
         Reason::Ok
@@ -538,8 +643,12 @@ mod tests {
             assert_eq!(Scheme::parse(&s.name().to_uppercase()), Ok(s));
         }
         assert_eq!(Scheme::parse("Svix"), Ok(Scheme::Standard));
+        assert_eq!(Scheme::parse("clerk"), Ok(Scheme::Standard));
+        assert_eq!(Scheme::parse("RESEND"), Ok(Scheme::Standard));
         let err = Scheme::parse("gitlab").unwrap_err();
         assert_eq!(err.to_string(), "unknown webhook signature scheme \"gitlab\"");
+        let Error::InvalidParameter { hint: Some(hint), .. } = err else { panic!("{err:?}") };
+        assert!(hint.contains("calendly, hmac (svix, clerk and resend are aliases of standard)"), "{hint}");
     }
 
     #[test]
@@ -549,8 +658,14 @@ mod tests {
         assert_eq!(Scheme::Standard.default_tolerance_s(), Some(300));
         assert_eq!(Scheme::Paddle.default_tolerance_s(), Some(5));
         assert_eq!(Scheme::Zoom.default_tolerance_s(), Some(300), "none documented: Slack's");
+        assert_eq!(Scheme::Hubspot.default_tolerance_s(), Some(300));
+        assert_eq!(Scheme::Twitch.default_tolerance_s(), Some(600));
+        assert_eq!(Scheme::Calendly.default_tolerance_s(), Some(180), "Calendly's example code");
         assert_eq!(Scheme::Github.default_tolerance_s(), None);
         assert_eq!(Scheme::Twitter.default_tolerance_s(), None);
+        for untimed in [Scheme::Square, Scheme::Intercom, Scheme::Typeform] {
+            assert_eq!(untimed.default_tolerance_s(), None, "{untimed:?}");
+        }
     }
 
     #[test]
@@ -579,14 +694,42 @@ mod tests {
     fn options_belong_to_their_scheme() {
         let headers = Headers::default();
         let config = Config { secrets: vec!["s"], tolerance_us: None, now_us: 0, hmac: None };
-        let with_url = Delivery { body: b"", headers: &headers, url: Some("https://x/") };
-        assert!(verify(Scheme::Github, with_url, &config).is_err());
-        let without = Delivery { body: b"", headers: &headers, url: None };
+        let with_url = Delivery { body: b"", headers: &headers, url: Some("https://x/"), method: None };
         assert_eq!(
-            verify(Scheme::Twilio, without, &config).unwrap_err().to_string(),
-            "scheme twilio needs the request url (argument url)"
+            verify(Scheme::Github, with_url, &config).unwrap_err().to_string(),
+            "url applies only to schemes twilio, square and hubspot, not github"
         );
+        let without = Delivery { body: b"", headers: &headers, url: None, method: None };
+        for scheme in [Scheme::Twilio, Scheme::Square, Scheme::Hubspot] {
+            assert!(scheme.signs_url());
+            assert_eq!(
+                verify(scheme, without, &config).unwrap_err().to_string(),
+                format!("scheme {} needs the request url (argument url)", scheme.name())
+            );
+            let with_both = Delivery { method: Some("POST"), ..with_url };
+            assert!(verify(scheme, with_both, &config).is_ok_and(|v| v.reason == Reason::MissingHeader));
+        }
         assert!(verify(Scheme::Hmac, without, &config).is_err());
+    }
+
+    /// HubSpot signs the method: without one (or with an empty one) it is a
+    /// misconfiguration, never a silent mismatch. Every other scheme
+    /// ignores a method.
+    #[test]
+    fn method_is_required_by_hubspot_only() {
+        let headers = Headers::default();
+        let config = Config { secrets: vec!["s"], tolerance_us: None, now_us: 0, hmac: None };
+        let url = Some("https://x/");
+        for method in [None, Some("")] {
+            let d = Delivery { body: b"", headers: &headers, url, method };
+            let err = verify(Scheme::Hubspot, d, &config).unwrap_err();
+            assert_eq!(err.to_string(), "scheme hubspot needs the request method (argument method)");
+            assert!(matches!(err, Error::InvalidParameter { .. }), "22023");
+        }
+        let with = Delivery { body: b"", headers: &headers, url, method: Some("POST") };
+        assert_eq!(verify(Scheme::Hubspot, with, &config).unwrap().reason, Reason::MissingHeader);
+        let github = Delivery { body: b"", headers: &headers, url: None, method: Some("POST") };
+        assert_eq!(verify(Scheme::Github, github, &config).unwrap().reason, Reason::MissingHeader);
     }
 
     #[test]
@@ -598,6 +741,25 @@ mod tests {
         assert_eq!(window(1301, 1000 * S, 300 * S), Reason::TimestampTooNew);
         assert_eq!(window(0, i64::MAX, 300 * S), Reason::TimestampTooOld);
         assert_eq!(window(i64::MAX, i64::MIN, 300 * S), Reason::TimestampTooNew);
+    }
+
+    /// A signed time finer than a second (HubSpot's milliseconds, Twitch's
+    /// nanoseconds) is compared exactly, on both sides.
+    #[test]
+    fn window_ns_is_exact() {
+        const S: i64 = 1_000_000;
+        const NS: i128 = 1_000_000_000;
+        let t = 1_000 * NS + 500_000_000; // 1000.5 s
+        assert_eq!(window_ns(t, 1_300 * S + S / 2, 300 * S), Reason::Ok, "exactly on the bound");
+        assert_eq!(window_ns(t, 1_300 * S + S / 2 + 1, 300 * S), Reason::TimestampTooOld, "1 us past");
+        assert_eq!(window_ns(t, 700 * S + S / 2, 300 * S), Reason::Ok);
+        assert_eq!(window_ns(t, 700 * S + S / 2 - 1, 300 * S), Reason::TimestampTooNew);
+        assert_eq!(window_ns(t + 1, 1_300 * S + S / 2, 300 * S), Reason::Ok, "a nanosecond later is younger");
+        assert_eq!(window_ns(t - 1, 1_300 * S + S / 2, 300 * S), Reason::TimestampTooOld, "1 ns older");
+        assert_eq!(window_ns(i128::from(i64::MAX) * NS, i64::MIN, 300 * S), Reason::TimestampTooNew);
+        assert_eq!(unix_seconds_of_ns(-1), -1, "floor");
+        assert_eq!(unix_seconds_of_ns(t), 1_000);
+        assert_eq!(unix_seconds_of_ns(i128::MAX), i64::MAX);
     }
 
     /// Issue 13, fault 7: the clock was floored to whole seconds, so a

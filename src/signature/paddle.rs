@@ -52,7 +52,7 @@ mod tests {
     fn check(body: &[u8], value: &str, now: i64) -> Reason {
         let headers = Headers::from_pairs([("Paddle-Signature", value)]);
         verify(
-            Delivery { body, headers: &headers, url: None },
+            Delivery { body, headers: &headers, url: None, method: None },
             &[b"pdl_secret".to_vec()],
             DEFAULT_TOLERANCE_S * 1_000_000,
             now * 1_000_000,

@@ -12,7 +12,12 @@ use proptest::prelude::*;
 struct Signed {
     headers: Vec<(String, String)>,
     url: Option<String>,
+    method: Option<String>,
 }
+
+/// The URL and method a HubSpot delivery is signed for: the URI carries
+/// encodings HubSpot decodes (`%3A`, `%40`) and one it does not (`%20`).
+const HUBSPOT_URI: &str = "https://example.com/hubspot?from=a%40b.c&q=x%3Ay%20z";
 
 const SPEC: fn() -> HmacSpec = || HmacSpec {
     header: "X-Signature".into(),
@@ -32,24 +37,42 @@ fn secret_for(scheme: Scheme, key: &[u8]) -> String {
 fn sign(scheme: Scheme, body: &[u8], secret: &str, t: i64) -> Signed {
     let key = keys(scheme, &[secret]).unwrap().remove(0);
     let owned = |pairs: Vec<(&str, String)>| pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let headers_only = |pairs| Signed { headers: owned(pairs), url: None, method: None };
     match scheme {
-        Scheme::Github => Signed { headers: owned(github::sign(body, &key)), url: None },
-        Scheme::Stripe => Signed { headers: owned(stripe::sign(body, &key, t)), url: None },
-        Scheme::Shopify => Signed { headers: owned(shopify::sign(body, &key)), url: None },
-        Scheme::Slack => Signed { headers: owned(slack::sign(body, &key, t)), url: None },
-        Scheme::Standard => Signed { headers: owned(standard::sign(body, &key, "msg_prop", t)), url: None },
-        Scheme::Paddle => Signed { headers: owned(paddle::sign(body, &key, t)), url: None },
+        Scheme::Github => headers_only(github::sign(body, &key)),
+        Scheme::Stripe => headers_only(stripe::sign(body, &key, t)),
+        Scheme::Shopify => headers_only(shopify::sign(body, &key)),
+        Scheme::Slack => headers_only(slack::sign(body, &key, t)),
+        Scheme::Standard => headers_only(standard::sign(body, &key, "msg_prop", t)),
+        Scheme::Paddle => headers_only(paddle::sign(body, &key, t)),
         Scheme::Twilio => {
             // JSON mode: the raw body is covered byte for byte (in form
             // mode Twilio signs decoded parameters, so `+` and `%20` are
             // the same signed text, as in Twilio's own libraries).
             use sha2::Digest;
             let url = format!("https://example.com/hook?bodySHA256={}", hex::encode(sha2::Sha256::digest(body)));
-            Signed { headers: owned(twilio::sign(&url, body, &key)), url: Some(url) }
+            Signed { headers: owned(twilio::sign(&url, body, &key)), url: Some(url), method: None }
         }
-        Scheme::Zoom => Signed { headers: owned(zoom::sign(body, &key, t)), url: None },
-        Scheme::Twitter => Signed { headers: owned(twitter::sign(body, &key)), url: None },
-        Scheme::Hmac => Signed { headers: vec![("X-Signature".into(), generic::sign(body, &key, &SPEC()))], url: None },
+        Scheme::Zoom => headers_only(zoom::sign(body, &key, t)),
+        Scheme::Twitter => headers_only(twitter::sign(body, &key)),
+        Scheme::Square => {
+            let url = "https://example.com/square?x=1".to_string();
+            Signed { headers: owned(square::sign(&url, body, &key)), url: Some(url), method: None }
+        }
+        Scheme::Hubspot => Signed {
+            headers: owned(hubspot::sign("POST", HUBSPOT_URI, body, &key, t * 1_000)),
+            url: Some(HUBSPOT_URI.into()),
+            method: Some("POST".into()),
+        },
+        Scheme::Twitch => headers_only(twitch::sign(body, &key, "msg_prop", &twitch::timestamp(t * 1_000_000))),
+        Scheme::Intercom => headers_only(intercom::sign(body, &key)),
+        Scheme::Typeform => headers_only(typeform::sign(body, &key)),
+        Scheme::Calendly => headers_only(calendly::sign(body, &key, t)),
+        Scheme::Hmac => Signed {
+            headers: vec![("X-Signature".into(), generic::sign(body, &key, &SPEC()))],
+            url: None,
+            method: None,
+        },
     }
 }
 
@@ -70,7 +93,8 @@ fn check(scheme: Scheme, body: &[u8], signed: &Signed, secret: &str, now: i64) -
         now_us: now.saturating_mul(1_000_000),
         hmac: (scheme == Scheme::Hmac).then(SPEC),
     };
-    verify(scheme, Delivery { body, headers: &headers, url: signed.url.as_deref() }, &config).unwrap().reason
+    let delivery = Delivery { body, headers: &headers, url: signed.url.as_deref(), method: signed.method.as_deref() };
+    verify(scheme, delivery, &config).unwrap().reason
 }
 
 /// Where the MAC sits in a scheme's signature header: the header, the text
@@ -86,6 +110,12 @@ fn mac_location(scheme: Scheme) -> (&'static str, &'static str, Encoding) {
         Scheme::Twilio => ("X-Twilio-Signature", "", Encoding::Base64),
         Scheme::Zoom => ("x-zm-signature", "v0=", Encoding::Hex),
         Scheme::Twitter => ("x-twitter-webhooks-signature", "sha256=", Encoding::Base64),
+        Scheme::Square => ("x-square-hmacsha256-signature", "", Encoding::Base64),
+        Scheme::Hubspot => ("X-HubSpot-Signature-v3", "", Encoding::Base64),
+        Scheme::Twitch => ("Twitch-Eventsub-Message-Signature", "sha256=", Encoding::Hex),
+        Scheme::Intercom => ("X-Hub-Signature", "sha1=", Encoding::Hex),
+        Scheme::Typeform => ("Typeform-Signature", "sha256=", Encoding::Base64),
+        Scheme::Calendly => ("Calendly-Webhook-Signature", "v1=", Encoding::Hex),
         Scheme::Hmac => ("X-Signature", "sha512=", Encoding::Base64),
     }
 }
@@ -110,16 +140,23 @@ fn flip_mac(scheme: Scheme, signed: &Signed, bit: usize) -> Signed {
 /// Move the signed timestamp by `delta` seconds without re-signing.
 fn shift_timestamp(scheme: Scheme, signed: &Signed, t: i64, delta: i64) -> Signed {
     let mut out = signed.clone();
-    let (from, to) = (t.to_string(), (t + delta).to_string());
-    let name = match scheme {
-        Scheme::Stripe => "Stripe-Signature",
-        Scheme::Slack => "X-Slack-Request-Timestamp",
-        Scheme::Standard => "webhook-timestamp",
-        Scheme::Paddle => "Paddle-Signature",
-        Scheme::Zoom => "x-zm-request-timestamp",
+    let (name, from, to) = match scheme {
+        Scheme::Stripe => ("Stripe-Signature", t.to_string(), (t + delta).to_string()),
+        Scheme::Slack => ("X-Slack-Request-Timestamp", t.to_string(), (t + delta).to_string()),
+        Scheme::Standard => ("webhook-timestamp", t.to_string(), (t + delta).to_string()),
+        Scheme::Paddle => ("Paddle-Signature", t.to_string(), (t + delta).to_string()),
+        Scheme::Zoom => ("x-zm-request-timestamp", t.to_string(), (t + delta).to_string()),
+        Scheme::Calendly => ("Calendly-Webhook-Signature", t.to_string(), (t + delta).to_string()),
+        Scheme::Hubspot => ("X-HubSpot-Request-Timestamp", (t * 1_000).to_string(), ((t + delta) * 1_000).to_string()),
+        Scheme::Twitch => (
+            "Twitch-Eventsub-Message-Timestamp",
+            twitch::timestamp(t * 1_000_000),
+            twitch::timestamp((t + delta) * 1_000_000),
+        ),
         _ => unreachable!("{scheme:?} signs no timestamp"),
     };
     let value = &mut out.headers.iter_mut().find(|(k, _)| k == name).unwrap().1;
+    assert!(value.contains(&from), "{scheme:?}: {value} holds {from}");
     *value = value.replacen(&from, &to, 1);
     out
 }
@@ -133,7 +170,9 @@ fn scheme() -> impl Strategy<Value = Scheme> {
 fn hostile_value() -> impl Strategy<Value = String> {
     prop_oneof![
         any::<String>(),
-        "(t=|ts=|v1=|v0=|h1=|sha256=|v1,|v1a,)[0-9a-fA-F=,; +/]{0,80}",
+        "(t=|ts=|v1=|v0=|h1=|sha1=|sha256=|v1,|v1a,)[0-9a-fA-F=,; +/]{0,80}",
+        "[0-9]{0,16}",
+        "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{0,12})?(Z|[+-][0-9]{2}:[0-9]{2})?",
         "[ ,;=]{0,8}(t=[0-9]{0,14}|ts=-?[0-9]{0,20})[,;]( ?v1=[0-9a-f]{0,70}[,;]?){0,4}",
     ]
 }
@@ -155,6 +194,15 @@ fn hostile_headers() -> impl Strategy<Value = Vec<(&'static str, String)>> {
         "X-Zm-Signature",
         "X-Zm-Request-Timestamp",
         "X-Twitter-Webhooks-Signature",
+        "X-Square-HmacSha256-Signature",
+        "X-HubSpot-Signature-v3",
+        "X-HubSpot-Request-Timestamp",
+        "Twitch-Eventsub-Message-Id",
+        "Twitch-Eventsub-Message-Timestamp",
+        "Twitch-Eventsub-Message-Signature",
+        "X-Hub-Signature",
+        "Typeform-Signature",
+        "Calendly-Webhook-Signature",
         "X-Signature",
     ];
     proptest::collection::vec((proptest::sample::select(names), hostile_value()), 0..6)
@@ -168,8 +216,9 @@ fn never_panics(scheme: Scheme, headers: &[(&str, String)], body: &[u8], url: &s
         now_us: now.saturating_mul(1_000_000),
         hmac: (scheme == Scheme::Hmac).then(SPEC),
     };
-    let url = (scheme == Scheme::Twilio).then_some(url);
-    let _ = verify(scheme, Delivery { body, headers: &headers, url }, &config);
+    let url = scheme.signs_url().then_some(url);
+    let method = (scheme == Scheme::Hubspot).then_some("POST");
+    let _ = verify(scheme, Delivery { body, headers: &headers, url, method }, &config);
 }
 
 proptest! {
@@ -178,7 +227,7 @@ proptest! {
         scheme in scheme(),
         headers in hostile_headers(),
         body in proptest::collection::vec(any::<u8>(), 0..64),
-        url in "(https?://)?[a-z:@\\[\\]0-9.]{0,20}(/[a-z?=&%]{0,20})?",
+        url in "(https?://)?[a-z:@\\[\\]0-9.]{0,20}(/[a-z?=&%0-9A-F]{0,20})?",
         now in any::<i64>(),
         tolerance in 0..i64::MAX,
     ) {
@@ -247,6 +296,9 @@ fn fuzz_parsers() {
             never_panics(scheme, &headers, &body, "https://h:1/x?bodySHA256=00", now, 300);
             let _ = stripe::parse(&headers.first().map(|h| h.1.clone()).unwrap_or_default());
             let _ = paddle::parse(&headers.last().map(|h| h.1.clone()).unwrap_or_default());
+            let _ = calendly::parse(&headers.first().map(|h| h.1.clone()).unwrap_or_default());
+            let _ = twitch::parse_timestamp(&headers.last().map(|h| h.1.clone()).unwrap_or_default());
+            let _ = hubspot::signed_uri(&headers.first().map(|h| h.1.clone()).unwrap_or_default());
             Ok(())
         })
         .unwrap();

@@ -39,7 +39,7 @@ mod tests {
 
     fn check(body: &[u8], value: &str) -> Reason {
         let headers = Headers::from_pairs([("X-Shopify-Hmac-Sha256", value)]);
-        verify(Delivery { body, headers: &headers, url: None }, &[b"secret".to_vec()]).reason
+        verify(Delivery { body, headers: &headers, url: None, method: None }, &[b"secret".to_vec()]).reason
     }
 
     #[test]

@@ -75,7 +75,7 @@ mod tests {
     fn check(body: &[u8], headers: &[(&str, &str)], now: i64) -> Verdict {
         let headers = Headers::from_pairs(headers.iter().copied());
         verify(
-            Delivery { body, headers: &headers, url: None },
+            Delivery { body, headers: &headers, url: None, method: None },
             &[b"secret".to_vec()],
             DEFAULT_TOLERANCE_S * 1_000_000,
             now * 1_000_000,

@@ -96,7 +96,7 @@ mod tests {
     fn check(body: &[u8], pairs: &[(&str, &str)], now: i64) -> Verdict {
         let headers = Headers::from_pairs(pairs.iter().copied());
         verify(
-            Delivery { body, headers: &headers, url: None },
+            Delivery { body, headers: &headers, url: None, method: None },
             &[vec![7; 24]],
             DEFAULT_TOLERANCE_S * 1_000_000,
             now * 1_000_000,

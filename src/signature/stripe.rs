@@ -58,7 +58,7 @@ mod tests {
     fn check(body: &[u8], header: &str, now: i64) -> Verdict {
         let headers = Headers::from_pairs([("Stripe-Signature", header)]);
         verify(
-            Delivery { body, headers: &headers, url: None },
+            Delivery { body, headers: &headers, url: None, method: None },
             &[SECRET.to_vec()],
             DEFAULT_TOLERANCE_S * 1_000_000,
             now * 1_000_000,
@@ -103,7 +103,7 @@ mod tests {
         let h = header(b"{}", NOW);
         let headers = Headers::from_pairs([("Stripe-Signature", h.as_str()), ("stripe-signature", "t=1")]);
         let v = verify(
-            Delivery { body: b"{}", headers: &headers, url: None },
+            Delivery { body: b"{}", headers: &headers, url: None, method: None },
             &[SECRET.to_vec()],
             300 * 1_000_000,
             NOW * 1_000_000,

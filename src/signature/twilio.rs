@@ -159,7 +159,7 @@ mod tests {
 
     fn check(url: &str, body: &[u8], signature: &str) -> Reason {
         let headers = Headers::from_pairs([("X-Twilio-Signature", signature)]);
-        verify(Delivery { body, headers: &headers, url: Some(url) }, url, &[b"12345".to_vec()]).reason
+        verify(Delivery { body, headers: &headers, url: Some(url), method: None }, url, &[b"12345".to_vec()]).reason
     }
 
     #[test]

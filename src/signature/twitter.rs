@@ -109,7 +109,7 @@ mod tests {
         let answer = crc_response_token(SECRET, CRC_TOKEN).unwrap();
         let headers = Headers::from_pairs([(HEADER, answer.as_str())]);
         let keys = vec![SECRET.to_vec()];
-        let v = verify(Delivery { body: CRC_TOKEN.as_bytes(), headers: &headers, url: None }, &keys);
+        let v = verify(Delivery { body: CRC_TOKEN.as_bytes(), headers: &headers, url: None, method: None }, &keys);
         assert_eq!(v.reason, Reason::NoMatchingSignature);
         assert_eq!(answer, signature(SECRET, CRC_TOKEN.as_bytes()), "the same MAC as a POST signature");
     }
@@ -117,7 +117,7 @@ mod tests {
     fn check(body: &[u8], values: &[&str], keys: &[&[u8]]) -> Verdict {
         let headers = Headers::from_pairs(values.iter().map(|v| ("X-Twitter-Webhooks-Signature", *v)));
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
-        verify(Delivery { body, headers: &headers, url: None }, &keys)
+        verify(Delivery { body, headers: &headers, url: None, method: None }, &keys)
     }
 
     #[test]

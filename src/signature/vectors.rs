@@ -111,7 +111,7 @@ mod tests {
             hmac,
         };
         let url = v["url"].as_str();
-        verify(scheme, Delivery { body: &body, headers: &headers, url }, &config).unwrap().valid()
+        verify(scheme, Delivery { body: &body, headers: &headers, url, method: None }, &config).unwrap().valid()
     }
 
     #[test]

@@ -83,7 +83,12 @@ mod tests {
     fn check(body: &[u8], headers: &[(&str, &str)], keys: &[&[u8]], now: i64) -> Verdict {
         let headers = Headers::from_pairs(headers.iter().copied());
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
-        verify(Delivery { body, headers: &headers, url: None }, &keys, DEFAULT_TOLERANCE_S * 1_000_000, now * 1_000_000)
+        verify(
+            Delivery { body, headers: &headers, url: None, method: None },
+            &keys,
+            DEFAULT_TOLERANCE_S * 1_000_000,
+            now * 1_000_000,
+        )
     }
 
     fn signed(sig: &str) -> [(&str, &str); 2] {

@@ -139,7 +139,7 @@ CREATE TYPE webhook_dedup.receive_result AS (
     secret_index  integer
 );
 COMMENT ON TYPE webhook_dedup.receive_result IS
-  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id, or refused_handshake: a handshake answer that could sign a forged delivery), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (for outcome handshake: the JSON body to answer with), secret_index (which secret verified: its position in secrets, 0-based, or with secrets NULL the id of the webhook_dedup.source_secrets key).';
+  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id, or refused_handshake: a handshake answer that could sign a forged delivery), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (for outcome handshake: the JSON body to answer with), secret_index (which secret verified: its position in secrets, 1-based as in webhook_verify_detail, or with secrets NULL the id of the webhook_dedup.source_secrets key).';
 
 -- Per-source overrides of the settings. Intervals have no months (a month
 -- has no fixed length), as every interval argument of the extension.
