@@ -162,7 +162,7 @@ fn webhook_receive(
     // the first secret (the current one); nothing is read or written.
     if scheme_parsed == Scheme::Twitter {
         let checked = signature::check_secrets(&secrets).or_raise();
-        let key = signature::keys(scheme_parsed, &checked[..1]).or_raise().remove(0);
+        let key = signature::secret_key(scheme_parsed, checked[0]).or_raise();
         if let Some(handshake) = handshake::unsigned(scheme_parsed, body, url, &key) {
             return handshake_answer(handshake, false).row(fcinfo);
         }
@@ -185,7 +185,8 @@ fn webhook_receive(
         let json = Body::new(body);
         if let Some(secret) = verdict.secret_index.and_then(|i| secrets.get(i).copied().flatten()) {
             let key = signature::keys(scheme_parsed, &[secret]).or_raise().remove(0);
-            if let Some(handshake) = handshake::answer(scheme_parsed, &json, &key) {
+            // Discord's PING answer uses no key; a public key has no MAC.
+            if let Some(handshake) = handshake::answer(scheme_parsed, &json, key.mac().unwrap_or_default()) {
                 return handshake_answer(handshake, true);
             }
         }

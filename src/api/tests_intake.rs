@@ -306,7 +306,7 @@ mod tests {
     #[pg_test]
     fn providers_view_lists_every_profile() {
         let rows = Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.providers WHERE sources LIKE 'https://%'");
-        assert_eq!(rows, Ok(Some(9)));
+        assert_eq!(rows, Ok(Some(13)));
         let stripe = Spi::get_two::<String, String>(
             "SELECT event_id, retry_horizon::text FROM webhook_dedup.providers WHERE scheme = 'stripe'",
         );
