@@ -19,6 +19,13 @@
 //!   not); the answer proves that the receiver holds the secret, and
 //!   [`crate::signature::twitter`] keeps it from being a signing oracle.
 //!   Source: <https://docs.x.com/x-api/webhooks/quickstart>.
+//! - **Discord interactions `PING`**: when the Interactions Endpoint URL is
+//!   saved, and in Discord's routine checks, Discord POSTs an interaction of
+//!   `"type": 1` (PING), signed like every interaction; it is answered
+//!   `{"type": 1}` (PONG). Discord's webhook events (a separate endpoint,
+//!   signed the same way) use `"type": 1` for an event, with an `event`
+//!   member: such a body is no PING. Source:
+//!   <https://discord.com/developers/docs/interactions/overview#setting-up-an-endpoint-acknowledging-ping-requests>.
 //!
 //! An answer that would be unsafe (a Zoom `plainToken` or an X `crc_token`
 //! that could be a signed message, see `src/signature/zoom.rs` and
@@ -44,6 +51,7 @@ pub fn answer(scheme: Scheme, body: &Body<'_>, key: &[u8]) -> Option<Answer> {
     match scheme {
         Scheme::Slack => slack(body.json()?).map(Answer::Respond),
         Scheme::Zoom => zoom_url_validation(body.json()?, key),
+        Scheme::Discord => discord_ping(body.json()?).map(Answer::Respond),
         _ => None,
     }
 }
@@ -72,6 +80,20 @@ fn zoom_url_validation(body: &Value, key: &[u8]) -> Option<Answer> {
         Ok(encrypted) => Answer::Respond(json!({ "plainToken": plain, "encryptedToken": encrypted })),
         Err(reason) => Answer::Refused(reason),
     })
+}
+
+/// The interaction type of Discord's PING, and of its answer (PONG).
+const DISCORD_PING: u64 = 1;
+
+/// Discord's PING: an object whose `type` is the integer 1 and that is no
+/// webhook event (those carry an `event` member). The answer carries
+/// nothing from the request.
+fn discord_ping(body: &Value) -> Option<Value> {
+    let object = body.as_object()?;
+    if object.get("type")?.as_u64()? != DISCORD_PING || object.contains_key("event") {
+        return None;
+    }
+    Some(json!({ "type": DISCORD_PING }))
 }
 
 /// Slack's `url_verification`: echo the challenge.
@@ -136,6 +158,25 @@ mod tests {
         assert_eq!(unsigned(Scheme::Twitter, b"{}", Some(url), b"k"), None, "a POST is an event");
         assert_eq!(unsigned(Scheme::Twitter, b"", Some("https://example.com/x"), b"k"), None);
         assert_eq!(unsigned(Scheme::Github, b"", Some(url), b"k"), None);
+    }
+
+    /// The PING body of discord-interactions-js's tests
+    /// (`src/__tests__/utils/SharedTestUtils.ts`) is answered PONG; commands,
+    /// components and Discord's webhook events are not.
+    #[test]
+    fn discord_ping_is_answered_pong() {
+        let ping =
+            br#"{"id":"787053080478613555","token":"ThisIsATokenFromDiscordThatIsVeryLong","type":1,"version":1}"#;
+        assert_eq!(answer(Scheme::Discord, &Body::new(ping), b""), Some(Answer::Respond(json!({"type": 1}))));
+        let command =
+            br#"{"id":"787053080478613556","token":"t","type":2,"version":1,"data":{"id":"1","name":"test"}}"#;
+        assert_eq!(answer(Scheme::Discord, &Body::new(command), b""), None);
+        let event = br#"{"version":1,"application_id":"1","type":1,"event":{"type":"APPLICATION_AUTHORIZED","timestamp":"2024-10-18T14:42:53.064834"}}"#;
+        assert_eq!(answer(Scheme::Discord, &Body::new(event), b""), None, "a webhook event, not a PING");
+        for other in [&br#"{"type":"1"}"#[..], br#"{"type":1.5}"#, br#"[{"type":1}]"#, b"1", b"not json"] {
+            assert_eq!(answer(Scheme::Discord, &Body::new(other), b""), None, "{}", String::from_utf8_lossy(other));
+        }
+        assert_eq!(answer(Scheme::Slack, &Body::new(ping), b"s"), None);
     }
 
     #[test]

@@ -233,7 +233,7 @@ const DAY: i64 = 24 * HOUR;
 
 /// The built-in profiles, one per scheme that has one (the generic `hmac`
 /// scheme has none: its caller knows where its ids are).
-pub const PROFILES: [Profile; 15] = [
+pub const PROFILES: [Profile; 19] = [
     Profile {
         scheme: Scheme::Stripe,
         // Stripe renders the event anew for each attempt: pending_webhooks
@@ -438,6 +438,64 @@ pub const PROFILES: [Profile; 15] = [
         handshake: None,
         notes: "Calendly sends no event id (payload.uri names the invitee, which its invitee.created and invitee.canceled share): deliveries are keyed on the body. Errors are retried for 24 hours with exponential back-off, then the subscription is disabled. The signed t is the attempt's time (180-second window, from Calendly's example code).",
         sources: "https://developer.calendly.com/api-docs/overview/webhooks/webhook-errors ; https://developer.calendly.com/api-docs/overview/webhooks/webhook-signatures",
+    },
+    // Public-key and body-signed schemes (discord, sendgrid, mailgun,
+    // linear): one block, appended together.
+    Profile {
+        scheme: Scheme::Discord,
+        fingerprint: FingerprintRule::Body,
+        event_id: Some(Location::Body("/id")),
+        body_key: false,
+        event_type: Some(Location::Body("/type")),
+        event_time: Some((Location::Header("x-signature-timestamp"), TimeFormat::UnixSeconds)),
+        retry_horizon_s: None,
+        replay_guard: false,
+        handshake: Some("PING (an interaction of \"type\": 1): answered {\"type\": 1} (PONG)"),
+        notes: "Interactions over HTTP. The id (a snowflake) is in the signed body and the time is signed: no replay guard needed. The type is the interaction type as a number (1 PING, 2 application command, 3 message component, 4 autocomplete, 5 modal submit). Discord does not retry an interaction: it waits 3 seconds for the answer, so the signed X-Signature-Timestamp is the event's time.",
+        sources: "https://discord.com/developers/docs/interactions/overview#setting-up-an-endpoint ; https://discord.com/developers/docs/interactions/receiving-and-responding#interaction-object",
+    },
+    Profile {
+        scheme: Scheme::Sendgrid,
+        fingerprint: FingerprintRule::Body,
+        event_id: None,
+        body_key: true,
+        event_type: None,
+        event_time: None,
+        retry_horizon_s: Some(DAY),
+        replay_guard: false,
+        handshake: None,
+        notes: "The body is a JSON array of events (a batch): no id, type or time for the delivery as a whole, so deliveries are keyed on the body, and each event's own sg_event_id is the key to claim it by (webhook_claim per event). The time is signed. Failed POSTs are retried at increasing intervals for up to 24 hours after the event.",
+        sources: "https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook-security-features ; https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/troubleshooting ; https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/event",
+    },
+    Profile {
+        scheme: Scheme::Mailgun,
+        // A retry is signed anew (its own timestamp, token and signature):
+        // the signature block is left out of what identifies the content.
+        fingerprint: FingerprintRule::Pointers(&["/event-data"]),
+        event_id: Some(Location::Body("/event-data/id")),
+        body_key: false,
+        event_type: Some(Location::Body("/event-data/event")),
+        event_time: None,
+        retry_horizon_s: Some(8 * HOUR),
+        replay_guard: false,
+        handshake: None,
+        notes: "The signature covers the signature block's timestamp and token only, not the event data (nor its id): keep the window short and cache signature.token if a forged event matters. event-data.timestamp is fractional Unix seconds, which no event time format reads. Retries (other than for delivery notifications) after 5, 10 and 15 minutes, 1, 2 and 4 hours: 8 hours; a 406 answer stops them.",
+        sources: "https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/securing-webhooks ; https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/webhook-retries",
+    },
+    Profile {
+        scheme: Scheme::Linear,
+        // webhookTimestamp is the time of each attempt: a retry differs in
+        // it, so it is left out of what identifies the content.
+        fingerprint: FingerprintRule::Pointers(&["/action", "/type", "/data", "/updatedFrom"]),
+        event_id: Some(Location::Header("linear-delivery")),
+        body_key: false,
+        event_type: Some(Location::Body("/type")),
+        event_time: Some((Location::Body("/createdAt"), TimeFormat::Rfc3339)),
+        retry_horizon_s: Some(7 * HOUR + MINUTE),
+        replay_guard: false,
+        handshake: None,
+        notes: "Linear-Delivery (a UUID) identifies the delivery; the time (webhookTimestamp, milliseconds) is in the signed body, the id header is not signed. The type is the entity (Issue, Comment, ...) and action says create, update or remove. Retries after 1 minute, 1 hour and 6 hours.",
+        sources: "https://linear.app/developers/webhooks ; https://github.com/linear/linear/blob/master/packages/sdk/src/webhooks/client.ts",
     },
 ];
 
@@ -752,6 +810,59 @@ mod tests {
             let p = profile(scheme).unwrap();
             assert!(!p.replay_guard, "{scheme:?}");
             assert!(p.retry_horizon_s.is_some(), "{scheme:?}");
+        }
+    }
+
+    /// The asymmetric and body-signed schemes' profiles read their
+    /// providers' documented payloads.
+    #[test]
+    fn discord_sendgrid_mailgun_and_linear_read_their_payloads() {
+        let ping =
+            br#"{"id":"787053080478613555","token":"ThisIsATokenFromDiscordThatIsVeryLong","type":1,"version":1}"#;
+        let headers = Headers::from_pairs([("X-Signature-Timestamp", "1700000000")]);
+        let got = extract(&Rules::of(Scheme::Discord), &headers, &Body::new(ping));
+        assert_eq!(
+            got,
+            Extracted {
+                event_id: Some("787053080478613555".into()),
+                event_type: Some("1".into()),
+                event_time: Some(pg(1_700_000_000))
+            }
+        );
+        let batch = br#"[{"email":"a@b.c","event":"dropped","sg_event_id":"e1","timestamp":1600112492}]"#;
+        let rules = Rules::of(Scheme::Sendgrid);
+        assert!(rules.body_key);
+        assert_eq!(extract(&rules, &Headers::default(), &Body::new(batch)), Extracted::default());
+        let mailgun = br#"{"signature":{"timestamp":"1403645220","token":"t1","signature":"00"},
+                          "event-data":{"id":"CPgfbmQMTCKtHW6uIWtuVe","event":"delivered","timestamp":1403645220.908181}}"#;
+        let got = extract(&Rules::of(Scheme::Mailgun), &Headers::default(), &Body::new(mailgun));
+        assert_eq!(
+            (got.event_id.as_deref(), got.event_type.as_deref()),
+            (Some("CPgfbmQMTCKtHW6uIWtuVe"), Some("delivered"))
+        );
+        // A retry is signed anew: another signature block, one fingerprint.
+        let retry =
+            br#"{"event-data":{"event":"delivered","timestamp":1403645220.908181,"id":"CPgfbmQMTCKtHW6uIWtuVe"},
+                        "signature":{"timestamp":"1403645520","token":"t2","signature":"11"}}"#;
+        let rule = profile(Scheme::Mailgun).unwrap().fingerprint;
+        assert_eq!(rule.fingerprint(&Body::new(mailgun)), rule.fingerprint(&Body::new(retry)));
+        let linear = br#"{"action":"create","type":"Issue","createdAt":"2023-11-14T22:13:19.000Z","data":{"id":"i1"},"webhookTimestamp":1700000000000}"#;
+        let headers = Headers::from_pairs([("Linear-Delivery", "0a0e5c3e-8f41-4a49-9b6b-0b2b6f1c1a11")]);
+        let got = extract(&Rules::of(Scheme::Linear), &headers, &Body::new(linear));
+        assert_eq!(
+            got,
+            Extracted {
+                event_id: Some("0a0e5c3e-8f41-4a49-9b6b-0b2b6f1c1a11".into()),
+                event_type: Some("Issue".into()),
+                event_time: Some(pg(1_699_999_999))
+            }
+        );
+        let retried = br#"{"webhookTimestamp":1700003600000,"action":"create","type":"Issue","createdAt":"2023-11-14T22:13:19.000Z","data":{"id":"i1"}}"#;
+        let rule = profile(Scheme::Linear).unwrap().fingerprint;
+        assert_eq!(rule.fingerprint(&Body::new(linear)), rule.fingerprint(&Body::new(retried)), "a retry's new time");
+        // Only schemes that sign neither id nor time get the guard.
+        for scheme in [Scheme::Discord, Scheme::Sendgrid, Scheme::Mailgun, Scheme::Linear] {
+            assert!(!profile(scheme).unwrap().replay_guard, "{scheme:?} signs a time");
         }
     }
 

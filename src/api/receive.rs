@@ -181,7 +181,7 @@ fn webhook_receive(
         if scheme_parsed == Scheme::Twitter {
             let checked = signature::check_secrets(&secrets).or_raise();
             let current = if explicit.is_some() { checked[0] } else { checked[checked.len() - 1] };
-            let key = signature::keys(scheme_parsed, &[current]).or_raise().remove(0);
+            let key = signature::secret_key(scheme_parsed, current).or_raise();
             if let Some(handshake) = handshake::unsigned(scheme_parsed, body, url, &key) {
                 return handshake_answer(handshake, false);
             }
@@ -210,7 +210,8 @@ fn webhook_receive(
         let json = Body::new(body);
         if let Some(secret) = verdict.secret_index.and_then(|i| secrets.get(i).copied().flatten()) {
             let key = signature::keys(scheme_parsed, &[secret]).or_raise().remove(0);
-            if let Some(handshake) = handshake::answer(scheme_parsed, &json, &key) {
+            // Discord's PING answer uses no key; a public key has no MAC.
+            if let Some(handshake) = handshake::answer(scheme_parsed, &json, key.mac().unwrap_or_default()) {
                 return Answer { secret_index, ..handshake_answer(handshake, true) };
             }
         }

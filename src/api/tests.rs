@@ -216,7 +216,7 @@ pub(crate) mod tests {
             .map(|block| block.split("```").next().unwrap())
             .filter(|sql| sql.contains("-- true"))
             .collect();
-        assert_eq!(examples.len(), 16, "one example per scheme");
+        assert_eq!(examples.len(), 22, "one example per scheme (two for sendgrid)");
         for sql in examples {
             let query = sql.replace("-- true", "");
             assert_eq!(Spi::get_one::<bool>(query.trim()), Ok(Some(true)), "{sql}");

@@ -528,7 +528,10 @@ mod tests {
         assert!(find("shopify").2);
         assert!(find("slack").3);
         assert_eq!(rows.iter().filter(|r| r.2).count(), 2, "github and shopify");
-        assert_eq!(rows.iter().filter(|r| r.3).map(|r| r.0.as_str()).collect::<Vec<_>>(), ["slack", "twitter", "zoom"]);
+        assert_eq!(
+            rows.iter().filter(|r| r.3).map(|r| r.0.as_str()).collect::<Vec<_>>(),
+            ["discord", "slack", "twitter", "zoom"]
+        );
     }
 
     /// A conflicting delivery leaves a guard for a body its key never took

@@ -99,11 +99,13 @@ pub(crate) fn header_map(headers: Option<Jsonb>) -> Headers {
 ///
 /// - `scheme`: github, stripe, shopify, slack, standard (aliases svix,
 ///   clerk, resend), paddle, twilio, zoom, twitter, square, hubspot,
-///   twitch, intercom, typeform, calendly, hmac; else 22023.
+///   twitch, intercom, typeform, calendly, discord, sendgrid, mailgun,
+///   linear, hmac; else 22023.
 /// - `headers`: JSON object of request headers; names case-insensitive,
 ///   values a string or an array of strings.
-/// - `secrets`: every currently valid secret (rotation). Empty, NULL,
-///   whitespace-padded or (standard) undecodable secrets are 22023/22004.
+/// - `secrets`: every currently valid secret (rotation), or public key
+///   (standard `whpk_`, discord, sendgrid). Empty, NULL, whitespace-padded,
+///   undecodable (standard) or unusable public keys are 22023/22004.
 /// - `tolerance`: replay window (symmetric, inclusive) for timestamped
 ///   schemes; NULL means the provider's documented default.
 /// - `at`: the verifier's clock; defaults to `now()`.
@@ -292,10 +294,14 @@ fn webhook_hmac(payload: &[u8], secret: &[u8], algorithm: default!(&str, "'sha25
 /// The headers a sender using `scheme` would send with `payload`, as a JSON
 /// object (for tests, and for sending webhooks yourself). `at` is the
 /// signing time (timestamped schemes); `msg_id` is required for standard
-/// and twitch, `url` for twilio, square and hubspot (and the method for
-/// hubspot, not yet an argument), `signature_header` (and optionally the
+/// and twitch, and for mailgun (the token), `url` for twilio, square and
+/// hubspot, `method` for hubspot, `signature_header` (and optionally the
 /// prefix, algorithm and encoding) for hmac. The secret follows the same
-/// rules as for verification.
+/// rules as for verification. Mailgun signs no header: the result is the
+/// `{"signature": {...}}` member to merge into the body (which Mailgun does
+/// not sign). Linear signs the payload as given, which carries its own
+/// `webhookTimestamp`. Schemes signed with a private key (discord, sendgrid,
+/// and standard's `v1a` with a `whpk_` key) cannot be signed here: 22023.
 #[pg_extern(immutable, parallel_safe)]
 #[allow(clippy::too_many_arguments)]
 fn webhook_sign(
@@ -312,13 +318,20 @@ fn webhook_sign(
     method: default!(Option<&str>, "NULL"),
 ) -> Jsonb {
     use signature::{
-        calendly, generic, github, hubspot, intercom, paddle, shopify, slack, square, standard, stripe, twilio, twitch,
-        twitter, typeform, zoom,
+        calendly, generic, github, hubspot, intercom, linear, mailgun, paddle, shopify, slack, square, standard,
+        stripe, twilio, twitch, twitter, typeform, zoom,
     };
     let scheme = Scheme::parse(required(scheme, "scheme")).or_raise();
     let body = required(payload, "payload");
+    if matches!(scheme, Scheme::Discord | Scheme::Sendgrid) {
+        Error::invalid_with_hint(
+            format!("webhook_sign cannot sign scheme {}: it is signed with the provider's private key", scheme.name()),
+            "Its secrets are public keys, which verify signatures but cannot make them.",
+        )
+        .raise();
+    }
     let secret = signature::check_secrets(&[secret]).or_raise()[0];
-    let key = signature::keys(scheme, &[secret]).or_raise().remove(0);
+    let key = signature::secret_key(scheme, secret).or_raise();
     let at_us = micros(required(at, "at"), "at").or_raise();
     let t = unix_seconds(at_us);
     let hmac =
@@ -326,6 +339,11 @@ fn webhook_sign(
     if url.is_some() && !scheme.signs_url() {
         Error::invalid(format!("url applies only to schemes twilio, square and hubspot, not {}", scheme.name()))
             .raise();
+    }
+    if scheme == Scheme::Mailgun {
+        let token =
+            msg_id.unwrap_or_else(|| Error::NullValue { what: "msg_id (the token, for scheme mailgun)" }.raise());
+        return Jsonb::from_text(&mailgun::sign(&key, token, t).to_string());
     }
     let needs_url =
         || url.unwrap_or_else(|| Error::NullValue { what: "url (for schemes twilio, square and hubspot)" }.raise());
@@ -353,6 +371,8 @@ fn webhook_sign(
         Scheme::Intercom => owned(intercom::sign(body, &key)),
         Scheme::Typeform => owned(typeform::sign(body, &key)),
         Scheme::Calendly => owned(calendly::sign(body, &key, t)),
+        Scheme::Linear => owned(linear::sign(body, &key)),
+        Scheme::Discord | Scheme::Sendgrid | Scheme::Mailgun => unreachable!("handled above"),
         Scheme::Hmac => {
             let spec = hmac.unwrap_or_else(|| Error::invalid("scheme hmac needs signature_header").raise());
             vec![(spec.header.clone(), generic::sign(body, &key, &spec))]

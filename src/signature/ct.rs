@@ -77,6 +77,18 @@ fn mac_of<M: Mac + hmac::digest::KeyInit>(key: &[u8], parts: &[&[u8]]) -> Vec<u8
     mac.finalize().into_bytes().to_vec()
 }
 
+/// Feed the concatenation of `parts` to `update` in slices of at most
+/// 1 MiB, with an interrupt check before each: for hashes computed outside
+/// this module (the public-key signatures of [`super::asymmetric`]).
+pub(crate) fn feed(parts: &[&[u8]], mut update: impl FnMut(&[u8])) {
+    for part in parts {
+        for slice in part.chunks(SLICE) {
+            check_interrupts();
+            update(slice);
+        }
+    }
+}
+
 /// SHA-256 of `bytes` (fingerprints, body keys, Twilio's `bodySHA256`),
 /// hashed in slices with interrupt checks between them.
 pub fn sha256(bytes: &[u8]) -> [u8; 32] {

@@ -17,18 +17,28 @@
 //!   `|now - t| > tolerance` rejects;
 //! - a secret that is empty, decodes to nothing, or carries leading or
 //!   trailing whitespace is a configuration error (22023), never a silent
-//!   mismatch.
+//!   mismatch;
+//! - public keys (Standard Webhooks `whpk_`, Discord, SendGrid) are
+//!   configured in the same `secrets`; a key that is not a key of its kind
+//!   is a 22023 naming its position, and each key checks only signatures
+//!   of its own kind. Public-key signatures are verified, not compared
+//!   ([`asymmetric`]: strict Ed25519, strict DER for ECDSA).
 
+pub mod asymmetric;
 pub mod calendly;
 pub mod ct;
+pub mod discord;
 pub mod generic;
 pub mod github;
 pub mod headers;
 pub mod hubspot;
 pub mod intercom;
+pub mod linear;
+pub mod mailgun;
 pub mod paddle;
 #[cfg(test)]
 mod properties;
+pub mod sendgrid;
 pub mod shopify;
 pub mod slack;
 pub mod square;
@@ -80,12 +90,20 @@ pub enum Scheme {
     Typeform,
     /// Calendly: `Calendly-Webhook-Signature`, see [`calendly`].
     Calendly,
+    /// Discord interactions: Ed25519 in `X-Signature-Ed25519`, see [`discord`].
+    Discord,
+    /// SendGrid signed Event Webhook: ECDSA P-256, see [`sendgrid`].
+    Sendgrid,
+    /// Mailgun: the signature is in the body, see [`mailgun`].
+    Mailgun,
+    /// Linear: `Linear-Signature`, time in the body, see [`linear`].
+    Linear,
     /// A caller-described HMAC header, see [`generic`].
     Hmac,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 16] = [
+    pub const ALL: [Scheme; 20] = [
         Scheme::Github,
         Scheme::Stripe,
         Scheme::Shopify,
@@ -101,6 +119,10 @@ impl Scheme {
         Scheme::Intercom,
         Scheme::Typeform,
         Scheme::Calendly,
+        Scheme::Discord,
+        Scheme::Sendgrid,
+        Scheme::Mailgun,
+        Scheme::Linear,
         Scheme::Hmac,
     ];
 
@@ -121,6 +143,10 @@ impl Scheme {
             Scheme::Intercom => "intercom",
             Scheme::Typeform => "typeform",
             Scheme::Calendly => "calendly",
+            Scheme::Discord => "discord",
+            Scheme::Sendgrid => "sendgrid",
+            Scheme::Mailgun => "mailgun",
+            Scheme::Linear => "linear",
             Scheme::Hmac => "hmac",
         }
     }
@@ -149,9 +175,10 @@ impl Scheme {
     }
 
     /// The replay window the provider documents, in seconds, for schemes
-    /// that sign a timestamp (sources in each scheme's module; Zoom
-    /// documents none and gets Slack's 300 s, see [`zoom`]; Calendly's
-    /// 180 s come from its example code, see [`calendly`]).
+    /// that sign a timestamp (sources in each scheme's module). Zoom,
+    /// Discord, SendGrid and Mailgun document no number and get the 300 s of
+    /// Slack and Standard Webhooks (see each module); Calendly's 180 s come
+    /// from its example code, see [`calendly`].
     pub fn default_tolerance_s(self) -> Option<i64> {
         match self {
             Scheme::Stripe => Some(stripe::DEFAULT_TOLERANCE_S),
@@ -162,6 +189,10 @@ impl Scheme {
             Scheme::Hubspot => Some(hubspot::DEFAULT_TOLERANCE_S),
             Scheme::Twitch => Some(twitch::DEFAULT_TOLERANCE_S),
             Scheme::Calendly => Some(calendly::DEFAULT_TOLERANCE_S),
+            Scheme::Discord => Some(discord::DEFAULT_TOLERANCE_S),
+            Scheme::Sendgrid => Some(sendgrid::DEFAULT_TOLERANCE_S),
+            Scheme::Mailgun => Some(mailgun::DEFAULT_TOLERANCE_S),
+            Scheme::Linear => Some(linear::DEFAULT_TOLERANCE_S),
             Scheme::Github
             | Scheme::Shopify
             | Scheme::Twilio
@@ -179,15 +210,40 @@ impl Scheme {
         matches!(self, Scheme::Twilio | Scheme::Square | Scheme::Hubspot)
     }
 
-    /// The key bytes of one configured secret. Standard Webhooks keys are
-    /// the strict base64 decoding of the part after an optional `whsec_`;
-    /// every other scheme uses the secret's UTF-8 bytes (Stripe's whole
-    /// `whsec_...` string included). `Err` carries the problem, for a 22023
-    /// that never echoes the secret.
-    fn key(self, secret: &str) -> Result<Vec<u8>, &'static str> {
+    /// The key of one configured secret. Standard Webhooks keys are the
+    /// strict base64 decoding of the part after an optional `whsec_`, or a
+    /// `whpk_` Ed25519 public key; Discord's are hex Ed25519 public keys,
+    /// SendGrid's base64 P-256 public keys; every other scheme uses the
+    /// secret's UTF-8 bytes (Stripe's whole `whsec_...` string included).
+    /// `Err` carries the problem, for a 22023 that never echoes the secret.
+    fn key(self, secret: &str) -> Result<Key, &'static str> {
         match self {
             Scheme::Standard => standard::key(secret),
-            _ => Ok(secret.as_bytes().to_vec()),
+            Scheme::Discord => discord::key(secret),
+            Scheme::Sendgrid => sendgrid::key(secret),
+            _ => Ok(Key::Mac(secret.as_bytes().to_vec())),
+        }
+    }
+}
+
+/// One configured secret or public key, decoded for its scheme.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Key {
+    /// The key of an HMAC: a shared secret.
+    Mac(Vec<u8>),
+    /// An Ed25519 public key (Standard Webhooks `whpk_`, Discord), checked
+    /// by [`asymmetric::ed25519_key`].
+    Ed25519(ed25519_dalek::VerifyingKey),
+    /// An ECDSA P-256 public key (SendGrid).
+    P256(p256::ecdsa::VerifyingKey),
+}
+
+impl Key {
+    /// The HMAC key, if this is one.
+    pub fn mac(&self) -> Option<&[u8]> {
+        match self {
+            Key::Mac(key) => Some(key),
+            Key::Ed25519(_) | Key::P256(_) => None,
         }
     }
 }
@@ -412,9 +468,9 @@ pub fn check_secret(secret: &str) -> Result<(), SecretProblem> {
     }
 }
 
-/// The key bytes of every secret under `scheme` (22023 naming the secret's
+/// The key of every secret under `scheme` (22023 naming the secret's
 /// position when one cannot be a key).
-pub fn keys(scheme: Scheme, secrets: &[&str]) -> Result<Vec<Vec<u8>>, Error> {
+pub fn keys(scheme: Scheme, secrets: &[&str]) -> Result<Vec<Key>, Error> {
     secrets
         .iter()
         .enumerate()
@@ -424,6 +480,28 @@ pub fn keys(scheme: Scheme, secrets: &[&str]) -> Result<Vec<Vec<u8>>, Error> {
                 .map_err(|problem| Error::invalid(format!("secret {} of {} {problem}", i + 1, secrets.len())))
         })
         .collect()
+}
+
+/// The HMAC key of one secret, for signing (`webhook_sign`) and for the
+/// handshakes whose answer is a MAC. A public key is 22023: it verifies
+/// signatures but makes none.
+pub fn secret_key(scheme: Scheme, secret: &str) -> Result<Vec<u8>, Error> {
+    match keys(scheme, &[secret])?.remove(0) {
+        Key::Mac(key) => Ok(key),
+        Key::Ed25519(_) | Key::P256(_) => Err(Error::invalid_with_hint(
+            format!(
+                "secret 1 of 1 is a public key of scheme {}, which verifies signatures but cannot make them",
+                scheme.name()
+            ),
+            "Signing needs the shared secret (for standard, a whsec_ secret: webhook_sign makes v1 signatures only).",
+        )),
+    }
+}
+
+/// The HMAC keys of a scheme whose every key is one ([`Scheme::key`]
+/// makes public keys only for standard, discord and sendgrid).
+fn mac_keys(keys: &[Key]) -> Vec<Vec<u8>> {
+    keys.iter().map(|k| k.mac().expect("an HMAC scheme's keys are HMAC keys").to_vec()).collect()
 }
 
 /// Verify one delivery under `scheme`. Errors are misconfigurations (22023):
@@ -452,15 +530,24 @@ pub fn verify(scheme: Scheme, delivery: Delivery<'_>, config: &Config<'_>) -> Re
             scheme.name()
         )));
     }
-    let keys = keys(scheme, &config.secrets)?;
+    let all_keys = keys(scheme, &config.secrets)?;
     let tolerance = config.tolerance_us.or(scheme.default_tolerance_s().map(|s| s * 1_000_000)).unwrap_or(0);
     let now = config.now_us;
+    // Public-key schemes (and standard, which takes both kinds) read the
+    // keys as they are; every other scheme's keys are HMAC keys.
+    match scheme {
+        Scheme::Standard => return Ok(standard::verify(delivery, &all_keys, tolerance, now)),
+        Scheme::Discord => return Ok(discord::verify(delivery, &all_keys, tolerance, now)),
+        Scheme::Sendgrid => return Ok(sendgrid::verify(delivery, &all_keys, tolerance, now)),
+        _ => {}
+    }
+    let keys = mac_keys(&all_keys);
     Ok(match scheme {
         Scheme::Github => github::verify(delivery, &keys),
         Scheme::Stripe => stripe::verify(delivery, &keys, tolerance, now),
         Scheme::Shopify => shopify::verify(delivery, &keys),
         Scheme::Slack => slack::verify(delivery, &keys, tolerance, now),
-        Scheme::Standard => standard::verify(delivery, &keys, tolerance, now),
+        Scheme::Standard | Scheme::Discord | Scheme::Sendgrid => unreachable!("verified above"),
         Scheme::Paddle => paddle::verify(delivery, &keys, tolerance, now),
         Scheme::Zoom => zoom::verify(delivery, &keys, tolerance, now),
         Scheme::Twitter => twitter::verify(delivery, &keys),
@@ -474,6 +561,8 @@ pub fn verify(scheme: Scheme, delivery: Delivery<'_>, config: &Config<'_>) -> Re
                 .ok_or_else(|| Error::invalid("scheme hubspot needs the request method (argument method)"))?;
             hubspot::verify(delivery, method, url, &keys, tolerance, now)
         }
+        Scheme::Mailgun => mailgun::verify(delivery, &keys, tolerance, now),
+        Scheme::Linear => linear::verify(delivery, &keys, tolerance, now),
         Scheme::Twitch => twitch::verify(delivery, &keys, tolerance, now),
         Scheme::Intercom => intercom::verify(delivery, &keys),
         Scheme::Typeform => typeform::verify(delivery, &keys),
@@ -516,6 +605,11 @@ pub(crate) fn window_ns(signed_at_ns: i128, now: i64, tolerance: i64) -> Reason 
     } else {
         Reason::Ok
     }
+}
+
+/// [`window`] for a signed time in microseconds (Linear signs milliseconds).
+pub(crate) fn window_us(signed_at_us: i128, now: i64, tolerance: i64) -> Reason {
+    window_ns(signed_at_us * 1_000, now, tolerance)
 }
 
 /// Parse a Unix timestamp in whole seconds: ASCII digits only, no sign, at
@@ -648,7 +742,7 @@ mod tests {
         let err = Scheme::parse("gitlab").unwrap_err();
         assert_eq!(err.to_string(), "unknown webhook signature scheme \"gitlab\"");
         let Error::InvalidParameter { hint: Some(hint), .. } = err else { panic!("{err:?}") };
-        assert!(hint.contains("calendly, hmac (svix, clerk and resend are aliases of standard)"), "{hint}");
+        assert!(hint.contains("linear, hmac (svix, clerk and resend are aliases of standard)"), "{hint}");
     }
 
     #[test]
@@ -666,6 +760,10 @@ mod tests {
         for untimed in [Scheme::Square, Scheme::Intercom, Scheme::Typeform] {
             assert_eq!(untimed.default_tolerance_s(), None, "{untimed:?}");
         }
+        assert_eq!(Scheme::Discord.default_tolerance_s(), Some(300), "none documented");
+        assert_eq!(Scheme::Sendgrid.default_tolerance_s(), Some(300), "none documented");
+        assert_eq!(Scheme::Mailgun.default_tolerance_s(), Some(300), "no number documented");
+        assert_eq!(Scheme::Linear.default_tolerance_s(), Some(60));
     }
 
     #[test]
@@ -682,12 +780,34 @@ mod tests {
 
     #[test]
     fn standard_keys_must_decode() {
-        assert_eq!(keys(Scheme::Standard, &["whsec_AAE="]).unwrap(), vec![vec![0, 1]]);
-        assert_eq!(keys(Scheme::Standard, &["AAE="]).unwrap(), vec![vec![0, 1]]);
+        assert_eq!(keys(Scheme::Standard, &["whsec_AAE="]).unwrap(), vec![Key::Mac(vec![0, 1])]);
+        assert_eq!(keys(Scheme::Standard, &["AAE="]).unwrap(), vec![Key::Mac(vec![0, 1])]);
         let err = keys(Scheme::Standard, &["whsec_AAE=", "whsec_!!!!"]).unwrap_err().to_string();
         assert_eq!(err, "secret 2 of 2 is not canonical base64 after its optional whsec_ prefix");
         assert!(keys(Scheme::Standard, &["whsec_"]).is_err());
-        assert_eq!(keys(Scheme::Stripe, &["whsec_AAE="]).unwrap(), vec![b"whsec_AAE=".to_vec()]);
+        assert_eq!(keys(Scheme::Stripe, &["whsec_AAE="]).unwrap(), vec![Key::Mac(b"whsec_AAE=".to_vec())]);
+    }
+
+    /// Public keys are configured like secrets and checked like them: a
+    /// key that is none is a 22023 naming its position, never its value,
+    /// and a public key cannot sign.
+    #[test]
+    fn public_keys_are_keys_of_their_kind() {
+        let discord = "b5fc4af677fc5c8d60faebe7e1c9e18c383bc9edc1cb7a91bda54e2711b6b20f";
+        assert!(matches!(keys(Scheme::Discord, &[discord]).unwrap()[0], Key::Ed25519(_)));
+        let err = keys(Scheme::Discord, &[discord, "whsec_AAE="]).unwrap_err().to_string();
+        assert_eq!(err, "secret 2 of 2 is not a Discord application public key (64 hex digits)");
+        assert!(keys(Scheme::Sendgrid, &[discord]).is_err());
+        let whpk = "whpk_ZlN4eg7dSSqi0moX9hQUk3orrOouK3QVQSlJa248c/g=";
+        let err = secret_key(Scheme::Standard, whpk).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "secret 1 of 1 is a public key of scheme standard, which verifies signatures but cannot make them"
+        );
+        assert_eq!(secret_key(Scheme::Standard, "whsec_AAE=").unwrap(), vec![0, 1]);
+        assert_eq!(secret_key(Scheme::Mailgun, "key-1").unwrap(), b"key-1");
+        // Any other scheme takes the same text as a shared secret.
+        assert_eq!(keys(Scheme::Linear, &[discord]).unwrap(), vec![Key::Mac(discord.as_bytes().to_vec())]);
     }
 
     #[test]
