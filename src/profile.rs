@@ -492,7 +492,7 @@ pub const PROFILES: [Profile; 19] = [
         event_type: Some(Location::Body("/type")),
         event_time: Some((Location::Body("/createdAt"), TimeFormat::Rfc3339)),
         retry_horizon_s: Some(7 * HOUR + MINUTE),
-        replay_guard: false,
+        replay_guard: true,
         handshake: None,
         notes: "Linear-Delivery (a UUID) identifies the delivery; the time (webhookTimestamp, milliseconds) is in the signed body, the id header is not signed. The type is the entity (Issue, Comment, ...) and action says create, update or remove. Retries after 1 minute, 1 hour and 6 hours.",
         sources: "https://linear.app/developers/webhooks ; https://github.com/linear/linear/blob/master/packages/sdk/src/webhooks/client.ts",
@@ -860,8 +860,8 @@ mod tests {
         let retried = br#"{"webhookTimestamp":1700003600000,"action":"create","type":"Issue","createdAt":"2023-11-14T22:13:19.000Z","data":{"id":"i1"}}"#;
         let rule = profile(Scheme::Linear).unwrap().fingerprint;
         assert_eq!(rule.fingerprint(&Body::new(linear)), rule.fingerprint(&Body::new(retried)), "a retry's new time");
-        // Only schemes that sign neither id nor time get the guard.
-        for scheme in [Scheme::Discord, Scheme::Sendgrid, Scheme::Mailgun, Scheme::Linear] {
+        // Schemes that sign the id or key on the body need no guard.
+        for scheme in [Scheme::Discord, Scheme::Sendgrid, Scheme::Mailgun] {
             assert!(!profile(scheme).unwrap().replay_guard, "{scheme:?} signs a time");
         }
     }
@@ -876,5 +876,17 @@ mod tests {
         assert_eq!(parse_time("1700000000000", TimeFormat::UnixSeconds), None, "milliseconds");
         assert_eq!(parse_time("2023-08-21T11:57:42.337Z", TimeFormat::Rfc3339), Some(pg(1_692_619_062) + 337_000));
         assert_eq!(parse_time("2023-08-21T13:57:42+02:00", TimeFormat::Rfc3339), Some(pg(1_692_619_062)));
+    }
+
+    /// Linear's id (Linear-Delivery) is an unsigned header, so a captured
+    /// delivery re-sent within the 60 s window under a new Linear-Delivery
+    /// would be a new key. Retries carry a new webhookTimestamp (a new raw
+    /// body), so the replay guard, which keys on the raw body, refuses only
+    /// such a replay.
+    #[test]
+    fn linear_keys_on_an_unsigned_header_so_its_replay_guard_is_on() {
+        let p = profile(Scheme::Linear).unwrap();
+        assert_eq!(p.event_id, Some(Location::Header("linear-delivery")));
+        assert!(p.replay_guard, "a replayed body under a new Linear-Delivery would be processed again");
     }
 }

@@ -101,7 +101,7 @@ impl Answer {
 ///    `reject_reason = 'missing_event_id'` and no outcome, unless
 ///    `body_key_fallback` asks for `webhook_body_key`;
 /// 5. **guard against replays** where the source's replay guard is on
-///    (github and shopify by default: they sign neither id nor time): a
+///    (github, shopify and linear by default: they sign no id): a
 ///    signed body already received under another event id is answered from
 ///    that key (`duplicate` with its result, `in_progress`,
 ///    `unknown_outcome`, `dead_lettered`; `idem_key` names that key) and
@@ -183,6 +183,15 @@ fn webhook_receive(
             let current = if explicit.is_some() { checked[0] } else { checked[checked.len() - 1] };
             let key = signature::secret_key(scheme_parsed, current).or_raise();
             if let Some(handshake) = handshake::unsigned(scheme_parsed, body, url, &key) {
+                // Stored keys answer only for a source meant for X (its
+                // provider, else its name, is twitter): the answer is a MAC
+                // of caller-chosen text, and under another source's key (a
+                // Mailgun key signs "{timestamp}{token}") it would be a
+                // valid signature of that provider.
+                let provider = settings.provider.as_deref().unwrap_or(source);
+                if explicit.is_none() && Scheme::parse(provider).ok() != Some(Scheme::Twitter) {
+                    return handshake_answer(handshake::Answer::Refused("not a twitter source"), false);
+                }
                 return handshake_answer(handshake, false);
             }
         }

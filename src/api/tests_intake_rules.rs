@@ -527,7 +527,7 @@ mod tests {
         assert_eq!(find("github"), ("github".into(), "raw body".into(), true, false));
         assert!(find("shopify").2);
         assert!(find("slack").3);
-        assert_eq!(rows.iter().filter(|r| r.2).count(), 2, "github and shopify");
+        assert_eq!(rows.iter().filter(|r| r.2).count(), 3, "github, shopify and linear");
         assert_eq!(
             rows.iter().filter(|r| r.3).map(|r| r.0.as_str()).collect::<Vec<_>>(),
             ["discord", "slack", "twitter", "zoom"]

@@ -121,6 +121,32 @@ mod tests {
         assert!(!bad.contains("not base64"), "the secret is never echoed: {bad}");
     }
 
+    /// X's CRC is answered before any verification with a MAC of the
+    /// caller's token: with stored keys, only a twitter source's keys may
+    /// answer it, else a receiver could have another provider's key sign
+    /// text of its choice (a Mailgun key signs "{timestamp}{token}").
+    #[pg_test]
+    fn the_crc_uses_only_a_twitter_sources_keys() {
+        add("mailgun", "key-3ax6xnjp29jd6fds4gc373sgvjxteol0", T0);
+        add("twitter", "z3ZX4v7mAAUGykl3EcmkqbartmuW8VFOOzCloLx9Q45P0hLrFu", T0);
+        let crc = |source: &str| {
+            Spi::get_two_with_args::<String, JsonB>(
+                "SELECT reject_reason, response FROM webhook_receive('twitter', ''::bytea, '{}', source => $1,
+                   url => 'https://x/hook?crc_token=14036452205egbgr1vjgqxtrnp65xfznchgdccwh5d6i09vijqi3whgowmn6')",
+                &[source.into()],
+            )
+            .unwrap()
+        };
+        let (reason, response) = crc("mailgun");
+        assert_eq!((reason.as_deref(), response.map(|r| r.0)), (Some("refused_handshake"), None));
+        let (reason, response) = crc("twitter");
+        assert_eq!(reason, None);
+        assert!(response.unwrap().0["response_token"].as_str().unwrap().starts_with("sha256="));
+        Spi::run("INSERT INTO webhook_dedup.sources (source, provider) VALUES ('x-main', 'twitter')").unwrap();
+        add("x-main", "z3ZX4v7mAAUGykl3EcmkqbartmuW8VFOOzCloLx9Q45P0hLrFu", T0);
+        assert_eq!(crc("x-main").0, None, "a source whose provider is twitter");
+    }
+
     #[pg_test]
     fn the_management_functions_check_their_arguments() {
         let cases = [

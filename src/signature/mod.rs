@@ -227,7 +227,7 @@ impl Scheme {
 }
 
 /// One configured secret or public key, decoded for its scheme.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum Key {
     /// The key of an HMAC: a shared secret.
     Mac(Vec<u8>),
@@ -236,6 +236,17 @@ pub enum Key {
     Ed25519(ed25519_dalek::VerifyingKey),
     /// An ECDSA P-256 public key (SendGrid).
     P256(p256::ecdsa::VerifyingKey),
+}
+
+impl std::fmt::Debug for Key {
+    /// Never an HMAC key's bytes (public keys are no secret).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Key::Mac(_) => f.write_str("Mac(..)"),
+            Key::Ed25519(k) => f.debug_tuple("Ed25519").field(k).finish(),
+            Key::P256(k) => f.debug_tuple("P256").field(k).finish(),
+        }
+    }
 }
 
 impl Key {
@@ -405,7 +416,7 @@ impl Encoding {
 pub const MAX_TOLERANCE_US: i64 = 365 * 86_400 * 1_000_000;
 
 /// The verifier's configuration for one call.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Config<'a> {
     /// Every currently valid secret, already checked by [`check_secrets`].
     pub secrets: Vec<&'a str>,
@@ -416,6 +427,18 @@ pub struct Config<'a> {
     pub now_us: i64,
     /// The generic scheme's header description (scheme `hmac` only).
     pub hmac: Option<HmacSpec>,
+}
+
+impl std::fmt::Debug for Config<'_> {
+    /// Never the secrets: how many there are.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("secrets", &self.secrets.len())
+            .field("tolerance_us", &self.tolerance_us)
+            .field("now_us", &self.now_us)
+            .field("hmac", &self.hmac)
+            .finish()
+    }
 }
 
 /// Check the configured secrets: at least one, none NULL, empty, or with
@@ -903,5 +926,16 @@ mod tests {
         for bad in ["", "-5", "+5", "1.5", "1700000000000", " 1", "1e9", "abc"] {
             assert_eq!(parse_unix_seconds(bad), None, "{bad:?}");
         }
+    }
+
+    /// Review of issue 15: Debug output must never show a secret (the
+    /// policy; StoredSecret already redacts), but Config and Key derive it.
+    #[test]
+    fn debug_output_never_shows_a_secret() {
+        let config = Config { secrets: vec!["s3cret-value"], tolerance_us: None, now_us: 0, hmac: None };
+        assert!(!format!("{config:?}").contains("s3cret-value"), "{config:?}");
+        let key = keys(Scheme::Github, &["s3cret-value"]).unwrap().remove(0);
+        let bytes = format!("{:?}", b"s3cret-value".to_vec());
+        assert!(!format!("{key:?}").contains(&bytes), "{key:?}");
     }
 }

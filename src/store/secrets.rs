@@ -71,7 +71,10 @@ pub fn of(conn: &Conn<'_>, source: &str) -> Rc<[StoredSecret]> {
     if let Some(found) = cached {
         return found;
     }
-    let rows = conn.execute(&READ, &[arg(source)], Snap::Statement);
+    // The latest snapshot, not the statement's: under REPEATABLE READ the
+    // transaction snapshot can predate an invalidation already processed
+    // (the generation read above), and what it reads would stay cached.
+    let rows = conn.execute(&READ, &[arg(source)], Snap::Latest);
     let us = |t: Option<TimestampWithTimeZone>| t.map(pg_sys::TimestampTz::from);
     let found: Rc<[StoredSecret]> = (0..rows.len())
         .filter_map(|row| {

@@ -40,6 +40,7 @@ static SETTINGS: Statement = Statement::returning(
         "fingerprint_pointers",
         "replay_guard",
         "accept_event_types",
+        "provider",
     ],
 );
 
@@ -62,6 +63,8 @@ pub struct SourceSettings {
     /// constraint `sources_intake` let through under other rules, e.g. an
     /// older version's; raised when used).
     pub intake: Option<Rc<Result<SourceIntake, String>>>,
+    /// The provider profile the source names (`webhook_dedup.sources.provider`).
+    pub provider: Option<Rc<str>>,
 }
 
 impl SourceSettings {
@@ -117,7 +120,10 @@ pub fn settings(conn: &Conn<'_>, source: &str) -> SourceSettings {
     if let Some(found) = cached {
         return found;
     }
-    let rows = conn.execute(&SETTINGS, &[arg(source)], Snap::Statement);
+    // The latest snapshot, not the statement's: under REPEATABLE READ the
+    // transaction snapshot can predate an invalidation already processed
+    // (the generation read above), and what it reads would stay cached.
+    let rows = conn.execute(&SETTINGS, &[arg(source)], Snap::Latest);
     let found = SourceSettings {
         lease: rows.get(0, 1),
         max_attempts: rows.get(0, 2),
@@ -125,6 +131,7 @@ pub fn settings(conn: &Conn<'_>, source: &str) -> SourceSettings {
         tolerance: rows.get(0, 4),
         configured: rows.get(0, 6).unwrap_or(false),
         intake: None,
+        provider: rows.get::<String>(0, 14).map(Rc::from),
     };
     let columns = Columns {
         event_id_from: rows.get(0, 7),

@@ -6,6 +6,6 @@ SELECT s.lease, s.max_attempts, s.retention, s.tolerance,
        'webhook_dedup.sources'::pg_catalog.regclass::pg_catalog.oid AS sources,
        s.source IS NOT NULL AS configured,
        s.event_id_from, s.event_type_from, s.event_time_from, s.event_time_format,
-       s.fingerprint_pointers, s.replay_guard, s.accept_event_types
+       s.fingerprint_pointers, s.replay_guard, s.accept_event_types, s.provider
   FROM (SELECT) AS one
   LEFT JOIN webhook_dedup.sources AS s ON s.source OPERATOR(pg_catalog.=) $1
