@@ -5,6 +5,7 @@
 
 #[pgrx::pg_schema]
 mod tests {
+    use crate::api::tests::tests::error_of;
     use crate::api::tests_support::signed;
     use pgrx::prelude::*;
     use pgrx::JsonB;
@@ -37,19 +38,6 @@ mod tests {
             "SELECT webhook_dedup.add_secret($1, $2, to_timestamp($3))",
             &[source.into(), secret.into(), (not_before as f64).into()],
         )
-        .unwrap()
-        .unwrap()
-    }
-
-    /// The SQLSTATE and message of `sql`, run in a subtransaction.
-    fn error_of(sql: &str) -> String {
-        let quoted = sql.replace('\'', "''");
-        Spi::get_one::<String>(&format!(
-            "CREATE OR REPLACE FUNCTION pg_temp.err() RETURNS text LANGUAGE plpgsql AS $f$ BEGIN
-               EXECUTE '{quoted}';
-               RETURN 'no error'; EXCEPTION WHEN others THEN RETURN SQLSTATE || ': ' || SQLERRM; END $f$;
-             SELECT pg_temp.err()"
-        ))
         .unwrap()
         .unwrap()
     }
