@@ -26,11 +26,19 @@ need_root() {
 
 ensure_packages() {
     local wanted=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev sudo
-                  build-essential pkg-config python3 python3-venv ca-certificates)
+                  build-essential pkg-config python3 python3-venv ca-certificates
+                  # the Sinatra example (examples/README.md): Sinatra, the pg gem and
+                  # Puma from Debian's own packages
+                  ruby ruby-sinatra ruby-pg puma)
     local missing=()
     for p in "${wanted[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
     done
+    # The Express example needs node and npm; they are taken from Debian only
+    # when missing, since a Node.js installed otherwise (NodeSource's packages
+    # bundle npm) conflicts with Debian's npm package.
+    command -v node >/dev/null || missing+=(nodejs)
+    command -v npm >/dev/null || missing+=(npm)
     if [ ${#missing[@]} -gt 0 ]; then
         log "installing Debian packages: ${missing[*]}"
         DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -72,14 +80,32 @@ install_extension() {
     rm -f "$out"
 }
 
+# One virtualenv for the tests, the demo and the FastAPI example, from their
+# pinned requirements; recreated when a requirements file changes.
 ensure_venv() {
     local stamp=$VENV/.requirements.sha256
+    local files=("$ROOT/examples/requirements.txt" "$ROOT/examples/fastapi/requirements.txt")
     local want
-    want=$(sha256sum "$ROOT/examples/requirements.txt" | cut -d' ' -f1)
+    want=$(cat "${files[@]}" | sha256sum | cut -d' ' -f1)
     if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         log "creating the Python virtualenv $VENV"
+        rm -rf "$VENV"
         /usr/bin/python3 -m venv "$VENV"
-        "$VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/examples/requirements.txt"
+        "$VENV/bin/pip" install -q --disable-pip-version-check "${files[@]/#/-r}"
+        echo "$want" > "$stamp"
+    fi
+}
+
+# The Express example's packages, exactly as its package-lock.json pins them
+# (npm ci); again only when the lock file changed.
+ensure_node_modules() {
+    local dir=$ROOT/examples/express
+    local stamp=$dir/node_modules/.package-lock.sha256
+    local want
+    want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        log "installing the Express example's packages (npm ci)"
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
         echo "$want" > "$stamp"
     fi
 }
@@ -89,6 +115,7 @@ setup_all() {
     ensure_rust
     ensure_cargo_pgrx
     ensure_venv
+    ensure_node_modules
     install_extension
 }
 

@@ -1,0 +1,310 @@
+"""Every example receiver (examples/README.md) over real HTTP against the real extension.
+
+The same scenarios run against each stack (FastAPI, Express, Sinatra): a
+sequential duplicate, concurrent copies, a process that dies after its claim
+and one that dies after its first step (each restarted, as a supervisor
+would), a stale event under the monotonic guard, tampered and unsigned
+bodies; and, for the worker variant, deliveries stored by the receiver and
+drained by two workers, one of which dies mid-job. Every valid event must
+have exactly one side effect. Deliveries are signed as the providers sign
+them (examples/replay/deliveries.py) with the keys stored in the database,
+so the receivers hold no secret.
+"""
+
+import base64
+import os
+import random
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from support import FIXTURES, REPO  # also puts examples/ on sys.path
+
+import deliveries
+from example_apps import APPS, Process, Receiver
+from replay import FAULT_HEADER, post, tamper
+
+SECRETS = {
+    "github": "e2e-examples-github-secret",
+    "stripe": "whsec_e2e_examples_stripe",
+    "standard": "whsec_" + base64.b64encode(b"e2e-examples-standard-webhooks-k").decode(),
+}
+LEASE_SECONDS = 1
+PUSH = (FIXTURES / "push" / "payload.json").read_bytes()
+WORKER_DEADLINE_S = 30
+
+
+class Shop:
+    """What the example receivers left in the database (read as the superuser)."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def key(self, d: deliveries.Delivery):
+        """(state, attempt) of the delivery's key, or None if nothing was stored."""
+        return self.conn.execute(
+            "SELECT state, attempt FROM webhook_dedup.keys"
+            " WHERE source = %s AND idem_key = webhook_key(%s, %s)",
+            (d.provider, d.provider, d.event_id)).fetchone()
+
+    def attempts(self, table: str, d: deliveries.Delivery) -> list:
+        """The claim attempt of each committed row of shop.<table> for the delivery, oldest first."""
+        assert table in ("notifications", "side_effects")
+        rows = self.conn.execute(
+            f"SELECT attempt FROM shop.{table} WHERE source = %s AND idem_key = webhook_key(%s, %s) ORDER BY id",
+            (d.provider, d.provider, d.event_id)).fetchall()
+        return [attempt for (attempt,) in rows]
+
+    def exactly_once(self, d: deliveries.Delivery) -> tuple:
+        return self.attempts("notifications", d), self.attempts("side_effects", d)
+
+    def subject(self, provider: str, subject: str):
+        return self.conn.execute(
+            "SELECT last_event_type FROM shop.subjects WHERE source = %s AND subject = %s",
+            (provider, subject)).fetchone()
+
+
+@pytest.fixture(scope="session")
+def shop(db_conn) -> Shop:
+    """examples/shop/setup.sql applied and each provider's key stored, as the README says."""
+    db_conn.execute((REPO / "examples" / "shop" / "setup.sql").read_text())
+    for provider, secret in SECRETS.items():
+        db_conn.execute("SELECT webhook_dedup.add_secret(%s, %s, note => 'tests/e2e/test_examples.py')",
+                        (provider, secret))
+    return Shop(db_conn)
+
+
+@pytest.fixture(scope="module", params=sorted(APPS))
+def app(request):
+    app = APPS[request.param]
+    if app.missing():
+        pytest.fail(f"{app.name}: {', '.join(app.missing())} not on PATH (scripts/lib.sh installs it)",
+                    pytrace=False)
+    return app
+
+
+@pytest.fixture(scope="module")
+def app_env(shop) -> dict:
+    """The environment of examples/README.md: libpq variables, the receiver's role, a 1 s lease."""
+    return {**os.environ, "PGUSER": "shop_receiver", "WEBHOOK_LEASE": f"{LEASE_SECONDS} second",
+            "WEBHOOK_FAULT_INJECTION": "1"}
+
+
+@pytest.fixture(scope="module")
+def receiver(app, app_env, tmp_path_factory):
+    r = Receiver(app, app_env, tmp_path_factory.mktemp(app.name) / "receiver.log").start()
+    yield r
+    r.stop()
+
+
+@pytest.fixture()
+def enqueuing_receiver(app, app_env, tmp_path):
+    r = Receiver(app, {**app_env, "WEBHOOK_MODE": "enqueue"}, tmp_path / "enqueue.log").start()
+    yield r
+    r.stop()
+
+
+@pytest.fixture()
+def workers(app, app_env, tmp_path):
+    """Starts workers of the app on demand; stops them all afterwards."""
+    started = []
+
+    def start(**env) -> Process:
+        log = tmp_path / f"worker{len(started)}.log"
+        started.append(Process(app.worker, app.folder, {**app_env, **env}, log).start())
+        return started[-1]
+
+    yield start
+    for w in started:
+        w.stop()
+
+
+def send(receiver: Receiver, d: deliveries.Delivery, barrier=None, **extra_headers):
+    return post(f"{receiver.url}/webhooks/{d.provider}", d.body, {**d.headers, **extra_headers}, barrier)
+
+
+def github_push() -> deliveries.Delivery:
+    return deliveries.github(PUSH, "push", SECRETS["github"])
+
+
+def stripe_event(shop: Shop, event_type="payment_intent.succeeded", intent=None, created=None):
+    return deliveries.stripe(shop.conn, SECRETS["stripe"], event_type, intent or f"pi_{uuid.uuid4().hex[:16]}",
+                             created or int(time.time()))
+
+
+def standard_event(shop: Shop, event_type="invoice.paid"):
+    return deliveries.standard(shop.conn, SECRETS["standard"], event_type, f"inv_{uuid.uuid4().hex[:12]}")
+
+
+def wait_until_lease_expired(since: float) -> None:
+    time.sleep(max(0.0, since + LEASE_SECONDS + 0.5 - time.monotonic()))
+
+
+def wait_for_state(shop: Shop, d: deliveries.Delivery, state: str, workers_=()) -> None:
+    deadline = time.monotonic() + WORKER_DEADLINE_S
+    while time.monotonic() < deadline:
+        if shop.key(d) and shop.key(d)[0] == state:
+            return
+        time.sleep(0.1)
+    logs = "\n".join(w.output() for w in workers_)
+    pytest.fail(f"key of {d.event_id} is {shop.key(d)}, not {state}, after {WORKER_DEADLINE_S} s; "
+                f"worker output:\n{logs}", pytrace=False)
+
+
+@pytest.mark.parametrize("make", [github_push, stripe_event, standard_event], ids=["github", "stripe", "standard"])
+def test_sequential_duplicate_gets_the_first_answer_and_no_second_side_effect(receiver, shop, make):
+    d = make() if make is github_push else make(shop)
+
+    first = send(receiver, d)
+    second = send(receiver, d)
+
+    assert (first.status, first.outcome) == (200, "claimed"), first
+    assert (second.status, second.outcome) == (200, "duplicate"), second
+    assert second.body == first.body
+    assert shop.exactly_once(d) == ([1], [1])
+    assert shop.key(d) == ("completed", 1)
+
+
+def test_concurrent_copies_process_once(receiver, shop):
+    d = stripe_event(shop)
+    barrier = threading.Barrier(2)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        copies = list(pool.map(lambda _: send(receiver, d, barrier), range(2)))
+
+    winners = [a for a in copies if a.outcome == "claimed"]
+    assert len(winners) == 1 and winners[0].status == 200, copies
+    loser = next(a for a in copies if a is not winners[0])
+    assert (loser.status, loser.outcome) in {(409, "in_progress"), (200, "duplicate")}, loser
+    if loser.status == 409:
+        assert loser.retry_after == "1"
+    retry = send(receiver, d)
+    assert (retry.status, retry.outcome, retry.body) == (200, "duplicate", winners[0].body)
+    assert shop.exactly_once(d) == ([1], [1])
+
+
+def test_a_receiver_killed_after_its_claim_is_redone_by_the_retry(receiver, shop):
+    d = github_push()
+
+    crashed = send(receiver, d, **{FAULT_HEADER: "crash-after-claim"})
+    crashed_at = time.monotonic()
+    receiver.restart_after_crash()
+
+    assert crashed.status is None  # no answer at all
+    assert shop.key(d) == ("processing", 1)
+    assert shop.exactly_once(d) == ([], [])  # the uncommitted notification died with the process
+    early = send(receiver, d)
+    assert (early.status, early.outcome, early.retry_after) == (409, "in_progress", "1")
+    wait_until_lease_expired(crashed_at)
+    late = send(receiver, d)
+    assert (late.status, late.outcome, late.resumed_from) == (200, "reclaimed", None)
+    assert shop.exactly_once(d) == ([2], [2])
+    assert shop.key(d) == ("completed", 2)
+
+
+def test_a_receiver_killed_after_its_first_step_resumes_from_the_checkpoint(receiver, shop):
+    d = standard_event(shop)
+
+    crashed = send(receiver, d, **{FAULT_HEADER: "crash-after-checkpoint"})
+    crashed_at = time.monotonic()
+    receiver.restart_after_crash()
+
+    assert crashed.status is None
+    assert shop.exactly_once(d) == ([1], [])  # step 1 committed with its checkpoint
+    wait_until_lease_expired(crashed_at)
+    late = send(receiver, d)
+    assert (late.status, late.outcome, late.resumed_from) == (200, "reclaimed", "notified")
+    assert shop.exactly_once(d) == ([1], [2])  # not notified twice
+    assert shop.key(d) == ("completed", 2)
+
+
+def test_a_stale_event_is_processed_but_does_not_move_its_subject_back(receiver, shop):
+    """payment_failed (created t+3) is applied; the older processing (t+1),
+    retried late by Stripe, is a new event (claimed, one side effect) whose
+    update of the intent the monotonic guard skips."""
+    intent, t = f"pi_{uuid.uuid4().hex[:16]}", int(time.time()) - 60
+    newer = stripe_event(shop, "payment_intent.payment_failed", intent, created=t + 3)
+    older = stripe_event(shop, "payment_intent.processing", intent, created=t + 1)
+
+    assert (send(receiver, newer).status, send(receiver, older).status) == (200, 200)
+
+    assert shop.subject("stripe", intent) == ("payment_intent.payment_failed",)
+    assert shop.exactly_once(newer) == ([1], [1]) and shop.exactly_once(older) == ([1], [1])
+    newest = stripe_event(shop, "payment_intent.succeeded", intent, created=t + 5)
+    assert send(receiver, newest).status == 200
+    assert shop.subject("stripe", intent) == ("payment_intent.succeeded",)
+
+
+@pytest.mark.parametrize("make", [github_push, stripe_event, standard_event], ids=["github", "stripe", "standard"])
+def test_a_tampered_body_is_refused_and_leaves_nothing(receiver, shop, make):
+    signed = make() if make is github_push else make(shop)
+    d = signed.with_body(tamper(signed.body, random.Random(0)))  # one byte changed after signing
+
+    answer = send(receiver, d)
+
+    assert (answer.status, answer.outcome) == (401, None), answer
+    assert shop.key(d) is None and shop.key(signed) is None
+    assert shop.exactly_once(d) == ([], [])
+
+
+def test_a_delivery_signed_with_another_key_is_refused(receiver, shop):
+    d = deliveries.stripe(shop.conn, "whsec_not_the_stored_key", "charge.succeeded", "ch_1", int(time.time()))
+    assert (send(receiver, d).status, shop.key(d)) == (401, None)
+
+
+def test_a_delivery_without_its_event_id_is_a_bad_request(receiver, shop):
+    d = github_push()
+    headers = {k: v for k, v in d.headers.items() if k != "X-GitHub-Delivery"}
+    answer = post(f"{receiver.url}/webhooks/github", d.body, headers)
+    assert answer.status == 400, answer
+
+
+def test_an_unknown_provider_is_not_found(receiver):
+    d = github_push()
+    assert post(f"{receiver.url}/webhooks/nosuchprovider", d.body, d.headers).status == 404
+
+
+def test_two_workers_process_every_stored_delivery_exactly_once(enqueuing_receiver, workers, shop):
+    events = [stripe_event(shop) for _ in range(6)] + [standard_event(shop) for _ in range(6)]
+    first = [send(enqueuing_receiver, d) for d in events]
+    again = [send(enqueuing_receiver, d) for d in events]  # the provider's redelivery, before any worker ran
+    assert {(a.status, a.outcome) for a in first} == {(202, "accepted")}, first
+    assert {(a.status, a.outcome) for a in again} == {(200, "duplicate")}, again
+
+    pool = [workers(), workers()]
+    for d in events:
+        wait_for_state(shop, d, "completed", pool)
+    for d in events:
+        assert shop.exactly_once(d) == ([1], [1]), d.event_id
+
+
+def test_the_worker_applies_events_under_the_monotonic_guard(enqueuing_receiver, workers, shop):
+    intent, t = f"pi_{uuid.uuid4().hex[:16]}", int(time.time()) - 60
+    newer = stripe_event(shop, "payment_intent.payment_failed", intent, created=t + 3)
+    older = stripe_event(shop, "payment_intent.processing", intent, created=t + 1)
+    assert [send(enqueuing_receiver, d).status for d in (newer, older)] == [202, 202]
+
+    pool = [workers()]
+    for d in (newer, older):
+        wait_for_state(shop, d, "completed", pool)
+    assert shop.subject("stripe", intent) == ("payment_intent.payment_failed",)
+    assert shop.exactly_once(newer) == ([1], [1]) and shop.exactly_once(older) == ([1], [1])
+
+
+@pytest.mark.parametrize("fault, expected", [("crash-after-claim", ([2], [2])),
+                                             ("crash-after-checkpoint", ([1], [2]))])
+def test_a_worker_killed_mid_job_is_taken_over_after_its_lease(enqueuing_receiver, workers, shop, fault, expected):
+    d = stripe_event(shop)
+    assert send(enqueuing_receiver, d).status == 202
+
+    doomed = workers(WORKER_FAULT=fault)
+    assert doomed.exited(WORKER_DEADLINE_S), f"the worker did not die on {fault}:\n{doomed.output()}"
+    assert shop.key(d) == ("processing", 1)
+    assert shop.exactly_once(d) == (([], []) if fault == "crash-after-claim" else ([1], []))
+
+    survivor = workers()
+    wait_for_state(shop, d, "completed", [doomed, survivor])
+    assert shop.exactly_once(d) == expected
+    assert shop.key(d) == ("completed", 2)
