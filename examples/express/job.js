@@ -1,0 +1,171 @@
+'use strict';
+// The job every delivery runs, shared by the receiver (server.js) and the
+// worker (worker.js), and the database pool they both use.
+//
+// The job has two steps, and each must happen exactly once even when this
+// process dies at any point. The trick: a step commits its own writes
+// together with its record in webhook_dedup, in ONE transaction:
+//
+//   1. BEGIN; INSERT INTO shop.notifications ...;
+//             SELECT webhook_checkpoint(source, key, claim_token, 'notified');
+//      COMMIT
+//   2. BEGIN; INSERT INTO shop.side_effects ... RETURNING id;
+//             INSERT INTO shop.subjects ... ON CONFLICT DO UPDATE;
+//             SELECT webhook_complete(source, key, claim_token, result);
+//      COMMIT
+//
+// The step and its record commit together or not at all. Committed apart,
+// a crash between the two would make the retry redo the step (if the step
+// came first) or skip a step that never happened (if the record came first).
+//
+// webhook_checkpoint and webhook_complete return false when our lease
+// expired and another worker reclaimed the key: the step is then that
+// worker's to do, so we ROLLBACK ours (and the receiver answers 409).
+//
+// If the process dies, whatever it had not committed is gone; once the lease
+// expires, the provider's retry (or another worker) reclaims the key with
+// last_step = 'notified' if step 1 had committed, and resumes at step 2.
+
+const pg = require('pg');
+
+const NOTIFIED = 'notified'; // the checkpoint of step 1
+const CRASH_AFTER_CLAIM = 'crash-after-claim';
+const CRASH_AFTER_CHECKPOINT = 'crash-after-checkpoint';
+const FAULTS = new Set([CRASH_AFTER_CLAIM, CRASH_AFTER_CHECKPOINT]);
+
+const TIMESTAMPTZ_OID = 1184;
+
+// One pool per process. node-postgres reads the libpq environment variables
+// (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD); PGHOST may be a Unix
+// socket directory (/var/run/postgresql).
+function createPool() {
+  const pool = new pg.Pool({
+    max: 10,
+    application_name: 'webhook-dedup-express',
+    // Timestamps stay PostgreSQL's text: a JavaScript Date keeps only
+    // milliseconds, and the event time goes straight back to PostgreSQL
+    // (the monotonic guard compares it to the microsecond).
+    types: {
+      getTypeParser: (oid, format) =>
+        oid === TIMESTAMPTZ_OID ? (text) => text : pg.types.getTypeParser(oid, format),
+    },
+  });
+  // An idle connection that breaks (a database restart) is reported here;
+  // without a listener it would crash the process. The pool replaces it.
+  pool.on('error', (err) => console.error('idle database connection lost:', err.message));
+  return pool;
+}
+
+// Runs work(client) in one transaction on one connection of the pool:
+// COMMIT when it returns true, ROLLBACK when it returns false or throws.
+async function inTransaction(pool, work) {
+  const client = await pool.connect();
+  let broken; // a connection whose ROLLBACK failed is closed, not reused
+  try {
+    await client.query('BEGIN');
+    const commit = await work(client);
+    await client.query(commit ? 'COMMIT' : 'ROLLBACK');
+    return commit;
+  } catch (err) {
+    await client.query('ROLLBACK').catch((rollbackErr) => { broken = rollbackErr; });
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
+
+// Fault injection (tests only): die like `kill -9`, at once, awaiting
+// nothing: no answer, no ROLLBACK, no clean-up. The database sees the
+// connection drop and rolls back whatever was not committed.
+function die(fault) {
+  console.error(`fault injection: ${fault}: exiting now, like kill -9`);
+  process.exit(137);
+}
+
+// The object the event is about, read from the body: data.object.id
+// (Stripe), else data.id (Standard Webhooks' convention), else none (GitHub).
+// `event` is the parsed body (null when it is not JSON).
+function subjectOf(event) {
+  const id = event?.data?.object?.id ?? event?.data?.id;
+  return typeof id === 'string' || typeof id === 'number' ? String(id) : null;
+}
+
+// The body as JSON, or null. Only to read the subject and the event time:
+// the signature was verified over the raw bytes, before any parsing.
+function parseJson(body) {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return null;
+  }
+}
+
+// Runs the two steps for one claimed key. `job` holds what webhook_receive
+// or webhook_next returned: source, idemKey, claimToken, attempt, lastStep,
+// eventType, eventTime (timestamptz text or null), subject (or null).
+// `fault` is a fault to inject (tests only); it fires on attempt 1 only, so
+// the retry is processed normally.
+//
+// Resolves to { completed: true, result, resumedFrom } or, when the lease
+// was lost, { completed: false, lost: 'notification' | 'side effect' }.
+async function runJob(pool, job, fault) {
+  const crash = job.attempt === 1 ? fault : undefined;
+  const key = [job.source, job.idemKey, job.claimToken];
+  let resumedFrom = null;
+
+  if (job.lastStep === NOTIFIED) {
+    // A reclaim after a crash that followed step 1's COMMIT: step 1 is done.
+    resumedFrom = NOTIFIED;
+  } else {
+    // Step 1: the notification and its checkpoint, in one transaction.
+    const notified = await inTransaction(pool, async (client) => {
+      await client.query(
+        'INSERT INTO shop.notifications (source, idem_key, event_type, attempt) VALUES ($1, $2, $3, $4)',
+        [job.source, job.idemKey, job.eventType, job.attempt]);
+      if (crash === CRASH_AFTER_CLAIM) die(crash); // BEGIN and INSERT sent, no COMMIT
+      // The checkpoint comes last: it takes the key's row lock, which a
+      // concurrent reclaim of this key then waits for until our COMMIT.
+      const { rows } = await client.query(
+        'SELECT webhook_checkpoint($1, $2, $3, $4) AS ok', [...key, NOTIFIED]);
+      return rows[0].ok; // false: another worker holds the key now: ROLLBACK
+    });
+    if (!notified) return { completed: false, lost: 'notification' };
+    if (crash === CRASH_AFTER_CHECKPOINT) die(crash); // step 1 committed, step 2 not begun
+  }
+
+  // Step 2: the side effect, the subject's new state and the completion,
+  // in one transaction.
+  let result;
+  const completed = await inTransaction(pool, async (client) => {
+    const { rows: [effect] } = await client.query(
+      'INSERT INTO shop.side_effects (source, idem_key, event_type, attempt) VALUES ($1, $2, $3, $4) RETURNING id',
+      [job.source, job.idemKey, job.eventType, job.attempt]);
+    if (job.subject && job.eventTime) {
+      // Providers deliver out of order. The table's trigger
+      // webhook_monotonic_guard skips this update when the stored event is
+      // newer (zero rows, no error): a late, stale event is processed (it got
+      // its side effect above) but does not move its subject back.
+      await client.query(
+        `INSERT INTO shop.subjects (source, subject, last_event_type, source_updated_at)
+         VALUES ($1, $2, $3, $4::timestamptz)
+         ON CONFLICT (source, subject) DO UPDATE
+           SET last_event_type = EXCLUDED.last_event_type,
+               source_updated_at = EXCLUDED.source_updated_at`,
+        [job.source, job.subject, job.eventType, job.eventTime]);
+    }
+    // The result is what every later duplicate is answered with. It comes
+    // back from PostgreSQL as jsonb (`$4::jsonb AS result`), exactly as a
+    // duplicate reads it, so the first answer and the duplicates' are the
+    // same bytes: jsonb does not keep the key order of the text it was
+    // given. (id is a bigint, which node-postgres returns as a string.)
+    const { rows: [done] } = await client.query(
+      'SELECT webhook_complete($1, $2, $3, $4::jsonb) AS completed, $4::jsonb AS result',
+      [...key, JSON.stringify({ status: 200, side_effect_id: Number(effect.id) })]);
+    result = done.result;
+    return done.completed; // false: another worker holds the key now: ROLLBACK
+  });
+  if (!completed) return { completed: false, lost: 'side effect' };
+  return { completed: true, result, resumedFrom };
+}
+
+module.exports = { createPool, runJob, subjectOf, parseJson, FAULTS };

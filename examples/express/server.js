@@ -1,0 +1,204 @@
+'use strict';
+// A webhook receiver whose whole correctness lives in SQL (webhook_dedup).
+//
+// Webhook providers deliver *at least once*: they retry on timeouts and
+// non-2xx answers, sometimes send the same delivery twice at the same
+// moment, and anyone can POST to your URL. So every delivery needs its
+// signature verified, an idempotency key, a claim that only one worker wins,
+// and steps that happen exactly once. Here that is one SQL call,
+// webhook_receive (verify + key + claim), then the two-step job of job.js.
+//
+// The receiver holds no secret: webhook_receive verifies with the keys an
+// operator stored in the database (webhook_dedup.add_secret).
+//
+// Configuration (examples/README.md): PGHOST, PGPORT, PGUSER, PGDATABASE;
+// PORT, HOST (default 127.0.0.1); WEBHOOK_LEASE (a PostgreSQL interval);
+// WEBHOOK_MODE (claim or enqueue); WEBHOOK_FAULT_INJECTION=1 (tests only).
+
+const http = require('node:http');
+const express = require('express');
+const { createPool, runJob, subjectOf, parseJson, FAULTS } = require('./job');
+
+const PORT = Number(process.env.PORT || 8080);
+const HOST = process.env.HOST || '127.0.0.1';
+const LEASE = process.env.WEBHOOK_LEASE || null; // null: the extension's default lease
+const MODE = process.env.WEBHOOK_MODE || 'claim';
+const FAULT_INJECTION = process.env.WEBHOOK_FAULT_INJECTION === '1';
+
+// The providers this receiver accepts, each by its webhook_dedup scheme
+// (the source's name too, and the route: POST /webhooks/stripe).
+const PROVIDERS = new Set(['github', 'stripe', 'standard']);
+// Schemes that sign the request URL: they need it in `url`, and any other
+// scheme refuses a `url` (SQLSTATE 22023). None of ours does; the set is
+// here so that adding, say, twilio to PROVIDERS just works.
+// (HubSpot signs the method too: it would also need `method => 'POST'`.)
+const URL_SIGNING_SCHEMES = new Set(['twilio', 'square', 'hubspot']);
+
+if (!['claim', 'enqueue'].includes(MODE)) {
+  console.error(`WEBHOOK_MODE must be claim or enqueue, not ${MODE}`);
+  process.exit(2);
+}
+
+const pool = createPool();
+const app = express();
+app.disable('x-powered-by');
+
+// Every request header as a JSON object, names lower-cased (Node does
+// that); a header sent more than once becomes an array of its values.
+// (req.headers would join repeats with ", ", which is not what was signed.)
+function headersJson(req) {
+  return Object.fromEntries(Object.entries(req.headersDistinct)
+    .map(([name, values]) => [name, values.length === 1 ? values[0] : values]));
+}
+
+// The full URL as the provider called it: scheme://host:port/path?query.
+// Behind a proxy or load balancer, set app.set('trust proxy', ...) so that
+// req.protocol is the provider's scheme, not the proxy's.
+function requestUrl(req) {
+  return `${req.protocol}://${req.get('host')}${req.originalUrl}`;
+}
+
+// Sends a JSON answer. X-Webhook-Outcome (and X-Webhook-Resumed-From) are not
+// needed by the pattern: they only let the tests (and the curious) see what
+// happened.
+function answer(res, status, body, { outcome, retryAfter, resumedFrom } = {}) {
+  if (outcome) res.set('X-Webhook-Outcome', outcome);
+  if (retryAfter !== undefined) res.set('Retry-After', String(retryAfter));
+  if (resumedFrom) res.set('X-Webhook-Resumed-From', resumedFrom);
+  res.status(status).json(body);
+}
+
+app.get('/healthz', (req, res) => res.json({ status: 'ok' }));
+
+app.post(
+  '/webhooks/:provider',
+  // An unknown provider is refused before its body is read.
+  (req, res, next) => (PROVIDERS.has(req.params.provider) ? next() : answer(res, 404, { error: 'not found' })),
+  // The body exactly as received, as a Buffer: the signature is over these
+  // bytes. This is the classic place where Stripe verification breaks:
+  // express.json() parses the body, and anything re-serialised from it
+  // (JSON.stringify(req.body)) is other bytes: the signature no longer
+  // matches. Never put express.json() in front of a webhook route.
+  // GitHub caps payloads at 25 MB. ('*/*' matches any request that has a
+  // Content-Type, as every provider sends; without one the body is not read,
+  // and the empty body then fails verification: 401.)
+  express.raw({ type: '*/*', limit: '25mb' }),
+  receive,
+);
+
+async function receive(req, res) {
+  const provider = req.params.provider;
+  const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+
+  // Verify, derive the idempotency key and claim it (or, in enqueue mode,
+  // store the delivery for a worker), in ONE autocommitted statement: the
+  // claim is committed when the call returns, so every other process sees
+  // it at once (a concurrent copy gets in_progress). A delivery that does
+  // not verify writes nothing at all.
+  // Parameters only, never string concatenation; the body goes as bytes
+  // (a Buffer is sent as bytea), the headers as JSON text cast to jsonb.
+  const { rows: [r] } = await pool.query(
+    `SELECT * FROM webhook_receive($1, $2::bytea, $3::jsonb,
+                                   url => $4, lease => $5::interval, mode => $6)`,
+    [provider, body, JSON.stringify(headersJson(req)),
+      URL_SIGNING_SCHEMES.has(provider) ? requestUrl(req) : null, LEASE, MODE]);
+  const outcome = r.outcome;
+
+  // The order matters: a handshake (X's CRC) is answered unverified.
+  if (outcome === 'handshake') {
+    // A provider's control message (Slack's url_verification, ...): answer
+    // the body the extension made; nothing was stored.
+    return answer(res, 200, r.response, { outcome });
+  }
+  if (!r.verified) return answer(res, 401, { error: 'invalid signature' });
+  if (r.reject_reason) {
+    // missing_event_id: verified, but the provider's event id is not there.
+    return answer(res, 400, { error: r.reject_reason });
+  }
+
+  switch (outcome) {
+    case 'claimed':
+    case 'reclaimed': {
+      // We hold the key until our lease expires: do the job, then answer.
+      const fault = FAULT_INJECTION ? req.get('x-demo-fault') : undefined;
+      const done = await runJob(pool, {
+        source: provider, // the source defaults to the scheme's name
+        idemKey: r.idem_key,
+        claimToken: r.claim_token,
+        attempt: r.attempt,
+        lastStep: r.last_step,
+        eventType: r.event_type,
+        eventTime: r.event_time,
+        subject: subjectOf(parseJson(body)),
+      }, FAULTS.has(fault) ? fault : undefined);
+      if (!done.completed) {
+        // Our lease expired and another worker reclaimed the key; our step
+        // was rolled back. The provider retries, and gets that worker's answer.
+        return answer(res, 409, { error: `lease lost to another worker; ${done.lost} rolled back` },
+          { outcome, retryAfter: 1 });
+      }
+      return answer(res, 200, done.result, { outcome, resumedFrom: done.resumedFrom });
+    }
+    case 'in_progress': // another worker holds a live lease: retry soon
+      return answer(res, 409, { error: 'delivery is being processed' }, { outcome, retryAfter: 1 });
+    case 'duplicate':
+      // Processed before: answer what the first completion stored, so a
+      // redelivery gets the same answer, byte for byte.
+      return answer(res, 200, r.result, { outcome });
+    case 'conflict':
+      return answer(res, 422, { error: 'event id reused with a different payload' }, { outcome });
+    case 'retry_later': // a failed attempt is not due again yet
+      return answer(res, 503, { error: 'retry scheduled' }, { outcome, retryAfter: 30 });
+    case 'unknown_outcome':
+    case 'dead_lettered':
+      // Parked for an operator (webhook_resolve): stop the provider's retries.
+      return answer(res, 202, { status: outcome }, { outcome });
+    case 'accepted':
+      // Enqueue mode: stored; worker.js processes it.
+      return answer(res, 202, { status: 'accepted' }, { outcome });
+    case 'ignored': // an event type the source does not accept
+      return answer(res, 200, { status: 'ignored' }, { outcome });
+    default:
+      throw new Error(`unknown outcome ${outcome}`);
+  }
+}
+
+app.use((req, res) => answer(res, 404, { error: 'not found' }));
+
+// Every error ends here (Express 5 passes on a rejected async handler).
+// A body too large (413) or unreadable (400) keeps its status; anything else,
+// a database error included, is a 500, which the provider retries. The
+// details go to the log, never to the caller.
+app.use((err, req, res, next) => {
+  if (res.headersSent) return next(err);
+  const status = err.status >= 400 && err.status < 500 ? err.status : 500;
+  if (status === 500) console.error(`${req.method} ${req.originalUrl}:`, err);
+  answer(res, status, { error: status === 500 ? 'internal error' : http.STATUS_CODES[status] });
+});
+
+async function main() {
+  // Fail fast when the database is unreachable or lacks the extension.
+  const { rows: [probe] } = await pool.query(
+    "SELECT count(*) > 0 AS installed FROM pg_catalog.pg_proc WHERE proname = 'webhook_receive'");
+  if (!probe.installed) throw new Error('webhook_dedup is not installed: run CREATE EXTENSION webhook_dedup');
+
+  const server = app.listen(PORT, HOST, (err) => {
+    if (err) {
+      console.error(`cannot listen on ${HOST}:${PORT}:`, err.message); // the port is taken, ...
+      process.exit(1);
+    }
+    console.log(`listening on http://${HOST}:${PORT} (mode ${MODE})`);
+  });
+  // A clean stop: finish the requests in flight, then close the pool.
+  const stop = () => {
+    server.close(() => pool.end().finally(() => process.exit(0)));
+    server.closeIdleConnections(); // idle keep-alive connections (Node 18 kept them open)
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+main().catch((err) => {
+  console.error('cannot start:', err.message);
+  process.exit(1);
+});

@@ -1,0 +1,117 @@
+'use strict';
+// The worker of the persist-then-process variant: server.js started with
+// WEBHOOK_MODE=enqueue verifies and stores each delivery and answers 202 at
+// once; this process takes the stored deliveries from the queue and runs the
+// same two-step job (job.js) on each. Run as many as you like: webhook_next
+// never hands the same key to two workers.
+//
+// Configuration: the libpq variables (PGHOST, PGPORT, PGUSER, PGDATABASE),
+// WEBHOOK_LEASE (a PostgreSQL interval; unset: the extension's default),
+// WORKER_FAULT=crash-after-claim|crash-after-checkpoint (tests only).
+// Stops cleanly on SIGTERM (or Ctrl-C): it finishes the deliveries it holds.
+
+const { createPool, runJob, subjectOf, parseJson, FAULTS } = require('./job');
+
+const LEASE = process.env.WEBHOOK_LEASE || null;
+const FAULT = process.env.WORKER_FAULT || undefined;
+const BATCH = 10;
+const IDLE_MS = 500; // the pause when nothing is due
+
+if (FAULT !== undefined && !FAULTS.has(FAULT)) {
+  console.error(`WORKER_FAULT must be one of ${[...FAULTS].join(', ')}, not ${FAULT}`);
+  process.exit(2);
+}
+
+const pool = createPool();
+let stopping = false;
+let wakeUp = () => {};
+
+function stop() {
+  stopping = true;
+  wakeUp(); // end a pause at once
+}
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+
+function pause(ms) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    wakeUp = () => { clearTimeout(timer); resolve(); };
+  });
+}
+
+// The event time, read from the body where the provider puts one there:
+// Stripe's `created` (Unix seconds). Standard Webhooks and GitHub: none, so
+// their subjects are not updated by the worker (examples/README.md).
+function eventTimeOf(source, event) {
+  return source === 'stripe' && Number.isFinite(event?.created)
+    ? new Date(event.created * 1000).toISOString()
+    : null;
+}
+
+// One stored delivery, leased to us by webhook_next. An exception in the job
+// (a bug, a constraint, a lost connection) is recorded with webhook_fail
+// (retryable): the key is handed out again after a backoff, and
+// dead-lettered once its attempts run out.
+async function processDelivery(row) {
+  const event = parseJson(row.payload); // payload: the raw body, a Buffer (bytea)
+  try {
+    const done = await runJob(pool, {
+      source: row.source,
+      idemKey: row.idem_key,
+      claimToken: row.claim_token,
+      attempt: row.attempt,
+      lastStep: row.last_step, // 'notified': resume at step 2
+      eventType: row.event_type,
+      eventTime: eventTimeOf(row.source, event),
+      subject: subjectOf(event),
+    }, FAULT);
+    if (done.completed) {
+      console.log(`${row.idem_key}: completed (attempt ${row.attempt})`);
+    } else {
+      // Our lease expired while we worked and another worker took the key;
+      // our step was rolled back, and that worker finishes the job.
+      console.log(`${row.idem_key}: lease lost, ${done.lost} rolled back`);
+    }
+  } catch (err) {
+    console.error(`${row.idem_key}: job failed:`, err.message);
+    try {
+      await pool.query('SELECT webhook_fail($1, $2, $3, $4, retryable => true)',
+        [row.source, row.idem_key, row.claim_token, String(err.message).slice(0, 1000)]);
+    } catch (failErr) {
+      // The database is gone too: the lease will expire and the key be retried.
+      console.error(`${row.idem_key}: webhook_fail failed:`, failErr.message);
+    }
+  }
+}
+
+async function main() {
+  console.log(`worker started (lease ${LEASE ?? 'default'}, batch ${BATCH})`);
+  while (!stopping) {
+    let rows;
+    try {
+      // Take up to BATCH due deliveries, each leased to us, in its own
+      // autocommitted statement: the leases are visible to the other workers
+      // at once (they skip these keys, never wait for them).
+      ({ rows } = await pool.query(
+        'SELECT * FROM webhook_next(lease => $1::interval, batch => $2)', [LEASE, BATCH]));
+    } catch (err) {
+      console.error('webhook_next failed:', err.message);
+      await pause(IDLE_MS * 4);
+      continue;
+    }
+    if (rows.length === 0) {
+      await pause(IDLE_MS);
+      continue;
+    }
+    // One at a time, and all of them even after SIGTERM: they are leased to us.
+    for (const row of rows) await processDelivery(row);
+  }
+  await pool.end();
+  console.log('worker stopped');
+}
+
+main().catch((err) => {
+  console.error('worker crashed:', err);
+  process.exit(1);
+});
