@@ -27,9 +27,9 @@ need_root() {
 ensure_packages() {
     local wanted=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev sudo
                   build-essential pkg-config python3 python3-venv ca-certificates
-                  # the Sinatra example (examples/README.md): Sinatra, the pg gem and
-                  # Puma from Debian's own packages
-                  ruby ruby-sinatra ruby-pg puma)
+                  # the Sinatra example (examples/README.md): Sinatra, the pg gem,
+                  # connection_pool and Puma from Debian's own packages
+                  ruby ruby-sinatra ruby-pg ruby-connection-pool puma)
     local missing=()
     for p in "${wanted[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")

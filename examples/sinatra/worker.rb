@@ -1,0 +1,74 @@
+# The worker of the persist-then-process variant (examples/README.md): the
+# receiver, started with WEBHOOK_MODE=enqueue, stores each verified delivery
+# and answers 202 at once; this process takes the stored deliveries from
+# webhook_next and runs the same two-step job (shop.rb) for each.
+# Run it with `ruby worker.rb`; stop it with SIGTERM (or Ctrl-C). Start as
+# many as you like: webhook_next never hands one key to two workers.
+
+require_relative 'shop'
+
+LEASE = ENV['WEBHOOK_LEASE'] # a PostgreSQL interval; nil (NULL): the extension's default
+BATCH = 10
+IDLE_SLEEP_S = 0.5 # how long to wait when nothing is due
+# Tests only: die at this point (Shop::CRASH_AFTER_*) in the first job whose attempt is 1.
+FAULT = ENV['WORKER_FAULT']
+
+# Up to BATCH due keys (new, whose lease expired, or failed and due again),
+# each leased to this worker. Its own autocommitted statement: the leases are
+# committed, and skipped by every other worker, when it returns.
+NEXT = 'SELECT * FROM webhook_next(lease => $1::interval, batch => $2)'
+
+# The job of one stored delivery. webhook_next gives the raw payload and the
+# event type, but no event time (webhook_receive does): the worker reads it
+# where the provider sends one in the body (Stripe's `created`, Unix seconds).
+def run_job(conn, row)
+  payload = conn.unescape_bytea(row['payload']) # bytea comes back as text (\x...)
+  event = Shop.parse_event(payload)
+  created = event['created'] if event && row['source'] == 'stripe'
+  job = Shop::Job.new(source: row['source'], idem_key: row['idem_key'], claim_token: row['claim_token'],
+                      attempt: Integer(row['attempt']), event_type: row['event_type'],
+                      last_step: row['last_step'], subject: Shop.subject_of(event),
+                      event_time: (Time.at(created).utc.iso8601 if created.is_a?(Integer)))
+  fault = FAULT if job.attempt == 1
+  Shop.process(conn, job, fault: fault)
+  puts "#{job.idem_key}: completed (attempt #{job.attempt})"
+rescue Shop::LeaseLost => e
+  # Our lease expired and another worker took the key over: nothing to undo.
+  puts "#{row['idem_key']}: lease lost, #{e.message}"
+rescue StandardError => e
+  # The job failed (its transaction was rolled back): record it, and the key
+  # is retried after a backoff, or dead-lettered after too many attempts.
+  warn "#{row['idem_key']}: #{e.class}: #{e.message.strip}"
+  fail_job(conn, row, e)
+end
+
+def fail_job(conn, row, error)
+  conn.reset if conn.status == PG::CONNECTION_BAD
+  conn.exec_params('SELECT webhook_fail($1, $2, $3, $4, retryable => true)',
+                   [row['source'], row['idem_key'], row['claim_token'], "#{error.class}: #{error.message.strip}"])
+rescue PG::Error => e
+  # Not even that: the lease expires and another worker takes the key over.
+  warn "webhook_fail: #{e.message}"
+end
+
+# A clean stop: SIGTERM (or Ctrl-C) lets the jobs already leased finish, then
+# the loop ends. (A trap handler should only set a flag.)
+stopping = false
+%w[TERM INT].each { |signal| Signal.trap(signal) { stopping = true } }
+$stdout.sync = true
+
+conn = PG.connect # the libpq environment variables: PGHOST, PGUSER=shop_receiver, ...
+puts "worker started (pid #{Process.pid})"
+until stopping
+  begin
+    conn.reset if conn.status == PG::CONNECTION_BAD # dropped (server restart): reconnect
+    rows = conn.exec_params(NEXT, [LEASE, BATCH]).to_a
+  rescue PG::Error => e
+    warn "webhook_next: #{e.message}"
+    rows = []
+  end
+  sleep IDLE_SLEEP_S if rows.empty?
+  rows.each { |row| run_job(conn, row) }
+end
+conn.close
+puts 'worker stopped'
