@@ -1,0 +1,183 @@
+"""A webhook receiver in FastAPI whose correctness lives in SQL (webhook_dedup).
+
+Providers deliver *at least once*: they retry on timeouts and non-2xx
+answers, sometimes send the same delivery twice at the same moment, and
+anyone can POST to your URL. This receiver makes every valid event take
+effect exactly once with two kinds of SQL calls (examples/README.md is the
+contract it follows):
+
+1. One webhook_receive call verifies the signature over the exact raw body
+   bytes with the keys stored in the database (this app holds no secret),
+   derives the idempotency key from the provider's event id and claims it
+   (or, with WEBHOOK_MODE=enqueue, stores it for worker.py). It runs as its
+   own autocommitted statement, so other workers see the claim at once.
+   Its outcome decides the HTTP answer (answer_to below).
+2. For a claimed key, the job (job.py): two steps, each committing its own
+   writes together with webhook_checkpoint / webhook_complete in ONE
+   transaction. If this process dies in between, the lease expires, the
+   provider's retry reclaims the key and the job resumes after the last
+   step done.
+
+Every answer carries an X-Webhook-Outcome header naming the outcome (only for
+the tests and the curious), and a resumed job X-Webhook-Resumed-From.
+
+Run: see README.md (PGHOST etc. select the database, PORT the port).
+"""
+
+import json
+import logging
+import os
+from contextlib import asynccontextmanager
+from typing import Optional
+
+import psycopg
+import uvicorn
+from fastapi import FastAPI, Request, Response
+from psycopg.rows import namedtuple_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+import job
+
+PROVIDERS = {"github", "stripe", "standard"}  # the route's {provider}, also the scheme
+# Schemes whose signature covers the request URL (docs/sql-reference.md).
+# webhook_receive refuses a url for any other scheme (SQLSTATE 22023), so it
+# gets NULL for github, stripe and standard. (HubSpot also signs the method:
+# add `method => request.method` to the call when you add it.)
+URL_SIGNED = {"twilio", "square", "hubspot"}
+
+LEASE = os.environ.get("WEBHOOK_LEASE")  # e.g. '30 seconds'; None: the extension's default
+MODE = os.environ.get("WEBHOOK_MODE", "claim")  # or 'enqueue': persist, answer 202, worker.py processes
+FAULT_INJECTION = os.environ.get("WEBHOOK_FAULT_INJECTION") == "1"  # tests only
+FAULT_HEADER = "x-demo-fault"
+
+log = logging.getLogger("webhook_dedup.example")
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI):
+    # One pool for the app. conninfo "" means libpq's environment variables
+    # (PGHOST, PGPORT, PGUSER, PGDATABASE). Autocommit: each statement commits
+    # on its own unless we open a transaction (conn.transaction()).
+    pool = AsyncConnectionPool("", min_size=2, max_size=10, open=False,
+                               kwargs={"autocommit": True, "row_factory": namedtuple_row})
+    await pool.open(wait=True)  # fail at startup, not on the first delivery, if the database is unreachable
+    app.state.pool = pool
+    yield
+    await pool.close()
+
+
+app = FastAPI(lifespan=lifespan)
+
+
+def answer(status: int, body, outcome: Optional[str] = None, retry_after: Optional[int] = None,
+           resumed_from: Optional[str] = None) -> Response:
+    """A JSON answer. sort_keys makes a duplicate's body (the result stored as
+    jsonb, read back) byte-identical to the first answer's."""
+    headers = {}
+    if outcome:
+        headers["X-Webhook-Outcome"] = outcome
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    if resumed_from:
+        headers["X-Webhook-Resumed-From"] = resumed_from
+    return Response(json.dumps(body, sort_keys=True), status, headers, media_type="application/json")
+
+
+def headers_json(request: Request) -> dict:
+    """Every request header as the JSON object webhook_receive expects: names
+    lower-cased (HTTP names are case-insensitive), a header sent more than once
+    as the array of its values, in order."""
+    grouped = {}
+    for name, value in request.headers.items():  # repeats included
+        grouped.setdefault(name.lower(), []).append(value)
+    return {name: values[0] if len(values) == 1 else values for name, values in grouped.items()}
+
+
+@app.get("/healthz")
+async def healthz() -> Response:
+    # Served only once the lifespan above has opened the pool.
+    return answer(200, {"status": "ok"})
+
+
+@app.post("/webhooks/{provider}")
+async def receive(provider: str, request: Request) -> Response:
+    if provider not in PROVIDERS:
+        return answer(404, {"error": "unknown provider"})
+    # The exact bytes the provider signed: never parse and re-serialise the
+    # JSON before verifying (psycopg sends bytes as bytea). Put a body-size
+    # limit in front of the app (your proxy's), as providers cap theirs.
+    body = await request.body()
+    # The URL as the provider called it (scheme://host:port/path?query). Behind
+    # a TLS-terminating proxy, let uvicorn trust its X-Forwarded-* headers
+    # (--forwarded-allow-ips) so the scheme and host are the public ones.
+    url = str(request.url) if provider in URL_SIGNED else None
+    try:
+        async with request.app.state.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT * FROM webhook_receive(%s, %s::bytea, %s::jsonb,"
+                " url => %s, lease => %s::interval, mode => %s)",
+                (provider, body, Jsonb(headers_json(request)), url, LEASE, MODE))
+            claim = await cur.fetchone()
+            return await answer_to(conn, provider, claim, body, request)
+    except psycopg.Error:
+        # A provider retries a 5xx, which is what we want for a transient
+        # database problem. The details go to our log, never to the caller.
+        log.exception("database error on a %s delivery", provider)
+        return answer(500, {"error": "internal error"})
+
+
+async def answer_to(conn, provider: str, claim, body: bytes, request: Request) -> Response:
+    """The HTTP answer to webhook_receive's row (examples/README.md's table)."""
+    if claim.outcome == "handshake":
+        # A provider's control message (Slack's url_verification, ...): nothing stored.
+        return answer(200, claim.response, claim.outcome)
+    if not claim.verified:
+        return answer(401, {"error": "invalid signature"})  # nothing was stored
+    if claim.outcome is None:
+        # reject_reason 'missing_event_id' (or 'refused_handshake'): nothing stored.
+        return answer(400, {"error": claim.reject_reason})
+    if claim.outcome == "ignored":
+        return answer(200, {"status": "ignored"}, claim.outcome)  # a type the source does not accept
+    if claim.outcome in ("claimed", "reclaimed"):
+        return await process(conn, provider, claim, body, request)
+    if claim.outcome == "accepted":
+        return answer(202, {"status": "accepted"}, claim.outcome)  # stored: worker.py processes it
+    if claim.outcome == "in_progress":
+        # Another worker holds a live lease: the provider should retry soon.
+        return answer(409, {"error": "delivery is being processed"}, claim.outcome, retry_after=1)
+    if claim.outcome == "duplicate":
+        # The result stored by the first completion: the redelivery gets the
+        # first answer. (Enqueue mode: not processed yet, so no result.)
+        result = claim.result if claim.result is not None else {"status": "duplicate"}
+        return answer(200, result, claim.outcome)
+    if claim.outcome == "conflict":
+        return answer(422, {"error": "event id reused with a different payload"}, claim.outcome)
+    if claim.outcome == "retry_later":
+        # A failed attempt whose retry is not due yet.
+        return answer(503, {"error": "retry scheduled"}, claim.outcome, retry_after=30)
+    if claim.outcome in ("unknown_outcome", "dead_lettered"):
+        # Parked for an operator (webhook_resolve): stop the provider's retries.
+        return answer(202, {"status": claim.outcome}, claim.outcome)
+    raise RuntimeError(f"unexpected outcome {claim.outcome!r}")
+
+
+async def process(conn, provider: str, claim, body: bytes, request: Request) -> Response:
+    """We hold the claim: run the job (job.py), then answer with its result."""
+    fault = None
+    if FAULT_INJECTION and claim.attempt == 1:  # so that the provider's retry succeeds
+        fault = request.headers.get(FAULT_HEADER)
+    work = job.Job(provider, claim.idem_key, claim.claim_token, claim.attempt, claim.last_step,
+                   claim.event_type, claim.event_time, body)
+    result = await job.run(conn, work, fault)
+    if result is None:
+        # Our lease expired and another worker reclaimed the key; our step was
+        # rolled back. The provider's retry will get that worker's answer.
+        return answer(409, {"error": "lease lost to another worker"}, claim.outcome, retry_after=1)
+    resumed = job.NOTIFIED if claim.last_step == job.NOTIFIED else None
+    return answer(200, result, claim.outcome, resumed_from=resumed)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    uvicorn.run(app, host=os.environ.get("HOST", "127.0.0.1"), port=int(os.environ.get("PORT", "8000")))

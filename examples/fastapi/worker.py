@@ -1,0 +1,96 @@
+"""The worker of the persist-then-process variant (WEBHOOK_MODE=enqueue).
+
+app.py stores each verified delivery with webhook_receive(mode => 'enqueue')
+and answers 202 at once; this process takes the stored deliveries with
+webhook_next and runs the same job (job.py) on each. Run as many as you like:
+webhook_next never hands the same key to two workers (SKIP LOCKED), and a
+key whose worker died is handed out again once its lease expires, with
+last_step telling the next worker where to resume.
+
+Environment: the libpq variables (PGHOST, PGPORT, PGUSER, PGDATABASE),
+WEBHOOK_LEASE (as for app.py), WORKER_FAULT (tests only: crash-after-claim or
+crash-after-checkpoint, fired in the first job whose attempt is 1).
+Stops cleanly on SIGTERM (or Ctrl-C): it finishes the jobs it has taken.
+"""
+
+import asyncio
+import json
+import logging
+import os
+import signal
+from datetime import datetime, timezone
+from typing import Optional
+
+import psycopg
+from psycopg.rows import namedtuple_row
+
+import job
+
+LEASE = os.environ.get("WEBHOOK_LEASE")  # None: the source's lease, else the extension's default
+FAULT = os.environ.get("WORKER_FAULT")
+BATCH = 10
+IDLE_SLEEP_S = 0.5  # nothing was due: wait this long before asking again
+
+log = logging.getLogger("webhook_dedup.example.worker")
+
+
+def event_time(source: str, payload: bytes) -> Optional[datetime]:
+    """When the event happened, where the provider says so in the body:
+    Stripe's `created` (Unix seconds). Others: None (no subject update)."""
+    if source != "stripe":
+        return None
+    try:
+        created = json.loads(payload).get("created")
+    except (ValueError, AttributeError):
+        return None
+    if isinstance(created, int) and not isinstance(created, bool):
+        return datetime.fromtimestamp(created, timezone.utc)
+    return None
+
+
+async def run_one(conn: psycopg.AsyncConnection, row) -> None:
+    """The job of one leased delivery; a failure schedules a retry of the key."""
+    fault = FAULT if row.attempt == 1 else None
+    work = job.Job(row.source, row.idem_key, row.claim_token, row.attempt, row.last_step,
+                   row.event_type, event_time(row.source, row.payload), row.payload)
+    try:
+        result = await job.run(conn, work, fault)
+        log.info("%s %s attempt %d: %s", row.source, row.idem_key, row.attempt,
+                 "lease lost, left to its new holder" if result is None else "completed")
+    except Exception as exc:
+        # The job's transaction was rolled back. Record the failure: the key is
+        # handed out again after a backoff (dead-lettered after max_attempts).
+        # (If the database connection itself is gone, this raises too and the
+        # worker exits: let your supervisor restart it.)
+        log.exception("%s %s attempt %d failed", row.source, row.idem_key, row.attempt)
+        await conn.execute("SELECT webhook_fail(%s, %s, %s, %s, retryable => true)",
+                           (row.source, row.idem_key, row.claim_token, f"{type(exc).__name__}: {exc}"))
+
+
+async def main() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    # Autocommit, as in app.py: webhook_next is its own statement, committed at
+    # once, so the lease it takes is visible to every other worker at once.
+    async with await psycopg.AsyncConnection.connect("", autocommit=True, row_factory=namedtuple_row) as conn:
+        log.info("worker started (lease %s, batch %d)", LEASE or "default", BATCH)
+        while not stop.is_set():
+            cur = await conn.execute("SELECT * FROM webhook_next(lease => %s::interval, batch => %s)",
+                                     (LEASE, BATCH))
+            rows = await cur.fetchall()
+            for row in rows:  # taken: finish them even when asked to stop
+                await run_one(conn, row)
+            if not rows:
+                try:
+                    await asyncio.wait_for(stop.wait(), IDLE_SLEEP_S)
+                except asyncio.TimeoutError:
+                    pass
+    log.info("worker stopped")
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    asyncio.run(main())
