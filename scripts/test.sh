@@ -8,7 +8,9 @@
 #   5. cluster: many connections, killed backends, a crashed server, the
 #      background worker and deletes of expired keys under load (pytest; the
 #      worker and retention tests start clusters of their own);
-#   6. end-to-end: the example receiver and real signed deliveries (pytest);
+#   6. end-to-end: the demo's receiver, every example receiver (FastAPI,
+#      Express, Sinatra: receiver and worker) and the SQL walk-through, with
+#      real signed deliveries (pytest);
 #   7. upgrade: 0.1.0 built from its commit, filled, updated to this version
 #      (pytest; after the shared cluster stopped, since it installs other
 #      builds of the library).
@@ -70,7 +72,7 @@ export WEBHOOK_DEDUP_PGDATA=$CLUSTER_DIR/data WEBHOOK_DEDUP_PG_BIN=$PG_BIN WEBHO
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "cluster tests failed"
 summary+=("cluster: $(tail -1 "$WORK/cluster.log")")
 
-log "6/7 end-to-end (pytest, real receiver, real signed deliveries)"
+log "6/7 end-to-end (pytest: the demo receiver, the FastAPI, Express and Sinatra examples, real signed deliveries)"
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/e2e 2>&1 | tee "$WORK/e2e.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "end-to-end tests failed"
 summary+=("e2e: $(tail -1 "$WORK/e2e.log")")
