@@ -123,6 +123,17 @@ cluster_stop() {
     rm -rf "$CLUSTER_DIR"
 }
 
+# The extension's version: Cargo.toml's [package] version, which cargo pgrx
+# writes into webhook_dedup.control's default_version (@CARGO_VERSION@).
+project_version() {
+    sed -n '/^\[package\]/,/^\[/s/^version *= *"\([^"]*\)".*/\1/p' "$ROOT/Cargo.toml"
+}
+
+# The Debian package scripts/package.sh builds for PostgreSQL $PG_MAJOR.
+deb_package_name() {
+    echo "postgresql-$PG_MAJOR-webhook-dedup"
+}
+
 # pgxn_meta, the validator of PGXN's META.json by the spec's maintainers
 # (crates.io crate pgxn_meta, PostgreSQL licence; it checks a file against
 # the spec's JSON schemas), into ~/.cargo/bin; about a minute on 2 cores, once.
