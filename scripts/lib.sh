@@ -149,3 +149,25 @@ cluster_stop() {
     runuser -u "$PG_OS_USER" -- "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
     rm -rf "$CLUSTER_DIR"
 }
+
+# The extension's version: Cargo.toml's [package] version, which cargo pgrx
+# writes into webhook_dedup.control's default_version (@CARGO_VERSION@).
+project_version() {
+    sed -n '/^\[package\]/,/^\[/s/^version *= *"\([^"]*\)".*/\1/p' "$ROOT/Cargo.toml"
+}
+
+# The Debian package scripts/package.sh builds for PostgreSQL $PG_MAJOR.
+deb_package_name() {
+    echo "postgresql-$PG_MAJOR-webhook-dedup"
+}
+
+# pgxn_meta, the validator of PGXN's META.json by the spec's maintainers
+# (crates.io crate pgxn_meta, PostgreSQL licence; it checks a file against
+# the spec's JSON schemas), into ~/.cargo/bin; about a minute on 2 cores, once.
+PGXN_META_VERSION=0.7.0
+ensure_pgxn_meta() {
+    if ! pgxn_meta --version 2>/dev/null | grep -q " $PGXN_META_VERSION\$"; then
+        log "installing pgxn_meta $PGXN_META_VERSION (the PGXN META.json validator; about a minute, once)"
+        cargo install pgxn_meta --version "$PGXN_META_VERSION" --locked --quiet
+    fi
+}

@@ -13,7 +13,12 @@
 #      real signed deliveries (pytest);
 #   7. upgrade: 0.1.0 built from its commit, filled, updated to this version
 #      (pytest; after the shared cluster stopped, since it installs other
-#      builds of the library).
+#      builds of the library);
+#   8. package: scripts/package.sh builds the .deb and the source tarball;
+#      META.json against the PGXN Meta Spec (pgxn_meta); the .deb's fields
+#      and files, and a server run from them; then the .deb installed with
+#      apt-get, a cluster claiming with it, and its removal (pytest); the
+#      development build is installed again afterwards.
 # Installs whatever is missing first (see scripts/lib.sh). Exits non-zero on
 # the first failing layer; prints each runner's summary line.
 source "$(dirname "$0")/lib.sh"
@@ -27,17 +32,17 @@ chown "$PG_OS_USER" "$WORK"
 cleanup() { cluster_stop; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-log "1/7 lint: cargo fmt --check, cargo clippy -D warnings, type-check for PostgreSQL 13..18"
+log "1/8 lint: cargo fmt --check, cargo clippy -D warnings, type-check for PostgreSQL 13..18"
 cargo fmt --check
 cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --all-targets -- -D warnings
 "$ROOT/scripts/check-versions.sh"
 summary+=("lint: ok (rustfmt, clippy, builds for pg13..pg18)")
 
-log "2/7 unit tests (pure Rust)"
+log "2/8 unit tests (pure Rust)"
 cargo test --quiet --lib --no-default-features --features "pg$PG_MAJOR" 2>&1 | tee "$WORK/unit.log"
 summary+=("unit: $(grep '^test result:' "$WORK/unit.log" | tail -1)")
 
-log "3/7 #[pg_test] (cargo pgrx test pg$PG_MAJOR api::tests: the pg_tests only, the unit tests ran above)"
+log "3/8 #[pg_test] (cargo pgrx test pg$PG_MAJOR api::tests: the pg_tests only, the unit tests ran above)"
 # One test at a time: several pg_tests delete keys of the shared keys table
 # and take the maintenance lock, which concurrent tests (separate backends)
 # would contend for.
@@ -51,7 +56,7 @@ summary+=("pg_test: $(grep '^test result:' "$WORK/pgtest.log" | head -1)")
 install_extension
 cluster_start
 
-log "4/7 isolation specs (pg_isolation_regress)"
+log "4/8 isolation specs (pg_isolation_regress)"
 ISOLATION=$(dirname "$($PG_CONFIG --pgxs)")/../test/isolation/pg_isolation_regress
 specs=$(cd tests/isolation/specs && ls ./*.spec | sed 's|^\./||; s|\.spec$||')
 # shellcheck disable=SC2086
@@ -65,23 +70,36 @@ fi
 grep -E '^(ok|not ok|test) ' "$WORK/isolation.log" || true
 summary+=("isolation: $(grep -cE '^(ok|test .*\.\.\. ok)' "$WORK/isolation.log") specs passed")
 
-log "5/7 cluster tests (pytest: 32 connections on 1,000 keys, killed backends, a crashed server, the worker, deletes under load)"
+log "5/8 cluster tests (pytest: 32 connections on 1,000 keys, killed backends, a crashed server, the worker, deletes under load)"
 psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION webhook_dedup'
 export WEBHOOK_DEDUP_PGDATA=$CLUSTER_DIR/data WEBHOOK_DEDUP_PG_BIN=$PG_BIN WEBHOOK_DEDUP_PG_OS_USER=$PG_OS_USER
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/cluster 2>&1 | tee "$WORK/cluster.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "cluster tests failed"
 summary+=("cluster: $(tail -1 "$WORK/cluster.log")")
 
-log "6/7 end-to-end (pytest: the demo receiver, the FastAPI, Express and Sinatra examples, real signed deliveries)"
+log "6/8 end-to-end (pytest: the demo receiver, the FastAPI, Express and Sinatra examples, the SQL walk-through, real signed deliveries)"
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/e2e 2>&1 | tee "$WORK/e2e.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "end-to-end tests failed"
 summary+=("e2e: $(tail -1 "$WORK/e2e.log")")
 
-log "7/7 upgrade (pytest: 0.1.0 from commit 9f23a3f, filled with keys in every state, ALTER EXTENSION UPDATE)"
+log "7/8 upgrade (pytest: 0.1.0 from commit 9f23a3f, filled with keys in every state, ALTER EXTENSION UPDATE)"
 cluster_stop
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/upgrade 2>&1 | tee "$WORK/upgrade.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "upgrade tests failed"
 summary+=("upgrade: $(tail -1 "$WORK/upgrade.log")")
+
+log "8/8 package (scripts/package.sh; META.json for PGXN; the .deb inspected, installed with apt-get, used, removed)"
+ensure_pgxn_meta
+"$ROOT/scripts/package.sh" --out "$WORK/package"
+export WEBHOOK_DEDUP_DEB
+WEBHOOK_DEDUP_DEB=$WORK/package/$(deb_package_name)_$(project_version)_$(dpkg --print-architecture).deb
+package_status=0
+"$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/package 2>&1 | tee "$WORK/package.log" || package_status=$?
+# Removing the package deleted the installed library and scripts: put the
+# development build back, whatever the tests did.
+install_extension
+[ "$package_status" -eq 0 ] || die "package tests failed"
+summary+=("package: $(tail -1 "$WORK/package.log")")
 
 log "all layers passed"
 printf '  %s\n' "${summary[@]}"

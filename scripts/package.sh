@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Builds the packages a DBA installs from, into DIR (default target/package):
+#   postgresql-$PG_MAJOR-webhook-dedup_<version>_<arch>.deb  the extension for
+#       PostgreSQL $PG_MAJOR (library, control file, install and upgrade
+#       scripts), built by `cargo pgrx package` (release);
+#   webhook_dedup-<version>.tar.gz  the source distribution: `git archive` of
+#       HEAD (committed files only), with META.json for PGXN.
+# <version> is Cargo.toml's (cargo pgrx writes it into webhook_dedup.control's
+# default_version); it must equal META.json's. PG_MAJOR as in scripts/lib.sh
+# (default 15). Install the .deb with `sudo apt-get install ./<file>.deb`.
+#
+# Usage: scripts/package.sh [--out DIR]
+#
+# Needs no root: the files are staged in a temporary directory and
+# `dpkg-deb --root-owner-group` records them as owned by root:root. Needs
+# Rust, cargo-pgrx 0.18.1 (installed when missing), the PostgreSQL server
+# headers (postgresql-server-dev-$PG_MAJOR), dpkg-dev and git. Runs lintian
+# on the .deb when it is installed, for information only.
+source "$(dirname "$0")/lib.sh"
+
+usage="usage: $0 [--out DIR]"
+out=$ROOT/target/package
+while [ $# -gt 0 ]; do
+    case $1 in
+        --out) [ $# -ge 2 ] || die "$usage"; out=$2; shift 2 ;;
+        --out=*) out=${1#--out=}; shift ;;
+        -h | --help) echo "$usage"; exit 0 ;;
+        *) die "unknown argument $1; $usage" ;;
+    esac
+done
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+for tool in dpkg dpkg-deb dpkg-shlibdeps git gzip python3 strip; do
+    command -v "$tool" >/dev/null || die "$tool not found (Debian packages dpkg-dev, binutils, git, python3)"
+done
+[ -x "$PG_CONFIG" ] || die "$PG_CONFIG not found: install postgresql-server-dev-$PG_MAJOR"
+ensure_rust
+ensure_cargo_pgrx
+
+# META.json (PGXN) is the one place for the maintainer and the abstract.
+meta() {
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$ROOT/META.json" "$1"
+}
+version=$(project_version)
+[ -n "$version" ] || die "no [package] version in $ROOT/Cargo.toml"
+[ "$(meta version)" = "$version" ] || die "META.json has version $(meta version), Cargo.toml $version"
+maintainer=$(meta maintainer)
+synopsis=$(meta abstract)
+description=$(meta description)
+arch=$(dpkg --print-architecture)
+pkg=$(deb_package_name)
+deb=$out/${pkg}_${version}_${arch}.deb
+tarball=$out/webhook_dedup-$version.tar.gz
+commit=$(git -C "$ROOT" rev-parse --short HEAD)
+if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no)" ]; then
+    log "note: the working tree has uncommitted changes; the .deb is built from them, the tarball from HEAD ($commit)"
+    commit="$commit with uncommitted changes"
+fi
+# Reproducible dates: the files' mtimes and the changelog's date are HEAD's
+# commit time (https://reproducible-builds.org/specs/source-date-epoch/).
+SOURCE_DATE_EPOCH=$(git -C "$ROOT" log -1 --format=%ct HEAD)
+export SOURCE_DATE_EPOCH
+
+stage=$(mktemp -d "${TMPDIR:-/tmp}/webhook_dedup_package.XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+root=$stage/root
+
+log "cargo pgrx package: webhook_dedup $version for PostgreSQL $PG_MAJOR (release build)"
+if ! (cd "$ROOT" && cargo pgrx package --pg-config "$PG_CONFIG" --no-default-features \
+        --features "pg$PG_MAJOR" --out-dir "$root") >"$stage/build.log" 2>&1; then
+    tail -50 "$stage/build.log" >&2
+    die "cargo pgrx package failed"
+fi
+lib=$root$("$PG_CONFIG" --pkglibdir)/webhook_dedup.so
+extdir=$root$("$PG_CONFIG" --sharedir)/extension
+for f in "$lib" "$extdir/webhook_dedup.control" "$extdir/webhook_dedup--$version.sql"; do
+    [ -f "$f" ] || die "cargo pgrx package did not produce ${f#"$root"}"
+done
+grep -qx "default_version = '$version'" "$extdir/webhook_dedup.control" \
+    || die "the packaged webhook_dedup.control's default_version is not '$version'"
+
+# What dh_strip does to a shared library (debhelper's dh_strip(1)); the
+# exported symbols PostgreSQL looks up (Pg_magic_func, pg_finfo_*) stay.
+strip --remove-section=.comment --remove-section=.note --strip-unneeded "$lib"
+
+# Documentation (Debian Policy 12.5 copyright; 12.7: the changelog of a
+# native package, one without a Debian revision, is changelog.gz).
+doc=$root/usr/share/doc/$pkg
+mkdir -p "$doc"
+first_year=$(git -C "$ROOT" log --format=%cd --date=format:%Y | sort -u | sed -n 1p)
+last_year=$(git -C "$ROOT" log -1 --format=%cd --date=format:%Y)
+years=$first_year
+[ "$first_year" = "$last_year" ] || years="$first_year-$last_year"
+{
+    # https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+    echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
+    echo "Upstream-Name: webhook_dedup"
+    echo "Upstream-Contact: $maintainer"
+    echo "Comment: $(basename "$lib") links in these Rust crates (cargo tree, normal"
+    echo " dependencies with features pg$PG_MAJOR), each under the licence its Cargo.toml"
+    echo " states (SPDX expression):"
+    (cd "$ROOT" && cargo tree --locked --edges normal,no-proc-macro --prefix none \
+        --format '{p}: {l}' --no-default-features --features "pg$PG_MAJOR") \
+        | grep -v '^webhook_dedup ' | sed 's/ (\*)$//; s/ (proc-macro)//' | LC_ALL=C sort -u | sed 's/^/ /'
+    echo
+    echo "Files: *"
+    echo "Copyright: $years $(git -C "$ROOT" log --format=%an | LC_ALL=C sort -u | paste -sd, | sed 's/,/, /g')"
+    echo "License: Expat"
+    sed 's/^$/./; s/^/ /' <<'EOF'
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in
+all copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+EOF
+} > "$doc/copyright"
+# Debian Policy 4.4: the changelog's format; its date is RFC 5322 (git's %cD).
+{
+    echo "$pkg ($version) unstable; urgency=medium"
+    echo
+    echo "  * webhook_dedup $version, built by scripts/package.sh"
+    echo "    from commit $commit."
+    echo
+    echo " -- $maintainer  $(git -C "$ROOT" log -1 --format=%cD HEAD)"
+} | gzip -9n > "$doc/changelog.gz"
+
+# Debian Policy 10.9: directories 0755, files 0644; 8.1: shared libraries
+# are not executable.
+find "$root" -type d -exec chmod 0755 {} +
+find "$root" -type f -exec chmod 0644 {} +
+find "$root" -exec touch --no-dereference --date="@$SOURCE_DATE_EPOCH" {} +
+
+# The shared libraries the .so needs, as the package names and minimum
+# versions that provide them (dpkg-shlibdeps(1); it reads debian/control
+# from its working directory, so it gets a minimal one).
+mkdir -p "$stage/shlibs/debian"
+printf 'Source: webhook-dedup\n\nPackage: %s\nArchitecture: any\n' "$pkg" > "$stage/shlibs/debian/control"
+shlibs=$(cd "$stage/shlibs" && dpkg-shlibdeps -O -e"$lib" 2>"$stage/shlibdeps.log") \
+    || { cat "$stage/shlibdeps.log" >&2; die "dpkg-shlibdeps failed"; }
+shlibs=${shlibs#shlibs:Depends=}
+[ -n "$shlibs" ] || die "dpkg-shlibdeps found no dependency of $(basename "$lib") (expected at least libc6)"
+
+# The binary package's control file: Debian Policy 5.3 lists its fields,
+# 5.6 defines them (Installed-Size in KiB, 5.6.20; the Description's
+# synopsis and long lines, 5.6.13).
+mkdir -p "$root/DEBIAN"
+(cd "$root" && find usr -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum) > "$root/DEBIAN/md5sums"
+{
+    echo "Package: $pkg"
+    echo "Version: $version"
+    echo "Architecture: $arch"
+    echo "Maintainer: $maintainer"
+    echo "Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)"
+    echo "Depends: postgresql-$PG_MAJOR, $shlibs"
+    echo "Section: database"
+    echo "Priority: optional"
+    echo "Description: $synopsis"
+    fold -s -w 72 <<<"$description" | sed 's/ *$//; s/^/ /'
+    echo " ."
+    fold -s -w 72 <<<"This package is built for PostgreSQL $PG_MAJOR. Add webhook_dedup to shared_preload_libraries (for the metrics and the background worker; restart the server), then run CREATE EXTENSION webhook_dedup in the receiver's database." \
+        | sed 's/ *$//; s/^/ /'
+} > "$root/DEBIAN/control"
+chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/md5sums"
+
+log "dpkg-deb --build $(basename "$deb")"
+rm -f "$deb"
+dpkg-deb --root-owner-group --build "$root" "$deb" >/dev/null
+log "git archive $(basename "$tarball") (HEAD, $(git -C "$ROOT" rev-parse --short HEAD))"
+git -C "$ROOT" archive --format=tar.gz --prefix="webhook_dedup-$version/" -o "$tarball" HEAD
+
+if command -v lintian >/dev/null; then
+    log "lintian $(basename "$deb") (information only)"
+    lintian --tag-display-limit 0 "$deb" >&2 || true
+fi
+printf '%s\n' "$deb" "$tarball"
