@@ -127,6 +127,40 @@ OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
 SOFTWARE.
 EOF
 } > "$doc/copyright"
+# The notices those crates' licences ask a binary distribution to carry
+# (BSD-3-Clause, Apache-2.0 NOTICE files, ...): every LICENSE*, COPYING*,
+# NOTICE* and COPYRIGHT* file each crate's source holds, as published, under
+# third-party/<crate>-<version>/ (paths from cargo metadata).
+(cd "$ROOT" && cargo tree --locked --edges normal,no-proc-macro --prefix none --format '{p}' \
+    --no-default-features --features "pg$PG_MAJOR") | sed 's/ (\*)$//; s/ (proc-macro)//' \
+    | LC_ALL=C sort -u > "$stage/crates"
+(cd "$ROOT" && cargo metadata --locked --format-version 1 --no-default-features --features "pg$PG_MAJOR") \
+    | python3 -c '
+import json, pathlib, shutil, sys
+wanted = set(open(sys.argv[1]).read().split("\n"))
+out = pathlib.Path(sys.argv[2])
+out.mkdir()
+without = []
+for p in json.load(sys.stdin)["packages"]:
+    crate, version = p["name"], p["version"]
+    name = f"{crate} v{version}"
+    if name not in wanted or p["source"] is None:  # None: this crate itself
+        continue
+    src = pathlib.Path(p["manifest_path"]).parent
+    notices = sorted(f for f in src.iterdir() if f.is_file()
+                     and f.name.upper().startswith(("LICENSE", "LICENCE", "COPYING", "NOTICE", "COPYRIGHT")))
+    if not notices:
+        without.append(name + ": " + str(p["license"]))
+        continue
+    dest = out / f"{crate}-{version}"
+    dest.mkdir(parents=True)
+    for f in notices:
+        shutil.copyfile(f, dest / f.name)
+(out / "README").write_text(
+    "The licence and notice files of the Rust crates linked into webhook_dedup.so,\n"
+    "as each crate publishes them. These crates publish none; the licence their\n"
+    "Cargo.toml names (SPDX) applies:\n" + "".join(f"  {w}\n" for w in sorted(without)))
+' "$stage/crates" "$doc/third-party"
 # Debian Policy 4.4: the changelog's format; its date is RFC 5322 (git's %cD).
 {
     echo "$pkg ($version) unstable; urgency=medium"

@@ -55,7 +55,8 @@ def pg_config(*args: str) -> str:
 
 
 def expected_files(expected: Expected) -> set:
-    """Every regular file the package installs."""
+    """Every regular file the package installs, but the third-party licence
+    files (/usr/share/doc/<package>/third-party/, checked apart)."""
     ext = f"{pg_config('--sharedir')}/extension"
     upgrades = {f"{ext}/{p.name}" for p in (ROOT / "sql").glob("webhook_dedup--*--*.sql")}
     doc = f"/usr/share/doc/{expected.name}"
