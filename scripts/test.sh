@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test of webhook_dedup, each layer for what it can prove:
-#   1. lint: rustfmt and clippy (warnings are errors), and a type-check
-#      against PostgreSQL 13..18 (scripts/check-versions.sh);
+#   1. lint: rustfmt and clippy (warnings are errors), a type-check
+#      against PostgreSQL 13..18 (scripts/check-versions.sh), and the Grafana
+#      dashboard's queries against the exporter's metrics (pytest);
 #   2. unit: the pure Rust modules (cargo test, no PostgreSQL);
 #   3. pg_test: the SQL functions in one session (cargo pgrx test);
 #   4. isolation: races between sessions (pg_isolation_regress) on a real cluster;
@@ -32,11 +33,14 @@ chown "$PG_OS_USER" "$WORK"
 cleanup() { cluster_stop; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-log "1/8 lint: cargo fmt --check, cargo clippy -D warnings, type-check for PostgreSQL 13..18"
+log "1/8 lint: cargo fmt --check, cargo clippy -D warnings, type-check for PostgreSQL 13..18, the Grafana dashboard"
 cargo fmt --check
 cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --all-targets -- -D warnings
 "$ROOT/scripts/check-versions.sh"
-summary+=("lint: ok (rustfmt, clippy, builds for pg13..pg18)")
+# the Grafana dashboard against the postgres_exporter query file (no database)
+"$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/contrib 2>&1 | tee "$WORK/contrib.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "the Grafana dashboard does not match the exporter's metrics"
+summary+=("lint: ok (rustfmt, clippy, builds for pg13..pg18; dashboard: $(tail -1 "$WORK/contrib.log"))")
 
 log "2/8 unit tests (pure Rust)"
 cargo test --quiet --lib --no-default-features --features "pg$PG_MAJOR" 2>&1 | tee "$WORK/unit.log"

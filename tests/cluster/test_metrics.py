@@ -283,6 +283,11 @@ def test_the_postgres_exporter_queries_run_as_pg_monitor(cluster):
                      " EXCEPTION WHEN duplicate_object THEN NULL; END $$")
         for key in ("x1", "x2", "x3", "x1"):  # three first claims, one duplicate in progress
             conn.execute("SELECT webhook_claim('exported', %s)", (key,))
+        # two signature rejections, by reason: no signature header, a signature that does not match
+        for headers in ({"X-GitHub-Delivery": "d1"},
+                        {"X-GitHub-Delivery": "d2", "X-Hub-Signature-256": "sha256=" + "00" * 32}):
+            conn.execute("SELECT webhook_receive('github', '{}', %s::jsonb, ARRAY['s3cret'], source => 'exported')",
+                         (json.dumps(headers),))
     with psycopg.connect(host=str(cluster.dir), port=5432, user="exporter", dbname="metrics",
                          autocommit=True) as conn:
         for name, spec in queries.items():
@@ -294,8 +299,13 @@ def test_the_postgres_exporter_queries_run_as_pg_monitor(cluster):
                 (column, meta), = metric.items()
                 assert meta["usage"] in ("LABEL", "GAUGE") and meta["description"], (name, column)
             if name == "webhook_dedup_last_hour":
-                by_source = {r[0]: r for r in rows}
-                assert by_source["exported"][1:3] == (4, 3), "deliveries and first claims"
-                assert by_source["exported"][5] == 1, "duplicates in progress"
+                exported = dict(zip(declared, {r[0]: r for r in rows}["exported"]))
+                assert (exported["deliveries"], exported["first_claims"]) == (4, 3)
+                assert exported["duplicates_in_progress"] == 1
+                rejected = {c: v for c, v in exported.items() if c.startswith("rejected_")}
+                assert exported["signature_rejections"] == 2
+                assert rejected == {**{c: 0 for c in rejected}, "rejected_missing_header": 1,
+                                    "rejected_no_matching_signature": 1}
+                assert len(rejected) == 6, "one column per reason of webhook_verify_detail"
             if name == "webhook_dedup_open_keys":
                 assert ("exported", "processing", 3) in [r[:3] for r in rows]
