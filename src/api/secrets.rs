@@ -30,6 +30,25 @@ mod webhook_dedup {
         &["id", "source", "not_before", "not_after", "created_at", "valid_now", "fingerprint", "note"],
     );
 
+    /// 22023 when `secret` cannot be a key of the scheme of `source`: its
+    /// provider in `webhook_dedup.sources`, else its name (the rule X's CRC
+    /// answer uses too). A source whose name is no scheme is not checked
+    /// here; `webhook_receive` checks its keys against the scheme it is
+    /// called with.
+    fn check_key_of_scheme(conn: &spi::Conn<'_>, source: &str, secret: &str) {
+        let settings = crate::store::sources::settings(conn, source);
+        let named = settings.provider.as_deref().unwrap_or(source);
+        let Ok(scheme) = crate::signature::Scheme::parse(named) else { return };
+        if let Err(e) = crate::signature::keys(scheme, &[secret]) {
+            Error::invalid_with_hint(
+                format!("the secret is not a key of scheme {}, the scheme of source \"{source}\": {e}", scheme.name()),
+                "Use the secret (or public key) the provider shows for this endpoint; \
+                 set webhook_dedup.sources.provider if the source is verified with another scheme.",
+            )
+            .raise()
+        }
+    }
+
     /// `not_after` must come after `not_before` (22023).
     fn check_window(not_before: i64, not_after: Option<i64>) {
         if not_after.is_some_and(|end| end <= not_before) {
@@ -40,10 +59,15 @@ mod webhook_dedup {
     /// Store a verification key for `source`, valid from `not_before`
     /// (inclusive) until `not_after` (exclusive; NULL: no end); returns its
     /// id. The secret is stored as given (a provider's secret, or for an
-    /// asymmetric scheme its public key) and never returned. Errors: 22004
-    /// NULL source or secret; 22023 a source of 0 or more than 255
-    /// characters, an empty or whitespace-padded secret (never echoed),
-    /// infinite times, `not_after` not after `not_before`.
+    /// asymmetric scheme its public key) and never returned. When the
+    /// source's scheme is known (its `webhook_dedup.sources.provider`, else
+    /// its name, is a scheme), the secret must be a key of that scheme (a
+    /// Standard Webhooks `whsec_` secret in canonical base64, an Ed25519 or
+    /// P-256 public key), the check `webhook_receive` would otherwise make
+    /// on every delivery. Errors: 22004 NULL source or secret; 22023 a
+    /// source of 0 or more than 255 characters, an empty or
+    /// whitespace-padded secret or one that is no key of the source's scheme
+    /// (never echoed), infinite times, `not_after` not after `not_before`.
     #[pg_extern(volatile, parallel_unsafe)]
     fn add_secret(
         source: Option<&str>,
@@ -60,6 +84,7 @@ mod webhook_dedup {
         let until = not_after.map(|t| micros(t, "not_after").or_raise());
         check_window(from, until);
         spi::connected(|conn| {
+            check_key_of_scheme(conn, source, secret);
             let rows = conn.execute(
                 &ADD,
                 &[

@@ -109,6 +109,27 @@ mod tests {
         assert!(!bad.contains("not base64"), "the secret is never echoed: {bad}");
     }
 
+    /// A source whose provider, else its name, is a scheme gets only keys of
+    /// that scheme: the error comes when the key is added, not as a 22023 on
+    /// every delivery (which a provider would retry for days). The secret
+    /// is never echoed.
+    #[pg_test]
+    fn a_key_is_checked_against_the_sources_scheme_when_added() {
+        let by_name = error_of("SELECT webhook_dedup.add_secret('standard', 'whsec_not base64!')");
+        assert!(
+            by_name.starts_with("22023: the secret is not a key of scheme standard, the scheme of source \"standard\""),
+            "{by_name}"
+        );
+        assert!(!by_name.contains("not base64!"), "the secret is never echoed: {by_name}");
+        Spi::run("INSERT INTO webhook_dedup.sources (source, provider) VALUES ('billing', 'discord')").unwrap();
+        let by_provider = error_of("SELECT webhook_dedup.add_secret('billing', 'not-a-public-key')");
+        assert!(by_provider.starts_with("22023: the secret is not a key of scheme discord"), "{by_provider}");
+        // keys of the scheme, and any secret of a source that names no scheme
+        add("standard", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", T0);
+        add("github", "any shared secret", T0);
+        add("sw-custom", "whsec_not base64!", T0);
+    }
+
     /// X's CRC is answered before any verification with a MAC of the
     /// caller's token: with stored keys, only a twitter source's keys may
     /// answer it, else a receiver could have another provider's key sign

@@ -54,9 +54,16 @@ def pg_config(*args: str) -> str:
     return run([str(Path(pg_bin) / "pg_config"), *args]).strip()
 
 
+def without_third_party(paths, expected: Expected) -> set:
+    """`paths` but the third-party licence files
+    (/usr/share/doc/<package>/third-party/, one folder per linked crate)."""
+    folder = f"/usr/share/doc/{expected.name}/third-party/"
+    return {p for p in paths if not p.startswith(folder)}
+
+
 def expected_files(expected: Expected) -> set:
     """Every regular file the package installs, but the third-party licence
-    files (/usr/share/doc/<package>/third-party/, checked apart)."""
+    files (see without_third_party)."""
     ext = f"{pg_config('--sharedir')}/extension"
     upgrades = {f"{ext}/{p.name}" for p in (ROOT / "sql").glob("webhook_dedup--*--*.sql")}
     doc = f"/usr/share/doc/{expected.name}"
