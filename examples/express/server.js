@@ -19,7 +19,7 @@ const http = require('node:http');
 const express = require('express');
 const { createPool, runJob, subjectOf, parseJson, FAULTS } = require('./job');
 
-const PORT = Number(process.env.PORT || 8080);
+const PORT = Number(process.env.PORT || 3000); // Express's conventional port
 const HOST = process.env.HOST || '127.0.0.1';
 const LEASE = process.env.WEBHOOK_LEASE || null; // null: the extension's default lease
 const MODE = process.env.WEBHOOK_MODE || 'claim';
@@ -143,8 +143,9 @@ async function receive(req, res) {
       return answer(res, 409, { error: 'delivery is being processed' }, { outcome, retryAfter: 1 });
     case 'duplicate':
       // Processed before: answer what the first completion stored, so a
-      // redelivery gets the same answer, byte for byte.
-      return answer(res, 200, r.result, { outcome });
+      // redelivery gets the same answer, byte for byte. (Enqueue mode: the
+      // call does not read the stored result, so there is none to answer.)
+      return answer(res, 200, r.result ?? { status: 'duplicate' }, { outcome });
     case 'conflict':
       return answer(res, 422, { error: 'event id reused with a different payload' }, { outcome });
     case 'retry_later': // a failed attempt is not due again yet
@@ -176,11 +177,26 @@ app.use((err, req, res, next) => {
   answer(res, status, { error: status === 500 ? 'internal error' : http.STATUS_CODES[status] });
 });
 
+// The webhook_receive this app calls (webhook_dedup 0.2.0 and later), by its
+// exact signature, as it resolves on the search path: a missing extension is
+// found at start-up, not on the first delivery (FastAPI and Sinatra probe the
+// same way).
+const RECEIVE_SIGNATURE = 'webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, '
+  + 'boolean, interval, timestamp with time zone, text, text, text, text, text, text)';
+
 async function main() {
   // Fail fast when the database is unreachable or lacks the extension.
-  const { rows: [probe] } = await pool.query(
-    "SELECT count(*) > 0 AS installed FROM pg_catalog.pg_proc WHERE proname = 'webhook_receive'");
-  if (!probe.installed) throw new Error('webhook_dedup is not installed: run CREATE EXTENSION webhook_dedup');
+  let probe;
+  try {
+    ({ rows: [probe] } = await pool.query(
+      'SELECT to_regprocedure($1) IS NOT NULL AS installed, current_database() AS database', [RECEIVE_SIGNATURE]));
+  } catch (err) {
+    throw new Error(`cannot connect to the database: ${err.message}`);
+  }
+  if (!probe.installed) {
+    throw new Error(`webhook_dedup is not installed in database ${probe.database} (or is too old): `
+      + 'run CREATE EXTENSION webhook_dedup (or ALTER EXTENSION webhook_dedup UPDATE)');
+  }
 
   const server = app.listen(PORT, HOST, (err) => {
     if (err) {

@@ -40,13 +40,49 @@ function pause(ms) {
   });
 }
 
-// The event time, read from the body where the provider puts one there:
-// Stripe's `created` (Unix seconds). Standard Webhooks and GitHub: none, so
-// their subjects are not updated by the worker (examples/README.md).
+// The event time, read from the body as webhook_receive reads it (the
+// provider's profile, webhook_dedup.providers): Stripe's `created` (Unix
+// seconds), Standard Webhooks' `timestamp` (RFC 3339); GitHub sends none.
+// null when there is none or it does not parse: no subject update. Returns
+// timestamptz text for PostgreSQL, microseconds kept (a Date keeps only
+// milliseconds). (A source whose event_time_from you set in
+// webhook_dedup.sources needs the same change here.)
 function eventTimeOf(source, event) {
-  return source === 'stripe' && Number.isFinite(event?.created)
-    ? new Date(event.created * 1000).toISOString()
-    : null;
+  if (source === 'stripe') return unixSeconds(event?.created);
+  if (source === 'standard') return rfc3339(event?.timestamp);
+  return null;
+}
+
+// A JSON integer (or its digits in a string), as the profile's unix_seconds.
+function unixSeconds(value) {
+  const text = typeof value === 'number' || typeof value === 'string' ? String(value).trim() : '';
+  if (!/^[0-9]{1,12}$/.test(text)) return null;
+  const time = new Date(Number(text) * 1000);
+  return time.getUTCFullYear() <= 9999 ? time.toISOString() : null;
+}
+
+// An RFC 3339 date-time string (2024-05-01T12:00:00.123456Z, with an offset
+// or Z), as the profile's rfc3339: digits past the microsecond are dropped.
+// (A leap second, :60, gives null here.)
+const RFC3339 = new RegExp('^([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})'
+  + '(?:\\.([0-9]+))?(?:[Zz]|([+-])([0-9]{2}):([0-9]{2}))$');
+
+function rfc3339(value) {
+  const m = typeof value === 'string' ? RFC3339.exec(value.trim()) : null;
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
+  const [sign, offsetHours, offsetMinutes] = [m[8] ?? '+', m[9] ?? '00', m[10] ?? '00'];
+  if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)
+      || hour > 23 || minute > 59 || second > 59 || Number(offsetHours) > 23 || Number(offsetMinutes) > 59) {
+    return null; // no such day or time
+  }
+  const fraction = (m[7] ?? '').slice(0, 6).padEnd(6, '0');
+  return `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}.${fraction}${sign}${offsetHours}:${offsetMinutes}`;
+}
+
+function daysInMonth(year, month) {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
 }
 
 // One stored delivery, leased to us by webhook_next. An exception in the job

@@ -54,14 +54,51 @@ FAULT_HEADER = "x-demo-fault"
 log = logging.getLogger("webhook_dedup.example")
 
 
+# The webhook_receive this app calls (webhook_dedup 0.2.0 and later), by its
+# exact signature: a missing extension is found at start-up, not on the first
+# delivery (Express and Sinatra probe the same way).
+RECEIVE_SIGNATURE = ("webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval,"
+                     " boolean, interval, timestamp with time zone, text, text, text, text, text, text)")
+POOL_OPEN_TIMEOUT_S = 10
+
+
+class StartupError(Exception):
+    """The database cannot serve this app: the message says why and what to do."""
+
+
+async def check_database() -> None:
+    """Fail fast at start-up: one plain connection (libpq's error at once when
+    the server, the database or the role does not exist, where the pool would
+    keep retrying) and the probe of webhook_receive."""
+    try:
+        async with await psycopg.AsyncConnection.connect("", autocommit=True) as conn:
+            cur = await conn.execute("SELECT to_regprocedure(%s) IS NOT NULL, current_database()",
+                                     (RECEIVE_SIGNATURE,))
+            installed, database = await cur.fetchone()
+    except psycopg.Error as exc:
+        raise StartupError(f"cannot connect to the database: {str(exc).strip()}") from None
+    if not installed:
+        raise StartupError(f"webhook_dedup is not installed in database {database} (or is too old): "
+                           "run CREATE EXTENSION webhook_dedup (or ALTER EXTENSION webhook_dedup UPDATE)")
+
+
 @asynccontextmanager
 async def lifespan(app: FastAPI):
+    try:
+        await check_database()
+    except StartupError as exc:
+        log.error("cannot start: %s", exc)
+        raise  # the server exits before it listens (uvicorn: exit status 3)
     # One pool for the app. conninfo "" means libpq's environment variables
     # (PGHOST, PGPORT, PGUSER, PGDATABASE). Autocommit: each statement commits
     # on its own unless we open a transaction (conn.transaction()).
     pool = AsyncConnectionPool("", min_size=2, max_size=10, open=False,
                                kwargs={"autocommit": True, "row_factory": namedtuple_row})
-    await pool.open(wait=True)  # fail at startup, not on the first delivery, if the database is unreachable
+    # The check above connected, so the pool's connections should come at
+    # once. psycopg_pool retries a connection that fails (it cannot tell a
+    # missing database from a server restarting) until this timeout: hence the
+    # check's single plain connection, which fails at once with libpq's error.
+    await pool.open(wait=True, timeout=POOL_OPEN_TIMEOUT_S)
     app.state.pool = pool
     yield
     await pool.close()

@@ -17,8 +17,9 @@ import asyncio
 import json
 import logging
 import os
+import re
 import signal
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Optional
 
 import psycopg
@@ -30,22 +31,66 @@ LEASE = os.environ.get("WEBHOOK_LEASE")  # None: the source's lease, else the ex
 FAULT = os.environ.get("WORKER_FAULT")
 BATCH = 10
 IDLE_SLEEP_S = 0.5  # nothing was due: wait this long before asking again
+# The event time formats of the providers' profiles (webhook_dedup.providers).
+UNIX_SECONDS = re.compile(r"[0-9]{1,12}")
+RFC3339 = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+                     r"(?:\.([0-9]+))?(?:[Zz]|([+-])([0-9]{2}):([0-9]{2}))")
 
 log = logging.getLogger("webhook_dedup.example.worker")
 
 
 def event_time(source: str, payload: bytes) -> Optional[datetime]:
-    """When the event happened, where the provider says so in the body:
-    Stripe's `created` (Unix seconds). Others: None (no subject update)."""
-    if source != "stripe":
+    """When the event happened, read from the body as webhook_receive reads it
+    (the provider's profile, webhook_dedup.providers): Stripe's `created`
+    (Unix seconds), Standard Webhooks' `timestamp` (RFC 3339); GitHub sends
+    none. None when there is none or it does not parse: no subject update.
+    (A source whose event_time_from you set in webhook_dedup.sources needs the
+    same change here.)"""
+    try:
+        event = json.loads(payload)
+    except ValueError:
+        return None  # not JSON (GitHub can also send form-encoded bodies)
+    if not isinstance(event, dict):
+        return None
+    if source == "stripe":
+        return unix_seconds(event.get("created"))
+    if source == "standard":
+        return rfc3339(event.get("timestamp"))
+    return None
+
+
+def unix_seconds(value) -> Optional[datetime]:
+    """A JSON integer (or its digits in a string), as the profile's unix_seconds."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return None
+    text = str(value).strip()
+    if not UNIX_SECONDS.fullmatch(text):
         return None
     try:
-        created = json.loads(payload).get("created")
-    except (ValueError, AttributeError):
+        return datetime.fromtimestamp(int(text), timezone.utc)
+    except (OverflowError, ValueError):  # beyond Python's year 9999
         return None
-    if isinstance(created, int) and not isinstance(created, bool):
-        return datetime.fromtimestamp(created, timezone.utc)
-    return None
+
+
+def rfc3339(value) -> Optional[datetime]:
+    """An RFC 3339 date-time string (2024-05-01T12:00:00.123456Z, with an offset
+    or Z), as the profile's rfc3339: digits past the microsecond are dropped.
+    (A leap second, :60, gives None here.)"""
+    if not isinstance(value, str):
+        return None
+    m = RFC3339.fullmatch(value.strip())
+    if not m:
+        return None
+    year, month, day, hour, minute, second = (int(g) for g in m.group(1, 2, 3, 4, 5, 6))
+    microsecond = int((m.group(7) or "")[:6].ljust(6, "0"))
+    sign, offset_hours, offset_minutes = m.group(8), int(m.group(9) or 0), int(m.group(10) or 0)
+    if offset_hours > 23 or offset_minutes > 59:
+        return None
+    offset = timedelta(hours=offset_hours, minutes=offset_minutes) * (-1 if sign == "-" else 1)
+    try:
+        return datetime(year, month, day, hour, minute, second, microsecond, timezone(offset))
+    except ValueError:  # no such day or time
+        return None
 
 
 async def run_one(conn: psycopg.AsyncConnection, row) -> None:

@@ -52,12 +52,25 @@ def with_db
   end
 end
 
+# The webhook_receive this app calls (webhook_dedup 0.2.0 and later), by its
+# exact signature, as it resolves on the search path: a missing extension is
+# found at start-up, not on the first delivery (FastAPI and Express probe the
+# same way).
+RECEIVE_SIGNATURE = 'webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, ' \
+                    'boolean, interval, timestamp with time zone, text, text, text, text, text, text)'
+
 # Fail fast at start-up rather than on the first delivery.
 begin
-  with_db { |conn| conn.exec("SELECT 'webhook_receive'::regproc") }
+  probe = with_db do |conn|
+    conn.exec_params('SELECT to_regprocedure($1) IS NOT NULL AS installed, current_database() AS database',
+                     [RECEIVE_SIGNATURE]).first
+  end
 rescue PG::Error => e
-  abort "cannot use webhook_dedup in the database (CREATE EXTENSION webhook_dedup, then " \
-        "examples/shop/setup.sql): #{e.message}"
+  abort "cannot start: cannot connect to the database: #{e.message.strip}"
+end
+unless probe['installed'] == 't'
+  abort "cannot start: webhook_dedup is not installed in database #{probe['database']} (or is too old): " \
+        'run CREATE EXTENSION webhook_dedup (or ALTER EXTENSION webhook_dedup UPDATE)'
 end
 
 # Every call of webhook_receive: one statement, autocommitted (no BEGIN), so

@@ -5,6 +5,7 @@
 # Run it with `ruby worker.rb`; stop it with SIGTERM (or Ctrl-C). Start as
 # many as you like: webhook_next never hands one key to two workers.
 
+require 'date'
 require_relative 'shop'
 
 LEASE = ENV['WEBHOOK_LEASE'] # a PostgreSQL interval; nil (NULL): the extension's default
@@ -20,15 +21,14 @@ NEXT = 'SELECT * FROM webhook_next(lease => $1::interval, batch => $2)'
 
 # The job of one stored delivery. webhook_next gives the raw payload and the
 # event type, but no event time (webhook_receive does): the worker reads it
-# where the provider sends one in the body (Stripe's `created`, Unix seconds).
+# from the body as the provider's profile says (event_time below).
 def run_job(conn, row)
   payload = conn.unescape_bytea(row['payload']) # bytea comes back as text (\x...)
   event = Shop.parse_event(payload)
-  created = event['created'] if event && row['source'] == 'stripe'
   job = Shop::Job.new(source: row['source'], idem_key: row['idem_key'], claim_token: row['claim_token'],
                       attempt: Integer(row['attempt']), event_type: row['event_type'],
                       last_step: row['last_step'], subject: Shop.subject_of(event),
-                      event_time: (Time.at(created).utc.iso8601 if created.is_a?(Integer)))
+                      event_time: event_time(row['source'], event))
   fault = FAULT if job.attempt == 1
   Shop.process(conn, job, fault: fault)
   puts "#{job.idem_key}: completed (attempt #{job.attempt})"
@@ -40,6 +40,51 @@ rescue StandardError => e
   # is retried after a backoff, or dead-lettered after too many attempts.
   warn "#{row['idem_key']}: #{e.class}: #{e.message.strip}"
   fail_job(conn, row, e)
+end
+
+# When the event happened, read from the body as webhook_receive reads it (the
+# provider's profile, webhook_dedup.providers): Stripe's `created` (Unix
+# seconds), Standard Webhooks' `timestamp` (RFC 3339); GitHub sends none. nil
+# when there is none or it does not parse: no subject update. Returns
+# timestamptz text for PostgreSQL. (A source whose event_time_from you set in
+# webhook_dedup.sources needs the same change here.)
+def event_time(source, event)
+  return nil unless event
+
+  case source
+  when 'stripe' then unix_seconds(event['created'])
+  when 'standard' then rfc3339(event['timestamp'])
+  end
+end
+
+# A JSON integer (or its digits in a string), as the profile's unix_seconds.
+def unix_seconds(value)
+  text = value.to_s.strip if value.is_a?(Integer) || value.is_a?(String)
+  return nil unless text&.match?(/\A[0-9]{1,12}\z/)
+
+  time = Time.at(Integer(text, 10)).utc
+  time.iso8601 if time.year <= 9999
+end
+
+# An RFC 3339 date-time string (2024-05-01T12:00:00.123456Z, with an offset or
+# Z), as the profile's rfc3339: digits past the microsecond are dropped. (A
+# leap second, :60, gives nil here.)
+RFC3339 = Regexp.new('\A([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})' \
+                     '(?:\.([0-9]+))?(?:[Zz]|([+-])([0-9]{2}):([0-9]{2}))\z')
+
+def rfc3339(value)
+  m = RFC3339.match(value.strip) if value.is_a?(String)
+  return nil unless m
+
+  year, month, day, hour, minute, second = m.captures.first(6).map { |part| Integer(part, 10) }
+  sign, offset_hours, offset_minutes = m[8] || '+', m[9] || '00', m[10] || '00'
+  valid = year >= 1 && Date.valid_date?(year, month, day, Date::GREGORIAN) &&
+          hour <= 23 && minute <= 59 && second <= 59 &&
+          Integer(offset_hours, 10) <= 23 && Integer(offset_minutes, 10) <= 59
+  return nil unless valid # no such day or time
+
+  fraction = (m[7] || '')[0, 6].ljust(6, '0')
+  "#{m[1]}-#{m[2]}-#{m[3]}T#{m[4]}:#{m[5]}:#{m[6]}.#{fraction}#{sign}#{offset_hours}:#{offset_minutes}"
 end
 
 def fail_job(conn, row, error)

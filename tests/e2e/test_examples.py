@@ -4,27 +4,31 @@ The same scenarios run against each stack (FastAPI, Express, Sinatra): a
 sequential duplicate, concurrent copies, a process that dies after its claim
 and one that dies after its first step (each restarted, as a supervisor
 would), a stale event under the monotonic guard, tampered and unsigned
-bodies; and, for the worker variant, deliveries stored by the receiver and
-drained by two workers, one of which dies mid-job. Every valid event must
+bodies, a receiver started where it cannot serve (no extension, no
+database); and, for the worker variant, deliveries stored by the receiver
+and drained by two workers, one of which dies mid-job, and events applied
+with the time the worker reads from their body. Every valid event must
 have exactly one side effect. Deliveries are signed as the providers sign
 them (examples/replay/deliveries.py) with the keys stored in the database,
 so the receivers hold no secret.
 """
 
 import base64
+import json
 import os
 import random
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from support import FIXTURES, REPO  # also puts examples/ on sys.path
 
 import deliveries
-from example_apps import APPS, Process, Receiver
+from example_apps import APPS, Process, Receiver, free_port
 from replay import FAULT_HEADER, post, tamper
 
 SECRETS = {
@@ -38,6 +42,10 @@ SECRETS = {
 LEASE_SECONDS = 2
 PUSH = (FIXTURES / "push" / "payload.json").read_bytes()
 WORKER_DEADLINE_S = 30
+# A receiver that cannot serve must say so and exit within this (FastAPI's pool
+# used to retry a missing database for 30 s; a missing extension, forever).
+REFUSAL_DEADLINE_S = 15
+NO_EXTENSION_DB = "examples_without_webhook_dedup"
 
 
 class Shop:
@@ -69,6 +77,13 @@ class Shop:
             "SELECT last_event_type FROM shop.subjects WHERE source = %s AND subject = %s",
             (provider, subject)).fetchone()
 
+    def subject_updated_at(self, provider: str, subject: str):
+        """The event time stored with the subject's latest event (None if no row)."""
+        row = self.conn.execute(
+            "SELECT source_updated_at FROM shop.subjects WHERE source = %s AND subject = %s",
+            (provider, subject)).fetchone()
+        return row and row[0]
+
 
 @pytest.fixture(scope="session")
 def shop(db_conn) -> Shop:
@@ -78,6 +93,15 @@ def shop(db_conn) -> Shop:
         db_conn.execute("SELECT webhook_dedup.add_secret(%s, %s, note => 'tests/e2e/test_examples.py')",
                         (provider, secret))
     return Shop(db_conn)
+
+
+@pytest.fixture(scope="session")
+def database_without_the_extension(db_conn) -> str:
+    """A database of the cluster where webhook_dedup is not installed."""
+    db_conn.execute(f"DROP DATABASE IF EXISTS {NO_EXTENSION_DB} WITH (FORCE)")
+    db_conn.execute(f"CREATE DATABASE {NO_EXTENSION_DB}")
+    yield NO_EXTENSION_DB
+    db_conn.execute(f"DROP DATABASE IF EXISTS {NO_EXTENSION_DB} WITH (FORCE)")
 
 
 @pytest.fixture(scope="module", params=sorted(APPS))
@@ -269,12 +293,33 @@ def test_an_unknown_provider_is_not_found(receiver):
     assert post(f"{receiver.url}/webhooks/nosuchprovider", d.body, d.headers).status == 404
 
 
+@pytest.mark.parametrize("database, says", [("without the extension", "run CREATE EXTENSION webhook_dedup"),
+                                             ("missing", "does not exist")], ids=["no-extension", "no-database"])
+def test_a_receiver_refuses_to_start_where_it_cannot_serve(app, app_env, database_without_the_extension, tmp_path,
+                                                           database, says):
+    """Rather than answering /healthz and then 500 to every delivery, the
+    receiver exits at once, saying what is wrong."""
+    name = database_without_the_extension if database == "without the extension" else "no_such_database"
+    env = {**app_env, "PGDATABASE": name, "PORT": str(free_port())}
+    receiver = Process(app.receiver, app.folder, env, tmp_path / "refused.log").start()
+    try:
+        assert receiver.exited(REFUSAL_DEADLINE_S), f"still running after {REFUSAL_DEADLINE_S} s:\n{receiver.output()}"
+    finally:
+        receiver.stop()
+    assert receiver.proc.returncode != 0
+    assert "cannot start" in receiver.output() and says in receiver.output(), receiver.output()
+
+
 def test_two_workers_process_every_stored_delivery_exactly_once(enqueuing_receiver, workers, shop):
     events = [stripe_event(shop) for _ in range(6)] + [standard_event(shop) for _ in range(6)]
     first = [send(enqueuing_receiver, d) for d in events]
     again = [send(enqueuing_receiver, d) for d in events]  # the provider's redelivery, before any worker ran
     assert {(a.status, a.outcome) for a in first} == {(202, "accepted")}, first
     assert {(a.status, a.outcome) for a in again} == {(200, "duplicate")}, again
+    # Not processed yet: no stored result to answer a duplicate with
+    # (enqueue mode does not read it), so every stack answers the same bodies.
+    assert [json.loads(a.body) for a in first] == [{"status": "accepted"}] * len(events), first
+    assert [json.loads(a.body) for a in again] == [{"status": "duplicate"}] * len(events), again
 
     pool = [workers(), workers()]
     for d in events:
@@ -293,6 +338,27 @@ def test_the_worker_applies_events_under_the_monotonic_guard(enqueuing_receiver,
     for d in (newer, older):
         wait_for_state(shop, d, "completed", pool)
     assert shop.subject("stripe", intent) == ("payment_intent.payment_failed",)
+    assert shop.exactly_once(newer) == ([1], [1]) and shop.exactly_once(older) == ([1], [1])
+
+
+def test_the_worker_reads_the_standard_webhooks_event_time(enqueuing_receiver, workers, shop):
+    """Standard Webhooks events carry their time in the body's `timestamp`
+    (RFC 3339), which the worker reads as webhook_receive does: to the
+    microsecond, with its offset. The newer event (250 µs later, in the same
+    millisecond, written at UTC+05:30) is enqueued and processed first; the
+    older one then does not move the subject back."""
+    invoice = f"inv_{uuid.uuid4().hex[:12]}"
+    t = datetime.now(timezone.utc).replace(microsecond=123456) - timedelta(minutes=1)
+    newer_at = (t + timedelta(microseconds=250)).astimezone(timezone(timedelta(hours=5, minutes=30)))
+    newer = deliveries.standard(shop.conn, SECRETS["standard"], "invoice.payment_failed", invoice, at=newer_at)
+    older = deliveries.standard(shop.conn, SECRETS["standard"], "invoice.created", invoice, at=t)
+    assert [send(enqueuing_receiver, d).status for d in (newer, older)] == [202, 202]
+
+    pool = [workers()]
+    for d in (newer, older):
+        wait_for_state(shop, d, "completed", pool)
+    assert shop.subject("standard", invoice) == ("invoice.payment_failed",)
+    assert shop.subject_updated_at("standard", invoice) == newer_at
     assert shop.exactly_once(newer) == ([1], [1]) and shop.exactly_once(older) == ([1], [1])
 
 
