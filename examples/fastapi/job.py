@@ -128,9 +128,10 @@ def subject_of(payload: bytes) -> Optional[str]:
     if not isinstance(data, dict):
         return None
     obj = data.get("object")
-    if isinstance(obj, dict) and isinstance(obj.get("id"), str):
-        return obj["id"]
-    return data["id"] if isinstance(data.get("id"), str) else None
+    candidates = (obj.get("id") if isinstance(obj, dict) else None, data.get("id"))
+    # a string or a number, as the Express and Sinatra examples take it (bool is an int in Python)
+    ids = [i for i in candidates if isinstance(i, (str, int)) and not isinstance(i, bool)]
+    return str(ids[0]) if ids else None
 
 
 def die(fault: str) -> None:
