@@ -171,3 +171,25 @@ ensure_pgxn_meta() {
         cargo install pgxn_meta --version "$PGXN_META_VERSION" --locked --quiet
     fi
 }
+
+# Citus 13.2 (the last release line for PostgreSQL 15, AGPL-3.0), the engine
+# of the distributed layer of scripts/test.sh. Not in Debian's archive: when
+# it is not installed for $PG_CONFIG (the check of the build script's own),
+# the build script in $CITUS_SOURCE (WEBHOOK_DEDUP_CITUS_SOURCE, else
+# ../shared/citus beside the repository) builds and installs it (a few minutes,
+# once; it installs its build dependencies from Debian's archive). Without
+# that script, returns non-zero having installed nothing: the caller skips
+# what needs Citus and says so.
+CITUS_SOURCE=${WEBHOOK_DEDUP_CITUS_SOURCE:-$(dirname "$ROOT")/shared/citus}
+CITUS_EXTVERSION=13.2-1
+citus_installed() {
+    [ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ] \
+        && grep -qs "^default_version = '$CITUS_EXTVERSION'" "$("$PG_CONFIG" --sharedir)/extension/citus.control"
+}
+ensure_citus() {
+    citus_installed && return 0
+    [ -f "$CITUS_SOURCE/build.sh" ] || return 1
+    log "building and installing Citus 13.2 from $CITUS_SOURCE (a few minutes, once)"
+    bash "$CITUS_SOURCE/build.sh" "$PG_CONFIG" || die "building Citus with $CITUS_SOURCE/build.sh failed"
+    citus_installed || die "$CITUS_SOURCE/build.sh did not install Citus $CITUS_EXTVERSION for $PG_CONFIG"
+}

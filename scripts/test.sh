@@ -19,7 +19,12 @@
 #      META.json against the PGXN Meta Spec (pgxn_meta); the .deb's fields
 #      and files, and a server run from them; then the .deb installed with
 #      apt-get, a cluster claiming with it, and its removal (pytest); the
-#      development build is installed again afterwards.
+#      development build is installed again afterwards;
+#   9. distributed: a Citus coordinator and two workers on loopback, each a
+#      cluster of its own (pytest, tests/citus): the extension on every node,
+#      the workers active. When Citus is not installed it is built from
+#      ../shared/citus (or WEBHOOK_DEDUP_CITUS_SOURCE) when that is there;
+#      otherwise the layer is skipped, and the summary says so.
 # Installs whatever is missing first (see scripts/lib.sh). Exits non-zero on
 # the first failing layer; prints each runner's summary line.
 source "$(dirname "$0")/lib.sh"
@@ -33,7 +38,7 @@ chown "$PG_OS_USER" "$WORK"
 cleanup() { cluster_stop; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-log "1/8 lint: cargo fmt --check, cargo clippy -D warnings, type-check for PostgreSQL 13..18, the Grafana dashboard"
+log "1/9 lint: cargo fmt --check, cargo clippy -D warnings, type-check for PostgreSQL 13..18, the Grafana dashboard"
 cargo fmt --check
 cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --all-targets -- -D warnings
 "$ROOT/scripts/check-versions.sh"
@@ -42,11 +47,11 @@ cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --al
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the Grafana dashboard does not match the exporter's metrics"
 summary+=("lint: ok (rustfmt, clippy, builds for pg13..pg18; dashboard: $(tail -1 "$WORK/contrib.log"))")
 
-log "2/8 unit tests (pure Rust)"
+log "2/9 unit tests (pure Rust)"
 cargo test --quiet --lib --no-default-features --features "pg$PG_MAJOR" 2>&1 | tee "$WORK/unit.log"
 summary+=("unit: $(grep '^test result:' "$WORK/unit.log" | tail -1)")
 
-log "3/8 #[pg_test] (cargo pgrx test pg$PG_MAJOR api::tests: the pg_tests only, the unit tests ran above)"
+log "3/9 #[pg_test] (cargo pgrx test pg$PG_MAJOR api::tests: the pg_tests only, the unit tests ran above)"
 # One test at a time: several pg_tests delete keys of the shared keys table
 # and take the maintenance lock, which concurrent tests (separate backends)
 # would contend for.
@@ -60,7 +65,7 @@ summary+=("pg_test: $(grep '^test result:' "$WORK/pgtest.log" | head -1)")
 install_extension
 cluster_start
 
-log "4/8 isolation specs (pg_isolation_regress)"
+log "4/9 isolation specs (pg_isolation_regress)"
 ISOLATION=$(dirname "$($PG_CONFIG --pgxs)")/../test/isolation/pg_isolation_regress
 specs=$(cd tests/isolation/specs && ls ./*.spec | sed 's|^\./||; s|\.spec$||')
 # shellcheck disable=SC2086
@@ -74,25 +79,25 @@ fi
 grep -E '^(ok|not ok|test) ' "$WORK/isolation.log" || true
 summary+=("isolation: $(grep -cE '^(ok|test .*\.\.\. ok)' "$WORK/isolation.log") specs passed")
 
-log "5/8 cluster tests (pytest: 32 connections on 1,000 keys, killed backends, a crashed server, the worker, deletes under load)"
+log "5/9 cluster tests (pytest: 32 connections on 1,000 keys, killed backends, a crashed server, the worker, deletes under load)"
 psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION webhook_dedup'
 export WEBHOOK_DEDUP_PGDATA=$CLUSTER_DIR/data WEBHOOK_DEDUP_PG_BIN=$PG_BIN WEBHOOK_DEDUP_PG_OS_USER=$PG_OS_USER
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/cluster 2>&1 | tee "$WORK/cluster.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "cluster tests failed"
 summary+=("cluster: $(tail -1 "$WORK/cluster.log")")
 
-log "6/8 end-to-end (pytest: the demo receiver, the FastAPI, Express and Sinatra examples, the SQL walk-through, real signed deliveries)"
+log "6/9 end-to-end (pytest: the demo receiver, the FastAPI, Express and Sinatra examples, the SQL walk-through, real signed deliveries)"
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/e2e 2>&1 | tee "$WORK/e2e.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "end-to-end tests failed"
 summary+=("e2e: $(tail -1 "$WORK/e2e.log")")
 
-log "7/8 upgrade (pytest: 0.1.0 from commit 9f23a3f, filled with keys in every state, ALTER EXTENSION UPDATE)"
+log "7/9 upgrade (pytest: 0.1.0 from commit 9f23a3f, filled with keys in every state, ALTER EXTENSION UPDATE)"
 cluster_stop
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/upgrade 2>&1 | tee "$WORK/upgrade.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "upgrade tests failed"
 summary+=("upgrade: $(tail -1 "$WORK/upgrade.log")")
 
-log "8/8 package (scripts/package.sh; META.json for PGXN; the .deb inspected, installed with apt-get, used, removed)"
+log "8/9 package (scripts/package.sh; META.json for PGXN; the .deb inspected, installed with apt-get, used, removed)"
 ensure_pgxn_meta
 "$ROOT/scripts/package.sh" --out "$WORK/package"
 export WEBHOOK_DEDUP_DEB
@@ -104,6 +109,18 @@ package_status=0
 install_extension
 [ "$package_status" -eq 0 ] || die "package tests failed"
 summary+=("package: $(tail -1 "$WORK/package.log")")
+
+log "9/9 distributed (Citus: a coordinator and two workers on loopback, each a cluster of its own; pytest)"
+if ensure_citus; then
+    export WEBHOOK_DEDUP_PG_BIN=$PG_BIN WEBHOOK_DEDUP_PG_OS_USER=$PG_OS_USER
+    "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/citus 2>&1 | tee "$WORK/citus.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || die "distributed tests failed"
+    summary+=("distributed: $(tail -1 "$WORK/citus.log")")
+else
+    skipped="Citus is not installed and no source at $CITUS_SOURCE: the distributed layer is skipped"
+    log "$skipped"
+    summary+=("distributed: $skipped")
+fi
 
 log "all layers passed"
 printf '  %s\n' "${summary[@]}"

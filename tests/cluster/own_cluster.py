@@ -25,11 +25,14 @@ def _require(names):
 
 
 class OwnCluster:
-    def __init__(self, settings: dict):
+    """`settings` join (and may replace) the postgresql.conf lines below;
+    `prefix` names the temporary directory."""
+
+    def __init__(self, settings: dict, prefix: str = "webhook_dedup_own."):
         _require(("WEBHOOK_DEDUP_PG_BIN", "WEBHOOK_DEDUP_PG_OS_USER"))
         self.bin = Path(os.environ["WEBHOOK_DEDUP_PG_BIN"])
         self.user = os.environ["WEBHOOK_DEDUP_PG_OS_USER"]
-        self.dir = Path(tempfile.mkdtemp(prefix="webhook_dedup_own."))
+        self.dir = Path(tempfile.mkdtemp(prefix=prefix))
         shutil.chown(self.dir, self.user)
         self.dir.chmod(0o755)
         self.data = self.dir / "data"
