@@ -1,0 +1,195 @@
+"""The distributed mode (issue 17) through the coordinator: after
+`SELECT webhook_dedup.distribute()` the same SQL as on one node, with every
+guarantee kept.
+
+- the layout: the key tables distributed by `source` and co-located, the
+  source tables reference tables;
+- 32 connections through the coordinator race on 1,000 keys of 8 sources
+  (shards on both workers): each claims every key, in its own random order,
+  and a winner does its side effect and webhook_complete in one
+  transaction; afterwards exactly one side effect per key, every key
+  completed once, nothing written into the shell tables of any node;
+- a claim holder whose lease expires, the key reclaimed from another
+  connection, the stale holder fenced out, on the worker that owns the key.
+
+Needs webhook_dedup.distribute(): without it every test fails, saying so
+(nothing is skipped). conftest.py keeps this file out of the layer until
+the function exists.
+"""
+
+import random
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import psycopg
+import pytest
+
+CONNECTIONS = 32
+KEYS = 1_000
+SOURCES = [f"src-{i}" for i in range(8)]
+# The tables distribute() distributes by source, co-located, and those it
+# makes reference tables.
+DISTRIBUTED = ["keys", "payloads", "replay_guards", "watermarks", "conflict_log", "claim_counts"]
+REFERENCE = ["sources", "source_secrets"]
+
+
+def one(conn, query, params=()):
+    return conn.execute(query, params).fetchone()[0]
+
+
+def is_distributed(conn) -> bool:
+    return one(conn, "SELECT EXISTS (SELECT FROM pg_dist_partition"
+                     "  WHERE logicalrelid = 'webhook_dedup.keys'::regclass)")
+
+
+@pytest.fixture(scope="module")
+def distributed(citus):
+    """The session's cluster, in distributed mode (distribute() is called
+    once, as the superuser, on the coordinator)."""
+    with citus.connect() as conn:
+        if one(conn, "SELECT to_regprocedure('webhook_dedup.distribute()') IS NULL"):
+            pytest.fail("webhook_dedup.distribute() does not exist: the installed webhook_dedup"
+                        f" ({citus.extension_version(conn)}) has no distributed mode (issue 17)", pytrace=False)
+        if not is_distributed(conn):
+            conn.execute("SELECT webhook_dedup.distribute()")
+        assert is_distributed(conn), "webhook_dedup.distribute() returned, but webhook_dedup.keys is not distributed"
+    return citus
+
+
+def placement_port(conn, table: str, source: str) -> int:
+    """The port of the node holding the shard of `table` that `source` hashes to."""
+    return one(conn, "SELECT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)"
+                     " WHERE p.shardid = get_shard_id_for_distribution_column(%s, %s::text)",
+               (f"webhook_dedup.{table}", source))
+
+
+def shell_sizes(citus) -> dict:
+    """On every node, the bytes in the shell tables (not the shards) of the
+    distributed tables: a write that bypassed Citus (say a direct heap
+    insert into the relation the name resolves to) lands there."""
+    sizes = {}
+    for node in citus.nodes:
+        with node.connect() as conn:
+            for table in DISTRIBUTED:
+                sizes[(node.name, table)] = one(conn, "SELECT pg_relation_size(%s::regclass)",
+                                                (f"webhook_dedup.{table}",))
+    return sizes
+
+
+def test_distribute_distributes_by_source_and_colocates(distributed):
+    with distributed.connect() as conn:
+        rows = conn.execute(
+            "SELECT c.relname, p.partmethod, column_to_column_name(p.logicalrelid, p.partkey), p.colocationid"
+            "  FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid"
+            " WHERE c.relnamespace = 'webhook_dedup'::regnamespace").fetchall()
+        by_table = {name: (method, column, colocation) for name, method, column, colocation in rows}
+        for table in DISTRIBUTED:
+            assert by_table.get(table, (None,))[:2] == ("h", "source"), (table, by_table.get(table))
+        assert len({by_table[t][2] for t in DISTRIBUTED}) == 1, f"not co-located: {by_table}"
+        for table in REFERENCE:
+            assert by_table.get(table, (None,))[0] == "n", (table, by_table.get(table))
+        # the 8 sources of the race below have shards on both workers
+        ports = {placement_port(conn, "keys", s) for s in SOURCES}
+    assert ports == {w.port for w in distributed.workers}
+
+
+def test_32_connections_through_the_coordinator_on_1000_keys(distributed):
+    """One side effect per key, in the same transaction as the completion,
+    in a table co-located with the keys (as a receiver's business data
+    would be: Citus co-locates only distribution columns of one type and
+    collation, hence COLLATE "C" as webhook_dedup.keys.source has). In a
+    transaction block Citus delegates a distributed function only when it
+    was registered with force_delegation; either way both writes commit or
+    neither does."""
+    keys = [(SOURCES[i % len(SOURCES)], f"evt_{i:04d}") for i in range(KEYS)]
+    with distributed.connect() as conn:
+        conn.execute("DROP TABLE IF EXISTS side_effects")
+        conn.execute("CREATE TABLE side_effects (source text COLLATE \"C\" NOT NULL,"
+                     " idem_key text COLLATE \"C\" NOT NULL, by_connection integer NOT NULL)")
+        conn.execute("SELECT create_distributed_table('side_effects', 'source',"
+                     " colocate_with => 'webhook_dedup.keys')")
+    barrier = threading.Barrier(CONNECTIONS)
+
+    def worker(seed):
+        order = keys[:]
+        random.Random(seed).shuffle(order)
+        outcomes, completions = Counter(), Counter()
+        with distributed.connect() as conn:
+            barrier.wait()
+            for source, key in order:
+                outcome, token = conn.execute(
+                    "SELECT outcome, claim_token FROM webhook_claim(%s, %s, lease => '5 minutes')",
+                    (source, key)).fetchone()
+                outcomes[outcome] += 1
+                if outcome == "claimed":
+                    with conn.transaction():
+                        conn.execute("INSERT INTO side_effects VALUES (%s, %s, %s)", (source, key, seed))
+                        done = one(conn, "SELECT webhook_complete(%s, %s, %s, '{\"ok\": true}')",
+                                   (source, key, token))
+                        completions[done] += 1
+                        if not done:
+                            raise psycopg.Rollback()  # a fenced holder undoes its side effect
+        return outcomes, completions
+
+    with ThreadPoolExecutor(CONNECTIONS) as pool:
+        results = list(pool.map(worker, range(CONNECTIONS)))
+    outcomes = sum((o for o, _ in results), Counter())
+    completions = sum((c for _, c in results), Counter())
+
+    assert outcomes["claimed"] == KEYS, outcomes
+    assert completions == Counter({True: KEYS}), "every winner completes, none twice"
+    assert set(outcomes) <= {"claimed", "in_progress", "duplicate"}, outcomes
+    assert sum(outcomes.values()) == CONNECTIONS * KEYS
+    with distributed.connect() as conn:
+        effects = conn.execute("SELECT source, idem_key, count(*) FROM side_effects GROUP BY 1, 2").fetchall()
+        assert len(effects) == KEYS and {(s, k) for s, k, _ in effects} == set(keys)
+        assert [e for e in effects if e[2] != 1] == [], "one side effect per key"
+        rows = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE state = 'completed' AND attempt = 1), sum(deliveries)"
+            "  FROM webhook_dedup.keys WHERE source = ANY(%s)", (SOURCES,)).fetchone()
+        assert rows == (KEYS, KEYS, CONNECTIONS * KEYS)
+        # the keys are on both workers, each source's on the worker of its shard
+        per_source = dict(conn.execute("SELECT source, count(*) FROM webhook_dedup.keys"
+                                       " WHERE source = ANY(%s) GROUP BY source", (SOURCES,)).fetchall())
+        assert per_source == Counter(s for s, _ in keys)
+        ports = {placement_port(conn, "keys", s) for s in per_source}
+    assert ports == {w.port for w in distributed.workers}
+    assert {k: v for k, v in shell_sizes(distributed).items() if v} == {}, "nothing in a shell table"
+
+
+def test_an_expired_holder_is_fenced_after_a_reclaim_on_another_connection(distributed):
+    source, key = "fence-src", "evt_fence"
+    lease_s = 2.0  # ample for the second claim below on a loaded machine
+    with distributed.connect() as holder, distributed.connect() as other:
+        claimed_at = time.monotonic()
+        outcome, old_token, attempt = holder.execute(
+            "SELECT outcome, claim_token, attempt FROM webhook_claim(%s, %s, lease => %s::interval)",
+            (source, key, f"{lease_s} seconds")).fetchone()
+        assert (outcome, attempt) == ("claimed", 1)
+        assert one(other, "SELECT outcome FROM webhook_claim(%s, %s)", (source, key)) == "in_progress"
+        time.sleep(max(0.0, claimed_at + lease_s + 0.3 - time.monotonic()))
+        outcome, new_token, attempt = other.execute(
+            "SELECT outcome, claim_token, attempt FROM webhook_claim(%s, %s, lease => '5 minutes')",
+            (source, key)).fetchone()
+        assert (outcome, attempt) == ("reclaimed", 2)
+        assert new_token != old_token
+        # the stale holder is fenced: nothing changes
+        assert one(holder, "SELECT webhook_complete(%s, %s, %s, '{\"by\": \"stale\"}')",
+                   (source, key, old_token)) is False
+        assert holder.execute("SELECT state, claim_token FROM webhook_dedup.keys WHERE source = %s AND idem_key = %s",
+                              (source, key)).fetchone() == ("processing", new_token)
+        assert one(other, "SELECT webhook_complete(%s, %s, %s, '{\"by\": \"new\"}')",
+                   (source, key, new_token)) is True
+        assert holder.execute("SELECT outcome, result FROM webhook_claim(%s, %s)",
+                              (source, key)).fetchone() == ("duplicate", {"by": "new"})
+        port = placement_port(holder, "keys", source)
+        shard = one(holder, "SELECT get_shard_id_for_distribution_column('webhook_dedup.keys', %s::text)", (source,))
+    # the key lives in its shard on one worker, and only there
+    worker = distributed.worker_at(port)
+    with worker.connect() as conn:
+        row = conn.execute(f"SELECT state, attempt, claim_token FROM webhook_dedup.keys_{shard}"
+                           " WHERE source = %s AND idem_key = %s", (source, key)).fetchone()
+    assert row == ("completed", 2, None)
+    assert {k: v for k, v in shell_sizes(distributed).items() if v} == {}, "nothing in a shell table"
