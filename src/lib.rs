@@ -53,6 +53,7 @@ pub mod worker;
 // The schema and its tables come first, the views and comments last (after
 // every generated function exists).
 extension_sql_file!("sql/schema.sql", name = "schema", bootstrap);
+extension_sql_file!("sql/distribute.sql", name = "distribute", requires = ["schema"]);
 extension_sql_file!("sql/finalize.sql", name = "finalize", finalize);
 
 /// Library load: register settings and, when preloaded, shared memory and

@@ -43,15 +43,20 @@ mod webhook_dedup {
     }
 
     /// `AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ... FOR EACH STATEMENT`
-    /// on `webhook_dedup.sources` (the trigger `sources_changed`): sends a
-    /// relation cache invalidation of the table, which empties each
-    /// backend's cache of per-source settings when the change commits (and
-    /// in the changing transaction at its next command).
+    /// on `webhook_dedup.sources` and `source_secrets` (the triggers
+    /// `sources_changed`, `source_secrets_changed`): sends a relation cache
+    /// invalidation of both tables, which empties each backend's cache of
+    /// per-source settings and keys when the change commits (and in the
+    /// changing transaction at its next command). Both by name, not only the
+    /// trigger's relation: on a Citus node the trigger fires on the local
+    /// copy of the reference table (`sources_102008`), while the caches
+    /// watch the tables the extension's statements name.
     #[pg_trigger]
     fn sources_changed<'a>(
         trigger: &'a PgTrigger<'a>,
     ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, pgrx::trigger_support::PgTriggerError> {
         crate::store::cache::invalidate(trigger.relid()?);
+        crate::store::cache::invalidate_settings_tables();
         Ok(None)
     }
 }

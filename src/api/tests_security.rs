@@ -14,6 +14,24 @@ mod tests {
     /// Fault 6: `SET webhook_dedup.default_lease = 2147483647` gave 68-year
     /// leases while `lease => '366 days'` is 22023. Each setting now has the
     /// bounds of the argument or column it stands for.
+    /// webhook_dedup.distribute() (src/sql/distribute.sql) needs Citus: on
+    /// a server without it, 55000 and nothing changes; it is for superusers
+    /// only (no grant to PUBLIC or to the extension's roles).
+    #[pg_test]
+    fn distribute_needs_citus_and_a_superuser() {
+        let err = error_of("SELECT webhook_dedup.distribute()");
+        assert!(err.starts_with("55000: webhook_dedup.distribute() needs Citus"), "{err}");
+        // a NULL proacl would be the default: EXECUTE for PUBLIC
+        let owner_only = Spi::get_one::<bool>(
+            "SELECT p.proacl IS NOT NULL AND NOT EXISTS (
+                      SELECT FROM aclexplode(p.proacl) a
+                       WHERE a.grantee <> p.proowner AND a.privilege_type = 'EXECUTE')
+               FROM pg_proc p WHERE p.oid = 'webhook_dedup.distribute(integer)'::regprocedure",
+        )
+        .unwrap();
+        assert_eq!(owner_only, Some(true), "EXECUTE granted to someone besides its owner");
+    }
+
     #[pg_test]
     fn settings_have_the_bounds_of_their_arguments() {
         // (setting, min, max) in the setting's unit, seconds

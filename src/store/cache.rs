@@ -69,3 +69,22 @@ pub fn invalidate(relid: pg_sys::Oid) {
     // any transaction, a no-op for an oid no backend has cached.
     unsafe { pg_sys::CacheInvalidateRelcacheByRelid(relid) };
 }
+
+/// [`invalidate`] the tables of per-source settings and keys
+/// (`webhook_dedup.sources`, `webhook_dedup.source_secrets`), found by name.
+pub fn invalidate_settings_tables() {
+    // SAFETY: catalog look-ups by name in a transaction (a trigger runs in
+    // one); an unknown name gives InvalidOid, which is skipped.
+    unsafe {
+        let schema = pg_sys::get_namespace_oid(c"webhook_dedup".as_ptr(), true);
+        if schema == pg_sys::InvalidOid {
+            return;
+        }
+        for name in [c"sources", c"source_secrets"] {
+            let relid = pg_sys::get_relname_relid(name.as_ptr(), schema);
+            if relid != pg_sys::InvalidOid {
+                invalidate(relid);
+            }
+        }
+    }
+}

@@ -12,13 +12,6 @@ import pytest
 
 from citus_cluster import CitusCluster
 
-# test_distributed.py needs webhook_dedup.distribute() (issue 17, being
-# written): until it is in, the layer does not collect it. Run it by naming
-# it (pytest tests/citus/test_distributed.py); remove this line once
-# distribute() exists.
-collect_ignore = ["test_distributed.py"]
-
-
 @pytest.fixture(scope="session")
 def citus():
     """The running cluster: `coordinator`, `workers` (each with connect(),

@@ -29,9 +29,12 @@ import pytest
 CONNECTIONS = 32
 KEYS = 1_000
 SOURCES = [f"src-{i}" for i in range(8)]
-# The tables distribute() distributes by source, co-located, and those it
-# makes reference tables.
+# The tables distribute() distributes by source, those co-located with the
+# keys (watermarks and claim_counts have the default collation on source
+# where the others have "C", and Citus co-locates one collation only:
+# each is a group of its own), and those it makes reference tables.
 DISTRIBUTED = ["keys", "payloads", "replay_guards", "watermarks", "conflict_log", "claim_counts"]
+COLOCATED = ["keys", "payloads", "replay_guards", "conflict_log"]
 REFERENCE = ["sources", "source_secrets"]
 
 
@@ -49,7 +52,7 @@ def distributed(citus):
     """The session's cluster, in distributed mode (distribute() is called
     once, as the superuser, on the coordinator)."""
     with citus.connect() as conn:
-        if one(conn, "SELECT to_regprocedure('webhook_dedup.distribute()') IS NULL"):
+        if one(conn, "SELECT to_regproc('webhook_dedup.distribute') IS NULL"):
             pytest.fail("webhook_dedup.distribute() does not exist: the installed webhook_dedup"
                         f" ({citus.extension_version(conn)}) has no distributed mode (issue 17)", pytrace=False)
         if not is_distributed(conn):
@@ -87,7 +90,7 @@ def test_distribute_distributes_by_source_and_colocates(distributed):
         by_table = {name: (method, column, colocation) for name, method, column, colocation in rows}
         for table in DISTRIBUTED:
             assert by_table.get(table, (None,))[:2] == ("h", "source"), (table, by_table.get(table))
-        assert len({by_table[t][2] for t in DISTRIBUTED}) == 1, f"not co-located: {by_table}"
+        assert len({by_table[t][2] for t in COLOCATED}) == 1, f"not co-located: {by_table}"
         for table in REFERENCE:
             assert by_table.get(table, (None,))[0] == "n", (table, by_table.get(table))
         # the 8 sources of the race below have shards on both workers
@@ -193,3 +196,23 @@ def test_an_expired_holder_is_fenced_after_a_reclaim_on_another_connection(distr
                            " WHERE source = %s AND idem_key = %s", (source, key)).fetchone()
     assert row == ("completed", 2, None)
     assert {k: v for k, v in shell_sizes(distributed).items() if v} == {}, "nothing in a shell table"
+
+
+def test_a_source_setting_changed_on_the_coordinator_reaches_the_worker_that_runs_the_calls(distributed):
+    """Each backend caches per-source settings; the cache-invalidating
+    triggers run on every node's copy of the reference table, so a call
+    delegated to a worker right after the change commits sees it. Here
+    max_attempts: 5 (the first failure is retryable), then 2 (the second
+    failure dead-letters)."""
+    source, key = "cache-src", "evt_cache"
+    with distributed.connect() as conn:
+        conn.execute("INSERT INTO webhook_dedup.sources (source, max_attempts) VALUES (%s, 5)", (source,))
+        token = one(conn, "SELECT claim_token FROM webhook_claim(%s, %s)", (source, key))
+        # delegated to the worker, whose backend now caches max_attempts = 5
+        assert one(conn, "SELECT webhook_fail(%s, %s, %s, 'boom', retry_after => '0 seconds')",
+                   (source, key, token)) == "failed"
+        conn.execute("UPDATE webhook_dedup.sources SET max_attempts = 2 WHERE source = %s", (source,))
+        outcome, token = conn.execute("SELECT outcome, claim_token FROM webhook_claim(%s, %s)", (source, key)).fetchone()
+        assert outcome == "reclaimed"
+        assert one(conn, "SELECT webhook_fail(%s, %s, %s, 'boom again', retry_after => '0 seconds')",
+                   (source, key, token)) == "dead_lettered", "the worker used the new max_attempts"
