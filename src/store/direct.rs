@@ -144,7 +144,7 @@ unsafe fn check_layout(rel: pg_sys::Relation) -> Option<Layout> {
             || class.relam != pg_sys::HEAP_TABLE_AM_OID
             || !(*rel).trigdesc.is_null()
             || !(*rel).rd_rules.is_null()
-            || citus_table((*rel).rd_id)
+            || super::citus::is_citus_table((*rel).rd_id)
         {
             return None;
         }
@@ -176,40 +176,6 @@ unsafe fn check_layout(rel: pg_sys::Relation) -> Option<Layout> {
     }
 }
 
-/// Whether `relid` is a Citus table (distributed or reference: a row in
-/// `pg_catalog.pg_dist_partition`, on the coordinator and on every worker
-/// with metadata). Its rows live in shards that Citus's planner and
-/// executor route to; the local relation is an empty shell, which a write
-/// here would fill behind Citus's back.
-///
-/// # Safety
-/// In a transaction (a catalog scan).
-unsafe fn citus_table(relid: Oid) -> bool {
-    // SAFETY: catalog look-up by name, then a heap scan of a small catalog
-    // (one row per Citus table) opened and closed here.
-    unsafe {
-        let catalog = pg_sys::get_relname_relid(c"pg_dist_partition".as_ptr(), pg_sys::PG_CATALOG_NAMESPACE.into());
-        if catalog == pg_sys::InvalidOid {
-            return false;
-        }
-        let dist = pg_sys::table_open(catalog, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
-        // attribute 1 of pg_dist_partition is logicalrelid
-        pg_sys::ScanKeyInit(
-            &mut key,
-            1,
-            pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
-            pg_sys::F_OIDEQ.into(),
-            Datum::from(relid),
-        );
-        let scan = pg_sys::systable_beginscan(dist, pg_sys::InvalidOid, false, std::ptr::null_mut(), 1, &mut key);
-        let found = !pg_sys::systable_getnext(scan).is_null();
-        pg_sys::systable_endscan(scan);
-        pg_sys::table_close(dist, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        found
-    }
-}
-
 /// The layout of `rel` (cached per relation cache generation).
 ///
 /// # Safety
@@ -231,7 +197,7 @@ unsafe fn layout(rel: pg_sys::Relation) -> Option<Layout> {
 
 /// The oids of schema `webhook_dedup` and of `webhook_dedup.keys`, if they
 /// exist.
-fn keys_oid() -> Option<(Oid, Oid)> {
+pub(super) fn keys_oid() -> Option<(Oid, Oid)> {
     // SAFETY: catalog look-ups by name; both return InvalidOid when missing
     // (missing_ok = true for the schema).
     let (schema, oid) = unsafe {

@@ -30,6 +30,7 @@
 //! extension's message when the key was stored after that snapshot.
 
 pub mod cache;
+pub mod citus;
 pub mod claim;
 pub mod direct;
 pub mod expiry;

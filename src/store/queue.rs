@@ -14,6 +14,13 @@ static ENQUEUE: Statement = Statement::returning(
 );
 static TAKE: Statement =
     Statement::returning(crate::sql_statement!("queue_take.sql"), &[TIMESTAMPTZOID, TEXTOID, INT4OID], KEY_ROW);
+static TAKE_OF_SOURCE: Statement = Statement::returning(
+    crate::sql_statement!("queue_take_of_source.sql"),
+    &[TIMESTAMPTZOID, TEXTOID, INT4OID],
+    KEY_ROW,
+);
+static DUE_SOURCES: Statement =
+    Statement::returning(crate::sql_statement!("queue_due_sources.sql"), &[TIMESTAMPTZOID, INT4OID], &["source"]);
 static PAYLOAD: Statement =
     Statement::returning(crate::sql_statement!("queue_payload.sql"), &[TEXTOID, TEXTOID], &["payload", "headers"]);
 
@@ -51,10 +58,32 @@ pub fn enqueue(conn: &Conn<'_>, d: &Delivery<'_>) -> Upserted {
 
 /// Up to `limit` keys due at `now` (of `source`, or of every source), oldest
 /// first, each locked for this transaction; keys locked by others are
-/// skipped, not waited for.
+/// skipped, not waited for. Distributed ([`super::citus`]), one source at a
+/// time: the sources with due keys, the oldest due first, then each
+/// source's keys oldest first (so "oldest first" holds within a source).
 pub fn take_due(conn: &Conn<'_>, now: i64, source: Option<&str>, limit: i32) -> Vec<KeyRow> {
-    let rows = conn.execute(&TAKE, &[arg(timestamptz(now)), arg(source), arg(limit)], Snap::Statement);
-    (0..rows.len()).map(|i| KeyRow::read(&rows, i, 1)).collect()
+    if !super::citus::keys_distributed() {
+        let rows = conn.execute(&TAKE, &[arg(timestamptz(now)), arg(source), arg(limit)], Snap::Statement);
+        return (0..rows.len()).map(|i| KeyRow::read(&rows, i, 1)).collect();
+    }
+    let take_of = |source: &str, limit: i32| {
+        let rows = conn.execute(&TAKE_OF_SOURCE, &[arg(timestamptz(now)), arg(source), arg(limit)], Snap::Statement);
+        (0..rows.len()).map(|i| KeyRow::read(&rows, i, 1)).collect::<Vec<_>>()
+    };
+    if let Some(source) = source {
+        return take_of(source, limit);
+    }
+    let due = conn.execute(&DUE_SOURCES, &[arg(timestamptz(now)), arg(limit)], Snap::Statement);
+    let mut taken = Vec::new();
+    for i in 0..due.len() {
+        let remaining = limit - taken.len() as i32;
+        if remaining <= 0 {
+            break;
+        }
+        let source: String = due.get(i, 1).expect("GROUP BY source gives a source");
+        taken.extend(take_of(&source, remaining));
+    }
+    taken
 }
 
 /// The payload and headers stored for a key, if any.

@@ -216,3 +216,92 @@ def test_a_source_setting_changed_on_the_coordinator_reaches_the_worker_that_run
         assert outcome == "reclaimed"
         assert one(conn, "SELECT webhook_fail(%s, %s, %s, 'boom again', retry_after => '0 seconds')",
                    (source, key, token)) == "dead_lettered", "the worker used the new max_attempts"
+
+
+def test_webhook_next_hands_every_key_to_one_worker_with_and_without_a_source(distributed):
+    """The queue on a distributed install: webhook_next without a source
+    takes due keys source by source (Citus locks rows of one shard per
+    statement), with a source it is routed to that source's shard. Two
+    connections drain 8 sources at once, one naming a source, one not:
+    every key is handed out exactly once and completed."""
+    sources = [f"queue-src-{i}" for i in range(8)]
+    keys = {(s, f"job_{i:03d}") for s in sources for i in range(40)}
+    with distributed.connect() as conn:
+        for source, key in sorted(keys):
+            assert one(conn, "SELECT webhook_enqueue(%s, %s, %s)", (source, key, b"{}")) == "accepted"
+    handed = Counter()
+    lock = threading.Lock()
+
+    def drain(source):
+        with distributed.connect() as conn:
+            idle = 0
+            while idle < 3:
+                rows = conn.execute("SELECT source, idem_key, claim_token FROM webhook_next(%s, '5 minutes', 7)",
+                                    (source,)).fetchall()
+                idle = 0 if rows else idle + 1
+                for s, k, token in rows:
+                    with lock:
+                        handed[(s, k)] += 1
+                    assert one(conn, "SELECT webhook_complete(%s, %s, %s)", (s, k, token)) is True
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(drain, [None, sources[3]]))
+    assert set(handed) == keys and set(handed.values()) == {1}, "each key handed out exactly once"
+    with distributed.connect() as conn:
+        assert one(conn, "SELECT count(*) FROM webhook_dedup.keys WHERE source = ANY(%s) AND state = 'completed'",
+                   (sources,)) == len(keys)
+
+
+@pytest.fixture()
+def no_background_passes(distributed):
+    """The workers' own maintenance passes off (interval 0, on reload) while
+    a test runs passes by hand; back on afterwards."""
+    def set_interval(value):
+        for node in distributed.nodes:
+            with node.connect() as conn:
+                conn.execute(f"ALTER SYSTEM {value}")
+                conn.execute("SELECT pg_reload_conf()")
+    set_interval("SET webhook_dedup.maintenance_interval = 0")
+    time.sleep(0.5)  # the reload reaches each worker's background process
+    yield distributed
+    set_interval("RESET webhook_dedup.maintenance_interval")
+
+
+def test_each_nodes_maintenance_sweeps_and_expires_the_sources_of_its_own_shards(no_background_passes):
+    """Distributed, each node's maintenance pass does the sources whose
+    shards it holds: the coordinator (no shards) changes nothing, each
+    worker sweeps the expired leases and deletes the keys past retention of
+    its own sources, and together they leave none."""
+    cluster = no_background_passes
+    sources = [f"maint-src-{i}" for i in range(8)]
+    with cluster.connect() as conn:
+        for s in sources:
+            for i in range(4):
+                assert one(conn, "SELECT outcome FROM webhook_claim(%s, %s, lease => '1 second')",
+                           (s, f"held_{i}")) == "claimed"
+            token = one(conn, "SELECT claim_token FROM webhook_claim(%s, 'old')", (s,))
+            assert one(conn, "SELECT webhook_complete(%s, 'old', %s)", (s, token)) is True
+        # the completed keys as if stored 40 days ago (retention: 30 days)
+        conn.execute("UPDATE webhook_dedup.keys SET last_seen_at = now() - interval '40 days',"
+                     " expires_at = now() - interval '10 days' WHERE source = ANY(%s) AND idem_key = 'old'",
+                     (sources,))
+        per_port = Counter(placement_port(conn, "keys", s) for s in sources)
+    time.sleep(1.5)  # the leases expire
+
+    def states(conn):
+        return Counter(conn.execute("SELECT state FROM webhook_dedup.keys WHERE source = ANY(%s)",
+                                    (sources,)).fetchall())
+
+    with cluster.coordinator.connect() as conn:
+        before = states(conn)
+        swept, pruned = conn.execute(
+            "SELECT leases_expired, keys_pruned FROM webhook_dedup.run_maintenance()").fetchone()
+        assert (swept, pruned) == (0, 0), "the coordinator holds no shard of these sources"
+        assert states(conn) == before == Counter({("processing",): 32, ("completed",): 8})
+    for worker in cluster.workers:
+        with worker.connect() as conn:
+            swept, pruned = conn.execute(
+                "SELECT leases_expired, keys_pruned FROM webhook_dedup.run_maintenance()").fetchone()
+        assert (swept, pruned) == (4 * per_port[worker.port], per_port[worker.port]), worker
+    with cluster.connect() as conn:
+        assert states(conn) == Counter({("failed",): 32})
