@@ -305,3 +305,120 @@ def test_each_nodes_maintenance_sweeps_and_expires_the_sources_of_its_own_shards
         assert (swept, pruned) == (4 * per_port[worker.port], per_port[worker.port]), worker
     with cluster.connect() as conn:
         assert states(conn) == Counter({("failed",): 32})
+
+
+def test_a_duplicate_during_a_shard_move_answers_duplicate(distributed):
+    """A completed key's source moves to the other worker
+    (citus_move_shard_placement, which moves the co-located keys, payloads,
+    replay guards and conflicts together) while its duplicate is delivered
+    again and again: every delivery answers duplicate with the stored
+    result, before, during and after the move."""
+    source, key = "moving-src", "evt_moving"
+    with distributed.connect() as conn:
+        token = one(conn, "SELECT claim_token FROM webhook_claim(%s, %s)", (source, key))
+        assert one(conn, "SELECT webhook_complete(%s, %s, %s, '{\"n\": 1}')", (source, key, token)) is True
+        shard = one(conn, "SELECT get_shard_id_for_distribution_column('webhook_dedup.keys', %s::text)", (source,))
+        before = placement_port(conn, "keys", source)
+    target = next(w for w in distributed.workers if w.port != before)
+    answers, stop = Counter(), threading.Event()
+
+    def redeliver():
+        with distributed.connect() as conn:
+            conn.execute("SET statement_timeout = '60s'")
+            while not stop.is_set():
+                answers[conn.execute("SELECT outcome, result FROM webhook_claim(%s, %s)",
+                                     (source, key)).fetchone()[0]] += 1
+
+    with ThreadPoolExecutor(2) as pool:
+        redeliveries = [pool.submit(redeliver) for _ in range(2)]
+        time.sleep(0.3)
+        with distributed.connect() as conn:
+            conn.execute("SET statement_timeout = '120s'")  # fail, do not hang the layer
+            # block_writes: the deliveries wait while the shard group is
+            # copied. The default (logical replication) waited forever for
+            # its replication slot when earlier tests had run on the same
+            # cluster (not yet investigated; docs/distributed.md).
+            conn.execute("SELECT citus_move_shard_placement(%s, %s, %s, %s, %s,"
+                         " shard_transfer_mode => 'block_writes')",
+                         (shard, "127.0.0.1", before, "127.0.0.1", target.port))
+            assert placement_port(conn, "keys", source) == target.port
+        time.sleep(0.3)
+        stop.set()
+        for r in redeliveries:
+            r.result()
+    assert set(answers) == {"duplicate"} and sum(answers.values()) > 10, answers
+    with distributed.connect() as conn:
+        assert conn.execute("SELECT outcome, result FROM webhook_claim(%s, %s)", (source, key)).fetchone() == (
+            "duplicate", {"n": 1})
+
+
+def test_a_worker_killed_under_load_loses_no_completed_key_and_every_claim_recovers(distributed):
+    """Last in the file (it leaves a restarted worker behind). 8 connections claim and complete keys of 8 sources (both workers)
+    through the coordinator, each side effect in one transaction with its
+    completion; a worker is stopped with -m immediate in the middle and
+    started again. Every completion the client saw commit is still there
+    with its one side effect; every key whose claim or completion failed
+    (or never ran) is claimed again after its lease and completed."""
+    sources = [f"crash-src-{i}" for i in range(8)]
+    lease = 2.0
+    with distributed.connect() as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS crash_effects (source text COLLATE \"C\" NOT NULL,"
+                     " idem_key text COLLATE \"C\" NOT NULL)")
+        if not one(conn, "SELECT EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = 'crash_effects'::regclass)"):
+            conn.execute("SELECT create_distributed_table('crash_effects', 'source', colocate_with => 'webhook_dedup.keys')")
+    victim = distributed.workers[0]
+    completed, stop = set(), threading.Event()
+    lock = threading.Lock()
+
+    def load(n):
+        i = 0
+        while not stop.is_set():
+            source, key = sources[(n + i) % len(sources)], f"k{n}_{i}"
+            i += 1
+            try:
+                with distributed.connect() as conn:
+                    conn.execute("SET statement_timeout = '30s'")
+                    outcome, token = conn.execute(
+                        "SELECT outcome, claim_token FROM webhook_claim(%s, %s, lease => %s::interval)",
+                        (source, key, f"{lease} seconds")).fetchone()
+                    assert outcome == "claimed"
+                    with conn.transaction():
+                        conn.execute("INSERT INTO crash_effects VALUES (%s, %s)", (source, key))
+                        assert one(conn, "SELECT webhook_complete(%s, %s, %s)", (source, key, token)) is True
+                with lock:
+                    completed.add((source, key))
+            except psycopg.Error:
+                time.sleep(0.05)  # the worker is down: the provider would retry later
+        return i
+
+    with ThreadPoolExecutor(8) as pool:
+        attempts = pool.map(load, range(8))
+        time.sleep(2)
+        victim.stop("immediate")
+        time.sleep(1)
+        victim.start()
+        time.sleep(2)
+        stop.set()
+        tried = {(sources[(n + i) % len(sources)], f"k{n}_{i}") for n, count in enumerate(attempts) for i in range(count)}
+    with distributed.connect() as conn:
+        victim_sources = {s for s in sources if placement_port(conn, "keys", s) == victim.port}
+    assert victim_sources and victim_sources != set(sources), "the load used both workers"
+    assert {s for s, _ in completed} & victim_sources, "keys of the killed worker completed before it died"
+
+    time.sleep(lease + 0.5)  # every lease the crash left behind has expired
+    with distributed.connect() as conn:
+        for source, key in sorted(tried - completed):
+            outcome, token = conn.execute("SELECT outcome, claim_token FROM webhook_claim(%s, %s)",
+                                          (source, key)).fetchone()
+            if outcome == "duplicate":
+                continue  # it committed, but the answer was lost with the connection
+            assert outcome in ("claimed", "reclaimed"), (source, key, outcome)
+            with conn.transaction():
+                conn.execute("INSERT INTO crash_effects VALUES (%s, %s)", (source, key))
+                assert one(conn, "SELECT webhook_complete(%s, %s, %s)", (source, key, token)) is True
+        states = dict(conn.execute("SELECT state, count(*) FROM webhook_dedup.keys WHERE source = ANY(%s)"
+                                   " GROUP BY state", (sources,)).fetchall())
+        assert states == {"completed": len(tried)}, states
+        effects = conn.execute("SELECT source, idem_key, count(*) FROM crash_effects GROUP BY 1, 2").fetchall()
+    assert {(s, k) for s, k, _ in effects} == tried
+    assert [e for e in effects if e[2] != 1] == [], "one side effect per key, none lost, none twice"

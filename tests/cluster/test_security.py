@@ -139,6 +139,10 @@ CALLS = [
     "SELECT * FROM webhook_dedup.list_secrets('stored')",
     "SELECT webhook_dedup.retire_secret('stored', (SELECT pg_catalog.max(l.id) FROM webhook_dedup.list_secrets('stored') AS l))",
     "SELECT webhook_dedup.dump_secrets(false)",
+    # the distributed mode needs Citus, which this cluster has not: 55000
+    # after its first check (tests/citus runs the rest)
+    "DO $$ BEGIN PERFORM webhook_dedup.distribute();"
+    " EXCEPTION WHEN object_not_in_prerequisite_state THEN NULL; END $$",
 ]
 
 VIEWS = ["counters", "metrics_buckets", "duplicate_metrics", "duplicate_metrics_by_minute", "providers",
