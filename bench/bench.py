@@ -31,6 +31,11 @@ Scenarios (all by default; name some to run only those):
   wal       WAL bytes per claim, including the key's eventual removal,
             against the plain insert (pg_current_wal_insert_lsn)
   bulk      one transaction claiming 100,000 keys with webhook_claim_many
+  citus     pgbench: claims of new keys of 8 sources through the coordinator
+            of a Citus cluster of its own (two workers, every node on this
+            machine, webhook_dedup.distribute()) against the same claims on
+            this one server; the overhead of a delegated call, not scale
+            (skipped when Citus is not installed)
   layouts   (not run by default) the storage layouts prototyped before the
             choice of docs/design.md, bench/layouts/
 
@@ -157,10 +162,11 @@ class Bench:
 
     def pgbench(self, db: str, script: str, seconds: float | None = None, transactions: int | None = None,
                 clients: int | None = None, dup_pct: int = 0, latencies: bool = False,
-                warmup_seconds: float | None = None) -> tuple[float, list]:
+                warmup_seconds: float | None = None, server=None) -> tuple[float, list]:
         """Run one workload; returns (tps, per-transaction latencies in µs when asked).
         `warmup_seconds`: an unmeasured run of that length (no checkpoint,
-        no warm-up of its own)."""
+        no warm-up of its own). `server`: another server to run it on (an
+        object with host, port and checkpoint()), else this one."""
         clients = clients or self.args.clients
         if warmup_seconds:
             seconds = warmup_seconds
@@ -176,10 +182,13 @@ class Bench:
             # would weigh that burst about 30 times what it weighs over a
             # 5-minute checkpoint_timeout. The images themselves are
             # counted by the wal scenario.
-            with self.connect(db) as conn:
-                conn.execute("CHECKPOINT")
+            if server:
+                server.checkpoint()
+            else:
+                with self.connect(db) as conn:
+                    conn.execute("CHECKPOINT")
             self.pgbench(db, script, transactions=None, seconds=None, clients=clients, dup_pct=dup_pct,
-                         warmup_seconds=self.args.warmup)
+                         warmup_seconds=self.args.warmup, server=server)
         variables = {"run": self.run_id(), "dups": DUPS, "dup_pct": dup_pct, "secret": SECRET, "event": GITHUB_EVENT,
                      "signature": self.sig, "body": self.body}
         cmd = [str(self.pg_bin / "pgbench"), "-n", "-M", self.args.protocol, "-c", str(clients),
@@ -187,6 +196,8 @@ class Bench:
         cmd += ["-T", str(int(seconds))] if seconds else ["-t", str(transactions)]
         for name, value in variables.items():
             cmd += ["-D", f"{name}={value}"]
+        if server:
+            cmd += ["-h", server.host, "-p", str(server.port), "-U", "postgres"]
         logdir = None
         if latencies:
             logdir = Path(tempfile.mkdtemp(dir=self.tmp))
@@ -483,6 +494,65 @@ class Bench:
         r = self.ratio("one transaction claiming 100,000 keys succeeds (1 = yes)", 1, ">=", unit="")
         r.samples = [1.0 if ok else 0.0]
 
+
+    def scenario_citus(self):
+        sharedir = subprocess.run([str(self.pg_bin / "pg_config"), "--sharedir"], capture_output=True,
+                                  text=True).stdout.strip() if (self.pg_bin / "pg_config").exists() else ""
+        if not sharedir or not Path(sharedir, "extension", "citus.control").exists():
+            self.say("citus: skipped, Citus is not installed (scripts/lib.sh ensure_citus builds it from ../shared/citus)")
+            return
+        sys.path.insert(0, str(ROOT / "tests" / "citus"))
+        os.environ.setdefault("WEBHOOK_DEDUP_PG_BIN", str(self.pg_bin))
+        os.environ.setdefault("WEBHOOK_DEDUP_PG_OS_USER", os.environ.get("PG_OS_USER", "postgres"))
+        from citus_cluster import LOOPBACK, CitusCluster
+
+        db = "bench_citus"
+        with self.connect() as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+            conn.execute(f"CREATE DATABASE {db}")
+        with self.connect(db) as conn:
+            conn.execute("CREATE EXTENSION webhook_dedup")
+        log("citus: starting a coordinator and two workers")
+        cluster = CitusCluster()
+        try:
+            cluster.start()  # Citus and webhook_dedup in database postgres of every node
+            with cluster.connect() as conn:
+                conn.execute("SELECT webhook_dedup.distribute()")
+                nodes = {conn.execute("SELECT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)"
+                                      " WHERE p.shardid = get_shard_id_for_distribution_column("
+                                      "'webhook_dedup.keys', %s::text)", (f"bench-{i}",)).fetchone()[0]
+                         for i in range(1, 9)}
+            log(f"citus: the 8 sources have shards on {len(nodes)} of 2 workers")
+
+            class Coordinator:
+                host, port = LOOPBACK, cluster.coordinator.port
+
+                @staticmethod
+                def checkpoint():
+                    for node in cluster.nodes:
+                        with node.connect() as conn:
+                            conn.execute("CHECKPOINT")
+
+            sides = {"one server": (db, None), "Citus coordinator": ("postgres", Coordinator)}
+            rounds = []
+            for r in range(self.args.rounds):
+                row = {}
+                for i in range(len(sides)):
+                    name = list(sides)[(r + i) % len(sides)]
+                    database, server = sides[name]
+                    row[name], _ = self.pgbench(database, "claim_sources.sql", seconds=self.args.seconds,
+                                                server=server)
+                log(f"round {r + 1}: " + ", ".join(f"{n} {row[n]:.0f} tps" for n in sides))
+                rounds.append(row)
+            for name in sides:
+                tps = [row[name] for row in rounds]
+                self.say(f"claims of new keys of 8 sources, {name}: {statistics.median(tps):.0f} tps"
+                         f" (min {min(tps):.0f}, max {max(tps):.0f})")
+            self.ratio("tps claims through the Citus coordinator (2 workers, same machine) / one server",
+                       None, ">=").samples = [row["Citus coordinator"] / row["one server"] for row in rounds]
+        finally:
+            cluster.destroy()
+
     def scenario_layouts(self):
         """The storage layouts prototyped before choosing (bench/layouts/,
         docs/design.md): each claim written in PL/pgSQL over its own tables,
@@ -564,7 +634,7 @@ class Bench:
                 indent=2))
 
 
-SCENARIOS = ["cpu", "claim", "complete", "receive", "aged", "large", "expiry", "wal", "bulk"]
+SCENARIOS = ["cpu", "claim", "complete", "receive", "aged", "large", "expiry", "wal", "bulk", "citus"]
 
 
 def main():

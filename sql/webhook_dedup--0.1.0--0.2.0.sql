@@ -280,20 +280,38 @@ COMMENT ON VIEW webhook_dedup.providers IS
 COMMENT ON FUNCTION webhook_dedup.provider_profiles() IS
   'The built-in provider profiles as rows; read them through webhook_dedup.providers.';
 
+-- Whether a source has keys made by webhook_key or webhook_receive (they
+-- start with '<source>:': one range probe of the primary key (idem_key,
+-- source)) or counted deliveries (the primary key of claim_counts leads
+-- with source). A function rather than a subquery of the view: each probe
+-- names one source, so on a distributed install (docs/distributed.md)
+-- Citus routes it to that source's shard, where a correlated subquery over
+-- the distributed keys could not be planned. SECURITY DEFINER: the view's
+-- readers may not read the keys; this says only whether there are any.
+CREATE FUNCTION webhook_dedup.source_has_history(source text) RETURNS boolean
+LANGUAGE plpgsql STABLE SECURITY DEFINER  -- PL/pgSQL: Citus plans its parameters, not an SQL function's
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+  RETURN EXISTS (SELECT FROM webhook_dedup.keys AS k
+                  WHERE k.idem_key OPERATOR(pg_catalog.>=) ($1 OPERATOR(pg_catalog.||) ':')
+                    AND k.idem_key OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.||) ';')
+                    AND k.source OPERATOR(pg_catalog.=) $1)
+      OR EXISTS (SELECT FROM webhook_dedup.claim_counts AS c WHERE c.source OPERATOR(pg_catalog.=) $1);
+END
+$fn$;
+REVOKE ALL ON FUNCTION webhook_dedup.source_has_history(text) FROM PUBLIC;
+COMMENT ON FUNCTION webhook_dedup.source_has_history(text) IS
+  'source_has_history(source) -> boolean: whether source has keys made by webhook_key or webhook_receive (idempotency keys starting with source:) or counted deliveries (webhook_dedup.claim_counts). Used by webhook_dedup.retention_warnings for sources named after a provider; executable by webhook_dedup_reader and pg_monitor.';
+
 CREATE VIEW webhook_dedup.retention_warnings AS
 WITH used AS (
   SELECT s.source FROM webhook_dedup.sources AS s
   UNION
   -- sources named after a provider that have keys made by webhook_key or
-  -- webhook_receive (they start with '<source>:': one range probe of the
-  -- primary key (idem_key, source)), or counted deliveries (the
-  -- primary key of claim_counts leads with source)
+  -- webhook_receive, or counted deliveries
   SELECT p.scheme FROM webhook_dedup.providers AS p
-   WHERE EXISTS (SELECT FROM webhook_dedup.keys AS k
-                  WHERE k.idem_key OPERATOR(pg_catalog.>=) (p.scheme OPERATOR(pg_catalog.||) ':')
-                    AND k.idem_key OPERATOR(pg_catalog.<) (p.scheme OPERATOR(pg_catalog.||) ';')
-                    AND k.source OPERATOR(pg_catalog.=) p.scheme)
-      OR EXISTS (SELECT FROM webhook_dedup.claim_counts AS c WHERE c.source OPERATOR(pg_catalog.=) p.scheme)
+   WHERE webhook_dedup.source_has_history(p.scheme)
 ), checked AS (
   SELECT u.source,
          COALESCE(s.provider, u.source) AS provider,
@@ -681,8 +699,54 @@ DROP VIEW webhook_dedup.duplicate_metrics_by_minute, webhook_dedup.duplicate_met
 ALTER TABLE webhook_dedup.claim_counts
     ADD COLUMN ignored                        bigint NOT NULL DEFAULT 0,
     ADD COLUMN replayed                       bigint NOT NULL DEFAULT 0;
+-- A source is an opaque identifier compared byte for byte, as in the key
+-- tables, and one collation of it lets Citus co-locate every per-source
+-- table (webhook_dedup.distribute()). The primary keys are rebuilt.
+ALTER TABLE webhook_dedup.claim_counts ALTER COLUMN source TYPE text COLLATE "C";
+ALTER TABLE webhook_dedup.watermarks ALTER COLUMN source TYPE text COLLATE "C";
 COMMENT ON COLUMN webhook_dedup.claim_counts.ignored IS 'webhook_receive deliveries that verified but whose event type the source does not accept (webhook_dedup.sources.accept_event_types; answered ignored, nothing stored).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.replayed IS 'webhook_receive deliveries whose signed body the replay guard found under another event id (webhook_dedup.replay_guards; answered from that key, nothing processed). Not counted as deliveries or duplicates: a provider''s retries carry the same id.';
+
+-- The live counters of every node of a distributed install (each node
+-- counts the calls it ran, in its own shared memory; docs/distributed.md),
+-- else of this server: metrics_live() run on each node through Citus's
+-- run_command_on_all_nodes. SECURITY DEFINER: Citus connects to the nodes
+-- as the current user, and the command is fixed.
+CREATE FUNCTION webhook_dedup.metrics_live_cluster()
+RETURNS TABLE (bucket timestamptz, minute boolean, source text, event_type text, counts bigint[])
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+  node record;
+  distributed boolean := false;
+BEGIN
+  -- (each statement is parsed when it runs: Citus's catalog is read only
+  -- where it exists)
+  IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+    distributed := EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p
+                            WHERE p.logicalrelid OPERATOR(pg_catalog.=) 'webhook_dedup.claim_counts'::pg_catalog.regclass);
+  END IF;
+  IF NOT distributed THEN
+    RETURN QUERY SELECT l.bucket, l.minute, l.source, l.event_type, l.counts FROM webhook_dedup.metrics_live() AS l;
+    RETURN;
+  END IF;
+  FOR node IN SELECT r.nodeid, r.success, r.result FROM pg_catalog.run_command_on_all_nodes(
+      'SELECT COALESCE(pg_catalog.json_agg(l), ''[]'') FROM webhook_dedup.metrics_live() AS l') AS r
+  LOOP
+    IF NOT node.success THEN
+      RAISE WARNING 'webhook_dedup: the live counters of Citus node % could not be read (the flushed ones are in webhook_dedup.claim_counts): %',
+        node.nodeid, node.result;
+      CONTINUE;
+    END IF;
+    RETURN QUERY SELECT l.bucket, l.minute, l.source, l.event_type, l.counts
+      FROM pg_catalog.json_to_recordset(node.result::pg_catalog.json)
+           AS l(bucket timestamptz, minute boolean, source text, event_type text, counts bigint[]);
+  END LOOP;
+END
+$fn$;
+COMMENT ON FUNCTION webhook_dedup.metrics_live_cluster() IS
+  'The live (not yet flushed) counters as webhook_dedup.metrics_live() returns them, of every node when webhook_dedup is distributed on Citus (webhook_dedup.distribute(); run on each node with run_command_on_all_nodes; a node that does not answer is left out with a WARNING), else of this server. The views over the counters read it.';
 
 -- Metrics: the flushed counters plus the live ones in shared memory, in
 -- the column order of src/metrics.rs (Counter::ALL; a pg_test checks it).
@@ -703,7 +767,7 @@ SELECT l.bucket, l.source, l.event_type,
        l.counts[15], l.counts[16], l.counts[17], l.counts[18], l.counts[19], l.counts[20],
        l.counts[21], l.counts[22], l.counts[23], l.counts[24], l.counts[25], l.counts[26],
        l.counts[27], l.counts[28], l.counts[29]
-  FROM webhook_dedup.metrics_live() AS l;
+  FROM webhook_dedup.metrics_live_cluster() AS l;
 COMMENT ON VIEW webhook_dedup.counters IS
   'Every counter per bucket (bucket_width 1 hour: per source and event type; 1 minute: per source, event_type ''''), flushed (webhook_dedup.claim_counts) and live (shared memory, not flushed yet) as separate rows: sum them within one bucket_width (the minute rows count the last two hours again). Columns as webhook_dedup.claim_counts. Read webhook_dedup.duplicate_metrics or duplicate_metrics_by_minute instead unless you need event types.';
 
@@ -941,8 +1005,26 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_dedup.sources TO webhook_dedup_o
 -- Reading: the views run with their owner's rights, so no access to
 -- webhook_dedup.keys (payloads, headers, tokens) is needed.
 REVOKE ALL ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval), webhook_dedup.metrics_live(),
-                       webhook_dedup.provider_profiles(), webhook_dedup.default_retention()
+                       webhook_dedup.metrics_live_cluster(), webhook_dedup.provider_profiles(),
+                       webhook_dedup.default_retention(), webhook_dedup.source_has_history(text)
   FROM PUBLIC;
+-- The two that run as their owner, from anyone else too (default
+-- privileges of the installing role).
+DO $$
+DECLARE
+  f pg_catalog.regprocedure;
+  g pg_catalog.oid;
+BEGIN
+  FOREACH f IN ARRAY ARRAY['webhook_dedup.metrics_live_cluster()', 'webhook_dedup.source_has_history(text)']::pg_catalog.regprocedure[]
+  LOOP
+    FOR g IN SELECT DISTINCT a.grantee FROM pg_catalog.pg_proc AS p, pg_catalog.aclexplode(p.proacl) AS a
+              WHERE p.oid OPERATOR(pg_catalog.=) f AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+                AND a.grantee OPERATOR(pg_catalog.<>) 0 LOOP
+      EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %I', f, pg_catalog.pg_get_userbyid(g));
+    END LOOP;
+  END LOOP;
+END
+$$;
 GRANT SELECT ON webhook_dedup.counters, webhook_dedup.metrics_buckets,
                 webhook_dedup.duplicate_metrics, webhook_dedup.duplicate_metrics_by_minute,
                 webhook_dedup.key_states, webhook_dedup.stuck_claims, webhook_dedup.dead_letters,
@@ -950,8 +1032,9 @@ GRANT SELECT ON webhook_dedup.counters, webhook_dedup.metrics_buckets,
                 webhook_dedup.retention_warnings, webhook_dedup.providers, webhook_dedup.maintenance_runs
   TO webhook_dedup_reader, pg_monitor;
 GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval),
-                          webhook_dedup.metrics_live(), webhook_dedup.provider_profiles(),
-                          webhook_dedup.default_retention()
+                          webhook_dedup.metrics_live(), webhook_dedup.metrics_live_cluster(),
+                          webhook_dedup.provider_profiles(), webhook_dedup.default_retention(),
+                          webhook_dedup.source_has_history(text)
   TO webhook_dedup_reader, pg_monitor;
 
 -- 0.1.0's receivers called the functions with table privileges of their
@@ -1087,14 +1170,14 @@ BEGIN
     ALTER TABLE webhook_dedup.conflict_log ADD CONSTRAINT conflict_log_pkey PRIMARY KEY (id, source);
   END IF;
 
-  -- Co-location needs one collation of the distribution column: the
-  -- watermarks and the counts, whose source has the database's default
-  -- (the others have "C"), are each a group of their own. Nothing joins
-  -- them to the keys.
+  -- One co-location group (every source column is text COLLATE "C"):
+  -- a source's rows of every table are in shards on one node, so a
+  -- statement that names the source, whichever tables it reads, runs there.
   FOR t IN SELECT x.rel::pg_catalog.regclass AS rel, x.ord, x.colocate_with FROM (VALUES
       ('webhook_dedup.keys', 1, 'none'), ('webhook_dedup.payloads', 2, 'webhook_dedup.keys'),
       ('webhook_dedup.replay_guards', 3, 'webhook_dedup.keys'), ('webhook_dedup.conflict_log', 4, 'webhook_dedup.keys'),
-      ('webhook_dedup.watermarks', 5, 'none'), ('webhook_dedup.claim_counts', 6, 'none')) AS x(rel, ord, colocate_with)
+      ('webhook_dedup.watermarks', 5, 'webhook_dedup.keys'),
+      ('webhook_dedup.claim_counts', 6, 'webhook_dedup.keys')) AS x(rel, ord, colocate_with)
     ORDER BY x.ord
   LOOP
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid OPERATOR(pg_catalog.=) t.rel) THEN
@@ -1103,6 +1186,18 @@ BEGIN
       done := done OPERATOR(pg_catalog.+) 1;
     END IF;
   END LOOP;
+
+  -- Readers: the views run with their owner's rights on one server, but
+  -- Citus checks the shards it reads on the workers with the reader's own
+  -- (citusdata/citus#1683, #6161). So the roles the views are granted to
+  -- may read what the views show: the key columns they read (never
+  -- claim_token or fingerprint; payloads, headers and secrets stay out of
+  -- reach), the conflicts, the counts and the per-source settings.
+  GRANT SELECT (source, idem_key, state, event_type, attempt, leased_at, lease_expires_at, next_attempt_at, due_at,
+                last_step, last_error, deliveries, conflicts, result, first_seen_at, last_seen_at, completed_at)
+    ON webhook_dedup.keys TO webhook_dedup_reader, pg_monitor;
+  GRANT SELECT ON webhook_dedup.conflict_log, webhook_dedup.claim_counts, webhook_dedup.sources
+    TO webhook_dedup_reader, pg_monitor;
 
   -- Every function of one source's state runs on the node that holds the
   -- source's shard, in one round trip, when it is called outside a
@@ -1117,7 +1212,9 @@ BEGIN
       ('webhook_checkpoint(text, text, uuid, text)', 'webhook_dedup.keys'),
       ('webhook_extend_lease(text, text, uuid, interval)', 'webhook_dedup.keys'),
       ('webhook_enqueue(text, text, bytea, text, jsonb)', 'webhook_dedup.keys'),
-      ('webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup.watermarks'),
+      ('webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval,'
+       ' timestamptz, text, text, text, text, text, text)', 'webhook_dedup.keys'),
+      ('webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup.keys'),
       ('webhook_resolve(text, text, text, jsonb)', 'webhook_dedup.keys'),
       ('webhook_forget(text, text)', 'webhook_dedup.keys')) AS x(signature, colocate_with)
   LOOP
@@ -1128,4 +1225,4 @@ END
 $distribute$;
 REVOKE ALL ON FUNCTION webhook_dedup.distribute(integer) FROM PUBLIC;
 COMMENT ON FUNCTION webhook_dedup.distribute(integer) IS
-  'distribute(shard_count => NULL) -> text. Citus only, on the coordinator, as a superuser: makes webhook_dedup distributed by source. keys, payloads, replay_guards, conflict_log (primary key (id, source)) become hash-distributed tables co-located on source, watermarks and claim_counts distributed on source in groups of their own; sources and source_secrets reference tables; the single-key functions (webhook_claim, webhook_complete, webhook_fail, ...) are delegated by their source argument, so a call outside a transaction block runs on the node that holds the source in one round trip. Idempotent. shard_count: citus.shard_count for the new tables (NULL: the setting''s value). Errors: 55000 without Citus or off the coordinator; 22023 shard_count outside 1..64000. docs/distributed.md.';
+  'distribute(shard_count => NULL) -> text. Citus only, on the coordinator, as a superuser: makes webhook_dedup distributed by source. keys, payloads, replay_guards, conflict_log (primary key (id, source)), watermarks and claim_counts become hash-distributed tables co-located on source; sources and source_secrets reference tables; the single-key functions (webhook_claim, webhook_receive, webhook_complete, webhook_fail, ...) are delegated by their source argument (webhook_receive''s NULL source by its scheme''s name), so a call outside a transaction block runs on the node that holds the source in one round trip; webhook_dedup_reader and pg_monitor may read the columns the views show (Citus checks a view''s shards with the reader''s rights). Idempotent. shard_count: citus.shard_count for the new tables (NULL: the setting''s value). Errors: 55000 without Citus or off the coordinator; 22023 shard_count outside 1..64000. docs/distributed.md.';

@@ -21,6 +21,7 @@
 //! | [`metrics`] | shared-memory counters and their flush | yes |
 //! | [`maintenance`] | one maintenance pass: sweep, retention, pruning | yes |
 //! | [`worker`] | the background worker that schedules the passes | yes |
+//! | [`citus_guard`] | a NULL source stopped before Citus's function delegation hashes it | yes |
 //! | [`api`] | the thin `#[pg_extern]` wrappers (the SQL surface) | yes |
 //!
 //! Hand-written DDL lives in `src/sql/*.sql`, the text of every statement the
@@ -30,6 +31,7 @@ use pgrx::prelude::*;
 
 pub mod api;
 pub mod calendar;
+pub mod citus_guard;
 pub mod claim;
 pub mod error;
 pub mod guc;
@@ -77,6 +79,7 @@ pub extern "C-unwind" fn _PG_init() {
     // processes shared_preload_libraries.
     let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
     guc::init(preloading);
+    citus_guard::install();
     if preloading {
         metrics::init_shared_memory();
         worker::register();

@@ -59,7 +59,12 @@ thread_local! {
 /// Count the sources whose retention is shorter than their provider's retry
 /// horizon, and say which: a WARNING (once an hour per backend for the same
 /// count, so the worker does not fill the log; NOTICE in between).
+/// On a distributed install the check is the cluster's, made on the
+/// coordinator only (the workers' passes skip it).
 pub(super) fn warnings(now: i64, pass: &mut Counts) {
+    if crate::store::citus::keys_distributed() && !crate::store::citus::is_coordinator() {
+        return;
+    }
     let messages: Vec<String> = Spi::connect(|client| {
         client
             .select("SELECT w.message FROM webhook_dedup.retention_warnings AS w ORDER BY w.source", None, &[])

@@ -63,14 +63,14 @@ BEGIN
     ALTER TABLE webhook_dedup.conflict_log ADD CONSTRAINT conflict_log_pkey PRIMARY KEY (id, source);
   END IF;
 
-  -- Co-location needs one collation of the distribution column: the
-  -- watermarks and the counts, whose source has the database's default
-  -- (the others have "C"), are each a group of their own. Nothing joins
-  -- them to the keys.
+  -- One co-location group (every source column is text COLLATE "C"):
+  -- a source's rows of every table are in shards on one node, so a
+  -- statement that names the source, whichever tables it reads, runs there.
   FOR t IN SELECT x.rel::pg_catalog.regclass AS rel, x.ord, x.colocate_with FROM (VALUES
       ('webhook_dedup.keys', 1, 'none'), ('webhook_dedup.payloads', 2, 'webhook_dedup.keys'),
       ('webhook_dedup.replay_guards', 3, 'webhook_dedup.keys'), ('webhook_dedup.conflict_log', 4, 'webhook_dedup.keys'),
-      ('webhook_dedup.watermarks', 5, 'none'), ('webhook_dedup.claim_counts', 6, 'none')) AS x(rel, ord, colocate_with)
+      ('webhook_dedup.watermarks', 5, 'webhook_dedup.keys'),
+      ('webhook_dedup.claim_counts', 6, 'webhook_dedup.keys')) AS x(rel, ord, colocate_with)
     ORDER BY x.ord
   LOOP
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid OPERATOR(pg_catalog.=) t.rel) THEN
@@ -79,6 +79,18 @@ BEGIN
       done := done OPERATOR(pg_catalog.+) 1;
     END IF;
   END LOOP;
+
+  -- Readers: the views run with their owner's rights on one server, but
+  -- Citus checks the shards it reads on the workers with the reader's own
+  -- (citusdata/citus#1683, #6161). So the roles the views are granted to
+  -- may read what the views show: the key columns they read (never
+  -- claim_token or fingerprint; payloads, headers and secrets stay out of
+  -- reach), the conflicts, the counts and the per-source settings.
+  GRANT SELECT (source, idem_key, state, event_type, attempt, leased_at, lease_expires_at, next_attempt_at, due_at,
+                last_step, last_error, deliveries, conflicts, result, first_seen_at, last_seen_at, completed_at)
+    ON webhook_dedup.keys TO webhook_dedup_reader, pg_monitor;
+  GRANT SELECT ON webhook_dedup.conflict_log, webhook_dedup.claim_counts, webhook_dedup.sources
+    TO webhook_dedup_reader, pg_monitor;
 
   -- Every function of one source's state runs on the node that holds the
   -- source's shard, in one round trip, when it is called outside a
@@ -93,7 +105,9 @@ BEGIN
       ('webhook_checkpoint(text, text, uuid, text)', 'webhook_dedup.keys'),
       ('webhook_extend_lease(text, text, uuid, interval)', 'webhook_dedup.keys'),
       ('webhook_enqueue(text, text, bytea, text, jsonb)', 'webhook_dedup.keys'),
-      ('webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup.watermarks'),
+      ('webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval,'
+       ' timestamptz, text, text, text, text, text, text)', 'webhook_dedup.keys'),
+      ('webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup.keys'),
       ('webhook_resolve(text, text, text, jsonb)', 'webhook_dedup.keys'),
       ('webhook_forget(text, text)', 'webhook_dedup.keys')) AS x(signature, colocate_with)
   LOOP
@@ -104,4 +118,4 @@ END
 $distribute$;
 REVOKE ALL ON FUNCTION webhook_dedup.distribute(integer) FROM PUBLIC;
 COMMENT ON FUNCTION webhook_dedup.distribute(integer) IS
-  'distribute(shard_count => NULL) -> text. Citus only, on the coordinator, as a superuser: makes webhook_dedup distributed by source. keys, payloads, replay_guards, conflict_log (primary key (id, source)) become hash-distributed tables co-located on source, watermarks and claim_counts distributed on source in groups of their own; sources and source_secrets reference tables; the single-key functions (webhook_claim, webhook_complete, webhook_fail, ...) are delegated by their source argument, so a call outside a transaction block runs on the node that holds the source in one round trip. Idempotent. shard_count: citus.shard_count for the new tables (NULL: the setting''s value). Errors: 55000 without Citus or off the coordinator; 22023 shard_count outside 1..64000. docs/distributed.md.';
+  'distribute(shard_count => NULL) -> text. Citus only, on the coordinator, as a superuser: makes webhook_dedup distributed by source. keys, payloads, replay_guards, conflict_log (primary key (id, source)), watermarks and claim_counts become hash-distributed tables co-located on source; sources and source_secrets reference tables; the single-key functions (webhook_claim, webhook_receive, webhook_complete, webhook_fail, ...) are delegated by their source argument (webhook_receive''s NULL source by its scheme''s name), so a call outside a transaction block runs on the node that holds the source in one round trip; webhook_dedup_reader and pg_monitor may read the columns the views show (Citus checks a view''s shards with the reader''s rights). Idempotent. shard_count: citus.shard_count for the new tables (NULL: the setting''s value). Errors: 55000 without Citus or off the coordinator; 22023 shard_count outside 1..64000. docs/distributed.md.';

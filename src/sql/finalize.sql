@@ -1,6 +1,47 @@
 -- webhook_dedup: views, comments, triggers and grants (runs last in the
 -- install script, after every generated function exists).
 
+-- The live counters of every node of a distributed install (each node
+-- counts the calls it ran, in its own shared memory; docs/distributed.md),
+-- else of this server: metrics_live() run on each node through Citus's
+-- run_command_on_all_nodes. SECURITY DEFINER: Citus connects to the nodes
+-- as the current user, and the command is fixed.
+CREATE FUNCTION webhook_dedup.metrics_live_cluster()
+RETURNS TABLE (bucket timestamptz, minute boolean, source text, event_type text, counts bigint[])
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+  node record;
+  distributed boolean := false;
+BEGIN
+  -- (each statement is parsed when it runs: Citus's catalog is read only
+  -- where it exists)
+  IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+    distributed := EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p
+                            WHERE p.logicalrelid OPERATOR(pg_catalog.=) 'webhook_dedup.claim_counts'::pg_catalog.regclass);
+  END IF;
+  IF NOT distributed THEN
+    RETURN QUERY SELECT l.bucket, l.minute, l.source, l.event_type, l.counts FROM webhook_dedup.metrics_live() AS l;
+    RETURN;
+  END IF;
+  FOR node IN SELECT r.nodeid, r.success, r.result FROM pg_catalog.run_command_on_all_nodes(
+      'SELECT COALESCE(pg_catalog.json_agg(l), ''[]'') FROM webhook_dedup.metrics_live() AS l') AS r
+  LOOP
+    IF NOT node.success THEN
+      RAISE WARNING 'webhook_dedup: the live counters of Citus node % could not be read (the flushed ones are in webhook_dedup.claim_counts): %',
+        node.nodeid, node.result;
+      CONTINUE;
+    END IF;
+    RETURN QUERY SELECT l.bucket, l.minute, l.source, l.event_type, l.counts
+      FROM pg_catalog.json_to_recordset(node.result::pg_catalog.json)
+           AS l(bucket timestamptz, minute boolean, source text, event_type text, counts bigint[]);
+  END LOOP;
+END
+$fn$;
+COMMENT ON FUNCTION webhook_dedup.metrics_live_cluster() IS
+  'The live (not yet flushed) counters as webhook_dedup.metrics_live() returns them, of every node when webhook_dedup is distributed on Citus (webhook_dedup.distribute(); run on each node with run_command_on_all_nodes; a node that does not answer is left out with a WARNING), else of this server. The views over the counters read it.';
+
 -- Metrics: the flushed counters plus the live ones in shared memory, in
 -- the column order of src/metrics.rs (Counter::ALL; a pg_test checks it).
 CREATE VIEW webhook_dedup.counters AS
@@ -20,7 +61,7 @@ SELECT l.bucket, l.source, l.event_type,
        l.counts[15], l.counts[16], l.counts[17], l.counts[18], l.counts[19], l.counts[20],
        l.counts[21], l.counts[22], l.counts[23], l.counts[24], l.counts[25], l.counts[26],
        l.counts[27], l.counts[28], l.counts[29]
-  FROM webhook_dedup.metrics_live() AS l;
+  FROM webhook_dedup.metrics_live_cluster() AS l;
 COMMENT ON VIEW webhook_dedup.counters IS
   'Every counter per bucket (bucket_width 1 hour: per source and event type; 1 minute: per source, event_type ''''), flushed (webhook_dedup.claim_counts) and live (shared memory, not flushed yet) as separate rows: sum them within one bucket_width (the minute rows count the last two hours again). Columns as webhook_dedup.claim_counts. Read webhook_dedup.duplicate_metrics or duplicate_metrics_by_minute instead unless you need event types.';
 
@@ -173,20 +214,38 @@ COMMENT ON FUNCTION @extschema@.webhook_advance(text, text, timestamptz, text, b
 COMMENT ON FUNCTION @extschema@.webhook_monotonic_guard() IS
   'Trigger function for the caller''s own tables: CREATE TRIGGER ... BEFORE INSERT OR UPDATE ... FOR EACH ROW EXECUTE FUNCTION webhook_monotonic_guard(''source_updated_at''). Skips an update whose new value of the named timestamptz/timestamp column is older than the stored one (the statement reports zero rows), also in INSERT ... ON CONFLICT DO UPDATE. Stored NULL: passes; incoming NULL over a stored value: skipped; equal: passes; inserts pass. Errors at trigger time: 22023 not exactly one argument; 42703 no such column; 42804 not a timestamp type; 39P01 not a BEFORE row trigger on INSERT or UPDATE.';
 
+-- Whether a source has keys made by webhook_key or webhook_receive (they
+-- start with '<source>:': one range probe of the primary key (idem_key,
+-- source)) or counted deliveries (the primary key of claim_counts leads
+-- with source). A function rather than a subquery of the view: each probe
+-- names one source, so on a distributed install (docs/distributed.md)
+-- Citus routes it to that source's shard, where a correlated subquery over
+-- the distributed keys could not be planned. SECURITY DEFINER: the view's
+-- readers may not read the keys; this says only whether there are any.
+CREATE FUNCTION webhook_dedup.source_has_history(source text) RETURNS boolean
+LANGUAGE plpgsql STABLE SECURITY DEFINER  -- PL/pgSQL: Citus plans its parameters, not an SQL function's
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+  RETURN EXISTS (SELECT FROM webhook_dedup.keys AS k
+                  WHERE k.idem_key OPERATOR(pg_catalog.>=) ($1 OPERATOR(pg_catalog.||) ':')
+                    AND k.idem_key OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.||) ';')
+                    AND k.source OPERATOR(pg_catalog.=) $1)
+      OR EXISTS (SELECT FROM webhook_dedup.claim_counts AS c WHERE c.source OPERATOR(pg_catalog.=) $1);
+END
+$fn$;
+REVOKE ALL ON FUNCTION webhook_dedup.source_has_history(text) FROM PUBLIC;
+COMMENT ON FUNCTION webhook_dedup.source_has_history(text) IS
+  'source_has_history(source) -> boolean: whether source has keys made by webhook_key or webhook_receive (idempotency keys starting with source:) or counted deliveries (webhook_dedup.claim_counts). Used by webhook_dedup.retention_warnings for sources named after a provider; executable by webhook_dedup_reader and pg_monitor.';
+
 CREATE VIEW webhook_dedup.retention_warnings AS
 WITH used AS (
   SELECT s.source FROM webhook_dedup.sources AS s
   UNION
   -- sources named after a provider that have keys made by webhook_key or
-  -- webhook_receive (they start with '<source>:': one range probe of the
-  -- primary key (idem_key, source)), or counted deliveries (the
-  -- primary key of claim_counts leads with source)
+  -- webhook_receive, or counted deliveries
   SELECT p.scheme FROM webhook_dedup.providers AS p
-   WHERE EXISTS (SELECT FROM webhook_dedup.keys AS k
-                  WHERE k.idem_key OPERATOR(pg_catalog.>=) (p.scheme OPERATOR(pg_catalog.||) ':')
-                    AND k.idem_key OPERATOR(pg_catalog.<) (p.scheme OPERATOR(pg_catalog.||) ';')
-                    AND k.source OPERATOR(pg_catalog.=) p.scheme)
-      OR EXISTS (SELECT FROM webhook_dedup.claim_counts AS c WHERE c.source OPERATOR(pg_catalog.=) p.scheme)
+   WHERE webhook_dedup.source_has_history(p.scheme)
 ), checked AS (
   SELECT u.source,
          COALESCE(s.provider, u.source) AS provider,
@@ -495,8 +554,26 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_dedup.sources TO webhook_dedup_o
 -- Reading: the views run with their owner's rights, so no access to
 -- webhook_dedup.keys (payloads, headers, tokens) is needed.
 REVOKE ALL ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval), webhook_dedup.metrics_live(),
-                       webhook_dedup.provider_profiles(), webhook_dedup.default_retention()
+                       webhook_dedup.metrics_live_cluster(), webhook_dedup.provider_profiles(),
+                       webhook_dedup.default_retention(), webhook_dedup.source_has_history(text)
   FROM PUBLIC;
+-- The two that run as their owner, from anyone else too (default
+-- privileges of the installing role).
+DO $$
+DECLARE
+  f pg_catalog.regprocedure;
+  g pg_catalog.oid;
+BEGIN
+  FOREACH f IN ARRAY ARRAY['webhook_dedup.metrics_live_cluster()', 'webhook_dedup.source_has_history(text)']::pg_catalog.regprocedure[]
+  LOOP
+    FOR g IN SELECT DISTINCT a.grantee FROM pg_catalog.pg_proc AS p, pg_catalog.aclexplode(p.proacl) AS a
+              WHERE p.oid OPERATOR(pg_catalog.=) f AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+                AND a.grantee OPERATOR(pg_catalog.<>) 0 LOOP
+      EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %I', f, pg_catalog.pg_get_userbyid(g));
+    END LOOP;
+  END LOOP;
+END
+$$;
 GRANT SELECT ON webhook_dedup.counters, webhook_dedup.metrics_buckets,
                 webhook_dedup.duplicate_metrics, webhook_dedup.duplicate_metrics_by_minute,
                 webhook_dedup.key_states, webhook_dedup.stuck_claims, webhook_dedup.dead_letters,
@@ -504,8 +581,9 @@ GRANT SELECT ON webhook_dedup.counters, webhook_dedup.metrics_buckets,
                 webhook_dedup.retention_warnings, webhook_dedup.providers, webhook_dedup.maintenance_runs
   TO webhook_dedup_reader, pg_monitor;
 GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval),
-                          webhook_dedup.metrics_live(), webhook_dedup.provider_profiles(),
-                          webhook_dedup.default_retention()
+                          webhook_dedup.metrics_live(), webhook_dedup.metrics_live_cluster(),
+                          webhook_dedup.provider_profiles(), webhook_dedup.default_retention(),
+                          webhook_dedup.source_has_history(text)
   TO webhook_dedup_reader, pg_monitor;
 
 -- Every row of these tables is written by callers, not by CREATE

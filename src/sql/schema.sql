@@ -255,7 +255,7 @@ COMMENT ON TABLE webhook_dedup.replay_guards IS
 
 -- The out-of-order guard: the newest source_updated_at seen per entity.
 CREATE TABLE webhook_dedup.watermarks (
-    source            text        NOT NULL CHECK (pg_catalog.char_length(source) BETWEEN 1 AND 255),
+    source            text        COLLATE "C" NOT NULL CHECK (pg_catalog.char_length(source) BETWEEN 1 AND 255),
     entity_id         text        NOT NULL CHECK (pg_catalog.char_length(entity_id) BETWEEN 1 AND 255),
     source_updated_at timestamptz NOT NULL,
     event_id          text,
@@ -276,7 +276,7 @@ COMMENT ON COLUMN webhook_dedup.watermarks.updated_at IS 'When the watermark las
 -- Flushed claim counters, one row per hour, source and event type.
 CREATE TABLE webhook_dedup.claim_counts (
     bucket                  timestamptz NOT NULL,
-    source                  text        NOT NULL,
+    source                  text        COLLATE "C" NOT NULL,
     event_type              text        NOT NULL DEFAULT '',
     bucket_width            interval    NOT NULL DEFAULT '1 hour' CHECK (bucket_width IN ('1 hour', '1 minute')),
     deliveries              bigint      NOT NULL DEFAULT 0,

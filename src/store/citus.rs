@@ -72,6 +72,15 @@ pub fn keys_distributed() -> bool {
     distributed
 }
 
+/// Whether this node is the coordinator of a distributed install (Citus
+/// group 0): the node that holds no shard and where the cluster-wide
+/// checks of maintenance (the retention check) run once.
+pub fn is_coordinator() -> bool {
+    pgrx::spi::Spi::get_one::<bool>("SELECT pg_catalog.citus_is_coordinator()")
+        .unwrap_or_else(|e| pgrx::error!("webhook_dedup: asking Citus whether this is the coordinator: {e}"))
+        .unwrap_or(false)
+}
+
 /// The sources (of `rows`, a column `source` first) whose keys are in a
 /// shard on this node: each node's maintenance does its own
 /// (`citus_local_source.sql`), and the statements it runs for them execute

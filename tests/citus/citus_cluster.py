@@ -97,9 +97,8 @@ class CitusNode(OwnCluster):
                 stderr = (e.stderr or b"").decode(errors="replace")
                 pytest.fail(f"the Citus {self.name} did not start: {stderr}\n{log[-3000:]}", pytrace=False)
 
-    def connect(self, dbname="postgres", autocommit=True) -> psycopg.Connection:
-        return psycopg.connect(host=LOOPBACK, port=self.port, user="postgres", dbname=dbname,
-                               autocommit=autocommit)
+    def connect(self, dbname="postgres", autocommit=True, user="postgres") -> psycopg.Connection:
+        return psycopg.connect(host=LOOPBACK, port=self.port, user=user, dbname=dbname, autocommit=autocommit)
 
     def __repr__(self):
         return f"<Citus {self.name} {LOOPBACK}:{self.port} {self.dir}>"
@@ -123,9 +122,9 @@ class CitusCluster:
     def nodes(self) -> list[CitusNode]:
         return ([self.coordinator] if self.coordinator else []) + self.workers
 
-    def connect(self, dbname="postgres", autocommit=True) -> psycopg.Connection:
+    def connect(self, dbname="postgres", autocommit=True, user="postgres") -> psycopg.Connection:
         """A new connection to the coordinator, where receivers connect."""
-        return self.coordinator.connect(dbname, autocommit)
+        return self.coordinator.connect(dbname, autocommit, user)
 
     def start(self):
         self.coordinator = CitusNode("coordinator", self.settings)

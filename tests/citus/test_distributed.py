@@ -25,16 +25,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 CONNECTIONS = 32
 KEYS = 1_000
 SOURCES = [f"src-{i}" for i in range(8)]
-# The tables distribute() distributes by source, those co-located with the
-# keys (watermarks and claim_counts have the default collation on source
-# where the others have "C", and Citus co-locates one collation only:
-# each is a group of its own), and those it makes reference tables.
+# The tables distribute() distributes by source (all co-located: a
+# source's rows of every table are on one node), and those it makes
+# reference tables.
 DISTRIBUTED = ["keys", "payloads", "replay_guards", "watermarks", "conflict_log", "claim_counts"]
-COLOCATED = ["keys", "payloads", "replay_guards", "conflict_log"]
 REFERENCE = ["sources", "source_secrets"]
 
 
@@ -90,7 +89,7 @@ def test_distribute_distributes_by_source_and_colocates(distributed):
         by_table = {name: (method, column, colocation) for name, method, column, colocation in rows}
         for table in DISTRIBUTED:
             assert by_table.get(table, (None,))[:2] == ("h", "source"), (table, by_table.get(table))
-        assert len({by_table[t][2] for t in COLOCATED}) == 1, f"not co-located: {by_table}"
+        assert len({by_table[t][2] for t in DISTRIBUTED}) == 1, f"not co-located: {by_table}"
         for table in REFERENCE:
             assert by_table.get(table, (None,))[0] == "n", (table, by_table.get(table))
         # the 8 sources of the race below have shards on both workers
@@ -305,6 +304,205 @@ def test_each_nodes_maintenance_sweeps_and_expires_the_sources_of_its_own_shards
         assert (swept, pruned) == (4 * per_port[worker.port], per_port[worker.port]), worker
     with cluster.connect() as conn:
         assert states(conn) == Counter({("failed",): 32})
+
+
+def test_each_nodes_maintenance_prunes_the_history_of_its_own_sources(no_background_passes):
+    """History past retention (a watermark, a conflict, an hour of counts, a
+    replay guard whose key is gone) goes source by source on the node that
+    holds the source, like the keys; the retention check is the cluster's,
+    made once, on the coordinator. No step of any node's pass fails."""
+    cluster = no_background_passes
+    sources = [f"hist-src-{i}" for i in range(8)]
+    old = "now() - interval '40 days'"
+    with cluster.connect() as conn:
+        for s in sources:
+            assert one(conn, "SELECT webhook_advance(%s, 'old', now())", (s,)) is True
+            assert one(conn, "SELECT webhook_advance(%s, 'young', now())", (s,)) is True
+            assert one(conn, "SELECT outcome FROM webhook_claim(%s, 'k', 'a'::bytea)", (s,)) == "claimed"
+            assert one(conn, "SELECT outcome FROM webhook_claim(%s, 'k', 'b'::bytea)", (s,)) == "conflict"
+            conn.execute("INSERT INTO webhook_dedup.claim_counts (bucket, source) VALUES"
+                         f" (date_trunc('hour', {old}), %s)", (s,))
+            conn.execute("INSERT INTO webhook_dedup.replay_guards (source, body_sha256, idem_key, seen_at)"
+                         f" VALUES (%s, sha256(%s::bytea), 'gone', {old})", (s, s))
+        conn.execute(f"UPDATE webhook_dedup.watermarks SET updated_at = {old}"
+                     " WHERE source = ANY(%s) AND entity_id = 'old'", (sources,))
+        conn.execute(f"UPDATE webhook_dedup.conflict_log SET seen_at = {old} WHERE source = ANY(%s)", (sources,))
+        # one source kept for less than its provider's retry horizon (Stripe: 3 days)
+        conn.execute("INSERT INTO webhook_dedup.sources (source, provider, retention)"
+                     " VALUES ('hist-src-0', 'stripe', '1 day')")
+        per_port = Counter(placement_port(conn, "keys", s) for s in sources)
+
+    def history(conn):
+        """(watermarks, conflicts, claim counts older than a day, replay
+        guards) of the sources (the passes flush the counts of the claims
+        above: this hour's)"""
+        return conn.execute("SELECT (SELECT count(*) FROM webhook_dedup.watermarks WHERE source = ANY(%s)),"
+                            " (SELECT count(*) FROM webhook_dedup.conflict_log WHERE source = ANY(%s)),"
+                            " (SELECT count(*) FROM webhook_dedup.claim_counts WHERE source = ANY(%s)"
+                            "   AND bucket < now() - interval '1 day'),"
+                            " (SELECT count(*) FROM webhook_dedup.replay_guards WHERE source = ANY(%s))",
+                            (sources,) * 4).fetchone()
+
+    pass_columns = "errors, history_pruned, retention_warnings"
+    try:
+        with cluster.coordinator.connect() as conn:
+            assert history(conn) == (16, 8, 8, 8)
+            errors, pruned, warned = conn.execute(f"SELECT {pass_columns} FROM webhook_dedup.run_maintenance()").fetchone()
+            assert (errors, pruned) == ([], 0), "the coordinator holds no shard of these sources"
+            assert warned >= 1
+            assert one(conn, "SELECT count(*) FROM webhook_dedup.retention_warnings WHERE source = 'hist-src-0'") == 1
+        for worker in cluster.workers:
+            with worker.connect() as conn:
+                errors, pruned, warned = conn.execute(
+                    f"SELECT {pass_columns} FROM webhook_dedup.run_maintenance()").fetchone()
+            assert (errors, pruned, warned) == ([], 4 * per_port[worker.port], 0), worker
+        with cluster.connect() as conn:
+            assert history(conn) == (8, 0, 0, 0), "only the young watermarks are left"
+            assert one(conn, "SELECT count(*) FROM webhook_dedup.watermarks"
+                             " WHERE source = ANY(%s) AND entity_id = 'young'", (sources,)) == 8
+    finally:
+        with cluster.connect() as conn:
+            conn.execute("DELETE FROM webhook_dedup.sources WHERE source = 'hist-src-0'")
+
+
+def test_the_metrics_views_on_the_coordinator_count_the_calls_of_every_node(no_background_passes):
+    """A call delegated to a worker is counted in that worker's shared
+    memory; the views on the coordinator show every node's live counts,
+    and, once the workers flushed them, the same totals from claim_counts."""
+    cluster = no_background_passes
+    sources = [f"metric-src-{i}" for i in range(8)]
+
+    def totals(conn):
+        return conn.execute("SELECT sum(deliveries), sum(duplicates) FROM webhook_dedup.duplicate_metrics"
+                            " WHERE source = ANY(%s)", (sources,)).fetchone()
+
+    with cluster.connect() as conn:
+        for s in sources:
+            for key in ("a", "b", "c", "a", "b"):  # each call alone: delegated
+                conn.execute("SELECT outcome FROM webhook_claim(%s, %s)", (s, key))
+        assert {placement_port(conn, "keys", s) for s in sources} == {w.port for w in cluster.workers}
+        assert totals(conn) == (40, 16)
+        assert one(conn, "SELECT count(*) FROM webhook_dedup.metrics_live() WHERE source = ANY(%s)",
+                   (sources,)) == 0, "the calls ran on the workers, not here"
+    for worker in cluster.workers:
+        with worker.connect() as conn:
+            conn.execute("SELECT webhook_dedup.flush_metrics()")
+    with cluster.connect() as conn:
+        assert totals(conn) == (40, 16), "flushed, each count once"
+        assert one(conn, "SELECT sum(deliveries) FROM webhook_dedup.claim_counts"
+                         " WHERE source = ANY(%s) AND bucket_width = '1 hour'", (sources,)) == 40
+
+
+def test_every_view_answers_on_the_coordinator(distributed):
+    """Every view of the schema, and the alert function, plan and answer on
+    a distributed install, as the superuser and as a webhook_dedup_reader."""
+    with distributed.connect() as conn:
+        conn.execute("DROP ROLE IF EXISTS dist_analyst")
+        conn.execute("CREATE ROLE dist_analyst LOGIN IN ROLE webhook_dedup_reader")
+        views = [r[0] for r in conn.execute(
+            "SELECT c.relname FROM pg_class c WHERE c.relnamespace = 'webhook_dedup'::regnamespace"
+            " AND c.relkind = 'v' ORDER BY 1").fetchall()]
+    assert len(views) >= 12
+    try:
+        for user in ("postgres", "dist_analyst"):
+            with distributed.connect(user=user) as conn:
+                for view in views:
+                    conn.execute(f"SELECT * FROM webhook_dedup.{view} LIMIT 5").fetchall()
+                conn.execute("SELECT * FROM webhook_dedup.duplicate_rate_alerts()").fetchall()
+        with distributed.connect(user="dist_analyst") as conn:
+            # what distribute() granted the readers leaves the secrets out
+            for query in ("SELECT claim_token FROM webhook_dedup.keys", "SELECT fingerprint FROM webhook_dedup.keys",
+                          "SELECT payload FROM webhook_dedup.payloads", "SELECT * FROM webhook_dedup.source_secrets",
+                          "SELECT * FROM webhook_dedup.replay_guards"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute(query)
+    finally:
+        with distributed.connect() as conn:
+            conn.execute("DROP ROLE dist_analyst")
+
+
+# Every function distribute() registers, with a NULL source, in the shapes
+# Citus delegates (a call alone in the select list or in FROM), reached
+# through a literal, a folded expression, a default, an inlined SQL
+# function and a bound parameter.
+NULL_SOURCE_CALLS = [
+    "SELECT webhook_claim(NULL, 'k', 'x'::bytea)",
+    "SELECT * FROM webhook_claim(NULL, 'k')",
+    "SELECT webhook_claim(NULLIF('a', 'a'), 'k')",
+    "SELECT * FROM webhook_claim_many(NULL, ARRAY['k'])",
+    "SELECT webhook_complete(NULL, 'k', gen_random_uuid())",
+    "SELECT webhook_fail(NULL, 'k', gen_random_uuid(), 'e')",
+    "SELECT webhook_mark_unknown(NULL, 'k', gen_random_uuid(), 'e')",
+    "SELECT webhook_checkpoint(NULL, 'k', gen_random_uuid(), 's')",
+    "SELECT webhook_extend_lease(NULL, 'k', gen_random_uuid(), '1 minute')",
+    "SELECT * FROM webhook_enqueue(NULL, 'k', 'x'::bytea)",
+    "SELECT webhook_advance(NULL, 'e', now())",
+    "SELECT webhook_resolve(NULL, 'k', 'failed')",
+    "SELECT webhook_forget(NULL, 'k')",
+    "WITH c AS (SELECT webhook_forget(NULL, 'k')) SELECT * FROM c",
+    # the scheme NULL too: no name to stand for the source
+    "SELECT * FROM webhook_receive(NULL, 'x'::bytea, '{}')",
+]
+
+
+def test_a_null_source_is_answered_as_on_one_server(distributed):
+    """Citus 13.2 hashes a delegated function's distribution argument
+    without a NULL check: a NULL source crashed the coordinator (any role
+    that can connect: planning comes before the EXECUTE check). The guard
+    (src/citus_guard.rs) keeps such a call from being delegated, and it
+    answers as on one server: 22004 for a role that may call it, 42501 for
+    one that may not."""
+    with distributed.connect() as conn:
+        started = one(conn, "SELECT pg_postmaster_start_time()")
+        conn.execute("DROP ROLE IF EXISTS dist_stranger")
+        conn.execute("CREATE ROLE dist_stranger LOGIN")
+    try:
+        for user, refused in (("postgres", psycopg.errors.NullValueNotAllowed),
+                              ("dist_stranger", psycopg.errors.InsufficientPrivilege)):
+            with distributed.connect(user=user) as conn:
+                for query in NULL_SOURCE_CALLS:
+                    with pytest.raises(refused):
+                        conn.execute(query)
+                conn.execute("CREATE FUNCTION pg_temp.forget(s text) RETURNS boolean"
+                             " LANGUAGE sql AS $$SELECT webhook_forget(s, 'k')$$")
+                with pytest.raises(refused):
+                    conn.execute("SELECT pg_temp.forget(NULL)")
+                # a prepared statement: after five custom plans, the parameter is bound at planning
+                for _ in range(7):
+                    with pytest.raises(refused):
+                        conn.execute("SELECT webhook_forget(%s, 'k')", (None,), prepare=True)
+        with distributed.connect() as conn:
+            assert one(conn, "SELECT pg_postmaster_start_time()") == started, "the coordinator restarted"
+            assert one(conn, "SELECT outcome FROM webhook_claim('null-guard', 'k')") == "claimed"
+    finally:
+        with distributed.connect() as conn:
+            conn.execute("DROP ROLE dist_stranger")
+
+
+def test_webhook_receive_is_delegated_by_its_source_or_its_schemes_name(no_background_passes):
+    """webhook_receive runs on the node that holds its source: the one
+    named, or, without one, the scheme's name (what a NULL source means),
+    and answers there as on one server."""
+    cluster = no_background_passes
+    body = b'{"zen": "delegated"}'
+    with cluster.connect() as conn:
+        headers = one(conn, "SELECT webhook_sign('github', %s, 's3cret')"
+                            " || jsonb_build_object('X-GitHub-Delivery', 'delegated-1')", (body,))
+    for source in (None, "gh-delegated"):
+        stored_as = source or "github"
+        with cluster.connect() as conn:
+            receive = ("SELECT verified, outcome, idem_key FROM webhook_receive('github', %s, %s, ARRAY['s3cret'],"
+                       " source => %s)")
+            verified, outcome, idem_key = conn.execute(receive, (body, Jsonb(headers), source)).fetchone()
+            assert (verified, outcome) == (True, "claimed")
+            assert conn.execute(receive, (body, Jsonb(headers), source)).fetchone()[:2] == (True, "in_progress")
+            assert one(conn, "SELECT source FROM webhook_dedup.keys WHERE idem_key = %s", (idem_key,)) == stored_as
+            assert one(conn, "SELECT count(*) FROM webhook_dedup.metrics_live() WHERE source = %s",
+                       (stored_as,)) == 0, "delegated: counted on the worker, not here"
+            port = placement_port(conn, "keys", stored_as)
+        with cluster.worker_at(port).connect() as conn:
+            assert one(conn, "SELECT sum(counts[1]) FROM webhook_dedup.metrics_live()"
+                             " WHERE source = %s AND NOT minute", (stored_as,)) == 2, "both deliveries ran here"
 
 
 def test_a_duplicate_during_a_shard_move_answers_duplicate(distributed):

@@ -117,6 +117,8 @@ CALLS = [
     "SELECT * FROM webhook_dedup.run_maintenance()",
     "SELECT webhook_dedup.flush_metrics()",
     "SELECT * FROM webhook_dedup.metrics_live()",
+    "SELECT * FROM webhook_dedup.metrics_live_cluster()",
+    "SELECT webhook_dedup.source_has_history('github')",
     "SELECT webhook_dedup.default_retention()",
     "SELECT * FROM webhook_dedup.provider_profiles()",
     "SELECT * FROM webhook_dedup.duplicate_rate_alerts()",
@@ -430,6 +432,9 @@ ACTIONS = [
                             " VALUES ('lp', 'mine', now(), now())", set()),
     ("read a view", "SELECT count(*) FROM webhook_dedup.key_states", {"t_operator", "t_analyst"}),
     ("read live counters", "SELECT count(*) FROM webhook_dedup.metrics_live()", {"t_operator", "t_analyst"}),
+    ("read every node's live counters", "SELECT count(*) FROM webhook_dedup.metrics_live_cluster()",
+     {"t_operator", "t_analyst"}),
+    ("ask whether a source has history", "SELECT webhook_dedup.source_has_history('lp')", {"t_operator", "t_analyst"}),
     ("read keys", "SELECT count(*) FROM webhook_dedup.keys", set()),
     ("read payloads", "SELECT count(*) FROM webhook_dedup.payloads", set()),
     ("write a key", "INSERT INTO webhook_dedup.keys (source, idem_key, state, first_seen_at, last_seen_at)"

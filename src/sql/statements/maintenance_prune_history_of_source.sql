@@ -1,0 +1,66 @@
+-- maintenance_prune_history.sql for one source only, on a distributed
+-- install (src/store/citus.rs): every part names the source $5, so the
+-- statement is routed to the shards of the source (one node: the tables
+-- are co-located), where Citus lets it lock rows. Deletes up to $3 rows of
+-- each of the source's history tables past its retention: watermarks (by
+-- updated_at), replay guards whose key is gone and conflicts (seen_at) and
+-- hourly claim counts (bucket) by the source's retention, per-minute claim
+-- counts after two hours. Maintenance runs are each node's own
+-- (maintenance_prune_runs.sql).
+-- $1 now, $2 webhook_dedup.retention, $3 how many per table, $4 the
+-- shortest retention of any source (an index bound for the scans), $5 the source.
+WITH cutoff AS (
+  SELECT $1 OPERATOR(pg_catalog.-) $4 AS earliest,
+         $1 OPERATOR(pg_catalog.-) COALESCE(
+           (SELECT s.retention FROM webhook_dedup.sources AS s WHERE s.source OPERATOR(pg_catalog.=) $5), $2) AS kept_since
+), watermarks AS (
+  DELETE FROM webhook_dedup.watermarks AS w
+   WHERE w.source OPERATOR(pg_catalog.=) $5
+     AND w.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+     SELECT x.ctid FROM webhook_dedup.watermarks AS x, cutoff
+      WHERE x.source OPERATOR(pg_catalog.=) $5
+        AND x.updated_at OPERATOR(pg_catalog.<) cutoff.earliest
+        AND x.updated_at OPERATOR(pg_catalog.<) cutoff.kept_since
+      LIMIT $3 FOR UPDATE OF x SKIP LOCKED))
+  RETURNING 1
+), guards AS (
+  DELETE FROM webhook_dedup.replay_guards AS g
+   WHERE g.source OPERATOR(pg_catalog.=) $5
+     AND g.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+     SELECT x.ctid FROM webhook_dedup.replay_guards AS x, cutoff
+      WHERE x.source OPERATOR(pg_catalog.=) $5
+        AND x.seen_at OPERATOR(pg_catalog.<) cutoff.earliest
+        AND x.seen_at OPERATOR(pg_catalog.<) cutoff.kept_since
+        -- kept while its key lives (a dead letter, an unknown outcome, a
+        -- key still active): a replay of its body is still answered
+        AND NOT EXISTS (SELECT FROM webhook_dedup.keys AS k
+                         WHERE k.idem_key OPERATOR(pg_catalog.=) x.idem_key
+                           AND k.source OPERATOR(pg_catalog.=) $5)
+      LIMIT $3 FOR UPDATE OF x SKIP LOCKED))
+  RETURNING 1
+), conflicts AS (
+  DELETE FROM webhook_dedup.conflict_log AS c
+   WHERE c.source OPERATOR(pg_catalog.=) $5
+     AND c.id OPERATOR(pg_catalog.=) ANY (ARRAY(
+     SELECT x.id FROM webhook_dedup.conflict_log AS x, cutoff
+      WHERE x.source OPERATOR(pg_catalog.=) $5
+        AND x.seen_at OPERATOR(pg_catalog.<) cutoff.earliest
+        AND x.seen_at OPERATOR(pg_catalog.<) cutoff.kept_since
+      LIMIT $3))
+  RETURNING 1
+), counts AS (
+  DELETE FROM webhook_dedup.claim_counts AS c
+   WHERE c.source OPERATOR(pg_catalog.=) $5
+     AND c.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+     SELECT x.ctid FROM webhook_dedup.claim_counts AS x, cutoff
+      WHERE x.source OPERATOR(pg_catalog.=) $5
+        AND ((x.bucket OPERATOR(pg_catalog.<) cutoff.earliest AND x.bucket OPERATOR(pg_catalog.<) cutoff.kept_since)
+             OR (x.bucket OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) '2 hours'::interval)
+                 AND x.bucket_width OPERATOR(pg_catalog.=) '1 minute'::interval))
+      LIMIT $3 FOR UPDATE OF x SKIP LOCKED))
+  RETURNING 1
+)
+SELECT (SELECT pg_catalog.count(*) FROM watermarks) AS watermarks,
+       (SELECT pg_catalog.count(*) FROM conflicts) AS conflicts,
+       (SELECT pg_catalog.count(*) FROM counts) AS counts,
+       (SELECT pg_catalog.count(*) FROM guards) AS guards

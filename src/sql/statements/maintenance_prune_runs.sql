@@ -1,0 +1,13 @@
+-- Delete up to $3 of this node's maintenance runs (started_at) older than
+-- $2 (webhook_dedup.retention) at $1; returns how many went. On a
+-- distributed install, where history is pruned source by source, the
+-- runs, each node's own, go apart (src/maintenance/prune.rs).
+WITH runs AS (
+  DELETE FROM webhook_dedup.maintenance_runs AS r
+   WHERE r.id OPERATOR(pg_catalog.=) ANY (ARRAY(
+     SELECT x.id FROM webhook_dedup.maintenance_runs AS x
+      WHERE x.started_at OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) $2)
+      LIMIT $3))
+  RETURNING 1
+)
+SELECT pg_catalog.count(*) AS runs FROM runs
