@@ -190,13 +190,13 @@ unsafe fn redirect_null_source(call: *mut pg_sys::FuncExpr) {
             pgrx::is_a(node, pg_sys::NodeTag::T_Const) && (*node.cast::<pg_sys::Const>()).constisnull
         };
         // (the catalog is looked at only when some function's source position holds a NULL)
-        if !DELEGATED.iter().any(|d| arg(d.source).is_some_and(|a| null_const(a))) {
+        if !DELEGATED.iter().any(|d| arg(d.source).is_some_and(&null_const)) {
             return;
         }
         let Some(symbol) = c_symbol(&*call) else { return };
         let Some(delegated) = DELEGATED.iter().find(|d| d.symbol == symbol) else { return };
         let Some(source) = arg(delegated.source).filter(|a| null_const(*a)) else { return };
-        let scheme_name = delegated.scheme.and_then(|index| arg(index)).and_then(|node| text_const(node));
+        let scheme_name = delegated.scheme.and_then(arg).and_then(|node| text_const(node));
         let replacement: *mut pg_sys::Node = match scheme_name.as_deref().map(Scheme::parse) {
             Some(Ok(scheme)) => {
                 let name = std::ffi::CString::new(scheme.name()).expect("a scheme name has no NUL");
