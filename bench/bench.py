@@ -71,6 +71,26 @@ SECRET = "bench-secret"
 DUPS = 10_000
 
 
+def server_cpu_seconds(data: Path) -> float:
+    """User + system CPU time of a running server: its postmaster's own and
+    that of its children, alive (their utime and stime) or exited and
+    reaped (the postmaster's cutime and cstime), from /proc/PID/stat."""
+    postmaster = int((Path(data) / "postmaster.pid").read_text().split()[0])
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(stat.parent.name), int(fields[1])
+        if pid == postmaster:
+            total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        elif ppid == postmaster:
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
 def log(message: str) -> None:
     print(f"-- {message}", file=sys.stderr, flush=True)
 
@@ -550,6 +570,22 @@ class Bench:
                          f" (min {min(tps):.0f}, max {max(tps):.0f})")
             self.ratio("tps claims through the Citus coordinator (2 workers, same machine) / one server",
                        None, ">=").samples = [row["Citus coordinator"] / row["one server"] for row in rounds]
+            # Where the CPU goes: one more run of each side, the CPU time of
+            # every process of each server (postmaster and its children,
+            # /proc/PID/stat) around it, per claim.
+            servers = {"one server": {"server": Path(os.environ["BENCH_PGDATA"])} if "BENCH_PGDATA" in os.environ
+                       else {},
+                       "Citus coordinator": {"coordinator": cluster.coordinator.data,
+                                             **{f"worker {i + 1}": w.data for i, w in enumerate(cluster.workers)}}}
+            for name, (database, server) in sides.items():
+                if not servers[name]:
+                    continue
+                before = {n: server_cpu_seconds(d) for n, d in servers[name].items()}
+                tps, _ = self.pgbench(database, "claim_sources.sql", warmup_seconds=self.args.seconds, server=server)
+                claims = tps * self.args.seconds
+                spent = {n: server_cpu_seconds(d) - before[n] for n, d in servers[name].items()}
+                self.say(f"CPU per claim, {name}: {sum(spent.values()) / claims * 1e6:.0f} µs in all ("
+                         + ", ".join(f"{n} {v / claims * 1e6:.0f} µs" for n, v in spent.items()) + ")")
         finally:
             cluster.destroy()
 

@@ -7,8 +7,8 @@
 //! shard per statement, source by source: the sources with history old
 //! enough (`maintenance_sources_with_history.sql`), of those the ones
 //! whose shards are on this node ([`crate::store::citus::local_sources`]),
-//! each pruned by `maintenance_prune_history_of_source.sql`; then this
-//! node's maintenance runs (`maintenance_prune_runs.sql`).
+//! each pruned by `maintenance_prune_history_of_source.sql`. Then, either
+//! way, this node's maintenance runs (`maintenance_prune_runs.sql`).
 
 use super::{Counts, Retention};
 use crate::spi::{self, arg, Conn, Snap, Statement};
@@ -50,11 +50,9 @@ pub(super) fn history(now: i64, batch: i64, retention: &Retention, pass: &mut Co
                 &[arg(timestamptz(now)), arg(default), arg(batch), arg(Interval::from_micros(retention.shortest_us))],
                 Snap::Statement,
             );
-            (1..=5).for_each(|column| add(rows.get(0, column).unwrap_or(0)));
-            return;
-        }
-        for pruned in history_by_source(conn, now, batch, retention) {
-            add(pruned);
+            (1..=4).for_each(|column| add(rows.get(0, column).unwrap_or(0)));
+        } else {
+            history_by_source(conn, now, batch, retention).into_iter().for_each(&mut add);
         }
         let runs = conn.execute(&RUNS, &[arg(timestamptz(now)), arg(default), arg(batch)], Snap::Statement);
         add(runs.get(0, 1).unwrap_or(0));

@@ -1,8 +1,8 @@
 -- Delete up to $3 rows of each history table past retention: watermarks
 -- (by updated_at), replay guards whose key is gone and conflicts (seen_at)
 -- and hourly claim counts (bucket) by
--- their source's retention, per-minute claim counts after two hours,
--- maintenance runs (started_at) by webhook_dedup.retention.
+-- their source's retention, per-minute claim counts after two hours (the
+-- maintenance runs: maintenance_prune_runs.sql).
 -- Each is bounded and uses its time index; returns how many went.
 -- $1 now, $2 webhook_dedup.retention, $3 how many per table,
 -- $4 the shortest retention of any source (an index bound for the scans).
@@ -55,16 +55,8 @@ WITH cutoff AS (
              AND x.bucket_width OPERATOR(pg_catalog.=) '1 minute'::interval)
       LIMIT $3 FOR UPDATE OF x SKIP LOCKED))
   RETURNING 1
-), runs AS (
-  DELETE FROM webhook_dedup.maintenance_runs AS r
-   WHERE r.id OPERATOR(pg_catalog.=) ANY (ARRAY(
-     SELECT x.id FROM webhook_dedup.maintenance_runs AS x
-      WHERE x.started_at OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) $2)
-      LIMIT $3))
-  RETURNING 1
 )
 SELECT (SELECT pg_catalog.count(*) FROM watermarks) AS watermarks,
        (SELECT pg_catalog.count(*) FROM conflicts) AS conflicts,
        (SELECT pg_catalog.count(*) FROM counts) AS counts,
-       (SELECT pg_catalog.count(*) FROM runs) AS runs,
        (SELECT pg_catalog.count(*) FROM guards) AS guards

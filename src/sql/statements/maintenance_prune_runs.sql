@@ -1,7 +1,7 @@
 -- Delete up to $3 of this node's maintenance runs (started_at) older than
--- $2 (webhook_dedup.retention) at $1; returns how many went. On a
--- distributed install, where history is pruned source by source, the
--- runs, each node's own, go apart (src/maintenance/prune.rs).
+-- $2 (webhook_dedup.retention) at $1; returns how many went
+-- (src/maintenance/prune.rs; a table each node keeps for itself, also on a
+-- distributed install).
 WITH runs AS (
   DELETE FROM webhook_dedup.maintenance_runs AS r
    WHERE r.id OPERATOR(pg_catalog.=) ANY (ARRAY(
