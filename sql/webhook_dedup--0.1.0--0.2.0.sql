@@ -1125,6 +1125,7 @@ DECLARE
   ext pg_catalog.name;
   t record;
   f record;
+  node record;
   done integer := 0;
 BEGIN
   IF pg_catalog.to_regproc('pg_catalog.create_distributed_table') IS NULL THEN
@@ -1135,6 +1136,20 @@ BEGIN
   IF NOT pg_catalog.citus_is_coordinator() THEN
     RAISE EXCEPTION 'webhook_dedup.distribute() runs on the coordinator' USING ERRCODE = '55000';
   END IF;
+  -- Every node preloads the library: its guard keeps a NULL source from
+  -- Citus's function delegation, which would crash the server on it
+  -- (src/citus_guard.rs), and its worker does that node's maintenance.
+  FOR node IN SELECT r.nodeid, r.success, r.result
+                FROM pg_catalog.run_command_on_all_nodes('SHOW shared_preload_libraries') AS r LOOP
+    IF NOT node.success OR NOT EXISTS (
+         SELECT FROM pg_catalog.unnest(pg_catalog.string_to_array(node.result, ',')) AS e(lib)
+          WHERE pg_catalog.btrim(e.lib, ' "') OPERATOR(pg_catalog.~) '(^|/)webhook_dedup(\.so)?$') THEN
+      RAISE EXCEPTION 'webhook_dedup.distribute() needs webhook_dedup in shared_preload_libraries on every node: Citus node % has %',
+        node.nodeid, node.result
+        USING ERRCODE = '55000',
+              HINT = 'Set shared_preload_libraries = ''citus,webhook_dedup'' on every node, restart it, and try again (docs/distributed.md).';
+    END IF;
+  END LOOP;
   IF shard_count IS NOT NULL AND (shard_count OPERATOR(pg_catalog.<) 1 OR shard_count OPERATOR(pg_catalog.>) 64000) THEN
     RAISE EXCEPTION 'shard_count must be between 1 and 64000, not %', shard_count USING ERRCODE = '22023';
   END IF;
@@ -1225,4 +1240,4 @@ END
 $distribute$;
 REVOKE ALL ON FUNCTION webhook_dedup.distribute(integer) FROM PUBLIC;
 COMMENT ON FUNCTION webhook_dedup.distribute(integer) IS
-  'distribute(shard_count => NULL) -> text. Citus only, on the coordinator, as a superuser: makes webhook_dedup distributed by source. keys, payloads, replay_guards, conflict_log (primary key (id, source)), watermarks and claim_counts become hash-distributed tables co-located on source; sources and source_secrets reference tables; the single-key functions (webhook_claim, webhook_receive, webhook_complete, webhook_fail, ...) are delegated by their source argument (webhook_receive''s NULL source by its scheme''s name), so a call outside a transaction block runs on the node that holds the source in one round trip; webhook_dedup_reader and pg_monitor may read the columns the views show (Citus checks a view''s shards with the reader''s rights). Idempotent. shard_count: citus.shard_count for the new tables (NULL: the setting''s value). Errors: 55000 without Citus or off the coordinator; 22023 shard_count outside 1..64000. docs/distributed.md.';
+  'distribute(shard_count => NULL) -> text. Citus only, on the coordinator, as a superuser: makes webhook_dedup distributed by source. keys, payloads, replay_guards, conflict_log (primary key (id, source)), watermarks and claim_counts become hash-distributed tables co-located on source; sources and source_secrets reference tables; the single-key functions (webhook_claim, webhook_receive, webhook_complete, webhook_fail, ...) are delegated by their source argument (webhook_receive''s NULL source by its scheme''s name), so a call outside a transaction block runs on the node that holds the source in one round trip; webhook_dedup_reader and pg_monitor may read the columns the views show (Citus checks a view''s shards with the reader''s rights). Idempotent. shard_count: citus.shard_count for the new tables (NULL: the setting''s value). Errors: 55000 without Citus, off the coordinator, or when a node does not preload webhook_dedup; 22023 shard_count outside 1..64000. docs/distributed.md.';

@@ -40,34 +40,32 @@ use crate::signature::Scheme;
 use pgrx::pg_sys;
 use std::ffi::CStr;
 
-/// A function `distribute()` registers with `distribution_arg_name =>
-/// 'source'` (src/sql/distribute.sql): its C symbol and the positions of
-/// its `source` and, for `webhook_receive`, `scheme` arguments.
-struct Delegated {
-    symbol: &'static str,
+/// The C symbols of the functions `distribute()` registers with
+/// `distribution_arg_name => 'source'` (src/sql/distribute.sql; a unit
+/// test compares the two lists). Where `source` (and `webhook_receive`'s
+/// `scheme`) is among the arguments is read from the function's
+/// `proargnames`.
+const DELEGATED: [&str; 12] = [
+    "webhook_claim_wrapper",
+    "webhook_claim_many_wrapper",
+    "webhook_complete_wrapper",
+    "webhook_fail_wrapper",
+    "webhook_mark_unknown_wrapper",
+    "webhook_checkpoint_wrapper",
+    "webhook_extend_lease_wrapper",
+    "webhook_enqueue_wrapper",
+    "webhook_advance_wrapper",
+    "webhook_resolve_wrapper",
+    "webhook_forget_wrapper",
+    "webhook_receive_wrapper",
+];
+
+/// Where a registered function takes its `source`, and its `scheme` when
+/// it has one (`webhook_receive`, whose NULL source is the scheme's name).
+struct Positions {
     source: usize,
     scheme: Option<usize>,
 }
-
-const fn first(symbol: &'static str) -> Delegated {
-    Delegated { symbol, source: 0, scheme: None }
-}
-
-const DELEGATED: [Delegated; 12] = [
-    first("webhook_claim_wrapper"),
-    first("webhook_claim_many_wrapper"),
-    first("webhook_complete_wrapper"),
-    first("webhook_fail_wrapper"),
-    first("webhook_mark_unknown_wrapper"),
-    first("webhook_checkpoint_wrapper"),
-    first("webhook_extend_lease_wrapper"),
-    first("webhook_enqueue_wrapper"),
-    first("webhook_advance_wrapper"),
-    first("webhook_resolve_wrapper"),
-    first("webhook_forget_wrapper"),
-    // webhook_receive(scheme, payload, headers, secrets, source, ...)
-    Delegated { symbol: "webhook_receive_wrapper", source: 4, scheme: Some(0) },
-];
 
 /// Whether a `shared_preload_libraries` value lists `library` (entries
 /// separated by commas, with optional whitespace and double quotes, as
@@ -86,8 +84,11 @@ const C_LANGUAGE: pg_sys::Oid = pg_sys::Oid::from_u32(13);
 
 static mut PREVIOUS: pg_sys::create_upper_paths_hook_type = None;
 
-/// Install the guard when Citus is preloaded. Called from `_PG_init`.
-pub fn install() {
+/// Install the guard when Citus is preloaded. Called from `_PG_init`;
+/// `preloading`: this library is being preloaded too (else it is loaded
+/// in one backend, after that backend may already have planned a call:
+/// warned about).
+pub fn install(preloading: bool) {
     // SAFETY: reads a GUC's current value (a static string of the server).
     let preloaded = unsafe {
         let value = pg_sys::GetConfigOption(c"shared_preload_libraries".as_ptr(), true, false);
@@ -95,6 +96,13 @@ pub fn install() {
     };
     if !preloaded {
         return;
+    }
+    if !preloading {
+        pgrx::warning!(
+            "webhook_dedup is not in shared_preload_libraries while citus is: distributed (webhook_dedup.distribute()), \
+             a call with a NULL source planned before this library loads crashes the server (a Citus bug); \
+             set shared_preload_libraries = 'citus,webhook_dedup' (docs/distributed.md)"
+        );
     }
     // SAFETY: hooks are installed once, in _PG_init, before any query runs
     // in this process; the previous hook is kept and called.
@@ -121,7 +129,9 @@ unsafe extern "C-unwind" fn upper_paths(
             }
         }
         if let Some(previous) = PREVIOUS {
-            previous(root, stage, input_rel, output_rel, extra);
+            // another extension's hook may raise an ERROR (a longjmp): not
+            // across these Rust frames
+            pg_sys::ffi::pg_guard_ffi_boundary(|| previous(root, stage, input_rel, output_rel, extra));
         }
     }
 }
@@ -189,14 +199,14 @@ unsafe fn redirect_null_source(call: *mut pg_sys::FuncExpr) {
             let node = pg_sys::strip_implicit_coercions(node);
             pgrx::is_a(node, pg_sys::NodeTag::T_Const) && (*node.cast::<pg_sys::Const>()).constisnull
         };
-        // (the catalog is looked at only when some function's source position holds a NULL)
-        if !DELEGATED.iter().any(|d| arg(d.source).is_some_and(&null_const)) {
+        // (the catalog is looked at only when some argument is a NULL constant)
+        let count = pgrx::PgList::<pg_sys::Node>::from_pg(args).len();
+        if !(0..count).any(|i| arg(i).is_some_and(&null_const)) {
             return;
         }
-        let Some(symbol) = c_symbol(&*call) else { return };
-        let Some(delegated) = DELEGATED.iter().find(|d| d.symbol == symbol) else { return };
-        let Some(source) = arg(delegated.source).filter(|a| null_const(*a)) else { return };
-        let scheme_name = delegated.scheme.and_then(arg).and_then(|node| text_const(node));
+        let Some(positions) = registered(&*call) else { return };
+        let Some(source) = arg(positions.source).filter(|a| null_const(*a)) else { return };
+        let scheme_name = positions.scheme.and_then(arg).and_then(|node| text_const(node));
         let replacement: *mut pg_sys::Node = match scheme_name.as_deref().map(Scheme::parse) {
             Some(Ok(scheme)) => {
                 let name = std::ffi::CString::new(scheme.name()).expect("a scheme name has no NUL");
@@ -220,7 +230,7 @@ unsafe fn redirect_null_source(call: *mut pg_sys::FuncExpr) {
             )
             .cast(),
         };
-        (*(*args).elements.add(delegated.source)).ptr_value = replacement.cast();
+        (*(*args).elements.add(positions.source)).ptr_value = replacement.cast();
     }
 }
 
@@ -236,7 +246,11 @@ unsafe fn text_const(node: *mut pg_sys::Node) -> Option<String> {
             return None;
         }
         let constant = &*node.cast::<pg_sys::Const>();
-        if constant.constisnull || constant.consttype != pg_sys::TEXTOID {
+        // (a scheme name is short: a longer text is no scheme, and is not copied)
+        if constant.constisnull
+            || constant.consttype != pg_sys::TEXTOID
+            || pgrx::varlena::varsize_any_exhdr(constant.constvalue.cast_mut_ptr()) > 64
+        {
             return None;
         }
         let cstring = pg_sys::text_to_cstring(constant.constvalue.cast_mut_ptr());
@@ -244,36 +258,84 @@ unsafe fn text_const(node: *mut pg_sys::Node) -> Option<String> {
     }
 }
 
-/// The C symbol of the function `call` calls, when it is a C function.
+/// Where `call`'s function takes `source` (and `scheme`), when it is one
+/// of the C functions of [`DELEGATED`].
 ///
 /// # Safety
 /// In a transaction (a syscache look-up).
-unsafe fn c_symbol(call: &pg_sys::FuncExpr) -> Option<String> {
-    // SAFETY: syscache look-up by OID; the tuple is released before return.
+unsafe fn registered(call: &pg_sys::FuncExpr) -> Option<Positions> {
+    const PROCOID: i32 = pg_sys::SysCacheIdentifier::PROCOID as i32;
+    // SAFETY: syscache look-up by OID; the tuple is released before return;
+    // proargnames is a text[] (deconstructed into palloc'd datums).
     unsafe {
-        let tuple =
-            pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::PROCOID as i32, pg_sys::Datum::from(call.funcid));
+        let tuple = pg_sys::SearchSysCache1(PROCOID, pg_sys::Datum::from(call.funcid));
         if tuple.is_null() {
             return None;
         }
         let form = &*(pg_sys::GETSTRUCT(tuple) as *const pg_sys::FormData_pg_proc);
         let mut isnull = false;
-        let prosrc = pg_sys::SysCacheGetAttr(
-            pg_sys::SysCacheIdentifier::PROCOID as i32,
-            tuple,
-            pg_sys::Anum_pg_proc_prosrc as pg_sys::AttrNumber,
-            &mut isnull,
-        );
-        let symbol = (form.prolang == C_LANGUAGE && !isnull)
-            .then(|| CStr::from_ptr(pg_sys::text_to_cstring(prosrc.cast_mut_ptr())).to_string_lossy().into_owned());
+        let prosrc =
+            pg_sys::SysCacheGetAttr(PROCOID, tuple, pg_sys::Anum_pg_proc_prosrc as pg_sys::AttrNumber, &mut isnull);
+        let ours = form.prolang == C_LANGUAGE && !isnull && {
+            let symbol = CStr::from_ptr(pg_sys::text_to_cstring(prosrc.cast_mut_ptr()));
+            DELEGATED.iter().any(|d| d.as_bytes() == symbol.to_bytes())
+        };
+        let mut positions = None;
+        if ours {
+            let names = pg_sys::SysCacheGetAttr(
+                PROCOID,
+                tuple,
+                pg_sys::Anum_pg_proc_proargnames as pg_sys::AttrNumber,
+                &mut isnull,
+            );
+            if !isnull {
+                let mut elements: *mut pg_sys::Datum = std::ptr::null_mut();
+                let mut count = 0;
+                pg_sys::deconstruct_array(
+                    pg_sys::pg_detoast_datum(names.cast_mut_ptr()).cast(),
+                    pg_sys::TEXTOID,
+                    -1,
+                    false,
+                    pg_sys::TYPALIGN_INT as std::ffi::c_char,
+                    &mut elements,
+                    std::ptr::null_mut(),
+                    &mut count,
+                );
+                let names: Vec<String> = (0..usize::try_from(count).unwrap_or(0))
+                    .map(|i| {
+                        let text = (*elements.add(i)).cast_mut_ptr();
+                        CStr::from_ptr(pg_sys::text_to_cstring(text)).to_string_lossy().into_owned()
+                    })
+                    .collect();
+                let find = |name: &str| names.iter().position(|n| n == name);
+                positions = find("source").map(|source| Positions { source, scheme: find("scheme") });
+            }
+        }
         pg_sys::ReleaseSysCache(tuple);
-        symbol
+        positions
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::lists_library;
+
+    #[test]
+    fn guards_exactly_the_functions_distribute_registers() {
+        let sql = include_str!("sql/distribute.sql");
+        let start = sql.find("create_distributed_function").expect("distribute.sql registers functions");
+        let list = &sql[sql[..start].rfind("FROM (VALUES").expect("the list of functions")..start];
+        let mut registered: Vec<String> = list
+            .split("('")
+            .skip(1)
+            .filter_map(|entry| entry.split('(').next())
+            .map(|name| format!("{name}_wrapper"))
+            .collect();
+        let mut guarded: Vec<String> = super::DELEGATED.iter().map(|s| s.to_string()).collect();
+        registered.sort();
+        guarded.sort();
+        assert_eq!(registered, guarded);
+    }
 
     #[test]
     fn finds_a_library_in_shared_preload_libraries() {

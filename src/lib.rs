@@ -79,7 +79,7 @@ pub extern "C-unwind" fn _PG_init() {
     // processes shared_preload_libraries.
     let preloading = unsafe { pg_sys::process_shared_preload_libraries_in_progress };
     guc::init(preloading);
-    citus_guard::install();
+    citus_guard::install(preloading);
     if preloading {
         metrics::init_shared_memory();
         worker::register();

@@ -553,6 +553,34 @@ def test_a_duplicate_during_a_shard_move_answers_duplicate(distributed):
             "duplicate", {"n": 1})
 
 
+def test_distribute_refuses_a_node_that_does_not_preload_webhook_dedup(distributed):
+    """The guard against a NULL source (and each node's maintenance) lives
+    in the preloaded library: distribute() names a node without it (55000),
+    and the library, loaded there later, warns."""
+    worker = distributed.workers[-1]
+    with worker.connect() as conn:
+        conn.execute("ALTER SYSTEM SET shared_preload_libraries = 'citus'")
+    worker.stop()
+    worker.start()
+    try:
+        with worker.connect() as conn:
+            warnings = []
+            conn.add_notice_handler(lambda diagnostic: warnings.append(diagnostic.message_primary))
+            conn.execute("LOAD 'webhook_dedup'")
+            assert any("not in shared_preload_libraries while citus is" in w for w in warnings), warnings
+        with distributed.connect() as conn:
+            with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState,
+                               match="shared_preload_libraries on every node"):
+                conn.execute("SELECT webhook_dedup.distribute()")
+    finally:
+        with worker.connect() as conn:
+            conn.execute("ALTER SYSTEM RESET shared_preload_libraries")
+        worker.stop()
+        worker.start()
+    with distributed.connect() as conn:
+        assert one(conn, "SELECT webhook_dedup.distribute()").startswith("webhook_dedup is distributed")
+
+
 def test_a_worker_killed_under_load_loses_no_completed_key_and_every_claim_recovers(distributed):
     """Last in the file (it leaves a restarted worker behind). 8 connections claim and complete keys of 8 sources (both workers)
     through the coordinator, each side effect in one transaction with its
