@@ -44,7 +44,7 @@ static EXPIRE_KEYS_OF_SOURCE: Statement = Statement::returning(
 /// Distributed, those of the sources whose shards are on this node, source
 /// by source.
 pub fn expired_leases(conn: &Conn<'_>, now: i64, limit: i64) -> Vec<KeyRow> {
-    let read = |rows: crate::spi::Rows<'_>| (0..rows.len()).map(|i| KeyRow::read(&rows, i, 1)).collect::<Vec<_>>();
+    let read = |rows: crate::spi::Rows<'_>| KeyRow::all(&rows);
     if !super::citus::keys_distributed() {
         return read(conn.execute(&EXPIRED_LEASES, &[arg(timestamptz(now)), arg(limit)], Snap::Statement));
     }

@@ -118,6 +118,11 @@ impl KeyRow {
         }
     }
 
+    /// Every row of `rows`, whose columns start at 1 with [`KEY_ROW`].
+    pub(crate) fn all(rows: &Rows<'_>) -> Vec<KeyRow> {
+        (0..rows.len()).map(|i| KeyRow::read(rows, i, 1)).collect()
+    }
+
     /// What the state machine's decisions need ([`crate::claim::decide`]).
     pub fn stored(&self) -> Stored {
         Stored {

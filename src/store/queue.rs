@@ -63,12 +63,10 @@ pub fn enqueue(conn: &Conn<'_>, d: &Delivery<'_>) -> Upserted {
 /// source's keys oldest first (so "oldest first" holds within a source).
 pub fn take_due(conn: &Conn<'_>, now: i64, source: Option<&str>, limit: i32) -> Vec<KeyRow> {
     if !super::citus::keys_distributed() {
-        let rows = conn.execute(&TAKE, &[arg(timestamptz(now)), arg(source), arg(limit)], Snap::Statement);
-        return (0..rows.len()).map(|i| KeyRow::read(&rows, i, 1)).collect();
+        return KeyRow::all(&conn.execute(&TAKE, &[arg(timestamptz(now)), arg(source), arg(limit)], Snap::Statement));
     }
     let take_of = |source: &str, limit: i32| {
-        let rows = conn.execute(&TAKE_OF_SOURCE, &[arg(timestamptz(now)), arg(source), arg(limit)], Snap::Statement);
-        (0..rows.len()).map(|i| KeyRow::read(&rows, i, 1)).collect::<Vec<_>>()
+        KeyRow::all(&conn.execute(&TAKE_OF_SOURCE, &[arg(timestamptz(now)), arg(source), arg(limit)], Snap::Statement))
     };
     if let Some(source) = source {
         return take_of(source, limit);
