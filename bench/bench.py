@@ -165,7 +165,7 @@ class Bench:
                 conn.execute((REFERENCE / f).read_text())
             # Keys that duplicates hit: claimed and completed on every side.
             conn.execute("""
-                SELECT webhook_complete('bench', k, (SELECT claim_token FROM webhook_claim('bench', k)), '{"status": 200}')
+                SELECT webhook_dedup.webhook_complete('bench', k, (SELECT claim_token FROM webhook_dedup.webhook_claim('bench', k)), '{"status": 200}')
                   FROM (SELECT 'dup-' || i AS k FROM generate_series(1, %s) i) AS d""", (DUPS,))
             conn.execute("INSERT INTO bench.processed_events (source, event_id, status) "
                          "SELECT 'bench', 'dup-' || i, 'completed' FROM generate_series(1, %s) i", (DUPS,))
@@ -272,11 +272,11 @@ class Bench:
         loops = {
             "plain insert, new key": "INSERT INTO bench.processed_events (source, event_id) "
                                      "VALUES ('bench', '{tag}-' || i) ON CONFLICT DO NOTHING RETURNING true INTO b",
-            "webhook_claim, new key": "PERFORM webhook_claim('bench', '{tag}-' || i, lease => '30 seconds')",
+            "webhook_claim, new key": "PERFORM webhook_dedup.webhook_claim('bench', '{tag}-' || i, lease => '30 seconds')",
             "PL/pgSQL claim, new key": "PERFORM bench.claim('bench', '{tag}-' || i, NULL, '30 seconds')",
             "plain insert, duplicate": "INSERT INTO bench.processed_events (source, event_id) VALUES "
                                        "('bench', 'dup-' || (1 + i % 10000)) ON CONFLICT DO NOTHING RETURNING true INTO b",
-            "webhook_claim, duplicate": "PERFORM webhook_claim('bench', 'dup-' || (1 + i % 10000), lease => '30 seconds')",
+            "webhook_claim, duplicate": "PERFORM webhook_dedup.webhook_claim('bench', 'dup-' || (1 + i % 10000), lease => '30 seconds')",
             "PL/pgSQL claim, duplicate": "PERFORM bench.claim('bench', 'dup-' || (1 + i % 10000), NULL, '30 seconds')",
             "look-up of a stored key": "PERFORM state FROM webhook_dedup.keys WHERE source = 'bench' "
                                        "AND idem_key = 'dup-' || (1 + i % 10000)",
@@ -502,7 +502,7 @@ class Bench:
         with self.connect(db, autocommit=False) as conn:
             t0 = time.monotonic()
             try:
-                rows = conn.execute("SELECT count(*) FROM webhook_claim_many('bulk', "
+                rows = conn.execute("SELECT count(*) FROM webhook_dedup.webhook_claim_many('bulk', "
                                     "ARRAY(SELECT 'k' || i FROM generate_series(1, 100000) i))").fetchone()[0]
                 conn.commit()
                 result = f"succeeded: {rows} keys claimed in {time.monotonic() - t0:.1f} s"
@@ -617,7 +617,7 @@ class Bench:
             script.write_text((HERE / "layouts" / f"{base}_claim.pgbench").read_text()
                               .replace(f"layout_{base}.", f"layout_{name}."))
             scripts[name] = str(script)
-        calls = {"installed": "PERFORM webhook_claim('bench', {key}, lease => '30 seconds')"}
+        calls = {"installed": "PERFORM webhook_dedup.webhook_claim('bench', {key}, lease => '30 seconds')"}
         calls.update({n: f"PERFORM layout_{n}.claim('bench', {{key}}, NULL, '30 seconds')" for n in layouts})
         cpu = {(n, k): [] for n in calls for k in ("new", "dup")}
         with self.connect(db) as conn:

@@ -24,7 +24,7 @@ psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION webhook_dedup'
 script=$CLUSTER_DIR/claim.sql
 cat > "$script" <<'SQL'
 \set k random(1, 2000000)
-SELECT outcome FROM webhook_claim('bench', 'k' || :k, lease => '1 minute', event_type => 'e');
+SELECT outcome FROM webhook_dedup.webhook_claim('bench', 'k' || :k, lease => '1 minute', event_type => 'e');
 SQL
 chown "$PG_OS_USER" "$script"
 

@@ -64,12 +64,14 @@ ensure_cargo_pgrx() {
 }
 
 # Build (release) and install the extension into the PostgreSQL of $PG_CONFIG.
-# The old library is unlinked first: a server that has it mapped keeps its
-# copy, where overwriting the file in place would crash it.
+# The installed library stays in place while the build runs (minutes), so
+# servers that load it keep working: cargo pgrx install unlinks the old
+# file only when the new one is built, right before copying it (a server
+# that has the old one mapped keeps its copy; overwriting the file in place
+# would crash it; cargo-pgrx 0.18.1 src/command/install.rs).
 install_extension() {
     log "building (release) and installing webhook_dedup into PostgreSQL $PG_MAJOR"
     local out
-    rm -f "$("$PG_CONFIG" --pkglibdir)/webhook_dedup.so"
     out=$(mktemp)
     if ! (cd "$ROOT" && cargo pgrx install --release --pg-config "$PG_CONFIG" \
             --no-default-features --features "pg$PG_MAJOR") >"$out" 2>&1; then

@@ -11,6 +11,14 @@
 #
 # Usage: scripts/package.sh [--out DIR]
 #
+# Reproducible: two runs in one checkout give byte-identical files (the
+# install script's statements put in a canonical order, every date HEAD's
+# commit time, compression pinned; see below; tests/package/
+# test_reproducible.py checks it). A checkout at another path gives another
+# webhook_dedup.so: rustc and cc record the build's paths (pgrx-pg-sys's
+# generated bindings and C shim under target/), and even with rustc's
+# --remap-path-prefix about 600 bytes still differed (measured 2026-12-01).
+#
 # Needs no root: the files are staged in a temporary directory and
 # `dpkg-deb --root-owner-group` records them as owned by root:root. Needs
 # Rust, cargo-pgrx 0.18.1 (installed when missing), the PostgreSQL server
@@ -66,12 +74,13 @@ stage=$(mktemp -d "${TMPDIR:-/tmp}/webhook_dedup_package.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 root=$stage/root
 
-log "cargo pgrx package: webhook_dedup $version for PostgreSQL $PG_MAJOR (release build)"
-if ! (cd "$ROOT" && cargo pgrx package --pg-config "$PG_CONFIG" --no-default-features \
-        --features "pg$PG_MAJOR" --out-dir "$root") >"$stage/build.log" 2>&1; then
-    tail -50 "$stage/build.log" >&2
-    die "cargo pgrx package failed"
-fi
+# cargo's own progress (its progress bar on a terminal, a line per crate
+# otherwise) goes to stderr as it comes: the release build (fat LTO, one
+# codegen unit) is the long step. Stdout stays for the two paths printed at
+# the end.
+log "1/6 cargo pgrx package: webhook_dedup $version for PostgreSQL $PG_MAJOR (release build: 2 to 3 minutes on 2 cores from scratch, seconds when target/release is up to date; cargo's output follows)"
+(cd "$ROOT" && cargo pgrx package --pg-config "$PG_CONFIG" --no-default-features \
+    --features "pg$PG_MAJOR" --out-dir "$root") >&2 || die "cargo pgrx package failed (its output is above)"
 lib=$root$("$PG_CONFIG" --pkglibdir)/webhook_dedup.so
 extdir=$root$("$PG_CONFIG" --sharedir)/extension
 for f in "$lib" "$extdir/webhook_dedup.control" "$extdir/webhook_dedup--$version.sql"; do
@@ -80,12 +89,21 @@ done
 grep -qx "default_version = '$version'" "$extdir/webhook_dedup.control" \
     || die "the packaged webhook_dedup.control's default_version is not '$version'"
 
+# cargo-pgrx 0.18.1 orders the install script's independent blocks
+# differently from run to run (HashMap iteration under tarjan_scc; the
+# reason and the source in scripts/canonical_install_sql.py): one order,
+# the same every time, that keeps every dependency the script declares.
+log "2/6 the install script's statements in canonical order (scripts/canonical_install_sql.py)"
+python3 "$ROOT/scripts/canonical_install_sql.py" --source-root "$ROOT" "$extdir/webhook_dedup--$version.sql" \
+    || die "scripts/canonical_install_sql.py refused webhook_dedup--$version.sql (why: above)"
+
 # What dh_strip does to a shared library (debhelper's dh_strip(1)); the
 # exported symbols PostgreSQL looks up (Pg_magic_func, pg_finfo_*) stay.
 strip --remove-section=.comment --remove-section=.note --strip-unneeded "$lib"
 
 # Documentation (Debian Policy 12.5 copyright; 12.7: the changelog of a
 # native package, one without a Debian revision, is changelog.gz).
+log "3/6 copyright, the linked crates' licence files, changelog (cargo tree, cargo metadata)"
 doc=$root/usr/share/doc/$pkg
 mkdir -p "$doc"
 first_year=$(git -C "$ROOT" log --format=%cd --date=format:%Y | sort -u | sed -n 1p)
@@ -180,6 +198,7 @@ find "$root" -exec touch --no-dereference --date="@$SOURCE_DATE_EPOCH" {} +
 # The shared libraries the .so needs, as the package names and minimum
 # versions that provide them (dpkg-shlibdeps(1); it reads debian/control
 # from its working directory, so it gets a minimal one).
+log "4/6 dependencies (dpkg-shlibdeps) and the control file"
 mkdir -p "$stage/shlibs/debian"
 printf 'Source: webhook-dedup\n\nPackage: %s\nArchitecture: any\n' "$pkg" > "$stage/shlibs/debian/control"
 shlibs=$(cd "$stage/shlibs" && dpkg-shlibdeps -O -e"$lib" 2>"$stage/shlibdeps.log") \
@@ -190,14 +209,19 @@ shlibs=${shlibs#shlibs:Depends=}
 # The binary package's control file: Debian Policy 5.3 lists its fields,
 # 5.6 defines them (Installed-Size in KiB, 5.6.20; the Description's
 # synopsis and long lines, 5.6.13).
-mkdir -p "$root/DEBIAN"
+# Installed-Size as dpkg-gencontrol counts it (/usr/bin/dpkg-gencontrol,
+# dpkg 1.21): each file's size rounded up to KiB, 1 KiB per directory; not
+# du, whose blocks depend on the file system the stage is on.
+installed_size=$(find "$root" -path "$root/DEBIAN" -prune -o \( -type f -printf 'f %s\n' \) -o -printf 'd 0\n' \
+    | awk '{ kib += ($1 == "f") ? int(($2 + 1023) / 1024) : 1 } END { print kib }')
+mkdir -m 0755 "$root/DEBIAN"
 (cd "$root" && find usr -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum) > "$root/DEBIAN/md5sums"
 {
     echo "Package: $pkg"
     echo "Version: $version"
     echo "Architecture: $arch"
     echo "Maintainer: $maintainer"
-    echo "Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)"
+    echo "Installed-Size: $installed_size"
     echo "Depends: postgresql-$PG_MAJOR, $shlibs"
     echo "Section: database"
     echo "Priority: optional"
@@ -209,10 +233,19 @@ mkdir -p "$root/DEBIAN"
 } > "$root/DEBIAN/control"
 chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/md5sums"
 
-log "dpkg-deb --build $(basename "$deb")"
+# dpkg-deb takes the ar member dates from SOURCE_DATE_EPOCH (exported
+# above) and clamps the tar entries' mtimes to it; it sorts the entries by
+# name and records them as root:root. xz with one thread: dpkg-deb uses
+# liblzma's multi-threaded encoder when it may use more than one thread (by
+# default as many as there are CPUs), and "files created in single-threaded
+# mode won't be identical to files created in multi-threaded mode" (xz(1),
+# --block-size: only the latter store sizes in block headers), so the bytes
+# would depend on the builder's CPU count (dpkg-deb(1): --threads-max, since
+# dpkg 1.21.9; measured: xz -T1 and -T2 differ, -T2 and -T4 do not).
+log "5/6 dpkg-deb --build $(basename "$deb")"
 rm -f "$deb"
-dpkg-deb --root-owner-group --build "$root" "$deb" >/dev/null
-log "git archive $(basename "$tarball") (HEAD, $(git -C "$ROOT" rev-parse --short HEAD))"
+dpkg-deb --root-owner-group -Zxz --threads-max=1 --build "$root" "$deb" >/dev/null
+log "6/6 git archive $(basename "$tarball") (HEAD, $(git -C "$ROOT" rev-parse --short HEAD))"
 git -C "$ROOT" archive --format=tar.gz --prefix="webhook_dedup-$version/" -o "$tarball" HEAD
 
 if command -v lintian >/dev/null; then

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every test of webhook_dedup, each layer for what it can prove:
 #   1. lint: rustfmt and clippy (warnings are errors), a type-check
-#      against PostgreSQL 13..18 (scripts/check-versions.sh), and the Grafana
-#      dashboard's queries against the exporter's metrics (pytest);
+#      against PostgreSQL 13..18 (scripts/check-versions.sh), the Grafana
+#      dashboard's queries against the exporter's metrics, and the scripts'
+#      own functions with fake tools (pytest: tests/contrib, tests/scripts);
 #   2. unit: the pure Rust modules (cargo test, no PostgreSQL);
 #   3. pg_test: the SQL functions in one session (cargo pgrx test);
 #   4. isolation: races between sessions (pg_isolation_regress) on a real cluster;
@@ -17,7 +18,8 @@
 #      builds of the library);
 #   8. package: scripts/package.sh builds the .deb and the source tarball;
 #      META.json against the PGXN Meta Spec (pgxn_meta); the .deb's fields
-#      and files, and a server run from them; then the .deb installed with
+#      and files, and a server run from them; a second build byte-identical
+#      (the install script in canonical order); then the .deb installed with
 #      apt-get, a cluster claiming with it, and its removal (pytest); the
 #      development build is installed again afterwards;
 #   9. distributed: a Citus coordinator and two workers on loopback, each a
@@ -38,14 +40,17 @@ chown "$PG_OS_USER" "$WORK"
 cleanup() { cluster_stop; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-log "1/9 lint: cargo fmt --check, cargo clippy -D warnings, type-check for PostgreSQL 13..18, the Grafana dashboard"
+log "1/9 lint: cargo fmt --check, cargo clippy -D warnings, type-check for PostgreSQL 13..18, the Grafana dashboard, scripts/lib.sh"
 cargo fmt --check
 cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --all-targets -- -D warnings
 "$ROOT/scripts/check-versions.sh"
 # the Grafana dashboard against the postgres_exporter query file (no database)
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/contrib 2>&1 | tee "$WORK/contrib.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the Grafana dashboard does not match the exporter's metrics"
-summary+=("lint: ok (rustfmt, clippy, builds for pg13..pg18; dashboard: $(tail -1 "$WORK/contrib.log"))")
+# scripts/lib.sh's functions against fake cargo and pg_config (no build)
+"$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/scripts 2>&1 | tee "$WORK/scripts.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "the scripts' tests failed"
+summary+=("lint: ok (rustfmt, clippy, builds for pg13..pg18; dashboard: $(tail -1 "$WORK/contrib.log"); scripts: $(tail -1 "$WORK/scripts.log"))")
 
 log "2/9 unit tests (pure Rust)"
 cargo test --quiet --lib --no-default-features --features "pg$PG_MAJOR" 2>&1 | tee "$WORK/unit.log"

@@ -215,7 +215,8 @@ CREATE TABLE webhook_dedup.source_secrets (
     not_before timestamptz NOT NULL,
     not_after  timestamptz,
     created_at timestamptz NOT NULL,
-    note       text
+    note       text,
+    scheme     text
 );
 CREATE INDEX source_secrets_source ON webhook_dedup.source_secrets (source);
 COMMENT ON COLUMN webhook_dedup.source_secrets.id IS 'The key''s id: webhook_receive''s secret_index names it when it verified a delivery.';
@@ -225,6 +226,7 @@ COMMENT ON COLUMN webhook_dedup.source_secrets.not_before IS 'From when the key 
 COMMENT ON COLUMN webhook_dedup.source_secrets.not_after IS 'Until when the key verifies deliveries (exclusive); NULL: no end. Set by retire_secret.';
 COMMENT ON COLUMN webhook_dedup.source_secrets.created_at IS 'When add_secret stored the key (database clock).';
 COMMENT ON COLUMN webhook_dedup.source_secrets.note IS 'Free text for operators.';
+COMMENT ON COLUMN webhook_dedup.source_secrets.scheme IS 'The scheme the key was checked against and accepted for by add_secret (the source''s provider in webhook_dedup.sources, else its name, when that is a scheme; canonical name, e.g. standard for svix); NULL when the source named no scheme then. webhook_receive verifies a scheme only with keys accepted for it (or NULL), so changing webhook_dedup.sources.provider later never turns a key into a key of another scheme; the unsigned X (twitter) CRC is answered only with a key accepted for twitter.';
 COMMENT ON TABLE webhook_dedup.source_secrets IS
   'Verification keys per source, for webhook_receive calls that pass no secrets: the keys whose [not_before, not_after) holds the delivery''s at. Rotation is add_secret (the new key) and retire_secret (the old one, usually 24 hours later). Managed with webhook_dedup.add_secret, retire_secret and list_secrets (webhook_dedup_operator); readable by the extension''s owner only, and left out of pg_dump.';
 
@@ -245,7 +247,32 @@ COMMENT ON COLUMN webhook_dedup.replay_guards.body_sha256 IS 'SHA-256 of the raw
 COMMENT ON COLUMN webhook_dedup.replay_guards.idem_key IS 'The idempotency key the body belongs to: the first delivery''s, or the one that took the body over when that key was gone, had failed with nothing but the provider to retry it (no payload), or never took this content (a conflict left the guard).';
 COMMENT ON COLUMN webhook_dedup.replay_guards.seen_at IS 'When the body was given to idem_key (database clock); the row is pruned by maintenance after the source''s retention, once idem_key is gone.';
 COMMENT ON TABLE webhook_dedup.replay_guards IS
-  'The replay guard of webhook_receive (webhook_dedup.sources.replay_guard; on by default for github, shopify and linear, which do not sign the event id): one row per source and signed body, naming the key it belongs to. A delivery of the body under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered) and processes nothing. Its one false positive: two genuinely distinct events with byte-identical bodies. Pruned after the source''s retention once its key is gone.';
+  'The replay guard of webhook_receive (webhook_dedup.sources.replay_guard; on by default for github, shopify, linear and twilio, which do not sign the event id, and for sources reading their id from an unsigned header): one row per source and signed body (twilio: its canonical signed text, the URL and the form parameters sorted), naming the key it belongs to. A delivery of the body under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered) and processes nothing. Its one false positive: two genuinely distinct events with byte-identical bodies. Pruned after the source''s retention once its key is gone.';
+
+-- Signed tokens bound to their content (src/store/signature_tokens.rs):
+-- a scheme whose signature does not cover the body (Mailgun signs its
+-- timestamp and token only) proves that the provider sent *a* request, not
+-- which; its token is remembered with the exact bytes it first arrived
+-- with, so that the same signature block on other content is refused
+-- (webhook_receive: verified false, reject_reason token_reused).
+CREATE TABLE webhook_dedup.signature_tokens (
+    source       text        COLLATE "C" NOT NULL,
+    token_sha256 bytea       NOT NULL,
+    body_sha256  bytea       NOT NULL,
+    signed_at    timestamptz NOT NULL,
+    window_until timestamptz NOT NULL,
+    seen_at      timestamptz NOT NULL,
+    PRIMARY KEY (token_sha256, source)
+);
+CREATE INDEX signature_tokens_seen_at ON webhook_dedup.signature_tokens (seen_at);
+COMMENT ON COLUMN webhook_dedup.signature_tokens.source IS 'The source the delivery was received for.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.token_sha256 IS 'SHA-256 of the signed token (Mailgun: signature.token, a 50-character random string), 32 bytes.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.body_sha256 IS 'SHA-256 of the raw body the token first arrived with (32 bytes): the same token with the same bytes is an ordinary duplicate, with other bytes a forgery.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.signed_at IS 'The signed timestamp of the token''s signature.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.window_until IS 'signed_at plus the tolerance the token was verified with: after it, the signature no longer verifies, whatever the token.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.seen_at IS 'When the token was first received (database clock). Maintenance prunes the row once it is older than the source''s retention and its window_until has passed.';
+COMMENT ON TABLE webhook_dedup.signature_tokens IS
+  'For schemes whose signature does not cover the body (mailgun: docs/signatures.md, "What each signature covers"): each signed token seen per source, with the bytes it first arrived with. webhook_dedup.webhook_receive refuses the token on other content (verified false, reject_reason token_reused, counted as rejected_token_reused) and writes nothing else; concurrent first uses of one token with different bodies: the first to commit wins. Kept for the source''s retention and at least until the signature''s window closes.';
 
 -- Fingerprints are of raw bytes or (tagged) of canonical JSON.
 COMMENT ON TABLE webhook_dedup.conflict_log IS
@@ -369,13 +396,31 @@ SELECT k.source, k.idem_key, k.event_type, k.attempt, k.leased_at, k.lease_expir
 COMMENT ON VIEW webhook_dedup.stuck_claims IS
   'Processing keys whose lease expired and that maintenance has not swept yet (the holder crashed or hangs): source, idem_key, event_type, attempt, leased_at, lease_expires_at, overdue (now - lease_expires_at), last_step, deliveries, first_seen_at. Normally empty or short-lived: the next maintenance pass moves them to failed (or dead_lettered). Reads the partial index keys_open.';
 
+CREATE VIEW webhook_dedup.lapsed_leases AS
+SELECT k.source, k.idem_key, k.event_type, k.attempt, k.last_error, k.last_step, k.due_at, k.last_seen_at
+  FROM webhook_dedup.keys AS k
+ WHERE k.state OPERATOR(pg_catalog.=) 'failed'
+   AND k.due_at OPERATOR(pg_catalog.<=) pg_catalog.now()  -- still due: no retry reclaimed it (keys_open)
+   AND k.last_error OPERATOR(pg_catalog.~~) 'lease of attempt % expired at %';
+COMMENT ON VIEW webhook_dedup.lapsed_leases IS
+  'Keys whose lease expired without a completion, swept to failed by maintenance and still due (no retry or webhook_next reclaimed them since): source, idem_key, event_type, attempt, last_error (lease of attempt N expired at T), last_step, due_at, last_seen_at. Rows that stay mean nothing retries them (a claim-mode key waits for the provider''s retry). Reads the partial index keys_open. For webhook_dedup_reader and pg_monitor, which have no access to webhook_dedup.keys.';
+
+CREATE VIEW webhook_dedup.queue_backlog AS
+SELECT k.source, pg_catalog.count(*) AS due_keys, pg_catalog.min(k.due_at) AS oldest_due_at,
+       pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.min(k.due_at) AS oldest_due_age
+  FROM webhook_dedup.keys AS k
+ WHERE k.state OPERATOR(pg_catalog.<>) 'completed' AND k.due_at OPERATOR(pg_catalog.<=) pg_catalog.now()
+ GROUP BY k.source;
+COMMENT ON VIEW webhook_dedup.queue_backlog IS
+  'Work due now, per source: due_keys (pending keys, expired leases, failed keys whose retry is due: what webhook_next or a claim would take), oldest_due_at, oldest_due_age (now - oldest_due_at). Empty when nothing is due. Reads the partial index keys_open. For webhook_dedup_reader and pg_monitor, which have no access to webhook_dedup.keys.';
+
 CREATE VIEW webhook_dedup.dead_letters AS
 SELECT k.source, k.idem_key, k.event_type, k.attempt AS attempts, k.last_error, k.last_step, k.deliveries,
        k.first_seen_at, k.last_seen_at
   FROM webhook_dedup.keys AS k
  WHERE k.state OPERATOR(pg_catalog.=) 'dead_lettered';
 COMMENT ON VIEW webhook_dedup.dead_letters IS
-  'Keys that will not be retried: out of attempts (webhook_dedup.max_attempts or the source''s), failed as not retryable, or dead-lettered by webhook_resolve. source, idem_key, event_type, attempts, last_error, last_step, deliveries, first_seen_at, last_seen_at. An operator decides: webhook_resolve(source, idem_key, ''failed'') retries now, ''completed'' closes it. Reads the partial index keys_open.';
+  'Keys that will not be retried: out of attempts (webhook_dedup.max_attempts or the source''s), failed as not retryable, or dead-lettered by webhook_resolve. source, idem_key, event_type, attempts, last_error, last_step, deliveries, first_seen_at, last_seen_at. An operator decides: webhook_dedup.webhook_resolve(source, idem_key, ''failed'') retries now, ''completed'' closes it. Reads the partial index keys_open.';
 
 CREATE VIEW webhook_dedup.unknown_outcomes AS
 SELECT k.source, k.idem_key, k.event_type, k.attempt AS attempts, k.last_error, k.last_step, k.deliveries,
@@ -440,7 +485,7 @@ COMMENT ON COLUMN webhook_dedup.maintenance_runs.leases_expired IS 'Expired proc
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.dead_lettered IS 'Expired processing leases moved to dead_lettered (no attempts left).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_pruned IS 'Completed keys past retention deleted (with their payloads).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_kept IS 'Completed keys whose expires_at came but that were active since (a late duplicate) or whose source''s retention grew: looked at again later instead of deleted.';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS 'Watermarks, replay guards, conflicts, claim counts and maintenance runs deleted past retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS 'Watermarks, replay guards, signed tokens (once their signature''s window closed), conflicts, claim counts and maintenance runs deleted past retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.metrics_flushed IS 'Metrics entries flushed from shared memory.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.retention_warnings IS 'Sources whose retention is shorter than their provider''s retry horizon (webhook_dedup.retention_warnings).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS 'A step stopped at webhook_dedup.batch_size: the worker runs the next pass after a rest that keeps it to webhook_dedup.maintenance_duty_cycle of the time.';
@@ -471,7 +516,7 @@ VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'webhook_claim_wrapper';
 COMMENT ON FUNCTION @extschema@.webhook_claim(text, text, bytea, interval, text) IS
-  'webhook_claim(source, idem_key, payload => NULL, lease => NULL, event_type => NULL) -> one row (outcome, claim_token, attempt, state, result, last_step, first_seen_at, lease_expires_at). outcome: claimed or reclaimed (process it; claim_token set; resume from last_step), in_progress (answer 409 + Retry-After), duplicate (answer 2xx with result), conflict (same key, different payload; recorded in webhook_dedup.conflicts; result and last_step withheld), retry_later (a failure not due yet), unknown_outcome and dead_lettered (an operator decides). lease NULL = the source''s lease in webhook_dedup.sources, else webhook_dedup.default_lease. Atomic: the primary key arbitrates a new key, the row lock every later write; runs in the caller''s transaction. Errors: 22004 NULL source/idem_key; 22023 empty or over 255 characters, a lease that is not positive, over 365 days or has months; 40001 under REPEATABLE READ/SERIALIZABLE when a concurrent transaction changed the key after the snapshot.';
+  'webhook_dedup.webhook_claim(source, idem_key, payload => NULL, lease => NULL, event_type => NULL) -> one row (outcome, claim_token, attempt, state, result, last_step, first_seen_at, lease_expires_at). outcome: claimed or reclaimed (process it; claim_token set; resume from last_step), in_progress (answer 409 + Retry-After), duplicate (answer 2xx with result), conflict (same key, different payload; recorded in webhook_dedup.conflicts; result and last_step withheld), retry_later (a failure not due yet), unknown_outcome and dead_lettered (an operator decides). lease NULL = the source''s lease in webhook_dedup.sources, else webhook_dedup.default_lease. Atomic: the primary key arbitrates a new key, the row lock every later write; runs in the caller''s transaction. Errors: 22004 NULL source/idem_key; 22023 empty or over 255 characters, a lease that is not positive, over 365 days or has months; 40001 under REPEATABLE READ/SERIALIZABLE when a concurrent transaction changed the key after the snapshot.';
 
 DROP FUNCTION @extschema@.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean,
                                           interval, timestamptz, text, text, text, text, text);
@@ -500,7 +545,7 @@ VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'webhook_receive_wrapper';
 COMMENT ON FUNCTION @extschema@.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval, timestamptz, text, text, text, text, text, text) IS
-  'webhook_receive(scheme, payload, headers, secrets => NULL, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step, response, secret_index). (1) Verifies with secrets, or with secrets NULL with the source''s keys in webhook_dedup.source_secrets valid at at (secret_index: the position of the secret that verified, or the key''s id), and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail). (2) Answers a provider handshake: outcome handshake, response = the JSON body to answer, nothing stored (slack url_verification, zoom endpoint.url_validation and the discord PING once verified; the unsigned twitter CRC, payload empty and the request URL in url, before verification with verified false); an answer that could sign a forged delivery is refused (reject_reason refused_handshake). (3) Reads the event id, type and time by the scheme''s profile (webhook_dedup.providers) with the source''s settings in its place (webhook_dedup.sources; source defaults to the scheme); an event type the source does not accept (accept_event_types) is outcome ignored, nothing stored. (4) A delivery without an event id gets reject_reason missing_event_id unless body_key_fallback (zoom and twitter, which send no id, are keyed on the body). url: Twilio, Square and HubSpot sign it, X''s CRC carries its token; ignored for a signed twitter delivery; method: HubSpot signs it. (5) With the source''s replay guard on (github, shopify and linear by default), a signed body already received under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered; idem_key names it) and nothing is processed (webhook_dedup.replay_guards). (6) Claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict), with the fingerprint of the source''s rule (fingerprint_pointers, else the profile''s: the raw body; for stripe the RFC 8785 canonical JSON of /type and /data, so that a retry Stripe re-rendered is no conflict). Errors as webhook_verify and webhook_claim; 22023 another mode, a webhook_dedup.sources row whose intake settings do not check, or a stored key that cannot be a key of the scheme (named by id, never echoed); 55000 secrets NULL and no key of the source valid at at.';
+  'webhook_dedup.webhook_receive(scheme, payload, headers, secrets => NULL, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step, response, secret_index). (1) Verifies with secrets, or with secrets NULL with the source''s keys in webhook_dedup.source_secrets valid at at (secret_index: the position of the secret that verified, or the key''s id), and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail); stored keys verify only the scheme add_secret accepted them for. A scheme whose signature covers nothing of the body (mailgun) binds its signed token to the bytes it first arrived with (webhook_dedup.signature_tokens): the token on other bytes is refused (verified false, reject_reason token_reused), nothing else written. (2) Answers a provider handshake: outcome handshake, response = the JSON body to answer, nothing stored (slack url_verification, zoom endpoint.url_validation and the discord PING once verified; the unsigned twitter CRC, payload empty and the request URL in url, before verification with verified false); an answer that could sign a forged delivery is refused (reject_reason refused_handshake). (3) Reads the event id, type and time by the scheme''s profile (webhook_dedup.providers) with the source''s settings in its place (webhook_dedup.sources; source defaults to the scheme); an event type the source does not accept (accept_event_types) is outcome ignored, nothing stored. (4) A delivery without an event id gets reject_reason missing_event_id unless body_key_fallback (zoom and twitter, which send no id, are keyed on the body). url: Twilio, Square and HubSpot sign it, X''s CRC carries its token; ignored for a signed twitter delivery; method: HubSpot signs it. (5) With the source''s replay guard on (by default for github, shopify, linear and twilio, and for a source whose event_id_from is a header its scheme does not sign), a signed body (twilio: its canonical signed text) already received under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered; idem_key names it) and nothing is processed (webhook_dedup.replay_guards). (6) Claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict), with the fingerprint of the source''s rule (fingerprint_pointers, else the profile''s: the raw body; for stripe the RFC 8785 canonical JSON of /type and /data, so that a retry Stripe re-rendered is no conflict; for twilio the signed URL and form parameters sorted by name). Errors as webhook_verify and webhook_claim; 22023 another mode, a webhook_dedup.sources row whose intake settings do not check, or a stored key that cannot be a key of the scheme (named by id, never echoed); 55000 secrets NULL and no key of the source for the scheme valid at at; 25006 on a standby or in a read-only transaction, once it would write.';
 
 DROP FUNCTION webhook_dedup.run_maintenance();
 CREATE FUNCTION webhook_dedup.run_maintenance() RETURNS TABLE (
@@ -519,7 +564,7 @@ STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'run_maintenance_wrapper';
 COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
-  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, replay guards, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
+  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, replay guards, signed tokens, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
 
 -- webhook_verify, webhook_verify_detail and webhook_sign take the request
 -- method (HubSpot signs it) and know more schemes.
@@ -582,15 +627,100 @@ IMMUTABLE PARALLEL SAFE
 LANGUAGE c
 AS 'MODULE_PATHNAME', 'webhook_sign_wrapper';
 COMMENT ON FUNCTION @extschema@.webhook_verify(text, bytea, jsonb, text[], interval, timestamptz, text, text, text, text, text, text) IS
-  'webhook_verify(scheme, payload, headers, secrets, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL) -> boolean. True when payload (the raw body) carries a valid signature of scheme under any of secrets (rotation). Schemes: github, stripe, shopify, slack, standard (aliases svix, clerk, resend; v1a with whpk_ Ed25519 public keys), paddle, twilio, zoom, twitter (X), square, hubspot, twitch, intercom, typeform, calendly, discord (Ed25519 public key), sendgrid (ECDSA P-256 public key), mailgun (signature in the body), linear, hmac; each one''s rule, window and source are in docs/signatures.md (and the profiles in webhook_dedup.providers). url is the request URL (twilio, square and hubspot sign it), method the request method (hubspot signs it; ignored by the others); hmac is the generic scheme (signature_header, signature_prefix, algorithm sha1/sha256/sha512, encoding hex/base64). Windows are symmetric and inclusive; tolerance NULL = the provider''s default. False for any signature that does not verify. Errors: 22023 unknown scheme, no secrets, an empty, whitespace-padded or (standard) undecodable secret, or a public key that is no key of its kind (named by position, never echoed), headers not a JSON object of strings or arrays of strings, a negative tolerance or one with months, an infinite at, url or hmac arguments given to another scheme or missing for theirs, a missing method for hubspot; 22004 a NULL argument or NULL secret.';
+  'webhook_dedup.webhook_verify(scheme, payload, headers, secrets, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL) -> boolean. True when payload (the raw body) carries a valid signature of scheme under any of secrets (rotation). Schemes: github, stripe, shopify, slack, standard (aliases svix, clerk, resend; v1a with whpk_ Ed25519 public keys), paddle, twilio, zoom, twitter (X), square, hubspot, twitch, intercom, typeform, calendly, discord (Ed25519 public key), sendgrid (ECDSA P-256 public key), mailgun (signature in the body), linear, hmac; each one''s rule, window and source are in docs/signatures.md (and the profiles in webhook_dedup.providers). url is the request URL (twilio, square and hubspot sign it), method the request method (hubspot signs it; ignored by the others); hmac is the generic scheme (signature_header, signature_prefix, algorithm sha1/sha256/sha512, encoding hex/base64). Windows are symmetric and inclusive; tolerance NULL = the provider''s default. False for any signature that does not verify. Errors: 22023 unknown scheme, no secrets, an empty, whitespace-padded or (standard) undecodable secret, or a public key that is no key of its kind (named by position, never echoed), headers not a JSON object of strings or arrays of strings, a negative tolerance or one with months, an infinite at, url or hmac arguments given to another scheme or missing for theirs, a missing method for hubspot; 22004 a NULL argument or NULL secret.';
 COMMENT ON FUNCTION @extschema@.webhook_verify_detail(text, bytea, jsonb, text[], interval, timestamptz, text, text, text, text, text, text) IS
-  'webhook_verify_detail(same arguments as webhook_verify) -> one row (valid boolean, reason text, secret_index integer, signed_at timestamptz). reason: ok, missing_header, malformed_header, unsupported_version, no_matching_signature, timestamp_too_old, timestamp_too_new. secret_index: 1-based position in secrets of the secret that matched (to know when an old secret can be retired). signed_at: the signed timestamp, for stripe, slack, standard and paddle. Errors as webhook_verify.';
+  'webhook_dedup.webhook_verify_detail(same arguments as webhook_verify) -> one row (valid boolean, reason text, secret_index integer, signed_at timestamptz). reason: ok, missing_header, malformed_header, unsupported_version, no_matching_signature, timestamp_too_old, timestamp_too_new. secret_index: 1-based position in secrets of the secret that matched (to know when an old secret can be retired). signed_at: the signed timestamp, for stripe, slack, standard and paddle. Errors as webhook_verify.';
 COMMENT ON FUNCTION @extschema@.webhook_sign(text, bytea, text, timestamptz, text, text, text, text, text, text, text) IS
-  'webhook_sign(scheme, payload, secret, at => now(), msg_id => NULL, url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL) -> jsonb: the headers a sender would send, for tests and for sending webhooks (for example Standard Webhooks). msg_id is required for standard and twitch (and is the token for mailgun, whose result is the signature member to merge into the body), url for twilio, square and hubspot, method for hubspot, signature_header for hmac (22004/22023 otherwise); schemes signed with a private key (discord, sendgrid, standard with a whpk_ key) cannot be signed here (22023). Secret rules as webhook_verify.';
+  'webhook_dedup.webhook_sign(scheme, payload, secret, at => now(), msg_id => NULL, url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL) -> jsonb: the headers a sender would send, for tests and for sending webhooks (for example Standard Webhooks). msg_id is required for standard and twitch (and is the token for mailgun, whose result is the signature member to merge into the body), url for twilio, square and hubspot, method for hubspot, signature_header for hmac (22004/22023 otherwise); schemes signed with a private key (discord, sendgrid, standard with a whpk_ key) cannot be signed here (22023). Secret rules as webhook_verify.';
 
 -- Comments that described 0.1.0's per-key advisory lock.
 COMMENT ON FUNCTION @extschema@.webhook_next(text, interval, integer) IS
-  'webhook_next(source => NULL, lease => NULL, batch => 1) -> rows (source, idem_key, claim_token, attempt, payload, event_type, last_step, headers): up to batch due keys (pending, expired leases, due retries), oldest first, each leased to the caller; a key due again with no attempts left is dead-lettered instead. Keys another worker or a claim holds are skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED), so two workers never get the same key and a worker cannot deadlock with a claim. Finish each with webhook_complete or webhook_fail. Errors: 22004 NULL batch; 22023 batch outside 1..1000, a bad source or lease; 40001 under REPEATABLE READ when a key changed after the snapshot.';
+  'webhook_dedup.webhook_next(source => NULL, lease => NULL, batch => 1) -> rows (source, idem_key, claim_token, attempt, payload, event_type, last_step, headers): up to batch due keys (pending, expired leases, due retries), oldest first, each leased to the caller; a key due again with no attempts left is dead-lettered instead. Keys another worker or a claim holds are skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED), so two workers never get the same key and a worker cannot deadlock with a claim. Finish each with webhook_complete or webhook_fail. Errors: 22004 NULL batch; 22023 batch outside 1..1000, a bad source or lease; 40001 under REPEATABLE READ when a key changed after the snapshot.';
+
+-- Every function callers call moves from the schema the extension was
+-- created in (@extschema@, usually public) into schema webhook_dedup, which
+-- the extension owns and nobody else may write to. In public, a database
+-- owner who is not superuser could create overloads of them (varchar
+-- parameters are a better match than text for a driver that binds varchar)
+-- that a superuser's or a receiver's unqualified call would run instead
+-- (issue 24; docs/security.md, "Where the functions live"). Callers must
+-- name them schema-qualified from now on: webhook_dedup.webhook_claim(...).
+-- Triggers that use webhook_monotonic_guard keep working (they refer to
+-- the function itself, not to its name).
+DO $$
+DECLARE
+  f pg_catalog.regprocedure;
+BEGIN
+  FOR f IN SELECT p.oid::pg_catalog.regprocedure
+             FROM pg_catalog.pg_proc AS p
+             JOIN pg_catalog.pg_depend AS d
+               ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+              AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
+             JOIN pg_catalog.pg_extension AS e
+               ON d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+              AND d.refobjid OPERATOR(pg_catalog.=) e.oid AND e.extname OPERATOR(pg_catalog.=) 'webhook_dedup'
+            WHERE p.pronamespace OPERATOR(pg_catalog.<>) 'webhook_dedup'::pg_catalog.regnamespace
+  LOOP
+    EXECUTE pg_catalog.format('ALTER FUNCTION %s SET SCHEMA webhook_dedup', f);
+  END LOOP;
+END
+$$;
+-- Their comments as in a fresh install (they name the functions
+-- schema-qualified now, and say what changed).
+COMMENT ON FUNCTION webhook_dedup.webhook_verify(text, bytea, jsonb, text[], interval, timestamptz, text, text, text, text, text, text) IS
+  'webhook_dedup.webhook_verify(scheme, payload, headers, secrets, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL) -> boolean. True when payload (the raw body) carries a valid signature of scheme under any of secrets (rotation). Schemes: github, stripe, shopify, slack, standard (aliases svix, clerk, resend; v1a with whpk_ Ed25519 public keys), paddle, twilio, zoom, twitter (X), square, hubspot, twitch, intercom, typeform, calendly, discord (Ed25519 public key), sendgrid (ECDSA P-256 public key), mailgun (signature in the body), linear, hmac; each one''s rule, window and source are in docs/signatures.md (and the profiles in webhook_dedup.providers). url is the request URL (twilio, square and hubspot sign it), method the request method (hubspot signs it; ignored by the others); hmac is the generic scheme (signature_header, signature_prefix, algorithm sha1/sha256/sha512, encoding hex/base64). Windows are symmetric and inclusive; tolerance NULL = the provider''s default. False for any signature that does not verify. Errors: 22023 unknown scheme, no secrets, an empty, whitespace-padded or (standard) undecodable secret, or a public key that is no key of its kind (named by position, never echoed), headers not a JSON object of strings or arrays of strings, a negative tolerance or one with months, an infinite at, url or hmac arguments given to another scheme or missing for theirs, a missing method for hubspot; 22004 a NULL argument or NULL secret.';
+COMMENT ON FUNCTION webhook_dedup.webhook_verify_detail(text, bytea, jsonb, text[], interval, timestamptz, text, text, text, text, text, text) IS
+  'webhook_dedup.webhook_verify_detail(same arguments as webhook_verify) -> one row (valid boolean, reason text, secret_index integer, signed_at timestamptz). reason: ok, missing_header, malformed_header, unsupported_version, no_matching_signature, timestamp_too_old, timestamp_too_new. secret_index: 1-based position in secrets of the secret that matched (to know when an old secret can be retired). signed_at: the signed timestamp, for stripe, slack, standard and paddle. Errors as webhook_verify.';
+COMMENT ON FUNCTION webhook_dedup.webhook_verify_github(bytea, text, text) IS
+  'webhook_dedup.webhook_verify_github(payload, signature_header, secret) -> boolean: the X-Hub-Signature-256 value (sha256=<hex>) over the raw body. NULL signature_header is false; NULL payload or secret 22004.';
+COMMENT ON FUNCTION webhook_dedup.webhook_verify_stripe(bytea, text, text, interval, timestamptz) IS
+  'webhook_dedup.webhook_verify_stripe(payload, signature_header, secret, tolerance => NULL (300 s), at => now()) -> boolean: the Stripe-Signature value (t=<unix>,v1=<hex>), key = the whole whsec_ string.';
+COMMENT ON FUNCTION webhook_dedup.webhook_verify_shopify(bytea, text, text) IS
+  'webhook_dedup.webhook_verify_shopify(payload, hmac_header, secret) -> boolean: the X-Shopify-Hmac-Sha256 value (canonical base64) over the raw body.';
+COMMENT ON FUNCTION webhook_dedup.webhook_verify_slack(bytea, text, text, text, interval, timestamptz) IS
+  'webhook_dedup.webhook_verify_slack(payload, timestamp_header, signature_header, secret, tolerance => NULL (300 s), at => now()) -> boolean: X-Slack-Request-Timestamp and X-Slack-Signature (v0=<hex> over v0:{ts}:{body}).';
+COMMENT ON FUNCTION webhook_dedup.webhook_verify_standard(bytea, text, text, text, text, interval, timestamptz) IS
+  'webhook_dedup.webhook_verify_standard(payload, msg_id, msg_timestamp, signature_header, secret, tolerance => NULL (300 s), at => now()) -> boolean: Standard Webhooks / Svix (webhook-id, webhook-timestamp, webhook-signature v1,<base64> list); secret whsec_<base64>, undecodable is 22023.';
+COMMENT ON FUNCTION webhook_dedup.webhook_verify_paddle(bytea, text, text, interval, timestamptz) IS
+  'webhook_dedup.webhook_verify_paddle(payload, signature_header, secret, tolerance => NULL (5 s), at => now()) -> boolean: the Paddle-Signature value (ts=<unix>;h1=<hex>[;h1=...]) over {ts}:{body}.';
+COMMENT ON FUNCTION webhook_dedup.webhook_verify_twilio(text, bytea, text, text) IS
+  'webhook_dedup.webhook_verify_twilio(url, payload, signature_header, auth_token) -> boolean: X-Twilio-Signature (base64 HMAC-SHA1) over the full URL plus sorted form parameters, or for JSON bodies the URL carrying bodySHA256; the URL is tried with and without its default port.';
+COMMENT ON FUNCTION webhook_dedup.webhook_hmac(bytea, bytea, text) IS
+  'webhook_dedup.webhook_hmac(payload, secret, algorithm => ''sha256'') -> bytea: the raw HMAC (RFC 2104) with sha1, sha256 or sha512. Strict. Errors: 22023 empty secret or unknown algorithm.';
+COMMENT ON FUNCTION webhook_dedup.webhook_sign(text, bytea, text, timestamptz, text, text, text, text, text, text, text) IS
+  'webhook_dedup.webhook_sign(scheme, payload, secret, at => now(), msg_id => NULL, url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL) -> jsonb: the headers a sender would send, for tests and for sending webhooks (for example Standard Webhooks). msg_id is required for standard and twitch (and is the token for mailgun, whose result is the signature member to merge into the body), url for twilio, square and hubspot, method for hubspot, signature_header for hmac (22004/22023 otherwise); schemes signed with a private key (discord, sendgrid, standard with a whpk_ key) cannot be signed here (22023). Secret rules as webhook_verify.';
+COMMENT ON FUNCTION webhook_dedup.webhook_key(text, text, text, text, text) IS
+  'webhook_dedup.webhook_key(source, event_id, environment => NULL, account => NULL, operation => NULL) -> text. Scoped, injective idempotency key: source:event_id, or source:environment:account:event_id:operation when an optional part is given; parts escaped (% -> %25, : -> %3A); at most 255 characters (longer forms end in %h and a SHA-256). Errors: 22004 NULL source or event_id; 22023 empty part.';
+COMMENT ON FUNCTION webhook_dedup.webhook_claim(text, text, bytea, interval, text) IS
+  'webhook_dedup.webhook_claim(source, idem_key, payload => NULL, lease => NULL, event_type => NULL) -> one row (outcome, claim_token, attempt, state, result, last_step, first_seen_at, lease_expires_at). outcome: claimed or reclaimed (process it; claim_token set; resume from last_step), in_progress (answer 409 + Retry-After), duplicate (answer 2xx with result), conflict (same key, different payload; recorded in webhook_dedup.conflicts; result and last_step withheld), retry_later (a failure not due yet), unknown_outcome and dead_lettered (an operator decides). lease NULL = the source''s lease in webhook_dedup.sources, else webhook_dedup.default_lease. Atomic: the primary key arbitrates a new key, the row lock every later write; runs in the caller''s transaction. Errors: 22004 NULL source/idem_key; 22023 empty or over 255 characters, a lease that is not positive, over 365 days or has months; 40001 under REPEATABLE READ/SERIALIZABLE when a concurrent transaction changed the key after the snapshot.';
+COMMENT ON FUNCTION webhook_dedup.webhook_complete(text, text, uuid, jsonb) IS
+  'webhook_dedup.webhook_complete(source, idem_key, claim_token, result => NULL) -> boolean. True when claim_token holds the key''s lease: the key becomes completed and result is returned to later duplicates. False (nothing changed; counted as a stale completion) when the token is stale. Errors: P0002 unknown key; 22004 NULL argument.';
+COMMENT ON FUNCTION webhook_dedup.webhook_fail(text, text, uuid, text, boolean, interval) IS
+  'webhook_dedup.webhook_fail(source, idem_key, claim_token, error, retryable => true, retry_after => NULL) -> text: the new state. failed (due again after retry_after, else after min(30 s * 2^(attempt-1), 1 h)) while retryable and attempt < max_attempts (webhook_dedup.sources, else webhook_dedup.max_attempts); otherwise dead_lettered. NULL when claim_token is stale (nothing changes; counted as stale_tokens). error is stored as last_error. Errors: P0002 unknown key; 22004 NULL claim_token or retryable; 22023 a retry_after outside 0..365 days or with months.';
+COMMENT ON FUNCTION webhook_dedup.webhook_mark_unknown(text, text, uuid, text) IS
+  'webhook_dedup.webhook_mark_unknown(source, idem_key, claim_token, detail => NULL) -> boolean. The holder may have acted on an external system and lost the answer: the key becomes unknown_outcome (detail in last_error) and nothing processes it until webhook_resolve. False when claim_token is stale. Errors: P0002 unknown key; 22004 NULL source, idem_key or claim_token.';
+COMMENT ON FUNCTION webhook_dedup.webhook_checkpoint(text, text, uuid, text) IS
+  'webhook_dedup.webhook_checkpoint(source, idem_key, claim_token, step) -> boolean. Records the last completed step; a delivery that reclaims the key after a crash gets it as last_step and resumes there. Checkpoint in the same transaction as the step''s own writes. False when claim_token is stale. Errors: P0002 unknown key; 22004/22023 NULL or empty step.';
+COMMENT ON FUNCTION webhook_dedup.webhook_extend_lease(text, text, uuid, interval) IS
+  'webhook_dedup.webhook_extend_lease(source, idem_key, claim_token, lease) -> timestamptz: the new lease expiry (now + lease), or NULL when claim_token is stale (the lease was reclaimed: stop working). Errors: P0002 unknown key; 22023 a lease that is not positive, over 365 days or has months.';
+COMMENT ON FUNCTION webhook_dedup.webhook_resolve(text, text, text, jsonb) IS
+  'webhook_dedup.webhook_resolve(source, idem_key, new_state, result => NULL) -> text: the previous state. For operators and reconciliation jobs, from any state to completed (result stored when given), failed (retry now), dead_lettered or pending (hand it to the queue again); a processing key''s holder is fenced out. Errors: P0002 unknown key; 22023 another new_state.';
+COMMENT ON FUNCTION webhook_dedup.webhook_forget(text, text) IS
+  'webhook_dedup.webhook_forget(source, idem_key) -> boolean: removes the key so that a deliberate replay is processed again; true when it existed. For operators; counted as forgotten in the metrics.';
+COMMENT ON FUNCTION webhook_dedup.webhook_enqueue(text, text, bytea, text, jsonb) IS
+  'webhook_dedup.webhook_enqueue(source, idem_key, payload, event_type => NULL, headers => NULL) -> text: accepted (stored pending with its raw payload for webhook_next), duplicate (known in any state; nothing stored) or conflict (known with another payload; recorded in webhook_dedup.conflicts). Answer the provider 2xx for all three. Errors as webhook_claim; 22004 NULL payload.';
+COMMENT ON FUNCTION webhook_dedup.webhook_next(text, interval, integer) IS
+  'webhook_dedup.webhook_next(source => NULL, lease => NULL, batch => 1) -> rows (source, idem_key, claim_token, attempt, payload, event_type, last_step, headers): up to batch due keys (pending, expired leases, due retries), oldest first, each leased to the caller; a key due again with no attempts left is dead-lettered instead. Keys another worker or a claim holds are skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED), so two workers never get the same key and a worker cannot deadlock with a claim. Finish each with webhook_complete or webhook_fail. Errors: 22004 NULL batch; 22023 batch outside 1..1000, a bad source or lease; 40001 under REPEATABLE READ when a key changed after the snapshot.';
+COMMENT ON FUNCTION webhook_dedup.webhook_claim_many(text, text[], interval, text) IS
+  'webhook_dedup.webhook_claim_many(source, idem_keys, lease => NULL, event_type => NULL) -> one row per distinct key (idem_key, then the columns of webhook_claim). The keys are claimed one by one in sorted order, so transactions claiming overlapping keys in any order never deadlock: the second waits for the first and then sees its keys in_progress or completed. No payload fingerprints. Errors as webhook_claim; 22004 a NULL key.';
+COMMENT ON FUNCTION webhook_dedup.webhook_body_key(text, bytea, text, text, text) IS
+  'webhook_dedup.webhook_body_key(source, payload, environment => NULL, account => NULL, operation => NULL) -> text. The key of an event without an event id: SHA-256 over the raw payload (%b and 64 hex digits where the event id goes; never equal to a webhook_key), scoped like webhook_key. Wrong when two distinct events have byte-identical bodies (one key) or a provider re-serialises a retry (a new key). Errors: 22004 NULL source or payload; 22023 empty part.';
+COMMENT ON FUNCTION webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval, timestamptz, text, text, text, text, text, text) IS
+  'webhook_dedup.webhook_receive(scheme, payload, headers, secrets => NULL, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step, response, secret_index). (1) Verifies with secrets, or with secrets NULL with the source''s keys in webhook_dedup.source_secrets valid at at (secret_index: the position of the secret that verified, or the key''s id), and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail); stored keys verify only the scheme add_secret accepted them for. A scheme whose signature covers nothing of the body (mailgun) binds its signed token to the bytes it first arrived with (webhook_dedup.signature_tokens): the token on other bytes is refused (verified false, reject_reason token_reused), nothing else written. (2) Answers a provider handshake: outcome handshake, response = the JSON body to answer, nothing stored (slack url_verification, zoom endpoint.url_validation and the discord PING once verified; the unsigned twitter CRC, payload empty and the request URL in url, before verification with verified false); an answer that could sign a forged delivery is refused (reject_reason refused_handshake). (3) Reads the event id, type and time by the scheme''s profile (webhook_dedup.providers) with the source''s settings in its place (webhook_dedup.sources; source defaults to the scheme); an event type the source does not accept (accept_event_types) is outcome ignored, nothing stored. (4) A delivery without an event id gets reject_reason missing_event_id unless body_key_fallback (zoom and twitter, which send no id, are keyed on the body). url: Twilio, Square and HubSpot sign it, X''s CRC carries its token; ignored for a signed twitter delivery; method: HubSpot signs it. (5) With the source''s replay guard on (by default for github, shopify, linear and twilio, and for a source whose event_id_from is a header its scheme does not sign), a signed body (twilio: its canonical signed text) already received under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered; idem_key names it) and nothing is processed (webhook_dedup.replay_guards). (6) Claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict), with the fingerprint of the source''s rule (fingerprint_pointers, else the profile''s: the raw body; for stripe the RFC 8785 canonical JSON of /type and /data, so that a retry Stripe re-rendered is no conflict; for twilio the signed URL and form parameters sorted by name). Errors as webhook_verify and webhook_claim; 22023 another mode, a webhook_dedup.sources row whose intake settings do not check, or a stored key that cannot be a key of the scheme (named by id, never echoed); 55000 secrets NULL and no key of the source for the scheme valid at at; 25006 on a standby or in a read-only transaction, once it would write.';
+COMMENT ON FUNCTION webhook_dedup.webhook_advance(text, text, timestamptz, text, bigint) IS
+  'webhook_dedup.webhook_advance(source, entity_id, source_updated_at, event_id => NULL, sequence => NULL) -> boolean. The out-of-order guard: true when the event is newer than every event seen for (source, entity_id) (apply it; the watermark moves), false when it is older (skip it; nothing changed). Ties on source_updated_at: the same event_id is an idempotent re-apply (true); with both sequences given the greater wins; any other tie is refused (false). One atomic upsert on webhook_dedup.watermarks; concurrent advances end at the newest event in any order. Errors: 22004 NULL source, entity_id or source_updated_at; 22023 empty or over 255 characters, an infinite time. See docs/ordering.md.';
+COMMENT ON FUNCTION webhook_dedup.webhook_monotonic_guard() IS
+  'Trigger function for the caller''s own tables: CREATE TRIGGER ... BEFORE INSERT OR UPDATE ... FOR EACH ROW EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard(''source_updated_at''). Skips an update whose new value of the named timestamptz/timestamp column is older than the stored one (the statement reports zero rows), also in INSERT ... ON CONFLICT DO UPDATE. Stored NULL: passes; incoming NULL over a stored value: skipped; equal: passes; inserts pass. Errors at trigger time: 22023 not exactly one argument; 42703 no such column; 42804 not a timestamp type; 39P01 not a BEFORE row trigger on INSERT or UPDATE, or called as a plain function (SELECT webhook_dedup.webhook_monotonic_guard()).';
 
 -- The per-backend cache of per-source settings and its trigger.
 CREATE FUNCTION webhook_dedup.sources_changed()
@@ -618,7 +748,7 @@ COMMENT ON COLUMN webhook_dedup.sources.event_type_from IS 'Where webhook_receiv
 COMMENT ON COLUMN webhook_dedup.sources.event_time_from IS 'Where webhook_receive reads the event time (what webhook_advance orders by), as event_id_from; set together with event_time_format. NULL: the provider profile''s.';
 COMMENT ON COLUMN webhook_dedup.sources.event_time_format IS 'How the event time is written: unix_seconds, unix_milliseconds (digits, a JSON number or string) or rfc3339. Set exactly when event_time_from is.';
 COMMENT ON COLUMN webhook_dedup.sources.fingerprint_pointers IS 'What the key''s fingerprint covers (a later delivery of the key with another fingerprint is a conflict): JSON pointers (RFC 6901; at most 64) whose values are hashed as one RFC 8785 canonical JSON object, so that what the provider changes between attempts (attempt counters, delivery metadata) is left out; an empty array: the raw body bytes. NULL: the provider profile''s rule (webhook_dedup.providers.fingerprint), else the raw body.';
-COMMENT ON COLUMN webhook_dedup.sources.replay_guard IS 'Whether webhook_receive claims a replay guard per delivery (webhook_dedup.replay_guards): a signed body already received under another event id is answered duplicate instead of being processed again. For providers that sign neither the event id nor a time. NULL: the provider profile''s default (on for github, shopify and linear).';
+COMMENT ON COLUMN webhook_dedup.sources.replay_guard IS 'Whether webhook_receive claims a replay guard per delivery (webhook_dedup.replay_guards): a signed body already received under another event id is answered duplicate instead of being processed again. For sources whose event id the signature does not cover. NULL: on for github, shopify, linear and twilio (their ids are in headers they do not sign) and for a source whose event_id_from is a header its scheme does not sign (a generic hmac source), else off.';
 COMMENT ON COLUMN webhook_dedup.sources.accept_event_types IS 'The event types the source wants (at most 1000 entries; an entry ending in * matches every type starting with what precedes it, e.g. invoice.*). Other verified deliveries, and deliveries without an event type, are answered outcome ignored: nothing stored, counted as ignored. NULL: every type.';
 COMMENT ON TABLE webhook_dedup.sources IS
   'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease), max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts), retention (else webhook_dedup.retention), tolerance (webhook_receive''s replay window; else the provider''s default), provider (the profile for retention_warnings), and how webhook_receive reads the source''s deliveries: event_id_from, event_type_from, event_time_from and event_time_format, fingerprint_pointers, replay_guard, accept_event_types (docs/providers.md, "Custom sources"). NULL columns fall back to the settings and the provider profile.';
@@ -673,7 +803,8 @@ CREATE FUNCTION webhook_dedup."list_secrets"(
 	"created_at" timestamp with time zone, 
 	"valid_now" bool, 
 	"fingerprint" TEXT, 
-	"note" TEXT 
+	"note" TEXT, 
+	"scheme" TEXT 
 )
 STABLE PARALLEL SAFE
 LANGUAGE c
@@ -683,22 +814,24 @@ CREATE TRIGGER source_secrets_changed
   AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON webhook_dedup.source_secrets
   FOR EACH STATEMENT EXECUTE FUNCTION webhook_dedup.sources_changed();
 COMMENT ON FUNCTION webhook_dedup.sources_changed() IS
-  'Trigger function of sources_changed on webhook_dedup.sources and source_secrets_changed on webhook_dedup.source_secrets: sends a relation cache invalidation of the table, which empties every backend''s cache of per-source settings and keys when the change commits.';
+  'Trigger function of sources_changed on webhook_dedup.sources and source_secrets_changed on webhook_dedup.source_secrets: sends a relation cache invalidation of the table, which empties every backend''s cache of per-source settings and keys when the change commits. 39P01 when called other than by a trigger.';
 COMMENT ON FUNCTION webhook_dedup.add_secret(text, text, timestamptz, timestamptz, text) IS
-  'add_secret(source, secret, not_before => now(), not_after => NULL, note => NULL) -> integer: stores a verification key of source (a provider''s secret, or an asymmetric scheme''s public key) valid from not_before (inclusive) until not_after (exclusive; NULL: no end) and returns its id. webhook_receive(..., secrets => NULL) verifies with the source''s keys valid at the delivery''s time. The secret is never returned or echoed. Executable by webhook_dedup_operator. Errors: 22004 NULL source, secret or not_before; 22023 a source of 0 or over 255 characters, an empty or whitespace-padded secret, a secret that is no key of the source''s scheme (its provider in webhook_dedup.sources, else its name, when that is a scheme: a Standard Webhooks whsec_ secret in canonical base64, an Ed25519 or P-256 public key), infinite times, not_after not after not_before.';
+  'add_secret(source, secret, not_before => now(), not_after => NULL, note => NULL) -> integer: stores a verification key of source (a provider''s secret, or an asymmetric scheme''s public key) valid from not_before (inclusive) until not_after (exclusive; NULL: no end) and returns its id. webhook_dedup.webhook_receive(..., secrets => NULL) verifies with the source''s keys valid at the delivery''s time. The secret is never returned or echoed. Executable by webhook_dedup_operator. Errors: 22004 NULL source, secret or not_before; 22023 a source of 0 or over 255 characters, an empty or whitespace-padded secret, a secret that is no key of the source''s scheme (its provider in webhook_dedup.sources, else its name, when that is a scheme: a Standard Webhooks whsec_ secret in canonical base64, an Ed25519 or P-256 public key), infinite times, not_after not after not_before. The key is stored with that scheme (source_secrets.scheme) and verifies only it, whatever the source''s provider says later.';
 COMMENT ON FUNCTION webhook_dedup.retire_secret(text, integer, timestamptz) IS
   'retire_secret(source, key_id, not_after => now()) -> timestamptz: ends the key''s validity at not_after (exclusive) and returns it; deliveries at or after it no longer verify with the key. Rotation: add_secret the new key, then retire the old one once the provider signs with the new one (a 24-hour overlap is usual). Executable by webhook_dedup_operator. Errors: 22004 NULL argument; P0002 no such key of the source; 22023 not_after not after the key''s not_before, or infinite.';
 COMMENT ON FUNCTION webhook_dedup.list_secrets(text) IS
-  'list_secrets(source => NULL) -> rows (id, source, not_before, not_after, created_at, valid_now, fingerprint, note): the keys of source (NULL: every source) without their values; fingerprint is sha256: and the first 8 hex digits of the secret''s SHA-256 (32 bits: enough to tell keys apart). Executable by webhook_dedup_operator.';
+  'list_secrets(source => NULL) -> rows (id, source, not_before, not_after, created_at, valid_now, fingerprint, note, scheme): the keys of source (NULL: every source) without their values; fingerprint is sha256: and the first 8 hex digits of the secret''s SHA-256 (32 bits: enough to tell keys apart); scheme is the scheme add_secret accepted the key for, the only one it verifies (NULL: the source named no scheme then; any). Executable by webhook_dedup_operator.';
 
 
--- Two counters more: ignored (accept_event_types) and replayed (the
--- replay guard); the views over the counters come back with them.
+-- Three counters more: ignored (accept_event_types), replayed (the replay
+-- guard) and rejected_token_reused (signature_tokens); the views over the
+-- counters come back with them.
 DROP VIEW webhook_dedup.duplicate_metrics_by_minute, webhook_dedup.duplicate_metrics,
           webhook_dedup.metrics_buckets, webhook_dedup.counters;
 ALTER TABLE webhook_dedup.claim_counts
     ADD COLUMN ignored                        bigint NOT NULL DEFAULT 0,
-    ADD COLUMN replayed                       bigint NOT NULL DEFAULT 0;
+    ADD COLUMN replayed                       bigint NOT NULL DEFAULT 0,
+    ADD COLUMN rejected_token_reused          bigint NOT NULL DEFAULT 0;
 -- A source is an opaque identifier compared byte for byte, as in the key
 -- tables, and one collation of it lets Citus co-locate every per-source
 -- table (webhook_dedup.distribute()). The primary keys are rebuilt.
@@ -706,6 +839,7 @@ ALTER TABLE webhook_dedup.claim_counts ALTER COLUMN source TYPE text COLLATE "C"
 ALTER TABLE webhook_dedup.watermarks ALTER COLUMN source TYPE text COLLATE "C";
 COMMENT ON COLUMN webhook_dedup.claim_counts.ignored IS 'webhook_receive deliveries that verified but whose event type the source does not accept (webhook_dedup.sources.accept_event_types; answered ignored, nothing stored).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.replayed IS 'webhook_receive deliveries whose signed body the replay guard found under another event id (webhook_dedup.replay_guards; answered from that key, nothing processed). Not counted as deliveries or duplicates: a provider''s retries carry the same id.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_token_reused IS 'webhook_receive deliveries whose signature verified but whose signed token had come before with other content (schemes whose signature covers nothing of the body: mailgun; webhook_dedup.signature_tokens): a copied signature block, refused (verified false, reject_reason token_reused), nothing written. Part of signature_rejections.';
 
 -- The live counters of every node of a distributed install (each node
 -- counts the calls it ran, in its own shared memory; docs/distributed.md),
@@ -757,7 +891,8 @@ SELECT c.bucket, c.source, c.event_type, c.bucket_width, c.deliveries, c.first_c
        c.dead_letters, c.marked_unknown, c.enqueued, c.drained, c.forgotten, c.resolved,
        c.stale_tokens, c.expired_leases, c.rejected_missing_header, c.rejected_malformed_header,
        c.rejected_unsupported_version, c.rejected_no_matching_signature,
-       c.rejected_timestamp_too_old, c.rejected_timestamp_too_new, c.missing_event_ids, c.ignored, c.replayed
+       c.rejected_timestamp_too_old, c.rejected_timestamp_too_new, c.missing_event_ids, c.ignored, c.replayed,
+       c.rejected_token_reused
   FROM webhook_dedup.claim_counts AS c
 UNION ALL
 SELECT l.bucket, l.source, l.event_type,
@@ -766,7 +901,7 @@ SELECT l.bucket, l.source, l.event_type,
        l.counts[9], l.counts[10], l.counts[11], l.counts[12], l.counts[13], l.counts[14],
        l.counts[15], l.counts[16], l.counts[17], l.counts[18], l.counts[19], l.counts[20],
        l.counts[21], l.counts[22], l.counts[23], l.counts[24], l.counts[25], l.counts[26],
-       l.counts[27], l.counts[28], l.counts[29]
+       l.counts[27], l.counts[28], l.counts[29], l.counts[30]
   FROM webhook_dedup.metrics_live_cluster() AS l;
 COMMENT ON VIEW webhook_dedup.counters IS
   'Every counter per bucket (bucket_width 1 hour: per source and event type; 1 minute: per source, event_type ''''), flushed (webhook_dedup.claim_counts) and live (shared memory, not flushed yet) as separate rows: sum them within one bucket_width (the minute rows count the last two hours again). Columns as webhook_dedup.claim_counts. Read webhook_dedup.duplicate_metrics or duplicate_metrics_by_minute instead unless you need event types.';
@@ -802,13 +937,15 @@ SELECT a.source, a.bucket, a.bucket_width,
        pg_catalog.sum(a.missing_event_ids)::bigint AS missing_event_ids,
        pg_catalog.sum(a.ignored)::bigint AS ignored,
        pg_catalog.sum(a.replayed)::bigint AS replayed,
+       pg_catalog.sum(a.rejected_token_reused)::bigint AS rejected_token_reused,
        (pg_catalog.sum(a.duplicates_of_completed) OPERATOR(pg_catalog.+) pg_catalog.sum(a.duplicates_in_progress))::bigint
          AS duplicates,
        (pg_catalog.sum(a.rejected_missing_header) OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_malformed_header)
         OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_unsupported_version)
         OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_no_matching_signature)
         OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_timestamp_too_old)
-        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_timestamp_too_new))::bigint AS signature_rejections,
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_timestamp_too_new)
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_token_reused))::bigint AS signature_rejections,
        CASE WHEN pg_catalog.sum(a.deliveries) OPERATOR(pg_catalog.>) 0
             THEN ((pg_catalog.sum(a.duplicates_of_completed) OPERATOR(pg_catalog.+) pg_catalog.sum(a.duplicates_in_progress))
                   OPERATOR(pg_catalog./) pg_catalog.sum(a.deliveries))::double precision
@@ -825,6 +962,7 @@ SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicate
        m.drained, m.forgotten, m.resolved, m.stale_tokens, m.expired_leases, m.signature_rejections,
        m.rejected_missing_header, m.rejected_malformed_header, m.rejected_unsupported_version,
        m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
+       m.rejected_token_reused,
        m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio
   FROM webhook_dedup.metrics_buckets AS m
  WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 hour'::interval;
@@ -836,6 +974,7 @@ SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicate
        m.drained, m.forgotten, m.resolved, m.stale_tokens, m.expired_leases, m.signature_rejections,
        m.rejected_missing_header, m.rejected_malformed_header, m.rejected_unsupported_version,
        m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
+       m.rejected_token_reused,
        m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio
   FROM webhook_dedup.metrics_buckets AS m
  WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 minute'::interval
@@ -843,7 +982,7 @@ SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicate
        pg_catalog.date_trunc('minute', pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::interval, 'UTC');
 
 COMMENT ON VIEW webhook_dedup.duplicate_metrics IS
-  'Counts per source and hour (bucket, UTC-aligned), flushed plus live: deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts (same key, different payload), completions, stale_completions, retry_later, unknown_outcome and dead_lettered (claims answered so), retries_scheduled, dead_letters (keys that became dead_lettered), marked_unknown, enqueued, drained, forgotten, resolved, stale_tokens, expired_leases (swept by maintenance), signature_rejections (webhook_receive deliveries that did not verify, = the sum of the rejected_<reason> columns), missing_event_ids, ignored (event types the source does not accept), replayed (signed bodies re-sent under another event id, refused by the replay guard), and duplicate_ratio = duplicates / deliveries (NULL without deliveries). What a crash can lose: docs/metrics.md. Empty without shared_preload_libraries. Filter on bucket: the condition reaches the index of webhook_dedup.claim_counts.';
+  'Counts per source and hour (bucket, UTC-aligned), flushed plus live: deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts (same key, different payload), completions, stale_completions, retry_later, unknown_outcome and dead_lettered (claims answered so), retries_scheduled, dead_letters (keys that became dead_lettered), marked_unknown, enqueued, drained, forgotten, resolved, stale_tokens, expired_leases (swept by maintenance), signature_rejections (webhook_receive deliveries that did not verify, = the sum of the rejected_<reason> columns; rejected_token_reused: a signed token seen before with other content, mailgun), missing_event_ids, ignored (event types the source does not accept), replayed (signed bodies re-sent under another event id, refused by the replay guard), and duplicate_ratio = duplicates / deliveries (NULL without deliveries). What a crash can lose: docs/metrics.md. Empty without shared_preload_libraries. Filter on bucket: the condition reaches the index of webhook_dedup.claim_counts.';
 COMMENT ON VIEW webhook_dedup.duplicate_metrics_by_minute IS
   'The columns of webhook_dedup.duplicate_metrics per source and minute, for the last hour (per-minute counts are kept two hours).';
 
@@ -956,8 +1095,13 @@ BEGIN
   END LOOP;
 END
 $$;
-GRANT USAGE ON SCHEMA webhook_dedup TO webhook_dedup_receiver, webhook_dedup_operator, webhook_dedup_reader,
-                                       pg_monitor;
+-- Every role may look names up in the schema: the functions that change
+-- nothing (verification, key derivation, signing, the trigger for your own
+-- tables) live here and are PUBLIC's, as they were in the extension's
+-- schema before. USAGE grants no access to a table, view or function:
+-- those are granted one by one below (and EXECUTE on every function that
+-- changes state is revoked from PUBLIC).
+GRANT USAGE ON SCHEMA webhook_dedup TO PUBLIC;
 
 -- Each function that changes state, with the role that may call it.
 DO $$
@@ -966,20 +1110,20 @@ DECLARE
   g pg_catalog.oid;
 BEGIN
   FOR f IN SELECT x.signature::pg_catalog.regprocedure AS fn, x.role FROM (VALUES
-      ('webhook_claim(text, text, bytea, interval, text)', 'webhook_dedup_receiver'),
-      ('webhook_claim_many(text, text[], interval, text)', 'webhook_dedup_receiver'),
-      ('webhook_complete(text, text, uuid, jsonb)', 'webhook_dedup_receiver'),
-      ('webhook_fail(text, text, uuid, text, boolean, interval)', 'webhook_dedup_receiver'),
-      ('webhook_mark_unknown(text, text, uuid, text)', 'webhook_dedup_receiver'),
-      ('webhook_checkpoint(text, text, uuid, text)', 'webhook_dedup_receiver'),
-      ('webhook_extend_lease(text, text, uuid, interval)', 'webhook_dedup_receiver'),
-      ('webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval,'
+      ('webhook_dedup.webhook_claim(text, text, bytea, interval, text)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_claim_many(text, text[], interval, text)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_complete(text, text, uuid, jsonb)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_fail(text, text, uuid, text, boolean, interval)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_mark_unknown(text, text, uuid, text)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_checkpoint(text, text, uuid, text)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_extend_lease(text, text, uuid, interval)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval,'
        ' timestamptz, text, text, text, text, text, text)', 'webhook_dedup_receiver'),
-      ('webhook_enqueue(text, text, bytea, text, jsonb)', 'webhook_dedup_receiver'),
-      ('webhook_next(text, interval, integer)', 'webhook_dedup_receiver'),
-      ('webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup_receiver'),
-      ('webhook_resolve(text, text, text, jsonb)', 'webhook_dedup_operator'),
-      ('webhook_forget(text, text)', 'webhook_dedup_operator'),
+      ('webhook_dedup.webhook_enqueue(text, text, bytea, text, jsonb)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_next(text, interval, integer)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_resolve(text, text, text, jsonb)', 'webhook_dedup_operator'),
+      ('webhook_dedup.webhook_forget(text, text)', 'webhook_dedup_operator'),
       ('webhook_dedup.run_maintenance()', 'webhook_dedup_operator'),
       ('webhook_dedup.flush_metrics()', 'webhook_dedup_operator'),
       ('webhook_dedup.add_secret(text, text, timestamptz, timestamptz, text)', 'webhook_dedup_operator'),
@@ -1029,6 +1173,7 @@ GRANT SELECT ON webhook_dedup.counters, webhook_dedup.metrics_buckets,
                 webhook_dedup.duplicate_metrics, webhook_dedup.duplicate_metrics_by_minute,
                 webhook_dedup.key_states, webhook_dedup.stuck_claims, webhook_dedup.dead_letters,
                 webhook_dedup.unknown_outcomes, webhook_dedup.conflicts, webhook_dedup.key_history,
+                webhook_dedup.lapsed_leases, webhook_dedup.queue_backlog,
                 webhook_dedup.retention_warnings, webhook_dedup.providers, webhook_dedup.maintenance_runs
   TO webhook_dedup_reader, pg_monitor;
 GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval),
@@ -1073,6 +1218,7 @@ SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.payloads', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.sources', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.watermarks', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.replay_guards', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.signature_tokens', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.conflict_log', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.conflict_log_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.claim_counts', '');
@@ -1122,7 +1268,6 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $distribute$
 DECLARE
-  ext pg_catalog.name;
   t record;
   f record;
   node record;
@@ -1153,9 +1298,6 @@ BEGIN
   IF shard_count IS NOT NULL AND (shard_count OPERATOR(pg_catalog.<) 1 OR shard_count OPERATOR(pg_catalog.>) 64000) THEN
     RAISE EXCEPTION 'shard_count must be between 1 and 64000, not %', shard_count USING ERRCODE = '22023';
   END IF;
-  SELECT n.nspname INTO ext
-    FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
-   WHERE e.extname OPERATOR(pg_catalog.=) 'webhook_dedup';
 
   -- The statement triggers that empty every backend's caches of the
   -- sources and their keys when they change are kept on the reference
@@ -1192,7 +1334,8 @@ BEGIN
       ('webhook_dedup.keys', 1, 'none'), ('webhook_dedup.payloads', 2, 'webhook_dedup.keys'),
       ('webhook_dedup.replay_guards', 3, 'webhook_dedup.keys'), ('webhook_dedup.conflict_log', 4, 'webhook_dedup.keys'),
       ('webhook_dedup.watermarks', 5, 'webhook_dedup.keys'),
-      ('webhook_dedup.claim_counts', 6, 'webhook_dedup.keys')) AS x(rel, ord, colocate_with)
+      ('webhook_dedup.claim_counts', 6, 'webhook_dedup.keys'),
+      ('webhook_dedup.signature_tokens', 7, 'webhook_dedup.keys')) AS x(rel, ord, colocate_with)
     ORDER BY x.ord
   LOOP
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid OPERATOR(pg_catalog.=) t.rel) THEN
@@ -1218,20 +1361,20 @@ BEGIN
   -- source's shard, in one round trip, when it is called outside a
   -- transaction block (Citus delegates such calls; inside one, the call
   -- runs on the coordinator and its statements go to that shard).
-  FOR f IN SELECT pg_catalog.format('%I.%s', ext, x.signature)::pg_catalog.regprocedure AS fn, x.colocate_with FROM (VALUES
-      ('webhook_claim(text, text, bytea, interval, text)', 'webhook_dedup.keys'),
-      ('webhook_claim_many(text, text[], interval, text)', 'webhook_dedup.keys'),
-      ('webhook_complete(text, text, uuid, jsonb)', 'webhook_dedup.keys'),
-      ('webhook_fail(text, text, uuid, text, boolean, interval)', 'webhook_dedup.keys'),
-      ('webhook_mark_unknown(text, text, uuid, text)', 'webhook_dedup.keys'),
-      ('webhook_checkpoint(text, text, uuid, text)', 'webhook_dedup.keys'),
-      ('webhook_extend_lease(text, text, uuid, interval)', 'webhook_dedup.keys'),
-      ('webhook_enqueue(text, text, bytea, text, jsonb)', 'webhook_dedup.keys'),
-      ('webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval,'
+  FOR f IN SELECT x.signature::pg_catalog.regprocedure AS fn, x.colocate_with FROM (VALUES
+      ('webhook_dedup.webhook_claim(text, text, bytea, interval, text)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_claim_many(text, text[], interval, text)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_complete(text, text, uuid, jsonb)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_fail(text, text, uuid, text, boolean, interval)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_mark_unknown(text, text, uuid, text)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_checkpoint(text, text, uuid, text)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_extend_lease(text, text, uuid, interval)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_enqueue(text, text, bytea, text, jsonb)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval,'
        ' timestamptz, text, text, text, text, text, text)', 'webhook_dedup.keys'),
-      ('webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup.keys'),
-      ('webhook_resolve(text, text, text, jsonb)', 'webhook_dedup.keys'),
-      ('webhook_forget(text, text)', 'webhook_dedup.keys')) AS x(signature, colocate_with)
+      ('webhook_dedup.webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_resolve(text, text, text, jsonb)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_forget(text, text)', 'webhook_dedup.keys')) AS x(signature, colocate_with)
   LOOP
     PERFORM pg_catalog.create_distributed_function(f.fn, 'source', colocate_with => f.colocate_with);
   END LOOP;
@@ -1240,4 +1383,4 @@ END
 $distribute$;
 REVOKE ALL ON FUNCTION webhook_dedup.distribute(integer) FROM PUBLIC;
 COMMENT ON FUNCTION webhook_dedup.distribute(integer) IS
-  'distribute(shard_count => NULL) -> text. Citus only, on the coordinator, as a superuser: makes webhook_dedup distributed by source. keys, payloads, replay_guards, conflict_log (primary key (id, source)), watermarks and claim_counts become hash-distributed tables co-located on source; sources and source_secrets reference tables; the single-key functions (webhook_claim, webhook_receive, webhook_complete, webhook_fail, ...) are delegated by their source argument (webhook_receive''s NULL source by its scheme''s name), so a call outside a transaction block runs on the node that holds the source in one round trip; webhook_dedup_reader and pg_monitor may read the columns the views show (Citus checks a view''s shards with the reader''s rights). Idempotent. shard_count: citus.shard_count for the new tables (NULL: the setting''s value). Errors: 55000 without Citus, off the coordinator, or when a node does not preload webhook_dedup; 22023 shard_count outside 1..64000. docs/distributed.md.';
+  'distribute(shard_count => NULL) -> text. Citus only, on the coordinator, as a superuser: makes webhook_dedup distributed by source. keys, payloads, replay_guards, signature_tokens, conflict_log (primary key (id, source)), watermarks and claim_counts become hash-distributed tables co-located on source; sources and source_secrets reference tables; the single-key functions (webhook_claim, webhook_receive, webhook_complete, webhook_fail, ...) are delegated by their source argument (webhook_receive''s NULL source by its scheme''s name), so a call outside a transaction block runs on the node that holds the source in one round trip; webhook_dedup_reader and pg_monitor may read the columns the views show (Citus checks a view''s shards with the reader''s rights). Idempotent. shard_count: citus.shard_count for the new tables (NULL: the setting''s value). Errors: 55000 without Citus, off the coordinator, or when a node does not preload webhook_dedup; 22023 shard_count outside 1..64000. docs/distributed.md.';

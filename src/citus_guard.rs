@@ -329,7 +329,7 @@ mod tests {
             .split("('")
             .skip(1)
             .filter_map(|entry| entry.split('(').next())
-            .map(|name| format!("{name}_wrapper"))
+            .map(|name| format!("{}_wrapper", name.strip_prefix("webhook_dedup.").expect("schema-qualified")))
             .collect();
         let mut guarded: Vec<String> = super::DELEGATED.iter().map(|s| s.to_string()).collect();
         registered.sort();

@@ -25,6 +25,7 @@
 
 use crate::error::Error;
 use crate::profile::{is_json_pointer, FingerprintRule, Location, Rules, TimeFormat};
+use crate::signature::Scheme;
 
 /// The longest location or pointer, in bytes.
 pub const MAX_POINTER_BYTES: usize = 1_024;
@@ -201,8 +202,15 @@ impl SourceIntake {
         *self == SourceIntake::default()
     }
 
-    /// `rules` with this source's settings in place of the profile's.
-    pub fn apply<'a>(&'a self, rules: Rules<'a>) -> Rules<'a> {
+    /// `rules` (of `scheme`) with this source's settings in place of the
+    /// profile's. The replay guard, unless the source sets it, is on when
+    /// the profile has it on, and when the source reads its event id from a
+    /// header the scheme does not sign ([`Scheme::signed_id_headers`]):
+    /// whoever captured one delivery could re-send it under a new id
+    /// (issue 24; the generic `hmac` signs the body only).
+    pub fn apply<'a>(&'a self, rules: Rules<'a>, scheme: Scheme) -> Rules<'a> {
+        let unsigned_id = matches!(&self.event_id, Some(Place::Header(name))
+            if !scheme.signed_id_headers().contains(&name.as_str()));
         Rules {
             event_id: self.event_id.as_ref().map(Place::location).or(rules.event_id),
             event_type: self.event_type.as_ref().map(Place::location).or(rules.event_type),
@@ -212,7 +220,7 @@ impl SourceIntake {
                 Some(pointers) if pointers.is_empty() => FingerprintRule::Body,
                 Some(pointers) => FingerprintRule::Configured(pointers),
             },
-            replay_guard: self.replay_guard.unwrap_or(rules.replay_guard),
+            replay_guard: self.replay_guard.unwrap_or(rules.replay_guard || unsigned_id),
             body_key: rules.body_key,
         }
     }
@@ -299,7 +307,7 @@ mod tests {
             Some(&["/kind".to_string(), "/data".to_string()][..]),
             "deduplicated"
         );
-        let rules = intake.apply(Rules::of(Scheme::Hmac));
+        let rules = intake.apply(Rules::of(Scheme::Hmac), Scheme::Hmac);
         let headers = Headers::from_pairs([("X-Acme-Delivery", "d-1")]);
         let body = br#"{"kind":"order.paid","at":1700000000123,"data":{"n":1},"attempt":1}"#;
         let got = extract(&rules, &headers, &Body::new(body));
@@ -313,7 +321,22 @@ mod tests {
         let fp = |b: &[u8]| rules.fingerprint.fingerprint(&Body::new(b));
         assert_eq!(fp(body), fp(retry), "attempt and at are not covered");
         assert_ne!(fp(body), fp(changed));
-        assert!(!rules.replay_guard);
+        assert!(rules.replay_guard, "the id is in a header hmac does not sign: a re-send under a new id is a replay");
+        let from_body = parse(Columns { event_id_from: Some("/id".into()), ..Default::default() }).unwrap();
+        assert!(!from_body.apply(Rules::of(Scheme::Hmac), Scheme::Hmac).replay_guard, "a signed body's own id");
+        let off = parse(Columns {
+            event_id_from: Some("header:x-acme-delivery".into()),
+            replay_guard: Some(false),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(!off.apply(Rules::of(Scheme::Hmac), Scheme::Hmac).replay_guard, "the source's own choice wins");
+        let signed_id =
+            parse(Columns { event_id_from: Some("header:webhook-id".into()), ..Default::default() }).unwrap();
+        assert!(
+            !signed_id.apply(Rules::of(Scheme::Standard), Scheme::Standard).replay_guard,
+            "Standard signs webhook-id"
+        );
     }
 
     #[test]
@@ -321,10 +344,10 @@ mod tests {
         let github = Rules::of(Scheme::Github);
         assert!(github.replay_guard);
         let off = parse(Columns { replay_guard: Some(false), ..Default::default() }).unwrap();
-        let rules = off.apply(github);
+        let rules = off.apply(github, Scheme::Github);
         assert_eq!((rules.event_id, rules.replay_guard), (github.event_id, false));
         let raw = parse(Columns { fingerprint_pointers: Some(vec![]), ..Default::default() }).unwrap();
-        assert_eq!(raw.apply(Rules::of(Scheme::Stripe)).fingerprint, FingerprintRule::Body);
+        assert_eq!(raw.apply(Rules::of(Scheme::Stripe), Scheme::Stripe).fingerprint, FingerprintRule::Body);
         assert!(SourceIntake::default().is_default() && !raw.is_default());
     }
 

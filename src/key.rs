@@ -131,7 +131,7 @@ pub fn check_bounded(what: &str, value: &str) -> Result<(), Error> {
     if chars > MAX_KEY_CHARS {
         return Err(Error::invalid_with_hint(
             format!("{what} is {chars} characters long; the limit is {MAX_KEY_CHARS}"),
-            "Derive keys with webhook_key(), which bounds them.",
+            "Derive keys with webhook_dedup.webhook_key(), which bounds them.",
         ));
     }
     Ok(())

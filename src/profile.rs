@@ -90,6 +90,12 @@ pub enum FingerprintRule<'a> {
     /// [`Pointers`](FingerprintRule::Pointers) configured in
     /// `webhook_dedup.sources.fingerprint_pointers`.
     Configured(&'a [String]),
+    /// What the signature covers, in one canonical form
+    /// ([`crate::signature::signed_content`]: Twilio's URL and form
+    /// parameters sorted by name), for a scheme that signs the content but
+    /// not the bytes: a re-ordered or re-encoded form is the same request.
+    /// Without the signed text (no URL), the raw body.
+    SignedText,
 }
 
 impl FingerprintRule<'_> {
@@ -100,13 +106,26 @@ impl FingerprintRule<'_> {
             FingerprintRule::Body => "raw body".into(),
             FingerprintRule::Pointers(p) => list(p.to_vec()),
             FingerprintRule::Configured(p) => list(p.iter().map(String::as_str).collect()),
+            FingerprintRule::SignedText => "signed text: the URL and the form parameters sorted by name".into(),
         }
     }
 
-    /// The fingerprint of `body` under this rule ([`Fingerprint`]).
+    /// The fingerprint of a delivery under this rule: of `signed`, the
+    /// scheme's signed text in canonical form, for
+    /// [`FingerprintRule::SignedText`] (when there is one), else
+    /// [`FingerprintRule::fingerprint`] of the body.
+    pub fn fingerprint_signed(self, body: &Body<'_>, signed: Option<&[u8]>) -> Fingerprint {
+        match (self, signed) {
+            (FingerprintRule::SignedText, Some(text)) => Fingerprint::signed(text),
+            _ => self.fingerprint(body),
+        }
+    }
+
+    /// The fingerprint of `body` under this rule ([`Fingerprint`]);
+    /// [`FingerprintRule::SignedText`] without its text is the raw body's.
     pub fn fingerprint(self, body: &Body<'_>) -> Fingerprint {
         let canonical = match self {
-            FingerprintRule::Body => None,
+            FingerprintRule::Body | FingerprintRule::SignedText => None,
             FingerprintRule::Pointers(p) => canonical_values(p, body),
             FingerprintRule::Configured(p) => canonical_values(p, body),
         };
@@ -130,6 +149,9 @@ pub struct Fingerprint {
 
 /// The first byte of a canonical-JSON fingerprint.
 pub const CANONICAL_TAG: u8 = 0x01;
+/// The first byte of the fingerprint of a canonical signed text
+/// ([`Fingerprint::signed`]).
+pub const SIGNED_TAG: u8 = 0x02;
 
 impl Fingerprint {
     /// The fingerprint of raw bytes.
@@ -137,6 +159,16 @@ impl Fingerprint {
         let mut out = [0; 33];
         out[..32].copy_from_slice(&crate::signature::ct::sha256(bytes));
         Fingerprint { bytes: out, len: 32 }
+    }
+
+    /// The fingerprint of a scheme's signed text in canonical form
+    /// ([`crate::signature::signed_content`]: Twilio's URL and sorted form
+    /// parameters), tagged [`SIGNED_TAG`] so that it is never taken for the
+    /// hash of raw bytes.
+    pub fn signed(text: &[u8]) -> Fingerprint {
+        let mut out = [SIGNED_TAG; 33];
+        out[1..].copy_from_slice(&crate::signature::ct::sha256(text));
+        Fingerprint { bytes: out, len: 33 }
     }
 
     fn canonical(text: &[u8]) -> Fingerprint {
@@ -317,15 +349,19 @@ pub const PROFILES: [Profile; 19] = [
     },
     Profile {
         scheme: Scheme::Twilio,
-        fingerprint: FingerprintRule::Body,
+        fingerprint: FingerprintRule::SignedText,
         event_id: Some(Location::Headers(&["i-twilio-idempotency-token"])),
         body_key: false,
         event_type: None,
         event_time: None,
         retry_horizon_s: None,
-        replay_guard: false,
+        // Twilio signs neither I-Twilio-Idempotency-Token nor a time: a
+        // captured request re-sent under a new token verifies (issue 24).
+        // The guard keys it on the signed text, not the raw bytes, which a
+        // re-ordered form would change (crate::signature::signed_content).
+        replay_guard: true,
         handshake: None,
-        notes: "No retries by default; connection overrides (#rc=) allow up to 5 within seconds, each with the same I-Twilio-Idempotency-Token.",
+        notes: "No retries by default; connection overrides (#rc=) allow up to 5 within seconds, each with the same I-Twilio-Idempotency-Token. The token is not signed, so the replay guard is on, keyed on the signed URL and form parameters (a request repeated with the same parameters to the same URL, such as the same Gather digits twice, is answered as the first: set webhook_dedup.sources.replay_guard = false for such a source).",
         sources: "https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides ; https://www.twilio.com/docs/usage/webhooks/webhooks-security",
     },
     Profile {
@@ -479,7 +515,7 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(8 * HOUR),
         replay_guard: false,
         handshake: None,
-        notes: "The signature covers the signature block's timestamp and token only, not the event data (nor its id): keep the window short and cache signature.token if a forged event matters. event-data.timestamp is fractional Unix seconds, which no event time format reads. Retries (other than for delivery notifications) after 5, 10 and 15 minutes, 1, 2 and 4 hours: 8 hours; a 406 answer stops them.",
+        notes: "The signature covers the signature block's timestamp and token only, not the event data (nor its id): webhook_receive binds each signed token to the bytes it first arrived with and refuses it on other content (reject_reason token_reused). event-data.timestamp is fractional Unix seconds, which no event time format reads. Retries (other than for delivery notifications) after 5, 10 and 15 minutes, 1, 2 and 4 hours: 8 hours; a 406 answer stops them.",
         sources: "https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/securing-webhooks ; https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/webhook-retries",
     },
     Profile {
@@ -801,7 +837,17 @@ mod tests {
 
     /// The replay guard is for schemes that sign neither the id nor a time:
     /// Square, Intercom and Typeform sign the id (in the body), HubSpot,
-    /// Twitch and Calendly a time.
+    /// Twitch and Calendly a time; GitHub, Shopify, Linear and Twilio read
+    /// their id from a header they do not sign.
+    #[test]
+    fn unsigned_ids_get_the_replay_guard() {
+        for scheme in [Scheme::Github, Scheme::Shopify, Scheme::Linear, Scheme::Twilio] {
+            let p = profile(scheme).unwrap();
+            assert!(p.replay_guard, "{scheme:?}");
+            assert!(matches!(p.event_id, Some(Location::Headers(_) | Location::Header(_))), "{scheme:?}");
+        }
+    }
+
     #[test]
     fn new_schemes_need_no_replay_guard() {
         for scheme in

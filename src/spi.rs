@@ -36,6 +36,9 @@ pub struct Statement {
     columns: &'static [&'static str],
     checked: Cell<bool>,
     plan: Cell<Option<NonNull<pg_sys::_SPI_plan>>>,
+    /// Whether the kept plan was prepared for custom plans
+    /// (`CURSOR_OPT_CUSTOM_PLAN`, see [`Statement::plan`]).
+    custom: Cell<bool>,
 }
 
 // SAFETY: a Postgres backend runs its extension code on one thread; the
@@ -45,7 +48,14 @@ unsafe impl Sync for Statement {}
 
 impl Statement {
     pub const fn new(sql: &'static CStr, argtypes: &'static [pg_sys::Oid]) -> Self {
-        Statement { sql, argtypes, columns: &[], checked: Cell::new(true), plan: Cell::new(None) }
+        Statement {
+            sql,
+            argtypes,
+            columns: &[],
+            checked: Cell::new(true),
+            plan: Cell::new(None),
+            custom: Cell::new(false),
+        }
     }
 
     /// A statement whose result columns are read by position: `columns`
@@ -55,7 +65,7 @@ impl Statement {
         argtypes: &'static [pg_sys::Oid],
         columns: &'static [&'static str],
     ) -> Self {
-        Statement { sql, argtypes, columns, checked: Cell::new(false), plan: Cell::new(None) }
+        Statement { sql, argtypes, columns, checked: Cell::new(false), plan: Cell::new(None), custom: Cell::new(false) }
     }
 
     /// Check the result's column names against `columns` (once).
@@ -90,15 +100,35 @@ impl Statement {
         self.checked.set(true);
     }
 
+    /// The kept plan, prepared on first use. Where the extension's tables
+    /// are Citus tables on a Citus whose generic plans grow the backend
+    /// with every execution (`crate::store::citus::plans_must_be_custom`:
+    /// citusdata/citus#8783), it is prepared with `CURSOR_OPT_CUSTOM_PLAN`,
+    /// so that PostgreSQL's plan cache plans every execution afresh and
+    /// frees the plan after it instead of reusing a generic one; and it is
+    /// prepared again when that answer changes (`distribute()` ran while
+    /// this backend had its plans).
     fn plan(&self, _conn: &Conn<'_>) -> NonNull<pg_sys::_SPI_plan> {
+        let custom = crate::store::citus::plans_must_be_custom();
         if let Some(plan) = self.plan.get() {
-            return plan;
+            if self.custom.get() == custom {
+                return plan;
+            }
+            // SAFETY: a plan this statement kept; nothing else refers to it.
+            unsafe { pg_sys::SPI_freeplan(plan.as_ptr()) };
+            self.plan.set(None);
         }
         check_version();
+        let options = if custom { pg_sys::CURSOR_OPT_CUSTOM_PLAN as i32 } else { 0 };
         // SAFETY: inside an SPI connection (a Conn exists); the argtypes
-        // slice outlives the call; SPI_prepare copies what it needs.
+        // slice outlives the call; SPI_prepare_cursor copies what it needs.
         let plan = unsafe {
-            pg_sys::SPI_prepare(self.sql.as_ptr(), self.argtypes.len() as i32, self.argtypes.as_ptr().cast_mut())
+            pg_sys::SPI_prepare_cursor(
+                self.sql.as_ptr(),
+                self.argtypes.len() as i32,
+                self.argtypes.as_ptr().cast_mut(),
+                options,
+            )
         };
         let Some(plan) = NonNull::new(plan) else {
             // SAFETY: SPI_result is set by the failed SPI_prepare.
@@ -109,6 +139,7 @@ impl Statement {
         // moves it under CacheMemoryContext so it survives SPI_finish.
         unsafe { pg_sys::SPI_keepplan(plan.as_ptr()) };
         self.plan.set(Some(plan));
+        self.custom.set(custom);
         plan
     }
 }
@@ -118,14 +149,29 @@ thread_local! {
     static VERSION_CHECKED: Cell<bool> = const { Cell::new(false) };
 }
 
+/// The first column of the first row of a read-only query (`None` for no
+/// row or NULL); an error is raised as `webhook_dedup: reading <what>: ...`.
+///
+/// Read through pgrx's read-only client: `Spi::get_one` and every
+/// `SpiClient::update` mark the transaction as writing by taking a
+/// transaction id (pgrx's `mark_mutable`), which a standby refuses (XX000
+/// "cannot assign TransactionIds during recovery") and which costs a
+/// transaction id (and a commit record) on the primary for a call that
+/// writes nothing. Every read the extension makes outside its kept
+/// statements goes through here.
+pub fn select_one<T: FromDatum + IntoDatum>(what: &str, query: &str) -> Option<T> {
+    pgrx::spi::Spi::connect(|client| client.select(query, Some(1), &[])?.first().get_one::<T>())
+        .unwrap_or_else(|e| pgrx::error!("webhook_dedup: reading {what}: {e}"))
+}
+
 /// The version of the extension's SQL objects in this database, if it is
 /// installed (`pg_extension.extversion`).
 pub fn installed_version() -> Option<String> {
-    pgrx::spi::Spi::get_one::<String>(
+    select_one(
+        "pg_extension",
         "SELECT (SELECT e.extversion FROM pg_catalog.pg_extension AS e
                   WHERE e.extname OPERATOR(pg_catalog.=) 'webhook_dedup')",
     )
-    .unwrap_or_else(|e| pgrx::error!("webhook_dedup: reading pg_extension: {e}"))
 }
 
 /// Before this backend prepares its first statement: the SQL objects must
@@ -248,6 +294,12 @@ impl<'c> Conn<'c> {
 fn execute<'c>(conn: &Conn<'c>, statement: &Statement, args: &[Option<pg_sys::Datum>], snap: Snap) -> Rows<'c> {
     assert_eq!(args.len(), statement.argtypes.len(), "wrong argument count for {:?}", statement.sql);
     let plan = statement.plan(conn);
+    // plan_cache_mode = force_generic_plan (a role's or a session's
+    // setting) overrides CURSOR_OPT_CUSTOM_PLAN in PostgreSQL's
+    // choose_custom_plan: where custom plans are needed, the setting is
+    // made `auto` for this execution and put back after it (the guard
+    // restores it on an ERROR too, which pgrx unwinds as a panic).
+    let _auto = statement.custom.get().then(PlanCacheModeAuto::enter);
     let mut values: Vec<pg_sys::Datum> = args.iter().map(|a| a.unwrap_or(pg_sys::Datum::from(0))).collect();
     let nulls: Vec<std::ffi::c_char> = args.iter().map(|a| if a.is_some() { b' ' as _ } else { b'n' as _ }).collect();
     // SAFETY: inside an SPI connection (conn); `values`/`nulls` have one entry per
@@ -275,6 +327,34 @@ fn execute<'c>(conn: &Conn<'c>, statement: &Statement, args: &[Option<pg_sys::Da
         }
         statement.check_columns(pg_sys::SPI_tuptable);
         Rows { table: pg_sys::SPI_tuptable, count: pg_sys::SPI_processed as usize, _connection: PhantomData }
+    }
+}
+
+/// `plan_cache_mode` set to `auto` while it lives, if it was
+/// `force_generic_plan` (see [`execute`]).
+struct PlanCacheModeAuto(Option<std::ffi::c_int>);
+
+impl PlanCacheModeAuto {
+    fn enter() -> PlanCacheModeAuto {
+        // SAFETY: a backend-global GUC variable, read and written on the
+        // backend's one thread.
+        unsafe {
+            let was = pg_sys::plan_cache_mode;
+            if was == pg_sys::PlanCacheMode::PLAN_CACHE_MODE_FORCE_GENERIC_PLAN as std::ffi::c_int {
+                pg_sys::plan_cache_mode = pg_sys::PlanCacheMode::PLAN_CACHE_MODE_AUTO as std::ffi::c_int;
+                return PlanCacheModeAuto(Some(was));
+            }
+        }
+        PlanCacheModeAuto(None)
+    }
+}
+
+impl Drop for PlanCacheModeAuto {
+    fn drop(&mut self) {
+        if let Some(was) = self.0 {
+            // SAFETY: as in `enter`.
+            unsafe { pg_sys::plan_cache_mode = was };
+        }
     }
 }
 

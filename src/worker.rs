@@ -23,10 +23,15 @@
 //!   than exiting" (exit code 0 would unregister it until the next restart);
 //! - re-reads `postgresql.conf` on SIGHUP itself (pgrx 0.18's handler only
 //!   sets a flag and the latch), so a new interval applies at once;
-//! - on SIGTERM (shutdown, `pg_terminate_backend`) stops between passes and
-//!   exits with code 1, so that the postmaster starts it again after
-//!   [`RESTART_AFTER`] unless the server is shutting down; after an ERROR
-//!   it exits the same way and is restarted (pgrx's default is never);
+//! - on SIGTERM (shutdown, `pg_terminate_backend`) exits with code 1, so
+//!   that the postmaster starts it again after [`RESTART_AFTER`] unless the
+//!   server is shutting down: at once while it sleeps (logging that it
+//!   stops), and in the middle of a pass at the next interrupt check of the
+//!   statement it runs, as PostgreSQL's own `die()` handler ends any backend
+//!   (FATAL "terminating background worker ... due to administrator
+//!   command"): a fast shutdown never waits for a pass of five steps of up
+//!   to `batch_size` rows each ([`on_sigterm`]; issue 24). After an ERROR it
+//!   exits the same way and is restarted (pgrx's default is never);
 //! - shows as `backend_type` and `application_name`
 //!   `webhook_dedup maintenance` in `pg_stat_activity`, with the pass it is
 //!   running as its query.
@@ -35,7 +40,57 @@ use crate::maintenance::{Pass, Run, Step};
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags};
 use pgrx::prelude::*;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// SIGTERM arrived ([`on_sigterm`]).
+static TERMINATED: AtomicBool = AtomicBool::new(false);
+/// A maintenance pass is running: SIGTERM ends it at its next interrupt
+/// check.
+static IN_PASS: AtomicBool = AtomicBool::new(false);
+
+/// The worker's SIGTERM handler. pgrx's only sets a flag that the loop
+/// reads between passes, so a pass in progress (five steps of up to
+/// `batch_size` rows) ran to its end first. Here, while a pass runs, it is
+/// PostgreSQL's `die()`, the handler of every backend: the statement in
+/// progress stops at its next `CHECK_FOR_INTERRUPTS()` with FATAL and the
+/// worker exits (code 1); while the worker sleeps, it sets the flag and
+/// the latch, and the loop stops at once. Async-signal-safe: atomics,
+/// `die()` and `SetLatch()` (both made for signal handlers), and errno
+/// restored as PostgreSQL's own handlers restore it.
+unsafe extern "C-unwind" fn on_sigterm(signal: std::ffi::c_int) {
+    // SAFETY: errno of this thread; the PostgreSQL functions are the ones
+    // its own signal handlers call.
+    unsafe {
+        let errno = *libc::__errno_location();
+        TERMINATED.store(true, Ordering::SeqCst);
+        if IN_PASS.load(Ordering::SeqCst) {
+            pg_sys::die(signal);
+        } else {
+            pg_sys::SetLatch(pg_sys::MyLatch);
+        }
+        *libc::__errno_location() = errno;
+    }
+}
+
+/// Whether SIGTERM arrived.
+fn terminated() -> bool {
+    TERMINATED.load(Ordering::SeqCst)
+}
+
+/// Run `body` as a pass: SIGTERM stops it at its next interrupt check.
+fn in_pass<R>(body: impl FnOnce() -> R) -> R {
+    IN_PASS.store(true, Ordering::SeqCst);
+    // a SIGTERM that came just before the flag was set is honoured now
+    if terminated() {
+        // SAFETY: what the handler would have done.
+        unsafe { pg_sys::die(pg_sys::SIGTERM as std::ffi::c_int) };
+        pg_sys::check_for_interrupts!();
+    }
+    let result = body();
+    IN_PASS.store(false, Ordering::SeqCst);
+    result
+}
 
 /// `backend_type`, `application_name` and the worker's name.
 pub const NAME: &str = "webhook_dedup maintenance";
@@ -155,12 +210,12 @@ fn passes() -> Result<bool, Stop> {
     for _ in 0..MAX_PASSES_IN_A_ROW {
         let started = Instant::now();
         report_activity(Some(c"SELECT * FROM webhook_dedup.run_maintenance()"));
-        let pass = one_pass();
+        let pass = in_pass(one_pass);
         report_activity(None);
         if let Some(pass) = &pass {
             log_pass(pass);
         }
-        if BackgroundWorker::sigterm_received() {
+        if terminated() {
             return Err(Stop::Terminated);
         }
         if !pass.is_some_and(|p| p.more) {
@@ -170,7 +225,7 @@ fn passes() -> Result<bool, Stop> {
         if !rest.is_zero() && !BackgroundWorker::wait_latch(Some(rest)) {
             return Err(Stop::Terminated);
         }
-        if BackgroundWorker::sigterm_received() {
+        if terminated() {
             return Err(Stop::Terminated);
         }
     }
@@ -181,7 +236,14 @@ fn passes() -> Result<bool, Stop> {
 #[pg_guard]
 #[unsafe(no_mangle)]
 pub extern "C-unwind" fn webhook_dedup_worker_main(_arg: pg_sys::Datum) {
-    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP);
+    // SAFETY: installs a handler for this process, as attach_signal_handlers does.
+    unsafe {
+        #[cfg(not(feature = "pg18"))]
+        pg_sys::pqsignal(pg_sys::SIGTERM as i32, Some(on_sigterm));
+        #[cfg(feature = "pg18")]
+        pg_sys::pqsignal_be(pg_sys::SIGTERM as i32, Some(on_sigterm));
+    }
     let database = crate::guc::database();
     BackgroundWorker::connect_worker_to_spi(Some(&database), None);
     // SAFETY: a connected backend; sets this session's application_name
@@ -214,7 +276,8 @@ pub extern "C-unwind" fn webhook_dedup_worker_main(_arg: pg_sys::Datum) {
     let mut next = Instant::now();
     loop {
         let wait = next.saturating_duration_since(Instant::now());
-        if !BackgroundWorker::wait_latch(Some(wait)) {
+        // false: the postmaster died
+        if !BackgroundWorker::wait_latch(Some(wait)) || terminated() {
             break;
         }
         let interval = Duration::from_secs(crate::guc::maintenance_interval_s());

@@ -2,6 +2,6 @@
 -- with its business writes.
 \set k random(1, 1000000000000)
 BEGIN;
-SELECT claim_token FROM webhook_claim('bench', :run || '-' || :k, lease => '30 seconds') \gset
-SELECT webhook_complete('bench', :run || '-' || :k, :claim_token, '{"status": 200}');
+SELECT claim_token FROM webhook_dedup.webhook_claim('bench', :run || '-' || :k, lease => '30 seconds') \gset
+SELECT webhook_dedup.webhook_complete('bench', :run || '-' || :k, :claim_token, '{"status": 200}');
 END;

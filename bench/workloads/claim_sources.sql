@@ -3,4 +3,4 @@
 -- call is delegated to the one that holds its source.
 \set s random(1, 8)
 \set k random(1, 1000000000000)
-SELECT outcome FROM webhook_claim('bench-' || :s, :run || '-' || :k, lease => '30 seconds');
+SELECT outcome FROM webhook_dedup.webhook_claim('bench-' || :s, :run || '-' || :k, lease => '30 seconds');

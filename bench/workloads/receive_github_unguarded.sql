@@ -9,7 +9,7 @@
 \set k random(1, 1000000000000)
 SELECT r.outcome
   FROM (SELECT convert_to('{"n":' || :k || ',' || substr(:body, 2), 'UTF8') AS b) AS d,
-       webhook_receive('github', d.b,
+       webhook_dedup.webhook_receive('github', d.b,
          jsonb_build_object('X-GitHub-Event', CAST(:event AS text), 'X-GitHub-Delivery', CAST(:run || '-' || :k AS text),
                             'X-Hub-Signature-256', 'sha256=' || encode(hmac(d.b, convert_to(:secret, 'UTF8'), 'sha256'), 'hex')),
          ARRAY[CAST(:secret AS text)], source => 'github-unguarded') AS r;

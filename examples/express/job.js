@@ -7,11 +7,11 @@
 // together with its record in webhook_dedup, in ONE transaction:
 //
 //   1. BEGIN; INSERT INTO shop.notifications ...;
-//             SELECT webhook_checkpoint(source, key, claim_token, 'notified');
+//             SELECT webhook_dedup.webhook_checkpoint(source, key, claim_token, 'notified');
 //      COMMIT
 //   2. BEGIN; INSERT INTO shop.side_effects ... RETURNING id;
 //             INSERT INTO shop.subjects ... ON CONFLICT DO UPDATE;
-//             SELECT webhook_complete(source, key, claim_token, result);
+//             SELECT webhook_dedup.webhook_complete(source, key, claim_token, result);
 //      COMMIT
 //
 // The step and its record commit together or not at all. Committed apart,
@@ -126,7 +126,7 @@ async function runJob(pool, job, fault) {
       // The checkpoint comes last: it takes the key's row lock, which a
       // concurrent reclaim of this key then waits for until our COMMIT.
       const { rows } = await client.query(
-        'SELECT webhook_checkpoint($1, $2, $3, $4) AS ok', [...key, NOTIFIED]);
+        'SELECT webhook_dedup.webhook_checkpoint($1, $2, $3, $4) AS ok', [...key, NOTIFIED]);
       return rows[0].ok; // false: another worker holds the key now: ROLLBACK
     });
     if (!notified) return { completed: false, lost: 'notification' };
@@ -159,7 +159,7 @@ async function runJob(pool, job, fault) {
     // same bytes: jsonb does not keep the key order of the text it was
     // given. (id is a bigint, which node-postgres returns as a string.)
     const { rows: [done] } = await client.query(
-      'SELECT webhook_complete($1, $2, $3, $4::jsonb) AS completed, $4::jsonb AS result',
+      'SELECT webhook_dedup.webhook_complete($1, $2, $3, $4::jsonb) AS completed, $4::jsonb AS result',
       [...key, JSON.stringify({ status: 200, side_effect_id: Number(effect.id) })]);
     result = done.result;
     return done.completed; // false: another worker holds the key now: ROLLBACK

@@ -98,7 +98,7 @@ async function receive(req, res) {
   // Parameters only, never string concatenation; the body goes as bytes
   // (a Buffer is sent as bytea), the headers as JSON text cast to jsonb.
   const { rows: [r] } = await pool.query(
-    `SELECT * FROM webhook_receive($1, $2::bytea, $3::jsonb,
+    `SELECT * FROM webhook_dedup.webhook_receive($1, $2::bytea, $3::jsonb,
                                    url => $4, lease => $5::interval, mode => $6)`,
     [provider, body, JSON.stringify(headersJson(req)),
       URL_SIGNING_SCHEMES.has(provider) ? requestUrl(req) : null, LEASE, MODE]);
@@ -181,7 +181,7 @@ app.use((err, req, res, next) => {
 // exact signature, as it resolves on the search path: a missing extension is
 // found at start-up, not on the first delivery (FastAPI and Sinatra probe the
 // same way).
-const RECEIVE_SIGNATURE = 'webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, '
+const RECEIVE_SIGNATURE = 'webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, '
   + 'boolean, interval, timestamp with time zone, text, text, text, text, text, text)';
 
 async function main() {
@@ -189,13 +189,19 @@ async function main() {
   let probe;
   try {
     ({ rows: [probe] } = await pool.query(
-      'SELECT to_regprocedure($1) IS NOT NULL AS installed, current_database() AS database', [RECEIVE_SIGNATURE]));
+      'SELECT to_regprocedure($1) IS NOT NULL AS installed,'
+      + " coalesce(has_function_privilege(to_regprocedure($1), 'EXECUTE'), false) AS allowed,"
+      + ' current_database() AS database, current_user AS role', [RECEIVE_SIGNATURE]));
   } catch (err) {
     throw new Error(`cannot connect to the database: ${err.message}`);
   }
   if (!probe.installed) {
     throw new Error(`webhook_dedup is not installed in database ${probe.database} (or is too old): `
       + 'run CREATE EXTENSION webhook_dedup (or ALTER EXTENSION webhook_dedup UPDATE)');
+  }
+  if (!probe.allowed) {
+    throw new Error(`role ${probe.role} may not call webhook_dedup.webhook_receive in database ${probe.database}: `
+      + `GRANT webhook_dedup_receiver TO ${probe.role}`);
   }
 
   const server = app.listen(PORT, HOST, (err) => {

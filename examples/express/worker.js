@@ -112,7 +112,7 @@ async function processDelivery(row) {
   } catch (err) {
     console.error(`${row.idem_key}: job failed:`, err.message);
     try {
-      await pool.query('SELECT webhook_fail($1, $2, $3, $4, retryable => true)',
+      await pool.query('SELECT webhook_dedup.webhook_fail($1, $2, $3, $4, retryable => true)',
         [row.source, row.idem_key, row.claim_token, String(err.message).slice(0, 1000)]);
     } catch (failErr) {
       // The database is gone too: the lease will expire and the key be retried.
@@ -130,7 +130,7 @@ async function main() {
       // autocommitted statement: the leases are visible to the other workers
       // at once (they skip these keys, never wait for them).
       ({ rows } = await pool.query(
-        'SELECT * FROM webhook_next(lease => $1::interval, batch => $2)', [LEASE, BATCH]));
+        'SELECT * FROM webhook_dedup.webhook_next(lease => $1::interval, batch => $2)', [LEASE, BATCH]));
     } catch (err) {
       console.error('webhook_next failed:', err.message);
       await pause(IDLE_MS * 4);

@@ -24,9 +24,11 @@ the tests and the curious), and a resumed job X-Webhook-Resumed-From.
 Run: see README.md (PGHOST etc. select the database, PORT the port).
 """
 
+import asyncio
 import json
 import logging
 import os
+import sys
 from contextlib import asynccontextmanager
 from typing import Optional
 
@@ -57,7 +59,7 @@ log = logging.getLogger("webhook_dedup.example")
 # The webhook_receive this app calls (webhook_dedup 0.2.0 and later), by its
 # exact signature: a missing extension is found at start-up, not on the first
 # delivery (Express and Sinatra probe the same way).
-RECEIVE_SIGNATURE = ("webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval,"
+RECEIVE_SIGNATURE = ("webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval,"
                      " boolean, interval, timestamp with time zone, text, text, text, text, text, text)")
 POOL_OPEN_TIMEOUT_S = 10
 
@@ -66,29 +68,52 @@ class StartupError(Exception):
     """The database cannot serve this app: the message says why and what to do."""
 
 
+def one_line(exc: Exception) -> str:
+    """libpq's message on one line (it spreads some over several: "...
+    failed:\n\tIs the server running ...")."""
+    return " ".join(str(exc).split())
+
+
 async def check_database() -> None:
     """Fail fast at start-up: one plain connection (libpq's error at once when
     the server, the database or the role does not exist, where the pool would
     keep retrying) and the probe of webhook_receive."""
     try:
-        async with await psycopg.AsyncConnection.connect("", autocommit=True) as conn:
-            cur = await conn.execute("SELECT to_regprocedure(%s) IS NOT NULL, current_database()",
-                                     (RECEIVE_SIGNATURE,))
-            installed, database = await cur.fetchone()
+        conn = await psycopg.AsyncConnection.connect("", autocommit=True)
     except psycopg.Error as exc:
-        raise StartupError(f"cannot connect to the database: {str(exc).strip()}") from None
+        raise StartupError(f"cannot connect to the database: {one_line(exc)}") from None
+    try:
+        async with conn:
+            cur = await conn.execute(
+                "SELECT to_regprocedure(%s) IS NOT NULL,"
+                " coalesce(has_function_privilege(to_regprocedure(%s), 'EXECUTE'), false),"
+                " current_database(), current_user", (RECEIVE_SIGNATURE, RECEIVE_SIGNATURE))
+            installed, allowed, database, role = await cur.fetchone()
+    except psycopg.Error as exc:
+        raise StartupError(f"cannot probe the database for webhook_dedup: {one_line(exc)}") from None
     if not installed:
         raise StartupError(f"webhook_dedup is not installed in database {database} (or is too old): "
                            "run CREATE EXTENSION webhook_dedup (or ALTER EXTENSION webhook_dedup UPDATE)")
+    if not allowed:
+        raise StartupError(f"role {role} may not call webhook_dedup.webhook_receive in database {database}: "
+                           f"GRANT webhook_dedup_receiver TO {role}")
+
+
+# Set when the check ran before the server started (__main__ below).
+CHECKED_BEFORE_SERVING = False
 
 
 @asynccontextmanager
 async def lifespan(app: FastAPI):
-    try:
-        await check_database()
-    except StartupError as exc:
-        log.error("cannot start: %s", exc)
-        raise  # the server exits before it listens (uvicorn: exit status 3)
+    if not CHECKED_BEFORE_SERVING:
+        # Served by another command (`uvicorn app:app`, ...): the same check,
+        # but a refusal here reaches the user as the server reports a failed
+        # start-up: uvicorn logs Starlette's traceback of it and exits with 3.
+        try:
+            await check_database()
+        except StartupError as exc:
+            log.error("cannot start: %s", exc)
+            raise
     # One pool for the app. conninfo "" means libpq's environment variables
     # (PGHOST, PGPORT, PGUSER, PGDATABASE). Autocommit: each statement commits
     # on its own unless we open a transaction (conn.transaction()).
@@ -152,7 +177,7 @@ async def receive(provider: str, request: Request) -> Response:
     try:
         async with request.app.state.pool.connection() as conn:
             cur = await conn.execute(
-                "SELECT * FROM webhook_receive(%s, %s::bytea, %s::jsonb,"
+                "SELECT * FROM webhook_dedup.webhook_receive(%s, %s::bytea, %s::jsonb,"
                 " url => %s, lease => %s::interval, mode => %s)",
                 (provider, body, Jsonb(headers_json(request)), url, LEASE, MODE))
             claim = await cur.fetchone()
@@ -217,4 +242,12 @@ async def process(conn, provider: str, claim, body: bytes, request: Request) -> 
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)
+    # Checked before uvicorn starts, so that a refusal is one line on stderr
+    # and exit status 1, as Express and Sinatra print theirs (raised in the
+    # lifespan, it would come wrapped in a traceback).
+    try:
+        asyncio.run(check_database())
+    except StartupError as exc:
+        sys.exit(f"cannot start: {exc}")
+    CHECKED_BEFORE_SERVING = True
     uvicorn.run(app, host=os.environ.get("HOST", "127.0.0.1"), port=int(os.environ.get("PORT", "8000")))

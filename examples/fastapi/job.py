@@ -76,7 +76,7 @@ async def notify(conn: psycopg.AsyncConnection, job: Job, crash: bool = False) -
             # the claim survives (last_step still NULL) until its lease expires.
             die(CRASH_AFTER_CLAIM)
         # Last in the transaction: it takes the key's row lock, held until COMMIT.
-        cur = await conn.execute("SELECT webhook_checkpoint(%s, %s, %s, %s)",
+        cur = await conn.execute("SELECT webhook_dedup.webhook_checkpoint(%s, %s, %s, %s)",
                                  (job.source, job.idem_key, job.claim_token, NOTIFIED))
         if (await cur.fetchone())[0]:
             return True  # leaving the block commits
@@ -107,7 +107,7 @@ async def complete(conn: psycopg.AsyncConnection, job: Job) -> Optional[dict]:
                 "     source_updated_at = EXCLUDED.source_updated_at",
                 (job.source, subject, job.event_type, job.event_time))
         result = {"status": 200, "side_effect_id": side_effect_id}
-        cur = await conn.execute("SELECT webhook_complete(%s, %s, %s, %s)",
+        cur = await conn.execute("SELECT webhook_dedup.webhook_complete(%s, %s, %s, %s)",
                                  (job.source, job.idem_key, job.claim_token, Jsonb(result)))
         if (await cur.fetchone())[0]:
             return result  # leaving the block commits

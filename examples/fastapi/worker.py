@@ -1,6 +1,6 @@
 """The worker of the persist-then-process variant (WEBHOOK_MODE=enqueue).
 
-app.py stores each verified delivery with webhook_receive(mode => 'enqueue')
+app.py stores each verified delivery with webhook_dedup.webhook_receive(mode => 'enqueue')
 and answers 202 at once; this process takes the stored deliveries with
 webhook_next and runs the same job (job.py) on each. Run as many as you like:
 webhook_next never hands the same key to two workers (SKIP LOCKED), and a
@@ -108,7 +108,7 @@ async def run_one(conn: psycopg.AsyncConnection, row) -> None:
         # (If the database connection itself is gone, this raises too and the
         # worker exits: let your supervisor restart it.)
         log.exception("%s %s attempt %d failed", row.source, row.idem_key, row.attempt)
-        await conn.execute("SELECT webhook_fail(%s, %s, %s, %s, retryable => true)",
+        await conn.execute("SELECT webhook_dedup.webhook_fail(%s, %s, %s, %s, retryable => true)",
                            (row.source, row.idem_key, row.claim_token, f"{type(exc).__name__}: {exc}"))
 
 
@@ -123,7 +123,7 @@ async def main() -> None:
     async with await psycopg.AsyncConnection.connect("", autocommit=True, row_factory=namedtuple_row) as conn:
         log.info("worker started (lease %s, batch %d)", LEASE or "default", BATCH)
         while not stop.is_set():
-            cur = await conn.execute("SELECT * FROM webhook_next(lease => %s::interval, batch => %s)",
+            cur = await conn.execute("SELECT * FROM webhook_dedup.webhook_next(lease => %s::interval, batch => %s)",
                                      (LEASE, BATCH))
             rows = await cur.fetchall()
             for row in rows:  # taken: finish them even when asked to stop

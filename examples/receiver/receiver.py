@@ -10,7 +10,7 @@ webhook_dedup each is one SQL call:
    a scoped idempotency key from GitHub's delivery id (X-GitHub-Delivery, by
    the provider profile) and claims it, in its own autocommitted statement
    so other workers see the claim at once:
-       SELECT * FROM webhook_receive('github', body, headers, secrets, lease => ...)
+       SELECT * FROM webhook_dedup.webhook_receive('github', body, headers, secrets, lease => ...)
    verified = false -> 401, and nothing at all was written (no key, no
    claim); reject_reason = 'missing_event_id' -> 400. (The same three steps
    exist as separate calls: webhook_verify, webhook_key, webhook_claim.)
@@ -30,11 +30,11 @@ webhook_dedup each is one SQL call:
    its record in webhook_dedup in ONE transaction:
    a. the notification, unless the claim's last_step is already 'notified':
        BEGIN; INSERT INTO demo.notifications ...;
-              SELECT webhook_checkpoint('github', key, claim_token, 'notified');
+              SELECT webhook_dedup.webhook_checkpoint('github', key, claim_token, 'notified');
        COMMIT   -- or ROLLBACK and 409 when webhook_checkpoint returns false
    b. the side effect and the completion:
        BEGIN; INSERT ... side effect ...;
-              SELECT webhook_complete('github', key, claim_token, result);
+              SELECT webhook_dedup.webhook_complete('github', key, claim_token, result);
        COMMIT   -- or ROLLBACK when webhook_complete returns false
    Both return false when our lease expired and another worker reclaimed the
    key; the step then belongs to that worker, and rolling back keeps it
@@ -57,7 +57,7 @@ provider and the tests see what happened.
 
 Run (libpq environment variables select the database unless --dsn is given),
 as a role that may only call the receiver functions (roles.sql sets one up):
-    psql -f roles.sql   # as a superuser, after CREATE EXTENSION webhook_dedup
+    psql -X -v ON_ERROR_STOP=1 -f roles.sql   # as a superuser, after CREATE EXTENSION webhook_dedup
     WEBHOOK_SECRET=... python3 receiver.py --port 8080 --lease '30 seconds' --dsn 'user=demo_receiver'
 
 This is an example: it opens one database connection per request for
@@ -172,7 +172,7 @@ def notify(conn, key: str, delivery_id: str, claim) -> bool:
         # Checkpoint last: it takes the key's row lock, which concurrent claims of
         # this key then wait for until COMMIT.
         checkpointed = conn.execute(
-            "SELECT webhook_checkpoint(%s, %s, %s, %s)",
+            "SELECT webhook_dedup.webhook_checkpoint(%s, %s, %s, %s)",
             (SOURCE, key, claim.claim_token, NOTIFIED),
         ).fetchone()[0]
         if checkpointed:
@@ -187,7 +187,7 @@ def complete(conn, key: str, delivery_id: str, event_type: str, claim) -> Respon
         side_effect_id = insert_side_effect(conn, key, delivery_id, event_type, claim.attempt)
         result = {"status": 200, "side_effect_id": side_effect_id}
         completed = conn.execute(
-            "SELECT webhook_complete(%s, %s, %s, %s)",
+            "SELECT webhook_dedup.webhook_complete(%s, %s, %s, %s)",
             (SOURCE, key, claim.claim_token, Jsonb(result)),
         ).fetchone()[0]
         if completed:
@@ -238,7 +238,7 @@ def handle_delivery(cfg: Config, body: bytes, headers) -> Response:
         # profile (X-GitHub-Delivery), claim it. A delivery that does not
         # verify writes nothing.
         claim = conn.cursor(row_factory=namedtuple_row).execute(
-            "SELECT * FROM webhook_receive('github', %s, %s, %s, lease => %s::interval)",
+            "SELECT * FROM webhook_dedup.webhook_receive('github', %s, %s, %s, lease => %s::interval)",
             (body, Jsonb(headers_json(headers)), cfg.secrets, cfg.lease),
         ).fetchone()
         if claim.outcome == "handshake":
@@ -336,7 +336,7 @@ class Server(ThreadingHTTPServer):
 def prepare_database(dsn: str) -> None:
     """Create the demo tables and fail fast if webhook_dedup is not installed."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        probe = "SELECT to_regprocedure('webhook_claim(text, text, bytea, interval, text)')"
+        probe = "SELECT to_regprocedure('webhook_dedup.webhook_claim(text, text, bytea, interval, text)')"
         if conn.execute(probe).fetchone()[0] is None:
             sys.exit("webhook_dedup is not installed in this database: "
                      "run CREATE EXTENSION webhook_dedup")

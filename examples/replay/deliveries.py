@@ -30,7 +30,7 @@ from replay import as_new_event, github_headers, sign
 @dataclass(frozen=True)
 class Delivery:
     provider: str  # the route and scheme: github, stripe or standard
-    event_id: str  # what webhook_key(provider, event_id) is derived from
+    event_id: str  # what webhook_dedup.webhook_key(provider, event_id) is derived from
     body: bytes
     headers: dict
 
@@ -79,6 +79,6 @@ def standard(conn, secret: str, event_type: str, object_id: str, at: datetime = 
 
 def _signed(conn, scheme: str, body: bytes, secret: str, msg_id: str = None) -> dict:
     """The headers webhook_sign says the provider sends with `body`, plus Content-Type."""
-    headers = conn.execute("SELECT webhook_sign(%s, %s, %s, msg_id => %s)",
+    headers = conn.execute("SELECT webhook_dedup.webhook_sign(%s, %s, %s, msg_id => %s)",
                            (scheme, body, secret, msg_id)).fetchone()[0]
     return {"Content-Type": "application/json", **headers}

@@ -31,8 +31,11 @@ Like a real provider, every delivery is retried on 409 (after Retry-After), on
 
 Afterwards the database is checked: every valid event must have exactly one row
 in demo.notifications and one in demo.side_effects, no tampered delivery may be
-stored anywhere, and every valid delivery must have been accepted. The exit
-code is non-zero otherwise.
+stored anywhere, every valid delivery must have been accepted, and the
+extension's counters (webhook_dedup.duplicate_metrics) must add up to the
+answers, line by line as the report prints them (reconcile: the replayed
+copies are answered duplicate but counted as replayed, not as duplicates).
+The exit code is non-zero otherwise.
 
     WEBHOOK_SECRET=... python3 replay.py --url http://127.0.0.1:8080/webhooks/github \\
         --fixtures tests/fixtures/github --lease-seconds 2
@@ -141,6 +144,8 @@ class Report:
     metrics_rows: list
     states_rows: list  # webhook_dedup.key_states
     problems: list
+    reconciliation: list = field(default_factory=list)  # Equation: the counters against the answers
+    replays_refused: int = 0  # answers to replayed copies that said duplicate
 
     @property
     def ok(self) -> bool:
@@ -373,7 +378,10 @@ def check(conn, results, metrics_before=None) -> Report:
         if keys[d.delivery_id] is not None or any(rows[d.delivery_id] for rows in replayed_rows):
             problems.append(f"replayed {d.delivery_id} (of {d.replay_of}) was stored or processed")
 
-    problems += _metrics_problems(conn, answers, tampered, replayed, metrics_before)
+    replay_answers = [a for r in replayed for a in r.answers]
+    counted = counted_since(conn, metrics_before)
+    reconciliation = reconcile(answers, replay_answers, counted)
+    problems += [f"webhook_dedup.duplicate_metrics does not add up: {e}" for e in reconciliation if not e.holds]
     cur = conn.execute(f"SELECT {', '.join(METRICS_SHOWN)} FROM webhook_dedup.duplicate_metrics"
                        " ORDER BY source, bucket")
     metrics_columns, metrics_rows = [c.name for c in cur.description], cur.fetchall()
@@ -392,6 +400,8 @@ def check(conn, results, metrics_before=None) -> Report:
         metrics_rows=metrics_rows,
         states_rows=states_rows,
         problems=problems,
+        reconciliation=reconciliation,
+        replays_refused=sum(a.outcome == "duplicate" for a in replay_answers),
     )
 
 
@@ -423,21 +433,60 @@ def metrics_totals(conn) -> tuple:
     raise RuntimeError("the maintenance worker never stayed out of a transaction for a read of the metrics")
 
 
-def _metrics_problems(conn, answers, tampered, replayed, before) -> list:
-    """The extension's own counters (webhook_dedup.duplicate_metrics, live
-    plus flushed) must agree with what the receiver answered: every request
-    is one webhook_receive call, counted as a delivery, a rejection or a
-    replay (which is neither a delivery nor a duplicate)."""
+def counted_since(conn, before=None) -> dict:
+    """SOURCE's METRICS_TOTALS counted since `before` (metrics_totals()
+    from before the run; None: since the counters started), by name."""
     before = before or (0,) * len(METRICS_TOTALS)
-    row = [now - then for now, then in zip(metrics_totals(conn), before)]
-    replays = [a for r in replayed for a in r.answers]
-    outcomes = Counter(a.outcome for a in answers if a.outcome) - Counter(a.outcome for a in replays if a.outcome)
-    # a crashed attempt answers nothing, but it claimed (or reclaimed) first
-    rejected = sum(len(r.answers) for r in tampered)
-    expected = (len(answers) - rejected - len(replays), None, None, outcomes["duplicate"] + outcomes["in_progress"],
-                rejected, len(replays))
-    return [f"webhook_dedup.duplicate_metrics: {name} = {got}, the receiver saw {want}"
-            for name, got, want in zip(METRICS_TOTALS, row, expected) if want is not None and got != want]
+    return {name: now - then for name, now, then in zip(METRICS_TOTALS, metrics_totals(conn), before)}
+
+
+@dataclass(frozen=True)
+class Equation:
+    """A number the receiver's answers show (left) and the counters that
+    must add up to it (right), each with what it counts."""
+    left: tuple   # (number, what)
+    right: tuple  # ((number, what), ...)
+
+    @property
+    def holds(self) -> bool:
+        return self.left[0] == sum(n for n, _ in self.right)
+
+    def __str__(self) -> str:
+        terms = " + ".join(f"{n} {what}" for n, what in self.right)
+        return f"{self.left[0]} {self.left[1]} {'=' if self.holds else '!='} {terms}"
+
+
+def reconcile(answers, replay_answers, counted: dict) -> list:
+    """The extension's counters (`counted`: webhook_dedup.duplicate_metrics,
+    live plus flushed, this run's increments by METRICS_TOTALS name) against
+    every answer the receiver gave (`answers`; `replay_answers`: those to
+    the replayed copies), as equations that must all hold:
+
+    - every request is one webhook_receive call, counted once: as a
+      delivery, a signature rejection, or a replay (a replayed copy refused
+      by the replay guard, which is neither a delivery nor a duplicate). A
+      crashed attempt answers nothing, but it was counted as the delivery it
+      claimed;
+    - every 401 is a counted signature rejection, every replayed copy a
+      counted replay;
+    - every answer `duplicate` or `in_progress` (`duplicates` counts both)
+      is a counted duplicate, or a replayed copy: the replay guard answers
+      it `duplicate` too, but counts it under `replayed`. So the duplicates
+      the receiver answered are more than the counter's, by the replays.
+    """
+    outcomes = Counter(a.outcome for a in answers if a.outcome)
+    return [
+        Equation((len(answers), "requests (webhook_receive calls)"),
+                 ((counted["deliveries"], "counted deliveries"),
+                  (counted["signature_rejections"], "signature rejections"),
+                  (counted["replayed"], "replays"))),
+        Equation((sum(a.status == 401 for a in answers), "answered 401"),
+                 ((counted["signature_rejections"], "counted signature rejections"),)),
+        Equation((len(replay_answers), "replayed copies sent"), ((counted["replayed"], "counted replays"),)),
+        Equation((outcomes["duplicate"] + outcomes["in_progress"], "answered duplicate or in_progress"),
+                 ((counted["duplicates"], "counted duplicates"),
+                  (counted["replayed"], "refused as replays (answered duplicate, counted as replayed)"))),
+    ]
 
 
 def _valid_problems(r: DeliveryResult, notifications: int, side_effects: int, key) -> list:
@@ -490,7 +539,7 @@ def _key_states(conn, delivery_ids) -> dict:
     rows = conn.execute(
         "SELECT d.id, k.state, k.attempt FROM unnest(%s::text[]) AS d(id)"
         " LEFT JOIN webhook_dedup.keys k"
-        "   ON k.source = %s AND k.idem_key = webhook_key(%s, d.id)",
+        "   ON k.source = %s AND k.idem_key = webhook_dedup.webhook_key(%s, d.id)",
         (delivery_ids, SOURCE, SOURCE),
     ).fetchall()
     return {i: (state, attempt) if state is not None else None for i, state, attempt in rows}
@@ -504,7 +553,8 @@ def format_report(report: Report, plan) -> str:
         f"deliveries sent:            {report.requests}",
         f"accepted (2xx):             {report.accepted}",
         f"duplicates absorbed:        {absorbed} (duplicate {report.outcomes['duplicate']},"
-        f" in_progress {report.outcomes['in_progress']})",
+        f" in_progress {report.outcomes['in_progress']}; {report.replays_refused} of them replayed copies"
+        " refused by the replay guard)",
         f"rejected signatures (401):  {report.rejected_signatures}",
         f"reclaimed after a crash:    {report.outcomes['reclaimed']}",
         f"resumed from a checkpoint:  {report.resumed}",
@@ -512,8 +562,11 @@ def format_report(report: Report, plan) -> str:
         f"side effects per event:     {report.side_effects_histogram}",
         f"tampered deliveries stored: {report.tampered_stored}",
         "",
-        "webhook_dedup.duplicate_metrics (the extension's counters; checked against the answers above):",
+        "webhook_dedup.duplicate_metrics (the extension's counters):",
         format_table(report.metrics_columns, report.metrics_rows),
+        "",
+        "the counters against the answers above (this run's increments; each line must add up):",
+        *(f"  {e}" + ("" if e.holds else "   <- does not add up") for e in report.reconciliation),
         "",
         "webhook_dedup.key_states:",
         format_table(["source", "state", "keys"], report.states_rows),

@@ -2,7 +2,7 @@
 -- sinatra): the tables their side effects write, and the login role they
 -- run as. Run once as a superuser in the receivers' database, after
 -- CREATE EXTENSION webhook_dedup:
---     psql -v ON_ERROR_STOP=1 -f examples/shop/setup.sql
+--     psql -X -v ON_ERROR_STOP=1 -f examples/shop/setup.sql
 -- Idempotent: running it again changes nothing.
 --
 -- The role may call the receiver functions (webhook_dedup_receiver: receive,
@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS shop.subjects (
 );
 CREATE OR REPLACE TRIGGER subjects_monotonic
     BEFORE INSERT OR UPDATE ON shop.subjects
-    FOR EACH ROW EXECUTE FUNCTION webhook_monotonic_guard('source_updated_at');
+    FOR EACH ROW EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('source_updated_at');
 
 GRANT SELECT, INSERT ON shop.notifications, shop.side_effects TO shop_receiver;
 GRANT SELECT, INSERT, UPDATE ON shop.subjects TO shop_receiver;

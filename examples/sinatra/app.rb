@@ -56,13 +56,15 @@ end
 # exact signature, as it resolves on the search path: a missing extension is
 # found at start-up, not on the first delivery (FastAPI and Express probe the
 # same way).
-RECEIVE_SIGNATURE = 'webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, ' \
+RECEIVE_SIGNATURE = 'webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, ' \
                     'boolean, interval, timestamp with time zone, text, text, text, text, text, text)'
 
 # Fail fast at start-up rather than on the first delivery.
 begin
   probe = with_db do |conn|
-    conn.exec_params('SELECT to_regprocedure($1) IS NOT NULL AS installed, current_database() AS database',
+    conn.exec_params('SELECT to_regprocedure($1) IS NOT NULL AS installed, ' \
+                     "coalesce(has_function_privilege(to_regprocedure($1), 'EXECUTE'), false) AS allowed, " \
+                     'current_database() AS database, current_user AS role',
                      [RECEIVE_SIGNATURE]).first
   end
 rescue PG::Error => e
@@ -72,11 +74,15 @@ unless probe['installed'] == 't'
   abort "cannot start: webhook_dedup is not installed in database #{probe['database']} (or is too old): " \
         'run CREATE EXTENSION webhook_dedup (or ALTER EXTENSION webhook_dedup UPDATE)'
 end
+unless probe['allowed'] == 't'
+  abort "cannot start: role #{probe['role']} may not call webhook_dedup.webhook_receive in database " \
+        "#{probe['database']}: GRANT webhook_dedup_receiver TO #{probe['role']}"
+end
 
 # Every call of webhook_receive: one statement, autocommitted (no BEGIN), so
 # the claim is committed, and seen by every other worker, when it returns.
 RECEIVE = <<~SQL
-  SELECT * FROM webhook_receive($1, $2::bytea, $3::jsonb, url => $4, lease => $5::interval, mode => $6)
+  SELECT * FROM webhook_dedup.webhook_receive($1, $2::bytea, $3::jsonb, url => $4, lease => $5::interval, mode => $6)
 SQL
 
 get '/healthz' do

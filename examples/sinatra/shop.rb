@@ -3,8 +3,8 @@
 # writes together with its record in webhook_dedup, in ONE transaction
 # (examples/README.md, "The job"):
 #
-#   1. the notification and webhook_checkpoint(..., 'notified')
-#   2. the side effect, the subject's update and webhook_complete(..., result)
+#   1. the notification and webhook_dedup.webhook_checkpoint(..., 'notified')
+#   2. the side effect, the subject's update and webhook_dedup.webhook_complete(..., result)
 #
 # If the process dies in between, whatever it had not committed is gone; once
 # the lease expires the key is reclaimed with last_step = 'notified' (if step
@@ -60,7 +60,7 @@ module Shop
       die!(fault) if fault == CRASH_AFTER_CLAIM
       # Checkpoint last: it takes the key's row lock, so a concurrent reclaim
       # of this key waits for our COMMIT and sees both writes or neither.
-      checkpointed = conn.exec_params('SELECT webhook_checkpoint($1, $2, $3, $4)',
+      checkpointed = conn.exec_params('SELECT webhook_dedup.webhook_checkpoint($1, $2, $3, $4)',
                                       [job.source, job.idem_key, job.claim_token, NOTIFIED])
       raise LeaseLost, 'notification rolled back' unless checkpointed.getvalue(0, 0) == 't'
     end
@@ -80,7 +80,7 @@ module Shop
       # stored value back ($4::jsonb) and answer with it: jsonb normalises the
       # text (key order, spacing), and this way the first answer is the same
       # bytes as every duplicate's, which gets that jsonb text too.
-      row = conn.exec_params('SELECT webhook_complete($1, $2, $3, $4::jsonb) AS completed, $4::jsonb AS result',
+      row = conn.exec_params('SELECT webhook_dedup.webhook_complete($1, $2, $3, $4::jsonb) AS completed, $4::jsonb AS result',
                              [job.source, job.idem_key, job.claim_token, result]).first
       raise LeaseLost, 'side effect rolled back' unless row['completed'] == 't'
       row['result']

@@ -17,7 +17,7 @@ FAULT = ENV['WORKER_FAULT']
 # Up to BATCH due keys (new, whose lease expired, or failed and due again),
 # each leased to this worker. Its own autocommitted statement: the leases are
 # committed, and skipped by every other worker, when it returns.
-NEXT = 'SELECT * FROM webhook_next(lease => $1::interval, batch => $2)'
+NEXT = 'SELECT * FROM webhook_dedup.webhook_next(lease => $1::interval, batch => $2)'
 
 # The job of one stored delivery. webhook_next gives the raw payload and the
 # event type, but no event time (webhook_receive does): the worker reads it
@@ -89,7 +89,7 @@ end
 
 def fail_job(conn, row, error)
   conn.reset if conn.status == PG::CONNECTION_BAD
-  conn.exec_params('SELECT webhook_fail($1, $2, $3, $4, retryable => true)',
+  conn.exec_params('SELECT webhook_dedup.webhook_fail($1, $2, $3, $4, retryable => true)',
                    [row['source'], row['idem_key'], row['claim_token'], "#{error.class}: #{error.message.strip}"])
 rescue PG::Error => e
   # Not even that: the lease expires and another worker takes the key over.

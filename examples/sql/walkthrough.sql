@@ -52,10 +52,10 @@ $$;
 
 -- The keys of this walk-through; forget them in case an earlier run stopped
 -- half-way (webhook_forget returns false for a key that is not there).
-SELECT webhook_key('shop', 'evt_1001') AS key,
-       webhook_key('shop', 'evt_2001') AS queued_key_1,
-       webhook_key('shop', 'evt_2002') AS queued_key_2 \gset
-SELECT count(*) FILTER (WHERE webhook_forget('shop', k)) AS forgotten
+SELECT webhook_dedup.webhook_key('shop', 'evt_1001') AS key,
+       webhook_dedup.webhook_key('shop', 'evt_2001') AS queued_key_1,
+       webhook_dedup.webhook_key('shop', 'evt_2002') AS queued_key_2 \gset
+SELECT count(*) FILTER (WHERE webhook_dedup.webhook_forget('shop', k)) AS forgotten
 FROM unnest(ARRAY[:'key', :'queued_key_1', :'queued_key_2']) AS k \gset
 
 \echo
@@ -73,7 +73,7 @@ SELECT walkthrough.expect(:'key' = 'shop:evt_1001', 'the key is the source and t
 -- A2. Claim it, with the raw body (its SHA-256 becomes the key's
 -- fingerprint) and a lease: how long we have to finish.
 SELECT outcome, claim_token AS token, attempt
-FROM webhook_claim('shop', :'key', payload => convert_to(:'payload', 'UTF8'), lease => '5 minutes') \gset first_
+FROM webhook_dedup.webhook_claim('shop', :'key', payload => convert_to(:'payload', 'UTF8'), lease => '5 minutes') \gset first_
 SELECT walkthrough.expect(:'first_outcome' = 'claimed', 'the first delivery is claimed: process it');
 SELECT walkthrough.expect(:'first_attempt' = '1', 'it is attempt 1');
 
@@ -81,7 +81,7 @@ SELECT walkthrough.expect(:'first_attempt' = '1', 'it is attempt 1');
 -- side): the lease is live, so the retry is in_progress and gets no token.
 -- Answer it with 409 (or 503) and Retry-After; do not process it.
 SELECT outcome, claim_token IS NULL AS no_token
-FROM webhook_claim('shop', :'key', payload => convert_to(:'payload', 'UTF8')) \gset retry_
+FROM webhook_dedup.webhook_claim('shop', :'key', payload => convert_to(:'payload', 'UTF8')) \gset retry_
 SELECT walkthrough.expect(:'retry_outcome' = 'in_progress', 'a retry during the lease is in_progress');
 SELECT walkthrough.expect(:'retry_no_token', 'and gets no claim token');
 
@@ -90,7 +90,7 @@ SELECT walkthrough.expect(:'retry_no_token', 'and gets no claim token');
 -- reclaimed meanwhile (another attempt holds the key now): then roll back.
 BEGIN;
 INSERT INTO walkthrough.orders VALUES ('A-1', 4200, :'key');
-SELECT webhook_complete('shop', :'key', :'first_token', '{"status": 200, "order": "A-1"}') AS completed \gset
+SELECT webhook_dedup.webhook_complete('shop', :'key', :'first_token', '{"status": 200, "order": "A-1"}') AS completed \gset
 SELECT walkthrough.expect(:'completed', 'webhook_complete accepts our token');
 COMMIT;
 
@@ -98,7 +98,7 @@ COMMIT;
 -- with the result stored at completion (answer 200 with it), and nothing
 -- is processed again.
 SELECT outcome, result
-FROM webhook_claim('shop', :'key', payload => convert_to(:'payload', 'UTF8')) \gset dup_
+FROM webhook_dedup.webhook_claim('shop', :'key', payload => convert_to(:'payload', 'UTF8')) \gset dup_
 \echo 'the redelivery gets:' :dup_outcome :dup_result
 SELECT walkthrough.expect(:'dup_outcome' = 'duplicate', 'a redelivery after completion is a duplicate');
 SELECT walkthrough.expect(:'dup_result'::jsonb = '{"status": 200, "order": "A-1"}',
@@ -111,16 +111,16 @@ FROM walkthrough.orders;
 \echo
 
 -- B1. A receiver that must answer at once stores each delivery and returns
--- 2xx; workers process them later. (webhook_receive(..., mode => 'enqueue')
+-- 2xx; workers process them later. (webhook_dedup.webhook_receive(..., mode => 'enqueue')
 -- does the same after verifying the signature.)
-SELECT webhook_enqueue('shop', :'queued_key_1', convert_to('{"id": "evt_2001", "order": "B-1"}', 'UTF8'),
+SELECT webhook_dedup.webhook_enqueue('shop', :'queued_key_1', convert_to('{"id": "evt_2001", "order": "B-1"}', 'UTF8'),
                        event_type => 'order.paid') AS enqueued \gset q1_
-SELECT webhook_enqueue('shop', :'queued_key_2', convert_to('{"id": "evt_2002", "order": "B-2"}', 'UTF8'),
+SELECT webhook_dedup.webhook_enqueue('shop', :'queued_key_2', convert_to('{"id": "evt_2002", "order": "B-2"}', 'UTF8'),
                        event_type => 'order.paid') AS enqueued \gset q2_
 SELECT walkthrough.expect(:'q1_enqueued' = 'accepted' AND :'q2_enqueued' = 'accepted',
                           'two deliveries are accepted into the queue');
 -- The provider sends evt_2001 again: stored once.
-SELECT webhook_enqueue('shop', :'queued_key_1', convert_to('{"id": "evt_2001", "order": "B-1"}', 'UTF8'),
+SELECT webhook_dedup.webhook_enqueue('shop', :'queued_key_1', convert_to('{"id": "evt_2001", "order": "B-1"}', 'UTF8'),
                        event_type => 'order.paid') AS enqueued \gset again_
 SELECT walkthrough.expect(:'again_enqueued' = 'duplicate', 'the same delivery again is a duplicate');
 
@@ -128,7 +128,7 @@ SELECT walkthrough.expect(:'again_enqueued' = 'duplicate', 'the same delivery ag
 -- for 5 minutes with its own claim token and the stored payload. It has not
 -- finished yet: it keeps the lease.
 SELECT idem_key, claim_token AS token, convert_from(payload, 'UTF8')::jsonb ->> 'order' AS order_id
-FROM webhook_next('shop', lease => '5 minutes') \gset worker_a_
+FROM webhook_dedup.webhook_next('shop', lease => '5 minutes') \gset worker_a_
 \echo 'worker A took' :worker_a_idem_key
 SELECT walkthrough.expect(:'worker_a_idem_key' = :'queued_key_1', 'worker A gets evt_2001, the oldest');
 
@@ -136,31 +136,31 @@ SELECT walkthrough.expect(:'worker_a_idem_key' = :'queued_key_1', 'worker A gets
 -- (two workers never get the same key; a key whose lease expired would be
 -- handed out again).
 SELECT idem_key, claim_token AS token, convert_from(payload, 'UTF8')::jsonb ->> 'order' AS order_id
-FROM webhook_next('shop', lease => '5 minutes') \gset worker_b_
+FROM webhook_dedup.webhook_next('shop', lease => '5 minutes') \gset worker_b_
 \echo 'worker B took' :worker_b_idem_key
 SELECT walkthrough.expect(:'worker_b_idem_key' = :'queued_key_2', 'worker B gets evt_2002, not the leased evt_2001');
 
 -- B4. Worker B's side effect and completion, in one transaction.
 BEGIN;
 INSERT INTO walkthrough.shipments VALUES (:'worker_b_order_id', 'worker B', :'worker_b_idem_key');
-SELECT webhook_complete('shop', :'worker_b_idem_key', :'worker_b_token', '{"shipped": "B-2"}') AS completed \gset worker_b_
+SELECT webhook_dedup.webhook_complete('shop', :'worker_b_idem_key', :'worker_b_token', '{"shipped": "B-2"}') AS completed \gset worker_b_
 SELECT walkthrough.expect(:'worker_b_completed', 'worker B completes evt_2002');
 COMMIT;
 
 -- B5. A third worker finds nothing due: evt_2001 is still leased to A.
-SELECT count(*) AS due FROM webhook_next('shop') \gset third_
+SELECT count(*) AS due FROM webhook_dedup.webhook_next('shop') \gset third_
 SELECT walkthrough.expect(:'third_due' = '0', 'nothing is due while worker A holds evt_2001');
 
 -- B6. Worker A finishes, in one transaction too.
 BEGIN;
 INSERT INTO walkthrough.shipments VALUES (:'worker_a_order_id', 'worker A', :'worker_a_idem_key');
-SELECT webhook_complete('shop', :'worker_a_idem_key', :'worker_a_token', '{"shipped": "B-1"}') AS completed \gset worker_a_
+SELECT webhook_dedup.webhook_complete('shop', :'worker_a_idem_key', :'worker_a_token', '{"shipped": "B-1"}') AS completed \gset worker_a_
 SELECT walkthrough.expect(:'worker_a_completed', 'worker A completes evt_2001');
 COMMIT;
 
 -- B7. Queued keys answer claims like any other: both are done, each with
 -- its result, and each order was shipped once, by the worker that held it.
-SELECT outcome, result ->> 'shipped' AS shipped FROM webhook_claim('shop', :'queued_key_1') \gset late_
+SELECT outcome, result ->> 'shipped' AS shipped FROM webhook_dedup.webhook_claim('shop', :'queued_key_1') \gset late_
 SELECT walkthrough.expect(:'late_outcome' = 'duplicate' AND :'late_shipped' = 'B-1',
                           'a late delivery of evt_2001 gets worker A''s result');
 SELECT walkthrough.expect(array_agg(order_id || ' by ' || shipped_by ORDER BY order_id)
@@ -169,7 +169,7 @@ SELECT walkthrough.expect(array_agg(order_id || ' by ' || shipped_by ORDER BY or
 FROM walkthrough.shipments;
 
 -- Clean up: the keys (an operator's call) and the schema.
-SELECT count(*) FILTER (WHERE webhook_forget('shop', k)) AS forgotten
+SELECT count(*) FILTER (WHERE webhook_dedup.webhook_forget('shop', k)) AS forgotten
 FROM unnest(ARRAY[:'key', :'queued_key_1', :'queued_key_2']) AS k \gset end_
 SELECT walkthrough.expect(:'end_forgotten' = '3', 'the three keys are forgotten');
 DROP SCHEMA walkthrough CASCADE;

@@ -47,7 +47,7 @@ pub(crate) type ClaimRow = (
 /// Runs in the caller's transaction: a rollback frees the claim. Times are
 /// the database clock (`clock_timestamp()`) at the call. Under REPEATABLE
 /// READ or SERIALIZABLE, 40001 when the key changed after the snapshot.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, schema = "webhook_dedup")]
 fn webhook_claim(
     source: Option<&str>,
     idem_key: Option<&str>,
@@ -148,36 +148,42 @@ pub(crate) fn claim_one(
         )
     };
     let (found, mut known) = match Session::open() {
-        Some(mut session) => loop {
-            match session.insert_claim(&delivery) {
-                Insert::Inserted => {
-                    session.close();
-                    return claimed();
-                }
-                Insert::Known(tid) => match session.lock(key, tid) {
-                    // deleted since the probe (webhook_forget, retention): new again
-                    Locked::Gone => continue,
-                    Locked::Row(mut values, tid) => {
-                        // the count every delivery of a known key makes (as
-                        // claim_upsert.sql's DO UPDATE)
-                        let Some(deliveries) = values.count(Col::Deliveries).checked_add(1) else {
-                            // what the statement's int4 addition raises
-                            pgrx::ereport!(
-                                ERROR,
-                                PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-                                "integer out of range"
-                            );
-                        };
-                        values.set(Col::Deliveries, deliveries.into_datum());
-                        values.set(Col::LastSeenAt, timestamptz(now).into_datum());
-                        if values.is_null(Col::Fingerprint) {
-                            values.set(Col::Fingerprint, fingerprint.into_datum());
-                        }
-                        break (values.key_row(), Known::Direct { session, tid, values });
+        // claim_upsert.sql is INSERT ... ON CONFLICT DO UPDATE, which the
+        // executor refuses at its start on a table published for updates
+        // without a replica identity, even for a key that turns out new
+        Some(mut session) => {
+            session.check_updatable();
+            loop {
+                match session.insert_claim(&delivery) {
+                    Insert::Inserted => {
+                        session.close();
+                        return claimed();
                     }
-                },
+                    Insert::Known(tid) => match session.lock(key, tid) {
+                        // deleted since the probe (webhook_forget, retention): new again
+                        Locked::Gone => continue,
+                        Locked::Row(mut values, tid) => {
+                            // the count every delivery of a known key makes (as
+                            // claim_upsert.sql's DO UPDATE)
+                            let Some(deliveries) = values.count(Col::Deliveries).checked_add(1) else {
+                                // what the statement's int4 addition raises
+                                pgrx::ereport!(
+                                    ERROR,
+                                    PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+                                    "integer out of range"
+                                );
+                            };
+                            values.set(Col::Deliveries, deliveries.into_datum());
+                            values.set(Col::LastSeenAt, timestamptz(now).into_datum());
+                            if values.is_null(Col::Fingerprint) {
+                                values.set(Col::Fingerprint, fingerprint.into_datum());
+                            }
+                            break (values.key_row(), Known::Direct { session, tid, values });
+                        }
+                    },
+                }
             }
-        },
+        }
         None => match store::claim::upsert(conn, &delivery) {
             Upserted::Inserted => return claimed(),
             Upserted::Known(found) => (*found, Known::Sql),
@@ -292,7 +298,7 @@ pub(crate) fn claim_one(
 /// is checked before any is claimed. A transaction may claim any number of
 /// keys (each holds a row lock, not an entry of the lock table). Errors as
 /// `webhook_claim`, for the source and every key; 22004 for a NULL key.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, schema = "webhook_dedup")]
 #[allow(clippy::type_complexity)] // pgrx needs the column names inline
 fn webhook_claim_many(
     source: Option<&str>,
@@ -339,10 +345,13 @@ fn webhook_claim_many(
     TableIterator::new(rows)
 }
 
-/// `key_complete.sql` without an SQL plan ([`crate::store::direct`]): find
-/// the key's row, lock it (its newest version), and complete it if `token`
+/// `key_complete.sql` without an SQL plan ([`crate::store::direct`]):
+/// check the token on the version of the key's row the statement would see
+/// (no lock for a stale token, as the UPDATE's condition takes none), then
+/// lock the row (its newest version), and complete it if `token` still
 /// holds its lease.
 fn complete_direct(
+    conn: &Conn<'_>,
     mut session: Session,
     key: Key<'_>,
     token: Uuid,
@@ -350,6 +359,13 @@ fn complete_direct(
     result: Option<Jsonb>,
     expires_at: i64,
 ) -> Completed {
+    // The UPDATE refuses a table published for updates without a replica
+    // identity when it starts, before it matches anything.
+    session.check_updatable();
+    if !session.visible_holder(key, &token) {
+        session.close();
+        return store::transitions::unmatched(conn, key, token);
+    }
     let completed = loop {
         let Some(tid) = session.locate(key) else {
             break Completed::Unknown;
@@ -388,7 +404,7 @@ fn complete_direct(
 /// clock: a holder whose lease expired but was not reclaimed (nor swept by
 /// maintenance, which moves it to `failed`) still completes. The completed
 /// key is kept for its source's retention after its last activity.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, schema = "webhook_dedup")]
 fn webhook_complete(
     source: Option<&str>,
     idem_key: Option<&str>,
@@ -402,7 +418,7 @@ fn webhook_complete(
         let retention = sources::settings(conn, key.source).retention_us();
         let expires_at = now.saturating_add(retention);
         match Session::open() {
-            Some(session) => complete_direct(session, key, token, now, result, expires_at),
+            Some(session) => complete_direct(conn, session, key, token, now, result, expires_at),
             None => store::transitions::complete(conn, key, token, now, result, expires_at),
         }
     });

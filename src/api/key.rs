@@ -11,7 +11,7 @@ use pgrx::prelude::*;
 /// is given (absent parts are empty fields). At most 255 characters;
 /// deterministic and injective. Not strict (the optional parts default to
 /// NULL): NULL `source` or `event_id` is 22004; empty parts are 22023.
-#[pg_extern(immutable, parallel_safe)]
+#[pg_extern(immutable, parallel_safe, schema = "webhook_dedup")]
 fn webhook_key(
     source: Option<&str>,
     event_id: Option<&str>,
@@ -31,7 +31,7 @@ fn webhook_key(
 /// re-serialises a retry (it becomes a new key): use an event id whenever
 /// the provider sends one. NULL `source` or `payload` is 22004; empty parts
 /// are 22023.
-#[pg_extern(immutable, parallel_safe)]
+#[pg_extern(immutable, parallel_safe, schema = "webhook_dedup")]
 fn webhook_body_key(
     source: Option<&str>,
     payload: Option<&[u8]>,

@@ -1,6 +1,10 @@
 //! The SQL surface: thin `#[pg_extern]` wrappers over the pure modules.
-//! Receiver-facing functions are `webhook_*` in the extension's schema;
-//! maintenance functions live in schema `webhook_dedup`.
+//! Every function lives in schema `webhook_dedup`, where no role but the
+//! extension's owner can create objects: the receiver-facing `webhook_*`
+//! functions (`#[pg_extern(schema = "webhook_dedup")]`) as well as the
+//! maintenance and operator functions (`#[pg_schema] mod webhook_dedup`).
+//! Callers name them schema-qualified (docs/security.md, "Where the
+//! functions live").
 
 mod args;
 pub mod claim;
@@ -33,4 +37,5 @@ mod tests_support;
 #[cfg(feature = "pg_test")]
 mod tests_views;
 pub mod transitions;
+pub mod trigger;
 pub mod verify;

@@ -29,7 +29,7 @@ static ADVANCE: Statement = Statement::new(
 /// in the caller's transaction; concurrent advances of one entity end at the
 /// newest event in any order. Errors: 22004 NULL `source`, `entity_id` or
 /// `source_updated_at`; 22023 empty or over 255 characters, an infinite time.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, schema = "webhook_dedup")]
 fn webhook_advance(
     source: Option<&str>,
     entity_id: Option<&str>,
@@ -70,7 +70,7 @@ fn column_time(tuple: &PgHeapTuple<'_, impl WhoAllocated>, column: &str, type_oi
 }
 
 /// `BEFORE UPDATE` (or `BEFORE INSERT OR UPDATE`) row trigger for the
-/// caller's own tables: `EXECUTE FUNCTION webhook_monotonic_guard('source_updated_at')`.
+/// caller's own tables: `EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('source_updated_at')`.
 /// An update whose new value of the named column is older than the stored
 /// one is skipped (the statement reports zero rows for it), including the
 /// update of an `INSERT ... ON CONFLICT DO UPDATE`. A stored NULL lets any
@@ -79,8 +79,8 @@ fn column_time(tuple: &PgHeapTuple<'_, impl WhoAllocated>, column: &str, type_oi
 /// value passes. Inserts pass. Errors when the trigger is used wrongly:
 /// 22023 no or several arguments; 42703 the column does not exist; 42804
 /// it is not `timestamptz` or `timestamp`; 39P01 not a row-level BEFORE
-/// trigger on INSERT or UPDATE.
-#[pg_trigger]
+/// trigger on INSERT or UPDATE, or called other than by a trigger
+/// ([`crate::api::trigger`]).
 fn webhook_monotonic_guard<'a>(
     trigger: &'a PgTrigger<'a>,
 ) -> Result<Option<PgHeapTuple<'a, impl WhoAllocated>>, PgHeapTupleError> {
@@ -95,7 +95,7 @@ fn webhook_monotonic_guard<'a>(
     let [column] = args.as_slice() else {
         Error::invalid_with_hint(
             format!("webhook_monotonic_guard needs one argument, the column to guard, not {}", args.len()),
-            "EXECUTE FUNCTION webhook_monotonic_guard('source_updated_at')",
+            "EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('source_updated_at')",
         )
         .raise();
     };
@@ -129,3 +129,19 @@ fn webhook_monotonic_guard<'a>(
     };
     Ok(apply.then_some(new))
 }
+
+crate::trigger_function!(
+    "webhook_dedup.webhook_monotonic_guard",
+    webhook_monotonic_guard_wrapper,
+    pg_finfo_webhook_monotonic_guard_wrapper,
+    webhook_monotonic_guard
+);
+
+extension_sql!(
+    r#"
+CREATE FUNCTION webhook_dedup.webhook_monotonic_guard() RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'webhook_monotonic_guard_wrapper';
+"#,
+    name = "webhook_monotonic_guard",
+    requires = ["schema"]
+);

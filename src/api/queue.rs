@@ -23,7 +23,7 @@ use pgrx::Uuid;
 /// payload: recorded in `webhook_dedup.conflicts`, nothing stored). Answer
 /// the provider 2xx for all three. Key rules as `webhook_claim`; NULL
 /// payload: 22004.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, schema = "webhook_dedup")]
 fn webhook_enqueue(
     source: Option<&str>,
     idem_key: Option<&str>,
@@ -94,7 +94,7 @@ type NextRow = (String, String, Uuid, i32, Option<Vec<u8>>, Option<String>, Opti
 /// Errors: 22004 NULL `batch`; 22023 `batch` outside 1..1000, a bad
 /// `source` or `lease`; 40001 under REPEATABLE READ when a key changed after
 /// the transaction's snapshot.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, schema = "webhook_dedup")]
 #[allow(clippy::type_complexity)] // pgrx needs the column names inline
 fn webhook_next(
     source: default!(Option<&str>, "NULL"),

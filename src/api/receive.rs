@@ -16,11 +16,17 @@ use crate::profile::{self, Body, Extracted, Fingerprint, Rules};
 use crate::signature::{self, Scheme};
 use crate::spi::{self, Conn};
 use crate::store::replay_guards::{self, Guard};
+use crate::store::signature_tokens::{self, Binding, Signed};
 use crate::store::{self, sources, Key};
 use crate::time::{clock_now, micros, timestamptz};
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
+
+/// `reject_reason` of a delivery whose signature verified but whose signed
+/// token was first seen with other content (a signature block copied onto
+/// another body: `crate::store::signature_tokens`).
+pub const TOKEN_REUSED: &str = "token_reused";
 
 /// What `webhook_receive` does once a delivery verified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,8 +107,11 @@ impl Answer {
 ///    `reject_reason = 'missing_event_id'` and no outcome, unless
 ///    `body_key_fallback` asks for `webhook_body_key`;
 /// 5. **guard against replays** where the source's replay guard is on
-///    (github, shopify and linear by default: they sign no id): a
-///    signed body already received under another event id is answered from
+///    (github, shopify, linear and twilio by default, and a source whose
+///    `event_id_from` is a header its scheme does not sign: the id is
+///    unsigned; `crate::intake::SourceIntake::apply`): a signed body (for
+///    twilio, its canonical signed text) already received under another
+///    event id is answered from
 ///    that key (`duplicate` with its result, `in_progress`,
 ///    `unknown_outcome`, `dead_lettered`; `idem_key` names that key) and
 ///    processes nothing (`crate::store::replay_guards`);
@@ -111,7 +120,15 @@ impl Answer {
 ///    `accepted`, `duplicate` or `conflict`), with the fingerprint of the
 ///    source's rule (`fingerprint_pointers`, else the profile's: the raw
 ///    body, or for Stripe the RFC 8785 canonical JSON of `/type` and
-///    `/data`, so a retry that Stripe re-rendered is no conflict).
+///    `/data`, so a retry that Stripe re-rendered is no conflict, or for
+///    Twilio the signed text).
+///
+/// Between 1 and 2, a scheme whose signature covers nothing of the body
+/// (Mailgun) binds its signed token to the bytes it first arrived with
+/// (`crate::store::signature_tokens`): the token on other bytes is a
+/// copied signature block, answered `verified = false`,
+/// `reject_reason = 'token_reused'`, and nothing else is written. Stored
+/// keys verify only the scheme `add_secret` accepted them for.
 ///
 /// `tolerance` NULL means the source's `webhook_dedup.sources.tolerance`,
 /// else the provider's default window. `event_type` and `event_time` are
@@ -120,7 +137,7 @@ impl Answer {
 /// handshake. Arguments and errors as `webhook_verify` and `webhook_claim`;
 /// 22023 for another `mode`, and for a `webhook_dedup.sources` row whose
 /// intake settings do not check.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, schema = "webhook_dedup")]
 #[allow(clippy::too_many_arguments)]
 fn webhook_receive(
     scheme: Option<&str>,
@@ -184,12 +201,19 @@ fn webhook_receive(
             let key = signature::secret_key(scheme_parsed, current).or_raise();
             if let Some(handshake) = handshake::unsigned(scheme_parsed, body, url, &key) {
                 // Stored keys answer only for a source meant for X (its
-                // provider, else its name, is twitter): the answer is a MAC
-                // of caller-chosen text, and under another source's key (a
+                // provider, else its name, is twitter) and with a key that
+                // add_secret accepted for X: the answer is a MAC of
+                // caller-chosen text, and under another provider's key (a
                 // Mailgun key signs "{timestamp}{token}") it would be a
-                // valid signature of that provider.
+                // valid signature of that provider. The provider can change
+                // after the keys were added (issue 24); what a key was
+                // accepted for cannot.
                 let provider = settings.provider.as_deref().unwrap_or(source);
-                if explicit.is_none() && Scheme::parse(provider).ok() != Some(Scheme::Twitter) {
+                let accepted_for_x = stored
+                    .as_ref()
+                    .and_then(|keys| keys.last())
+                    .is_some_and(|k| k.scheme.as_deref() == Some(Scheme::Twitter.name()));
+                if explicit.is_none() && (Scheme::parse(provider).ok() != Some(Scheme::Twitter) || !accepted_for_x) {
                     return handshake_answer(handshake::Answer::Refused("not a twitter source"), false);
                 }
                 return handshake_answer(handshake, false);
@@ -216,6 +240,27 @@ fn webhook_receive(
         }
         let secret_index = verdict.secret_index.and_then(|i| ids.get(i).copied());
 
+        // A signature that covers nothing of the body (Mailgun) is bound
+        // to the bytes its token first arrived with: the same token on
+        // other content is a copied signature block (issue 24).
+        if let Some(token) = signature::signed_token(scheme_parsed, body) {
+            let signed_at =
+                verdict.signed_at.map_or(at_us, |t| (t - crate::calendar::PG_EPOCH_UNIX_S).saturating_mul(1_000_000));
+            let tolerance_us = tolerance
+                .map(|t| crate::time::duration_us(t, "tolerance").or_raise())
+                .or(scheme_parsed.default_tolerance_s().map(|s| s * 1_000_000))
+                .unwrap_or(0);
+            let signed = Signed { at: signed_at, window_until: signed_at.saturating_add(tolerance_us) };
+            let token_hash = Fingerprint::raw(token.as_bytes());
+            let body_hash = Fingerprint::raw(body);
+            if signature_tokens::bind(conn, source, token_hash.as_bytes(), body_hash.as_bytes(), signed, clock_now())
+                == Binding::Other
+            {
+                metrics::count(source, None, Counter::RejectedTokenReused, false);
+                return Answer { reject_reason: Some(TOKEN_REUSED.into()), secret_index, ..Answer::default() };
+            }
+        }
+
         let json = Body::new(body);
         if let Some(secret) = verdict.secret_index.and_then(|i| secrets.get(i).copied().flatten()) {
             let key = signature::keys(scheme_parsed, &[secret]).or_raise().remove(0);
@@ -227,7 +272,7 @@ fn webhook_receive(
 
         let intake = settings.intake();
         let rules = match intake {
-            Some(intake) => intake.apply(Rules::of(scheme_parsed)),
+            Some(intake) => intake.apply(Rules::of(scheme_parsed), scheme_parsed),
             None => Rules::of(scheme_parsed),
         };
         let Extracted { event_id, event_type, event_time } = profile::extract(&rules, &headers, &json);
@@ -252,15 +297,24 @@ fn webhook_receive(
         };
         let key = derive(&Parts { source, event_id: &event_id, environment, account, operation, body_hash }).or_raise();
         let idem_key = Key { source, idem_key: &key };
-        let fingerprint = rules.fingerprint.fingerprint(&json);
+        // A scheme that signs the content but not the bytes (Twilio's sorted
+        // form parameters) is identified by its canonical signed text
+        // (FingerprintRule::SignedText, unless the source configured its
+        // own rule): re-ordered or re-encoded form pairs are the same
+        // signed request.
+        let signed_text = signature::signed_content(scheme_parsed, body, signed_url);
+        let fingerprint = rules.fingerprint.fingerprint_signed(&json, signed_text.as_deref());
         // The raw bytes' fingerprint too when the rule covers less: a key
         // stored under another rule still knows its own bytes
-        // (claim::same_bytes), and the replay guard keys on them.
+        // (claim::same_bytes).
         let raw = if fingerprint.is_raw() { fingerprint } else { Fingerprint::raw(body) };
         let raw_if_other = (!fingerprint.is_raw()).then_some(raw.as_bytes());
         let content = Content { fingerprint: fingerprint.as_bytes(), raw: raw_if_other };
         if rules.replay_guard {
-            if let Some(replayed) = replay_guard(conn, idem_key, raw.as_bytes(), content, mode) {
+            // The guard keys on what the signature covers: the raw bytes, or
+            // the canonical signed text (else a re-ordered form would be new).
+            let signed = signed_text.as_deref().map_or(raw, Fingerprint::raw);
+            if let Some(replayed) = replay_guard(conn, idem_key, signed.as_bytes(), content, mode) {
                 metrics::count(source, event_type.as_deref(), Counter::Replayed, false);
                 return Answer {
                     idem_key: Some(replayed.idem_key),
@@ -294,17 +348,33 @@ fn webhook_receive(
     answer.row(fcinfo)
 }
 
-/// The keys of `source` valid at `at` (`webhook_dedup.source_secrets`,
-/// oldest first), each checked as a key of `scheme`: 55000 when there is
-/// none (the delivery cannot be verified until one is added; a provider
-/// retries the error), 22023 naming the key id when one cannot be a key of
-/// the scheme (the secret is never echoed).
+/// The keys of `source` valid at `at` for `scheme`
+/// (`webhook_dedup.source_secrets`, oldest first: those `add_secret`
+/// accepted for `scheme`, or for none), each checked as a key of `scheme`:
+/// 55000 when there is none (the delivery cannot be verified until one is
+/// added; a provider retries the error), 22023 naming the key id when one
+/// cannot be a key of the scheme (the secret is never echoed).
 fn stored_keys(conn: &Conn<'_>, scheme: Scheme, source: &str, at: i64) -> Vec<store::secrets::StoredSecret> {
-    let valid: Vec<_> = store::secrets::of(conn, source).iter().filter(|k| k.valid_at(at)).cloned().collect();
+    let all = store::secrets::of(conn, source);
+    let valid: Vec<_> = all.iter().filter(|k| k.valid_at(at) && k.serves(scheme.name())).cloned().collect();
     if valid.is_empty() {
+        let other: Vec<&str> = all.iter().filter_map(|k| k.scheme.as_deref()).filter(|s| *s != scheme.name()).collect();
+        let hint = if other.is_empty() {
+            "Add one with webhook_dedup.add_secret (as webhook_dedup_operator), or pass secrets.".to_string()
+        } else {
+            format!(
+                "The source's keys were added for scheme {} and verify only that scheme; \
+                 add a key for {} with webhook_dedup.add_secret once the source's provider says so.",
+                other[0],
+                scheme.name()
+            )
+        };
         Error::NotInPrerequisiteState {
-            message: format!("source \"{source}\" has no verification key valid at the delivery's time"),
-            hint: Some("Add one with webhook_dedup.add_secret (as webhook_dedup_operator), or pass secrets.".into()),
+            message: format!(
+                "source \"{source}\" has no verification key for scheme {} valid at the delivery's time",
+                scheme.name()
+            ),
+            hint: Some(hint),
         }
         .raise()
     }

@@ -16,7 +16,7 @@ mod webhook_dedup {
 
     static ADD: Statement = Statement::returning(
         crate::sql_statement!("secret_add.sql"),
-        &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID],
+        &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, TEXTOID],
         &["id"],
     );
     static RETIRE: Statement = Statement::returning(
@@ -27,18 +27,19 @@ mod webhook_dedup {
     static LIST: Statement = Statement::returning(
         crate::sql_statement!("secret_list.sql"),
         &[TEXTOID, TIMESTAMPTZOID],
-        &["id", "source", "not_before", "not_after", "created_at", "valid_now", "fingerprint", "note"],
+        &["id", "source", "not_before", "not_after", "created_at", "valid_now", "fingerprint", "note", "scheme"],
     );
 
-    /// 22023 when `secret` cannot be a key of the scheme of `source`: its
-    /// provider in `webhook_dedup.sources`, else its name (the rule X's CRC
-    /// answer uses too). A source whose name is no scheme is not checked
-    /// here; `webhook_receive` checks its keys against the scheme it is
-    /// called with.
-    fn check_key_of_scheme(conn: &spi::Conn<'_>, source: &str, secret: &str) {
+    /// The scheme of `source` (its provider in `webhook_dedup.sources`,
+    /// else its name, the rule X's CRC answer uses too), with 22023 when
+    /// `secret` cannot be a key of it; `None` for a source whose name is no
+    /// scheme (`webhook_receive` checks its keys against the scheme it is
+    /// called with). The key is stored with the scheme returned, and only
+    /// ever verifies that one (`StoredSecret::serves`).
+    fn check_key_of_scheme(conn: &spi::Conn<'_>, source: &str, secret: &str) -> Option<crate::signature::Scheme> {
         let settings = crate::store::sources::settings(conn, source);
         let named = settings.provider.as_deref().unwrap_or(source);
-        let Ok(scheme) = crate::signature::Scheme::parse(named) else { return };
+        let scheme = crate::signature::Scheme::parse(named).ok()?;
         if let Err(e) = crate::signature::keys(scheme, &[secret]) {
             Error::invalid_with_hint(
                 format!("the secret is not a key of scheme {}, the scheme of source \"{source}\": {e}", scheme.name()),
@@ -47,6 +48,7 @@ mod webhook_dedup {
             )
             .raise()
         }
+        Some(scheme)
     }
 
     /// `not_after` must come after `not_before` (22023).
@@ -84,7 +86,7 @@ mod webhook_dedup {
         let until = not_after.map(|t| micros(t, "not_after").or_raise());
         check_window(from, until);
         spi::connected(|conn| {
-            check_key_of_scheme(conn, source, secret);
+            let scheme = check_key_of_scheme(conn, source, secret);
             let rows = conn.execute(
                 &ADD,
                 &[
@@ -94,6 +96,7 @@ mod webhook_dedup {
                     arg(until.map(timestamptz)),
                     arg(note),
                     arg(timestamptz(clock_now())),
+                    arg(scheme.map(|s| s.name())),
                 ],
                 Snap::Statement,
             );
@@ -131,7 +134,8 @@ mod webhook_dedup {
     /// delivery now would verify with it) and fingerprint (`sha256:` and the
     /// first 8 hex digits of the secret's SHA-256, 32 bits: enough to tell
     /// keys apart, and to confirm a guess of a weak secret, so keep this
-    /// function to operators), note.
+    /// function to operators), note, and scheme (the scheme the key was
+    /// accepted for, the only one it verifies; NULL: any).
     #[pg_extern(stable, parallel_safe)]
     #[allow(clippy::type_complexity)]
     fn list_secrets(
@@ -147,6 +151,7 @@ mod webhook_dedup {
             name!(valid_now, bool),
             name!(fingerprint, String),
             name!(note, Option<String>),
+            name!(scheme, Option<String>),
         ),
     > {
         let rows = spi::connected(|conn| {
@@ -162,6 +167,7 @@ mod webhook_dedup {
                         rows.get::<bool>(r, 6).unwrap_or(false),
                         rows.get::<String>(r, 7).expect("fingerprint"),
                         rows.get::<String>(r, 8),
+                        rows.get::<String>(r, 9),
                     )
                 })
                 .collect::<Vec<_>>()

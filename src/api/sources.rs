@@ -51,8 +51,7 @@ mod webhook_dedup {
     /// trigger's relation: on a Citus node the trigger fires on the local
     /// copy of the reference table (`sources_102008`), while the caches
     /// watch the tables the extension's statements name.
-    #[pg_trigger]
-    fn sources_changed<'a>(
+    pub(crate) fn sources_changed<'a>(
         trigger: &'a PgTrigger<'a>,
     ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, pgrx::trigger_support::PgTriggerError> {
         crate::store::cache::invalidate(trigger.relid()?);
@@ -60,3 +59,19 @@ mod webhook_dedup {
         Ok(None)
     }
 }
+
+crate::trigger_function!(
+    "webhook_dedup.sources_changed",
+    sources_changed_wrapper,
+    pg_finfo_sources_changed_wrapper,
+    webhook_dedup::sources_changed
+);
+
+pgrx::extension_sql!(
+    r#"
+CREATE FUNCTION webhook_dedup.sources_changed() RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'sources_changed_wrapper';
+"#,
+    name = "sources_changed",
+    requires = ["schema"]
+);

@@ -39,7 +39,7 @@ pub(crate) mod tests {
             let row = client
                 .select(
                     "SELECT outcome, claim_token, attempt, result
-                       FROM webhook_claim($1, $2, convert_to($3, 'UTF8'), $4::interval)",
+                       FROM webhook_dedup.webhook_claim($1, $2, convert_to($3, 'UTF8'), $4::interval)",
                     None,
                     &[source.into(), key.into(), payload.into(), lease.into()],
                 )
@@ -56,7 +56,7 @@ pub(crate) mod tests {
 
     fn complete(source: &str, key: &str, token: pgrx::Uuid, result: Value) -> bool {
         Spi::get_one_with_args::<bool>(
-            "SELECT webhook_complete($1, $2, $3, $4)",
+            "SELECT webhook_dedup.webhook_complete($1, $2, $3, $4)",
             &[source.into(), key.into(), token.into(), JsonB(result).into()],
         )
         .unwrap()
@@ -66,13 +66,13 @@ pub(crate) mod tests {
     #[pg_test]
     fn github_documented_example_verifies_in_sql() {
         let ok = Spi::get_one::<bool>(
-            r#"SELECT webhook_verify('github', convert_to('Hello, World!', 'UTF8'),
+            r#"SELECT webhook_dedup.webhook_verify('github', convert_to('Hello, World!', 'UTF8'),
                  '{"x-hub-signature-256": "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"}',
                  ARRAY['It''s a Secret to Everybody'])"#,
         );
         assert_eq!(ok, Ok(Some(true)));
         let tampered = Spi::get_one::<bool>(
-            r#"SELECT webhook_verify('github', convert_to('Hello, World?', 'UTF8'),
+            r#"SELECT webhook_dedup.webhook_verify('github', convert_to('Hello, World?', 'UTF8'),
                  '{"X-Hub-Signature-256": ["sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"]}',
                  ARRAY['It''s a Secret to Everybody'])"#,
         );
@@ -88,7 +88,7 @@ pub(crate) mod tests {
             "CREATE OR REPLACE FUNCTION pg_temp.verify_or_sqlstate(
                  s text, b bytea, h jsonb, k text[], tol interval, at timestamptz, u text, sh text)
              RETURNS text LANGUAGE plpgsql AS $$
-             BEGIN RETURN webhook_verify(s, b, h, k, tol, at, url => u, signature_header => sh)::text;
+             BEGIN RETURN webhook_dedup.webhook_verify(s, b, h, k, tol, at, url => u, signature_header => sh)::text;
              EXCEPTION WHEN others THEN RETURN SQLSTATE; END $$",
         )
         .unwrap();
@@ -134,14 +134,14 @@ pub(crate) mod tests {
     fn verify_detail_reports_reason_secret_and_time() {
         let detail = |headers: &str, at: i64| {
             Spi::get_three_with_args::<bool, String, i32>(
-                "SELECT valid, reason, secret_index FROM webhook_verify_detail('stripe', 'body'::bytea, $1::jsonb,
+                "SELECT valid, reason, secret_index FROM webhook_dedup.webhook_verify_detail('stripe', 'body'::bytea, $1::jsonb,
                         ARRAY['whsec_old', 'whsec_new'], at => to_timestamp($2))",
                 &[headers.into(), (at as f64).into()],
             )
             .unwrap()
         };
         let signed = Spi::get_one::<String>(
-            "SELECT webhook_sign('stripe', 'body'::bytea, 'whsec_new', at => to_timestamp(1700000000))::text",
+            "SELECT webhook_dedup.webhook_sign('stripe', 'body'::bytea, 'whsec_new', at => to_timestamp(1700000000))::text",
         )
         .unwrap()
         .unwrap();
@@ -155,7 +155,7 @@ pub(crate) mod tests {
         );
         let signed_at = Spi::get_one_with_args::<String>(
             "SELECT to_char(signed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
-               FROM webhook_verify_detail('stripe', 'body'::bytea, $1::jsonb, ARRAY['whsec_new'],
+               FROM webhook_dedup.webhook_verify_detail('stripe', 'body'::bytea, $1::jsonb, ARRAY['whsec_new'],
                                           at => to_timestamp(1700000000))",
             &[signed.as_str().into()],
         );
@@ -167,25 +167,25 @@ pub(crate) mod tests {
     #[pg_test]
     fn sign_then_verify_in_sql_for_every_scheme() {
         let cases = [
-            ("github", "", "webhook_verify_github($1, $2->>'X-Hub-Signature-256', 'sekrit')"),
-            ("stripe", "", "webhook_verify_stripe($1, $2->>'Stripe-Signature', 'sekrit', at => to_timestamp(1700000000))"),
-            ("shopify", "", "webhook_verify_shopify($1, $2->>'X-Shopify-Hmac-Sha256', 'sekrit')"),
-            ("slack", "", "webhook_verify_slack($1, $2->>'X-Slack-Request-Timestamp', $2->>'X-Slack-Signature', 'sekrit', at => to_timestamp(1700000000))"),
-            ("standard", ", msg_id => 'msg_1'", "webhook_verify_standard($1, $2->>'webhook-id', $2->>'webhook-timestamp', $2->>'webhook-signature', 'whsec_c2Vrcml0', at => to_timestamp(1700000000))"),
-            ("paddle", "", "webhook_verify_paddle($1, $2->>'Paddle-Signature', 'sekrit', at => to_timestamp(1700000000))"),
-            ("twilio", ", url => 'https://h.example/x?a=1'", "webhook_verify_twilio('https://h.example/x?a=1', $1, $2->>'X-Twilio-Signature', 'sekrit')"),
+            ("github", "", "webhook_dedup.webhook_verify_github($1, $2->>'X-Hub-Signature-256', 'sekrit')"),
+            ("stripe", "", "webhook_dedup.webhook_verify_stripe($1, $2->>'Stripe-Signature', 'sekrit', at => to_timestamp(1700000000))"),
+            ("shopify", "", "webhook_dedup.webhook_verify_shopify($1, $2->>'X-Shopify-Hmac-Sha256', 'sekrit')"),
+            ("slack", "", "webhook_dedup.webhook_verify_slack($1, $2->>'X-Slack-Request-Timestamp', $2->>'X-Slack-Signature', 'sekrit', at => to_timestamp(1700000000))"),
+            ("standard", ", msg_id => 'msg_1'", "webhook_dedup.webhook_verify_standard($1, $2->>'webhook-id', $2->>'webhook-timestamp', $2->>'webhook-signature', 'whsec_c2Vrcml0', at => to_timestamp(1700000000))"),
+            ("paddle", "", "webhook_dedup.webhook_verify_paddle($1, $2->>'Paddle-Signature', 'sekrit', at => to_timestamp(1700000000))"),
+            ("twilio", ", url => 'https://h.example/x?a=1'", "webhook_dedup.webhook_verify_twilio('https://h.example/x?a=1', $1, $2->>'X-Twilio-Signature', 'sekrit')"),
         ];
         for (scheme, extra, typed) in cases {
             let secret = if scheme == "standard" { "whsec_c2Vrcml0" } else { "sekrit" };
             let headers = Spi::get_one::<JsonB>(&format!(
-                "SELECT webhook_sign('{scheme}', 'a=1&b=2'::bytea, '{secret}', at => to_timestamp(1700000000){extra})"
+                "SELECT webhook_dedup.webhook_sign('{scheme}', 'a=1&b=2'::bytea, '{secret}', at => to_timestamp(1700000000){extra})"
             ))
             .unwrap()
             .unwrap();
             let url = if scheme == "twilio" { "'https://h.example/x?a=1'" } else { "NULL" };
             let both = Spi::get_two_with_args::<bool, bool>(
                 &format!(
-                    "SELECT webhook_verify('{scheme}', $1, $2, ARRAY['{secret}'], at => to_timestamp(1700000000), url => {url}),
+                    "SELECT webhook_dedup.webhook_verify('{scheme}', $1, $2, ARRAY['{secret}'], at => to_timestamp(1700000000), url => {url}),
                             {typed}"
                 ),
                 &[b"a=1&b=2".as_slice().into(), JsonB(headers.0.clone()).into()],
@@ -199,8 +199,8 @@ pub(crate) mod tests {
             assert_eq!(tampered, Ok(Some(false)), "{scheme}");
         }
         let generic = Spi::get_one::<bool>(
-            "SELECT webhook_verify('hmac', 'x'::bytea,
-                      webhook_sign('hmac', 'x'::bytea, 'k', signature_header => 'X-Sig', signature_prefix => 'sha1=', algorithm => 'sha1'),
+            "SELECT webhook_dedup.webhook_verify('hmac', 'x'::bytea,
+                      webhook_dedup.webhook_sign('hmac', 'x'::bytea, 'k', signature_header => 'X-Sig', signature_prefix => 'sha1=', algorithm => 'sha1'),
                       ARRAY['k'], signature_header => 'x-sig', signature_prefix => 'sha1=', algorithm => 'sha1')",
         );
         assert_eq!(generic, Ok(Some(true)));
@@ -226,10 +226,10 @@ pub(crate) mod tests {
     #[pg_test]
     fn raw_hmac_matches_rfc_4231() {
         let mac = Spi::get_one::<String>(
-            "SELECT encode(webhook_hmac(convert_to('what do ya want for nothing?', 'UTF8'), convert_to('Jefe', 'UTF8')), 'hex')",
+            "SELECT encode(webhook_dedup.webhook_hmac(convert_to('what do ya want for nothing?', 'UTF8'), convert_to('Jefe', 'UTF8')), 'hex')",
         );
         assert_eq!(mac, Ok(Some("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843".into())));
-        let sha1 = Spi::get_one::<i32>("SELECT length(webhook_hmac('x'::bytea, 'k'::bytea, 'SHA1'))");
+        let sha1 = Spi::get_one::<i32>("SELECT length(webhook_dedup.webhook_hmac('x'::bytea, 'k'::bytea, 'SHA1'))");
         assert_eq!(sha1, Ok(Some(20)));
     }
 
@@ -310,64 +310,73 @@ pub(crate) mod tests {
     fn argument_errors_have_precise_sqlstates() {
         let cases = [
             (
-                "SELECT webhook_verify('gitlab', ''::bytea, '{}', ARRAY['s'])",
+                "SELECT webhook_dedup.webhook_verify('gitlab', ''::bytea, '{}', ARRAY['s'])",
                 "22023: unknown webhook signature scheme \"gitlab\"",
             ),
-            ("SELECT webhook_verify('github', NULL, '{}', ARRAY['s'])", "22004: payload must not be NULL"),
             (
-                "SELECT webhook_verify('github', ''::bytea, '[1]', ARRAY['s'])",
+                "SELECT webhook_dedup.webhook_verify('github', NULL, '{}', ARRAY['s'])",
+                "22004: payload must not be NULL",
+            ),
+            (
+                "SELECT webhook_dedup.webhook_verify('github', ''::bytea, '[1]', ARRAY['s'])",
                 "22023: headers must be a JSON object of header names to values, not an array",
             ),
             (
-                "SELECT webhook_verify('github', ''::bytea, '{\"a\": 1}', ARRAY['s'])",
+                "SELECT webhook_dedup.webhook_verify('github', ''::bytea, '{\"a\": 1}', ARRAY['s'])",
                 "22023: header \"a\" must be a string or an array of strings, not a number",
             ),
-            ("SELECT webhook_verify('github', ''::bytea, '{}', ARRAY['s', ''])", "22023: secret 2 of 2 is empty"),
             (
-                "SELECT webhook_verify('stripe', ''::bytea, '{}', ARRAY['s\n'])",
+                "SELECT webhook_dedup.webhook_verify('github', ''::bytea, '{}', ARRAY['s', ''])",
+                "22023: secret 2 of 2 is empty",
+            ),
+            (
+                "SELECT webhook_dedup.webhook_verify('stripe', ''::bytea, '{}', ARRAY['s\n'])",
                 "22023: secret 1 of 1 has leading or trailing whitespace",
             ),
             (
-                "SELECT webhook_verify('github', ''::bytea, '{}', ARRAY[]::text[])",
+                "SELECT webhook_dedup.webhook_verify('github', ''::bytea, '{}', ARRAY[]::text[])",
                 "22023: secrets must hold at least one secret",
             ),
             (
-                "SELECT webhook_verify('github', ''::bytea, '{}', ARRAY[NULL]::text[])",
+                "SELECT webhook_dedup.webhook_verify('github', ''::bytea, '{}', ARRAY[NULL]::text[])",
                 "22004: every element of secrets must not be NULL",
             ),
             (
-                "SELECT webhook_verify('stripe', ''::bytea, '{}', ARRAY['s'], '-1 s')",
+                "SELECT webhook_dedup.webhook_verify('stripe', ''::bytea, '{}', ARRAY['s'], '-1 s')",
                 "22023: tolerance must not be negative",
             ),
             (
-                "SELECT webhook_verify('stripe', ''::bytea, '{}', ARRAY['s'], at => 'infinity')",
+                "SELECT webhook_dedup.webhook_verify('stripe', ''::bytea, '{}', ARRAY['s'], at => 'infinity')",
                 "22023: at must be a finite timestamp",
             ),
-            ("SELECT webhook_key(NULL, 'e')", "22004: source must not be NULL"),
-            ("SELECT webhook_key('s', '')", "22023: event_id must not be empty"),
-            ("SELECT webhook_key('s', 'e', account => '')", "22023: account must not be empty"),
-            ("SELECT * FROM webhook_claim(NULL, 'k')", "22004: source must not be NULL"),
-            ("SELECT * FROM webhook_claim('s', NULL)", "22004: idem_key must not be NULL"),
-            ("SELECT * FROM webhook_claim('', 'k')", "22023: source must not be empty"),
-            ("SELECT * FROM webhook_claim('s', '')", "22023: idem_key must not be empty"),
+            ("SELECT webhook_dedup.webhook_key(NULL, 'e')", "22004: source must not be NULL"),
+            ("SELECT webhook_dedup.webhook_key('s', '')", "22023: event_id must not be empty"),
+            ("SELECT webhook_dedup.webhook_key('s', 'e', account => '')", "22023: account must not be empty"),
+            ("SELECT * FROM webhook_dedup.webhook_claim(NULL, 'k')", "22004: source must not be NULL"),
+            ("SELECT * FROM webhook_dedup.webhook_claim('s', NULL)", "22004: idem_key must not be NULL"),
+            ("SELECT * FROM webhook_dedup.webhook_claim('', 'k')", "22023: source must not be empty"),
+            ("SELECT * FROM webhook_dedup.webhook_claim('s', '')", "22023: idem_key must not be empty"),
             (
-                "SELECT * FROM webhook_claim('s', repeat('k', 256))",
+                "SELECT * FROM webhook_dedup.webhook_claim('s', repeat('k', 256))",
                 "22023: idem_key is 256 characters long; the limit is 255",
             ),
             (
-                "SELECT * FROM webhook_claim(repeat('s', 300), 'k')",
+                "SELECT * FROM webhook_dedup.webhook_claim(repeat('s', 300), 'k')",
                 "22023: source is 300 characters long; the limit is 255",
             ),
-            ("SELECT * FROM webhook_claim('s', 'k', lease => '0 s')", "22023: lease must be a positive interval"),
             (
-                "SELECT * FROM webhook_claim('s', 'k', lease => '1 mon')",
+                "SELECT * FROM webhook_dedup.webhook_claim('s', 'k', lease => '0 s')",
+                "22023: lease must be a positive interval",
+            ),
+            (
+                "SELECT * FROM webhook_dedup.webhook_claim('s', 'k', lease => '1 mon')",
                 "22023: lease must not have a month or year part (use days, e.g. '30 days')",
             ),
             (
-                "SELECT webhook_complete('s', 'missing', gen_random_uuid())",
+                "SELECT webhook_dedup.webhook_complete('s', 'missing', gen_random_uuid())",
                 "P0002: no idempotency key \"missing\" for source \"s\"",
             ),
-            ("SELECT webhook_complete('s', 'k', NULL)", "22004: claim_token must not be NULL"),
+            ("SELECT webhook_dedup.webhook_complete('s', 'k', NULL)", "22004: claim_token must not be NULL"),
         ];
         for (query, want) in cases {
             assert_eq!(error_of(query), want, "{query}");
@@ -412,7 +421,7 @@ pub(crate) mod tests {
     fn key_length_limits() {
         assert_eq!(claim("s", &"k".repeat(255), None, "1 minute").0, "claimed");
         assert_eq!(claim("s", &"é".repeat(255), None, "1 minute").0, "claimed");
-        assert!(error_of("SELECT * FROM webhook_claim('s', repeat('é', 256))").starts_with("22023"));
+        assert!(error_of("SELECT * FROM webhook_dedup.webhook_claim('s', repeat('é', 256))").starts_with("22023"));
     }
 
     /// ID-05 and ID-11: a lease that expires is reclaimed by the next
@@ -450,7 +459,7 @@ pub(crate) mod tests {
     fn key_ignores_transport_headers() {
         let key_for = |request_id: &str| {
             Spi::get_one_with_args::<String>(
-                "SELECT webhook_key('standard', $1::jsonb->>'webhook-id')",
+                "SELECT webhook_dedup.webhook_key('standard', $1::jsonb->>'webhook-id')",
                 &[format!(r#"{{"webhook-id": "msg_redelivery_0001", "X-Request-Id": "{request_id}"}}"#).into()],
             )
             .unwrap()
@@ -493,12 +502,12 @@ pub(crate) mod tests {
         let (_, token, ..) = claim("svc", "precise", None, "1 minute");
         let input = r#"{"a": 12345678901234567890123, "b": 1.10, "c": -0.000000000000000000001}"#;
         let done = Spi::get_one_with_args::<bool>(
-            "SELECT webhook_complete('svc', 'precise', $1, $2::jsonb)",
+            "SELECT webhook_dedup.webhook_complete('svc', 'precise', $1, $2::jsonb)",
             &[token.unwrap().into(), input.into()],
         );
         assert_eq!(done, Ok(Some(true)));
         let back = Spi::get_two_with_args::<String, String>(
-            "SELECT result::text, $1::jsonb::text FROM webhook_claim('svc', 'precise')",
+            "SELECT result::text, $1::jsonb::text FROM webhook_dedup.webhook_claim('svc', 'precise')",
             &[input.into()],
         )
         .unwrap();
@@ -509,7 +518,7 @@ pub(crate) mod tests {
     #[pg_test]
     fn leases_are_bounded() {
         assert_eq!(
-            error_of("SELECT * FROM webhook_claim('s', 'k', lease => '366 days')"),
+            error_of("SELECT * FROM webhook_dedup.webhook_claim('s', 'k', lease => '366 days')"),
             "22023: lease must be at most 365 days"
         );
         assert_eq!(claim("s", "k", None, "365 days").0, "claimed");
@@ -550,21 +559,21 @@ pub(crate) mod tests {
     #[pg_test]
     fn large_stored_results_reach_duplicates_intact() {
         Spi::run(
-            "SELECT webhook_complete('big', k, (SELECT claim_token FROM webhook_claim('big', k)),
+            "SELECT webhook_dedup.webhook_complete('big', k, (SELECT claim_token FROM webhook_dedup.webhook_claim('big', k)),
                                      jsonb_build_object('blob', repeat(k, 100000)))
                FROM (VALUES ('k1'), ('k2'), ('k3')) AS t(k)",
         )
         .unwrap();
         for key in ["k1", "k2", "k3"] {
             let length = Spi::get_one_with_args::<i32>(
-                "SELECT length(result ->> 'blob') FROM webhook_claim('big', $1)",
+                "SELECT length(result ->> 'blob') FROM webhook_dedup.webhook_claim('big', $1)",
                 &[key.into()],
             );
             assert_eq!(length, Ok(Some(200_000)), "{key}");
         }
         let many = Spi::get_one::<String>(
             "SELECT string_agg(idem_key || ':' || outcome || ':' || length(result ->> 'blob'), ',' ORDER BY idem_key)
-               FROM webhook_claim_many('big', ARRAY['k1', 'k2', 'k3', 'k4'])",
+               FROM webhook_dedup.webhook_claim_many('big', ARRAY['k1', 'k2', 'k3', 'k4'])",
         );
         assert_eq!(many, Ok(Some("k1:duplicate:200000,k2:duplicate:200000,k3:duplicate:200000".into())));
     }
@@ -578,8 +587,8 @@ pub(crate) mod tests {
     fn a_role_without_every_table_privilege_cannot_write_keys() {
         assert_eq!(claim("priv", "held", None, "1 minute").0, "claimed");
         Spi::run(
-            "ALTER FUNCTION webhook_claim(text, text, bytea, interval, text) SECURITY INVOKER;
-             ALTER FUNCTION webhook_complete(text, text, uuid, jsonb) SECURITY INVOKER;
+            "ALTER FUNCTION webhook_dedup.webhook_claim(text, text, bytea, interval, text) SECURITY INVOKER;
+             ALTER FUNCTION webhook_dedup.webhook_complete(text, text, uuid, jsonb) SECURITY INVOKER;
              CREATE ROLE test_key_reader NOLOGIN; CREATE ROLE test_key_inserter NOLOGIN;
              GRANT webhook_dedup_receiver TO test_key_reader, test_key_inserter;
              GRANT SELECT ON webhook_dedup.keys, webhook_dedup.sources TO test_key_reader, test_key_inserter;
@@ -594,10 +603,11 @@ pub(crate) mod tests {
         };
         for role in ["test_key_reader", "test_key_inserter"] {
             Spi::run(&format!("SET LOCAL ROLE {role}")).unwrap();
-            let new_key = as_role("SELECT webhook_claim('priv', 'new')");
-            let known = as_role("SELECT webhook_claim('priv', 'held')");
-            let complete =
-                as_role("SELECT webhook_complete('priv', 'held', '00000000-0000-0000-0000-000000000000'::uuid)");
+            let new_key = as_role("SELECT webhook_dedup.webhook_claim('priv', 'new')");
+            let known = as_role("SELECT webhook_dedup.webhook_claim('priv', 'held')");
+            let complete = as_role(
+                "SELECT webhook_dedup.webhook_complete('priv', 'held', '00000000-0000-0000-0000-000000000000'::uuid)",
+            );
             Spi::run("RESET ROLE").unwrap();
             for (what, got) in [("new key", new_key), ("known key", known), ("complete", complete)] {
                 assert!(got.starts_with("42501"), "{role}, {what}: {got}");
@@ -622,8 +632,8 @@ pub(crate) mod tests {
         };
         // (the test's transaction stays read-only to its end, then rolls back)
         Spi::run("SET LOCAL transaction_read_only = on").unwrap();
-        let claimed = try_("SELECT webhook_claim('ro', 'new')");
-        let completed = try_(&format!("SELECT webhook_complete('ro', 'k', '{token}'::uuid)"));
+        let claimed = try_("SELECT webhook_dedup.webhook_claim('ro', 'new')");
+        let completed = try_(&format!("SELECT webhook_dedup.webhook_complete('ro', 'k', '{token}'::uuid)"));
         assert!(claimed.starts_with("25006"), "{claimed}");
         assert!(completed.starts_with("25006"), "{completed}");
         assert_eq!(
@@ -640,7 +650,7 @@ pub(crate) mod tests {
     fn source_settings_changes_reach_the_next_call() {
         let lease = |key: &str| {
             Spi::get_one_with_args::<f64>(
-                "SELECT extract(epoch FROM lease_expires_at - first_seen_at)::float8 FROM webhook_claim('cached', $1)",
+                "SELECT extract(epoch FROM lease_expires_at - first_seen_at)::float8 FROM webhook_dedup.webhook_claim('cached', $1)",
                 &[key.into()],
             )
             .unwrap()

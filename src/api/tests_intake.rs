@@ -19,7 +19,7 @@ mod tests {
                     &format!(
                         "SELECT verified, reject_reason, idem_key, outcome, event_type,
                                 to_char(event_time AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US')
-                           FROM webhook_receive($1, $2, $3, ARRAY[$4], at => to_timestamp($5){extra})"
+                           FROM webhook_dedup.webhook_receive($1, $2, $3, ARRAY[$4], at => to_timestamp($5){extra})"
                     ),
                     None,
                     &[scheme.into(), body.into(), JsonB(headers.clone()).into(), secret.into(), at_unix.into()],
@@ -73,13 +73,13 @@ mod tests {
             assert_eq!(send(first), s(first_outcome), "{mode}");
             if mode == "claim" {
                 let done = Spi::get_one_with_args::<bool>(
-                    "SELECT webhook_complete($1, k.idem_key, k.claim_token, '{\"ok\": 1}')
+                    "SELECT webhook_dedup.webhook_complete($1, k.idem_key, k.claim_token, '{\"ok\": 1}')
                        FROM webhook_dedup.keys AS k WHERE k.source = $1",
                     &[source.into()],
                 );
                 assert_eq!(done, Ok(Some(true)));
                 let result = Spi::get_one_with_args::<JsonB>(
-                    "SELECT result FROM webhook_receive('stripe', $1, $2, ARRAY['whsec_x'], at => to_timestamp($3),
+                    "SELECT result FROM webhook_dedup.webhook_receive('stripe', $1, $2, ARRAY['whsec_x'], at => to_timestamp($3),
                                                         source => $4)",
                     &[
                         retry.as_bytes().into(),
@@ -187,7 +187,10 @@ mod tests {
         let missing = receive("slack", &body, &v["headers"], secret, 1_531_420_678.0, "");
         assert_eq!(missing, (true, s("missing_event_id"), None, None, None, None));
         let fallback = receive("slack", &body, &v["headers"], secret, 1_531_420_678.0, ", body_key_fallback => true");
-        let key = Spi::get_one_with_args::<String>("SELECT webhook_body_key('slack', $1)", &[body.as_slice().into()]);
+        let key = Spi::get_one_with_args::<String>(
+            "SELECT webhook_dedup.webhook_body_key('slack', $1)",
+            &[body.as_slice().into()],
+        );
         assert_eq!(fallback.2, key.unwrap());
         assert_eq!(fallback.3, s("claimed"));
     }
@@ -258,7 +261,7 @@ mod tests {
         let again = receive("stripe", &body, &v["headers"], secret, 1_700_000_000.0, enqueue);
         assert_eq!((first.3.as_deref(), again.3.as_deref()), (Some("accepted"), Some("duplicate")));
         let drained = Spi::get_two::<String, String>(
-            "SELECT idem_key, convert_from(payload, 'UTF8') FROM webhook_next('stripe')",
+            "SELECT idem_key, convert_from(payload, 'UTF8') FROM webhook_dedup.webhook_next('stripe')",
         )
         .unwrap();
         assert_eq!(drained.0, s("stripe:evt_test_vector_0001"));
@@ -313,7 +316,7 @@ mod tests {
         assert_eq!(stripe, Ok((s("body /id"), s("3 days"))));
         let bad_mode = Spi::get_one::<String>(
             "CREATE FUNCTION pg_temp.e() RETURNS text LANGUAGE plpgsql AS $$ BEGIN
-               PERFORM webhook_receive('github', ''::bytea, '{}', ARRAY['s'], mode => 'later');
+               PERFORM webhook_dedup.webhook_receive('github', ''::bytea, '{}', ARRAY['s'], mode => 'later');
                RETURN 'no error'; EXCEPTION WHEN others THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
              SELECT pg_temp.e()",
         );

@@ -33,7 +33,7 @@ mod tests {
                         "SELECT verified, reject_reason, idem_key, outcome, event_type,
                                 to_char(event_time AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US'),
                                 result, response, claim_token::text
-                           FROM webhook_receive($1, $2, $3, ARRAY[$4], at => to_timestamp($5){extra})"
+                           FROM webhook_dedup.webhook_receive($1, $2, $3, ARRAY[$4], at => to_timestamp($5){extra})"
                     ),
                     None,
                     &[
@@ -70,7 +70,7 @@ mod tests {
 
     fn complete(source: &str, idem_key: &str, token: &str, result: &str) {
         let done = Spi::get_one_with_args::<bool>(
-            "SELECT webhook_complete($1, $2, $3::uuid, $4::jsonb)",
+            "SELECT webhook_dedup.webhook_complete($1, $2, $3::uuid, $4::jsonb)",
             &[source.into(), idem_key.into(), token.into(), result.into()],
         );
         assert_eq!(done, Ok(Some(true)));
@@ -141,7 +141,7 @@ mod tests {
         let body = br#"{"action":"opened","number":7}"#;
         let first = receive("github", body, &github(body, "f-1"), GITHUB_SECRET, 0, "");
         let failed = Spi::get_one_with_args::<String>(
-            "SELECT webhook_fail('github', 'github:f-1', $1::uuid, 'boom', retry_after => '0')",
+            "SELECT webhook_dedup.webhook_fail('github', 'github:f-1', $1::uuid, 'boom', retry_after => '0')",
             &[first.token.as_deref().unwrap().into()],
         );
         assert_eq!(failed, Ok(s("failed")));
@@ -156,7 +156,7 @@ mod tests {
         assert_eq!((retry.outcome.as_deref(), retry.idem_key.as_deref()), (Some("in_progress"), Some("github:f-2")));
 
         // a key forgotten by an operator gives its body up too
-        Spi::run("SELECT webhook_forget('github', 'github:f-2')").unwrap();
+        Spi::run("SELECT webhook_dedup.webhook_forget('github', 'github:f-2')").unwrap();
         let third = receive("github", body, &github(body, "f-3"), GITHUB_SECRET, 0, "");
         assert_eq!(third.outcome, s("claimed"));
 
@@ -184,7 +184,7 @@ mod tests {
         Spi::run("SELECT * FROM webhook_dedup.run_maintenance()").unwrap();
         assert_eq!(guards(), 1, "its key lives");
         assert_eq!(receive("github", body, &github(body, "p-2"), GITHUB_SECRET, 0, SRC).outcome, s("in_progress"));
-        Spi::run("SELECT webhook_forget('gh-prune', 'gh-prune:p-1')").unwrap();
+        Spi::run("SELECT webhook_dedup.webhook_forget('gh-prune', 'gh-prune:p-1')").unwrap();
         Spi::run("SELECT * FROM webhook_dedup.run_maintenance()").unwrap();
         assert_eq!(guards(), 0, "its key is gone");
     }
@@ -294,9 +294,10 @@ mod tests {
     #[pg_test]
     fn a_key_stored_under_the_raw_body_rule_still_knows_its_bytes() {
         let body = br#"{"id":"evt_legacy","object":"event","type":"invoice.paid","pending_webhooks":2,"data":{"object":{"id":"in_1"}}}"#;
-        let key = Spi::get_one::<String>("SELECT webhook_key('stripe-legacy', 'evt_legacy')").unwrap().unwrap();
+        let key =
+            Spi::get_one::<String>("SELECT webhook_dedup.webhook_key('stripe-legacy', 'evt_legacy')").unwrap().unwrap();
         let token = Spi::get_one_with_args::<String>(
-            "SELECT claim_token::text FROM webhook_claim('stripe-legacy', $1, $2)",
+            "SELECT claim_token::text FROM webhook_dedup.webhook_claim('stripe-legacy', $1, $2)",
             &[key.as_str().into(), body.as_slice().into()],
         )
         .unwrap()
@@ -359,7 +360,7 @@ mod tests {
             }
         );
         let text = Spi::get_one_with_args::<String>(
-            "SELECT response::text FROM webhook_receive('slack', $1, $2, ARRAY['slack-secret'], at => to_timestamp(1700000000))",
+            "SELECT response::text FROM webhook_dedup.webhook_receive('slack', $1, $2, ARRAY['slack-secret'], at => to_timestamp(1700000000))",
             &[body.as_slice().into(), JsonB(headers.clone()).into()],
         );
         assert_eq!(text, Ok(s(r#"{"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}"#)));
@@ -412,7 +413,10 @@ mod tests {
             )
         };
         let first = send();
-        let key = Spi::get_one_with_args::<String>("SELECT webhook_body_key('zoom', $1)", &[event.as_slice().into()]);
+        let key = Spi::get_one_with_args::<String>(
+            "SELECT webhook_dedup.webhook_body_key('zoom', $1)",
+            &[event.as_slice().into()],
+        );
         assert_eq!((first.outcome.as_deref(), first.idem_key), (Some("claimed"), key.unwrap()));
         assert_eq!(
             (first.event_type.as_deref(), first.event_time.as_deref()),
@@ -515,7 +519,16 @@ mod tests {
         assert_eq!(find("github"), ("github".into(), "raw body".into(), true, false));
         assert!(find("shopify").2);
         assert!(find("slack").3);
-        assert_eq!(rows.iter().filter(|r| r.2).count(), 3, "github, shopify and linear");
+        assert_eq!(
+            rows.iter().filter(|r| r.2).map(|r| r.0.as_str()).collect::<Vec<_>>(),
+            ["github", "linear", "shopify", "twilio"],
+            "the schemes whose event id is in a header they do not sign"
+        );
+        assert_eq!(
+            find("twilio").1,
+            "signed text: the URL and the form parameters sorted by name",
+            "Twilio signs its form's parameters, not their order"
+        );
         assert_eq!(
             rows.iter().filter(|r| r.3).map(|r| r.0.as_str()).collect::<Vec<_>>(),
             ["discord", "slack", "twitter", "zoom"]
@@ -558,9 +571,11 @@ mod tests {
             ", source => 'gh-mixed', mode => 'enqueue'",
         );
         assert_eq!(queued.outcome, s("accepted"));
-        let token = Spi::get_one::<String>("SELECT claim_token::text FROM webhook_next('gh-mixed')").unwrap().unwrap();
+        let token = Spi::get_one::<String>("SELECT claim_token::text FROM webhook_dedup.webhook_next('gh-mixed')")
+            .unwrap()
+            .unwrap();
         Spi::get_one_with_args::<String>(
-            "SELECT webhook_fail('gh-mixed', 'gh-mixed:m-1', $1::uuid, 'boom', retry_after => '0')",
+            "SELECT webhook_dedup.webhook_fail('gh-mixed', 'gh-mixed:m-1', $1::uuid, 'boom', retry_after => '0')",
             &[token.as_str().into()],
         )
         .unwrap();
@@ -569,13 +584,13 @@ mod tests {
             (replay.outcome.as_deref(), replay.idem_key.as_deref()),
             (Some("in_progress"), Some("gh-mixed:m-1"))
         );
-        assert_eq!(count("SELECT count(*) FROM webhook_next('gh-mixed')"), 1, "the workers retry m-1");
+        assert_eq!(count("SELECT count(*) FROM webhook_dedup.webhook_next('gh-mixed')"), 1, "the workers retry m-1");
         // the other way round: a claim-mode key that failed has no payload,
         // so an enqueue-mode delivery of its body takes it over
         let claimed = br#"{"action":"claimed-then-failed"}"#;
         let c = receive("github", claimed, &github(claimed, "n-1"), GITHUB_SECRET, 0, ", source => 'gh-mixed'");
         Spi::get_one_with_args::<String>(
-            "SELECT webhook_fail('gh-mixed', 'gh-mixed:n-1', $1::uuid, 'boom', retry_after => '0')",
+            "SELECT webhook_dedup.webhook_fail('gh-mixed', 'gh-mixed:n-1', $1::uuid, 'boom', retry_after => '0')",
             &[c.token.as_deref().unwrap().into()],
         )
         .unwrap();

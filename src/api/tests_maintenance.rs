@@ -18,7 +18,7 @@ mod tests {
         Spi::connect(|client| {
             let row = client
                 .select(
-                    "SELECT outcome, claim_token, attempt FROM webhook_claim($1, $2, lease => $3::interval)",
+                    "SELECT outcome, claim_token, attempt FROM webhook_dedup.webhook_claim($1, $2, lease => $3::interval)",
                     None,
                     &[source.into(), key.into(), lease.into()],
                 )
@@ -94,7 +94,8 @@ mod tests {
         .unwrap();
         assert!(error.unwrap().starts_with("lease of attempt 1 expired at "));
         assert_eq!(due_now, Some(true));
-        let late = Spi::get_one_with_args::<bool>("SELECT webhook_complete('sweep', 'k', $1)", &[token.into()]);
+        let late =
+            Spi::get_one_with_args::<bool>("SELECT webhook_dedup.webhook_complete('sweep', 'k', $1)", &[token.into()]);
         assert_eq!(late, Ok(Some(false)), "the swept holder is fenced out");
         let again = claim("sweep", "k", "1 minute");
         assert_eq!((again.0.as_str(), again.2), ("reclaimed", 2));
@@ -196,7 +197,7 @@ mod tests {
         assert_eq!(until, Ok(Some(true)));
         // completed now, the key is kept for its source's retention
         let (_, token, _) = claim("long", "fresh", "1 minute");
-        Spi::run_with_args("SELECT webhook_complete('long', 'fresh', $1)", &[token.into()]).unwrap();
+        Spi::run_with_args("SELECT webhook_dedup.webhook_complete('long', 'fresh', $1)", &[token.into()]).unwrap();
         let kept = Spi::get_one::<bool>(
             "SELECT expires_at = completed_at + interval '3650 days' FROM webhook_dedup.keys WHERE idem_key = 'fresh'",
         );
@@ -283,7 +284,7 @@ mod tests {
         let deliver = |step: &Value| -> (bool, Option<String>) {
             let at = step["headers"]["webhook-timestamp"].as_str().unwrap().parse::<f64>().unwrap();
             Spi::get_two_with_args::<bool, String>(
-                "SELECT verified, outcome FROM webhook_receive('standard', $1, $2, ARRAY[$3], at => to_timestamp($4))",
+                "SELECT verified, outcome FROM webhook_dedup.webhook_receive('standard', $1, $2, ARRAY[$3], at => to_timestamp($4))",
                 &[body.as_slice().into(), JsonB(step["headers"].clone()).into(), secret.into(), at.into()],
             )
             .map(|(verified, outcome)| (verified.unwrap(), outcome))
@@ -291,7 +292,7 @@ mod tests {
         };
         assert_eq!(deliver(&steps[0]), (true, Some("claimed".into())));
         Spi::run(
-            "SELECT webhook_complete('standard', idem_key, claim_token)
+            "SELECT webhook_dedup.webhook_complete('standard', idem_key, claim_token)
                FROM webhook_dedup.keys WHERE source = 'standard'",
         )
         .unwrap();

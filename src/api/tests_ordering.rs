@@ -8,7 +8,7 @@ mod tests {
 
     fn advance(entity: &str, at: &str, event_id: Option<&str>, sequence: Option<i64>) -> bool {
         Spi::get_one_with_args::<bool>(
-            "SELECT webhook_advance('stripe', $1, $2::timestamptz, $3, $4)",
+            "SELECT webhook_dedup.webhook_advance('stripe', $1, $2::timestamptz, $3, $4)",
             &[entity.into(), at.into(), event_id.into(), sequence.into()],
         )
         .unwrap()
@@ -50,7 +50,7 @@ mod tests {
         Spi::run(
             "CREATE TABLE pg_temp.intents (id text PRIMARY KEY, status text, source_updated_at timestamptz);
              CREATE TRIGGER guard BEFORE INSERT OR UPDATE ON pg_temp.intents
-               FOR EACH ROW EXECUTE FUNCTION webhook_monotonic_guard('source_updated_at')",
+               FOR EACH ROW EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('source_updated_at')",
         )
         .unwrap();
         let upsert = |status: &str, at: &str| {
@@ -95,7 +95,7 @@ mod tests {
     fn trigger_nulls_ties_and_inserts() {
         Spi::run(
             "CREATE TABLE pg_temp.t (id int PRIMARY KEY, v text, at timestamp);
-             CREATE TRIGGER guard BEFORE UPDATE ON pg_temp.t FOR EACH ROW EXECUTE FUNCTION webhook_monotonic_guard('at');
+             CREATE TRIGGER guard BEFORE UPDATE ON pg_temp.t FOR EACH ROW EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('at');
              INSERT INTO pg_temp.t VALUES (1, 'a', NULL)",
         )
         .unwrap();
@@ -132,31 +132,51 @@ mod tests {
             error_of("UPDATE pg_temp.m SET label = 'y'")
         };
         assert_eq!(
-            with_trigger("BEFORE UPDATE FOR EACH ROW EXECUTE FUNCTION webhook_monotonic_guard('nope')"),
+            with_trigger("BEFORE UPDATE FOR EACH ROW EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('nope')"),
             "42703: column \"nope\" of relation \"m\" does not exist"
         );
         assert_eq!(
-            with_trigger("BEFORE UPDATE FOR EACH ROW EXECUTE FUNCTION webhook_monotonic_guard('label')"),
+            with_trigger("BEFORE UPDATE FOR EACH ROW EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('label')"),
             "42804: column \"label\" of relation \"m\" must be timestamptz or timestamp to be guarded"
         );
         assert_eq!(
-            with_trigger("BEFORE UPDATE FOR EACH ROW EXECUTE FUNCTION webhook_monotonic_guard()"),
+            with_trigger("BEFORE UPDATE FOR EACH ROW EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard()"),
             "22023: webhook_monotonic_guard needs one argument, the column to guard, not 0"
         );
         assert_eq!(
-            with_trigger("AFTER UPDATE FOR EACH ROW EXECUTE FUNCTION webhook_monotonic_guard('at')"),
+            with_trigger("AFTER UPDATE FOR EACH ROW EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('at')"),
             "39P01: webhook_monotonic_guard must be a BEFORE ... FOR EACH ROW trigger"
         );
         assert_eq!(
-            with_trigger("BEFORE UPDATE FOR EACH STATEMENT EXECUTE FUNCTION webhook_monotonic_guard('at')"),
+            with_trigger(
+                "BEFORE UPDATE FOR EACH STATEMENT EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('at')"
+            ),
             "39P01: webhook_monotonic_guard must be a BEFORE ... FOR EACH ROW trigger"
         );
+        // Called as a plain function, every trigger function of the
+        // extension (the class: issue 24) is 39P01, never pgrx's XX000
+        // ("PgTrigger::from_fcinfo failed: NotTrigger").
+        for name in ["webhook_dedup.webhook_monotonic_guard", "webhook_dedup.sources_changed"] {
+            assert_eq!(
+                error_of(&format!("SELECT {name}()")),
+                format!("39P01: {name}() is a trigger function: it can only be called by a trigger")
+            );
+        }
+        let trigger_functions = Spi::get_one::<i64>(
+            "SELECT count(*) FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+               JOIN pg_extension e ON d.refobjid = e.oid AND e.extname = 'webhook_dedup'
+              WHERE p.prorettype = 'trigger'::regtype",
+        );
+        assert_eq!(trigger_functions, Ok(Some(2)), "a new trigger function belongs in the loop above");
         let cases = [
-            ("SELECT webhook_advance(NULL, 'e', now())", "22004: source must not be NULL"),
-            ("SELECT webhook_advance('s', NULL, now())", "22004: entity_id must not be NULL"),
-            ("SELECT webhook_advance('s', 'e', NULL)", "22004: source_updated_at must not be NULL"),
-            ("SELECT webhook_advance('s', '', now())", "22023: entity_id must not be empty"),
-            ("SELECT webhook_advance('s', 'e', 'infinity')", "22023: source_updated_at must be a finite timestamp"),
+            ("SELECT webhook_dedup.webhook_advance(NULL, 'e', now())", "22004: source must not be NULL"),
+            ("SELECT webhook_dedup.webhook_advance('s', NULL, now())", "22004: entity_id must not be NULL"),
+            ("SELECT webhook_dedup.webhook_advance('s', 'e', NULL)", "22004: source_updated_at must not be NULL"),
+            ("SELECT webhook_dedup.webhook_advance('s', '', now())", "22023: entity_id must not be empty"),
+            (
+                "SELECT webhook_dedup.webhook_advance('s', 'e', 'infinity')",
+                "22023: source_updated_at must be a finite timestamp",
+            ),
         ];
         for (query, want) in cases {
             assert_eq!(error_of(query), want, "{query}");

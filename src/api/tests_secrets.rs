@@ -23,7 +23,7 @@ mod tests {
             let row = c
                 .select(
                     "SELECT verified, reject_reason, secret_index
-                       FROM webhook_receive('stripe', $1, $2, source => $3, at => to_timestamp($4))",
+                       FROM webhook_dedup.webhook_receive('stripe', $1, $2, source => $3, at => to_timestamp($4))",
                     None,
                     &[body.as_bytes().into(), JsonB(headers).into(), source.into(), (at as f64).into()],
                 )
@@ -87,7 +87,7 @@ mod tests {
         let body = br#"{"id":"evt_x","type":"t","created":1700000000,"data":{}}"#;
         let headers = signed("stripe", body, "whsec_given", T0, "", json!({}));
         let given = Spi::get_one_with_args::<i32>(
-            "SELECT secret_index FROM webhook_receive('stripe', $1, $2, ARRAY['whsec_a', 'whsec_given'],
+            "SELECT secret_index FROM webhook_dedup.webhook_receive('stripe', $1, $2, ARRAY['whsec_a', 'whsec_given'],
                                                        source => 'rot', at => to_timestamp($3))",
             &[body.as_slice().into(), JsonB(headers).into(), (T0 as f64).into()],
         );
@@ -99,11 +99,12 @@ mod tests {
     /// a key of the scheme is 22023 naming its id, never its value.
     #[pg_test]
     fn missing_or_unusable_stored_keys_are_errors() {
-        let none = error_of("SELECT * FROM webhook_receive('github', 'x'::bytea, '{}', source => 'no-keys')");
+        let none =
+            error_of("SELECT * FROM webhook_dedup.webhook_receive('github', 'x'::bytea, '{}', source => 'no-keys')");
         assert!(none.starts_with("55000: source \"no-keys\" has no verification key"), "{none}");
         let id = add("sw", "whsec_not base64!", T0);
         let bad = error_of(&format!(
-            "SELECT * FROM webhook_receive('standard', 'x'::bytea, '{{}}', source => 'sw', at => to_timestamp({T0}))"
+            "SELECT * FROM webhook_dedup.webhook_receive('standard', 'x'::bytea, '{{}}', source => 'sw', at => to_timestamp({T0}))"
         ));
         assert!(bad.starts_with(&format!("22023: key {id} of source \"sw\"")), "{bad}");
         assert!(!bad.contains("not base64"), "the secret is never echoed: {bad}");
@@ -140,20 +141,96 @@ mod tests {
         add("twitter", "z3ZX4v7mAAUGykl3EcmkqbartmuW8VFOOzCloLx9Q45P0hLrFu", T0);
         let crc = |source: &str| {
             Spi::get_two_with_args::<String, JsonB>(
-                "SELECT reject_reason, response FROM webhook_receive('twitter', ''::bytea, '{}', source => $1,
+                "SELECT reject_reason, response FROM webhook_dedup.webhook_receive('twitter', ''::bytea, '{}', source => $1,
                    url => 'https://x/hook?crc_token=14036452205egbgr1vjgqxtrnp65xfznchgdccwh5d6i09vijqi3whgowmn6')",
                 &[source.into()],
             )
             .unwrap()
         };
-        let (reason, response) = crc("mailgun");
-        assert_eq!((reason.as_deref(), response.map(|r| r.0)), (Some("refused_handshake"), None));
+        // a Mailgun source's key is no key of X at all (issue 24: keys carry
+        // their scheme): 55000, no answer
+        let refused = error_of(
+            "SELECT reject_reason FROM webhook_dedup.webhook_receive('twitter', ''::bytea, '{}', source => 'mailgun',
+               url => 'https://x/hook?crc_token=14036452205egbgr1vjgqxtrnp65xfznchgdccwh5d6i09vijqi3whgowmn6')",
+        );
+        assert!(
+            refused.starts_with("55000: source \"mailgun\" has no verification key for scheme twitter"),
+            "{refused}"
+        );
         let (reason, response) = crc("twitter");
         assert_eq!(reason, None);
         assert!(response.unwrap().0["response_token"].as_str().unwrap().starts_with("sha256="));
         Spi::run("INSERT INTO webhook_dedup.sources (source, provider) VALUES ('x-main', 'twitter')").unwrap();
         add("x-main", "z3ZX4v7mAAUGykl3EcmkqbartmuW8VFOOzCloLx9Q45P0hLrFu", T0);
         assert_eq!(crc("x-main").0, None, "a source whose provider is twitter");
+    }
+
+    /// Issue 24: the operator may change a source's provider at any time,
+    /// and keys used to be checked against the scheme only when added. A
+    /// Mailgun source whose provider became twitter answered the CRC with
+    /// its Mailgun key: a valid Mailgun signature of a chosen timestamp and
+    /// token. Keys now carry the scheme they were accepted for and verify
+    /// (and answer) for that scheme only.
+    #[pg_test]
+    fn a_provider_change_never_turns_a_key_into_another_schemes_key() {
+        Spi::run("INSERT INTO webhook_dedup.sources (source, provider) VALUES ('mail', 'mailgun')").unwrap();
+        let key = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0";
+        add("mail", key, T0);
+        add("loose", "a secret of a source that names no scheme", T0);
+        assert_eq!(
+            Spi::get_one::<String>(
+                "SELECT string_agg(source || '=' || coalesce(scheme, 'NULL'), ',' ORDER BY source)
+                   FROM webhook_dedup.list_secrets() WHERE source IN ('mail', 'loose')"
+            ),
+            Ok(Some("loose=NULL,mail=mailgun".into()))
+        );
+        Spi::run("UPDATE webhook_dedup.sources SET provider = 'twitter' WHERE source = 'mail'").unwrap();
+        Spi::run("INSERT INTO webhook_dedup.sources (source, provider) VALUES ('loose', 'twitter')").unwrap();
+        // The Mailgun signature of timestamp 1403645220 and this token under
+        // the key is 9cfc5c41...d33 (mailgun-php's own vector); X's CRC
+        // answer is base64(HMAC-SHA256(key, token)) of the token alone, so
+        // a timestamp glued in front of the token makes it that signature.
+        let crc = |source: &str| {
+            error_of(&format!(
+                "SELECT reject_reason FROM webhook_dedup.webhook_receive('twitter', ''::bytea, '{{}}', source => '{source}',
+                   url => 'https://x/hook?crc_token=14036452205egbgr1vjgqxtrnp65xfznchgdccwh5d6i09vijqi3whgowmn6')"
+            ))
+        };
+        let refused = crc("mail");
+        assert!(
+            refused.starts_with("55000: source \"mail\" has no verification key for scheme twitter"),
+            "the Mailgun key does not serve X: {refused}"
+        );
+        assert_eq!(crc("loose"), "no error", "a key accepted for no scheme...");
+        assert_eq!(
+            Spi::get_one::<String>(
+                "SELECT coalesce(reject_reason, 'answered') FROM webhook_dedup.webhook_receive('twitter', ''::bytea, '{}',
+                   source => 'loose', url => 'https://x/hook?crc_token=abc')"
+            ),
+            Ok(Some("refused_handshake".into())),
+            "...never answers the unsigned CRC"
+        );
+        // and the Mailgun key still verifies Mailgun deliveries of the source
+        let body = format!(
+            r#"{{"signature":{{"timestamp":"{T0}","token":"tok-1","signature":"{}"}},"event-data":{{"id":"e1"}}}}"#,
+            Spi::get_one_with_args::<JsonB>(
+                "SELECT webhook_dedup.webhook_sign('mailgun', ''::bytea, $1, at => to_timestamp($2), msg_id => 'tok-1')",
+                &[key.into(), (T0 as f64).into()],
+            )
+            .unwrap()
+            .unwrap()
+            .0["signature"]["signature"]
+                .as_str()
+                .unwrap()
+        );
+        assert_eq!(
+            Spi::get_one_with_args::<bool>(
+                "SELECT verified FROM webhook_dedup.webhook_receive('mailgun', $1, '{}', source => 'mail',
+                   at => to_timestamp($2))",
+                &[body.as_bytes().into(), (T0 as f64).into()],
+            ),
+            Ok(Some(true))
+        );
     }
 
     #[pg_test]

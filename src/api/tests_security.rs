@@ -55,13 +55,15 @@ mod tests {
         Spi::run("RESET webhook_dedup.default_lease").unwrap();
         // the argument and the column agree with the setting
         assert_eq!(
-            error_of("SELECT webhook_claim('s', 'k', lease => '365 days 1 second')"),
+            error_of("SELECT webhook_dedup.webhook_claim('s', 'k', lease => '365 days 1 second')"),
             "22023: lease must be at most 365 days"
         );
         assert!(error_of("INSERT INTO webhook_dedup.sources (source, retention) VALUES ('s', '3650 days 1 second')")
             .starts_with("23514: "),);
         assert_eq!(
-            error_of("SELECT webhook_verify('github', ''::bytea, '{}', ARRAY['s'], tolerance => '366 days')"),
+            error_of(
+                "SELECT webhook_dedup.webhook_verify('github', ''::bytea, '{}', ARRAY['s'], tolerance => '366 days')"
+            ),
             "22023: tolerance must be at most 365 days"
         );
     }
@@ -71,14 +73,15 @@ mod tests {
     /// after failed. Both are rejected now; exactly 300 s passes.
     #[pg_test]
     fn replay_windows_compare_microseconds_symmetrically() {
-        let headers =
-            Spi::get_one::<JsonB>("SELECT webhook_sign('slack', 'x'::bytea, 'sekrit', at => to_timestamp(1700000000))")
-                .unwrap()
-                .unwrap();
+        let headers = Spi::get_one::<JsonB>(
+            "SELECT webhook_dedup.webhook_sign('slack', 'x'::bytea, 'sekrit', at => to_timestamp(1700000000))",
+        )
+        .unwrap()
+        .unwrap();
         let verify = |at: &str| {
             Spi::get_one_with_args::<String>(
                 &format!(
-                    "SELECT reason FROM webhook_verify_detail('slack', 'x'::bytea, $1, ARRAY['sekrit'],
+                    "SELECT reason FROM webhook_dedup.webhook_verify_detail('slack', 'x'::bytea, $1, ARRAY['sekrit'],
                                                               at => to_timestamp(1700000000) + interval '{at}')"
                 ),
                 &[JsonB(headers.0.clone()).into()],

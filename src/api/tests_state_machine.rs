@@ -15,7 +15,7 @@ mod tests {
         Spi::connect(|c| {
             let row = c
                 .select(
-                    "SELECT outcome, claim_token, attempt, last_step FROM webhook_claim('sm', $1, lease => $2::interval)",
+                    "SELECT outcome, claim_token, attempt, last_step FROM webhook_dedup.webhook_claim('sm', $1, lease => $2::interval)",
                     None,
                     &[key.into(), lease.into()],
                 )
@@ -40,7 +40,7 @@ mod tests {
 
     fn fail(key: &str, token: Uuid, retryable: bool, retry_after: Option<&str>) -> Option<String> {
         Spi::get_one_with_args::<String>(
-            "SELECT webhook_fail('sm', $1, $2, 'boom', $3, $4::interval)",
+            "SELECT webhook_dedup.webhook_fail('sm', $1, $2, 'boom', $3, $4::interval)",
             &[key.into(), token.into(), retryable.into(), retry_after.into()],
         )
         .unwrap()
@@ -64,7 +64,10 @@ mod tests {
         assert_eq!(due, Ok(Some(true)));
         assert_eq!(claim("f1", "1 minute").0, "retry_later");
         // an operator makes it due now; the next delivery reclaims it
-        assert_eq!(Spi::get_one::<String>("SELECT webhook_resolve('sm', 'f1', 'failed')"), Ok(Some("failed".into())));
+        assert_eq!(
+            Spi::get_one::<String>("SELECT webhook_dedup.webhook_resolve('sm', 'f1', 'failed')"),
+            Ok(Some("failed".into()))
+        );
         let (outcome, token, attempt, _) = claim("f1", "1 minute");
         assert_eq!((outcome.as_str(), attempt), ("reclaimed", 2));
         // attempt 2 of max 2: dead-lettered even though retryable
@@ -93,13 +96,16 @@ mod tests {
         let old = old.unwrap();
         assert_eq!(fail("s1", old, true, None), None);
         let stale = Spi::get_three_with_args::<bool, bool, bool>(
-            "SELECT webhook_mark_unknown('sm', 's1', $1, 'x'), webhook_checkpoint('sm', 's1', $1, 'step'),
-                    webhook_extend_lease('sm', 's1', $1, '1 hour') IS NULL",
+            "SELECT webhook_dedup.webhook_mark_unknown('sm', 's1', $1, 'x'), webhook_dedup.webhook_checkpoint('sm', 's1', $1, 'step'),
+                    webhook_dedup.webhook_extend_lease('sm', 's1', $1, '1 hour') IS NULL",
             &[old.into()],
         );
         assert_eq!(stale, Ok((Some(false), Some(false), Some(true))));
         assert_eq!(state("s1").as_deref(), Some("processing"));
-        let holder = Spi::get_one_with_args::<bool>("SELECT webhook_complete('sm', 's1', $1)", &[new.unwrap().into()]);
+        let holder = Spi::get_one_with_args::<bool>(
+            "SELECT webhook_dedup.webhook_complete('sm', 's1', $1)",
+            &[new.unwrap().into()],
+        );
         assert_eq!(holder, Ok(Some(true)));
     }
 
@@ -107,15 +113,17 @@ mod tests {
     fn unknown_outcomes_wait_for_an_operator() {
         let (_, token, ..) = claim("u1", "1 minute");
         let marked = Spi::get_one_with_args::<bool>(
-            "SELECT webhook_mark_unknown('sm', 'u1', $1, 'timeout calling the bank')",
+            "SELECT webhook_dedup.webhook_mark_unknown('sm', 'u1', $1, 'timeout calling the bank')",
             &[token.unwrap().into()],
         );
         assert_eq!(marked, Ok(Some(true)));
         assert_eq!(claim("u1", "1 minute").0, "unknown_outcome");
-        let previous =
-            Spi::get_one::<String>(r#"SELECT webhook_resolve('sm', 'u1', 'completed', '{"charged": true}')"#);
+        let previous = Spi::get_one::<String>(
+            r#"SELECT webhook_dedup.webhook_resolve('sm', 'u1', 'completed', '{"charged": true}')"#,
+        );
         assert_eq!(previous, Ok(Some("unknown_outcome".into())));
-        let dup = Spi::get_two::<String, JsonB>("SELECT outcome, result FROM webhook_claim('sm', 'u1')").unwrap();
+        let dup = Spi::get_two::<String, JsonB>("SELECT outcome, result FROM webhook_dedup.webhook_claim('sm', 'u1')")
+            .unwrap();
         assert_eq!(dup.0.as_deref(), Some("duplicate"));
         assert_eq!(dup.1.map(|r| r.0), Some(json!({"charged": true})));
     }
@@ -125,7 +133,7 @@ mod tests {
     fn a_reclaim_resumes_from_the_last_step() {
         let (_, token, ..) = claim("c1", "10 ms");
         let ok = Spi::get_one_with_args::<bool>(
-            "SELECT webhook_checkpoint('sm', 'c1', $1, 'charged')",
+            "SELECT webhook_dedup.webhook_checkpoint('sm', 'c1', $1, 'charged')",
             &[token.unwrap().into()],
         );
         assert_eq!(ok, Ok(Some(true)));
@@ -138,7 +146,7 @@ mod tests {
     fn extending_a_lease_keeps_others_out() {
         let (_, token, ..) = claim("e1", "30 ms");
         let later = Spi::get_one_with_args::<bool>(
-            "SELECT webhook_extend_lease('sm', 'e1', $1, '1 minute') > clock_timestamp() + interval '50 s'",
+            "SELECT webhook_dedup.webhook_extend_lease('sm', 'e1', $1, '1 minute') > clock_timestamp() + interval '50 s'",
             &[token.unwrap().into()],
         );
         assert_eq!(later, Ok(Some(true)));
@@ -150,51 +158,58 @@ mod tests {
     fn resolving_a_processing_key_fences_its_holder() {
         let (_, token, ..) = claim("r1", "1 minute");
         assert_eq!(
-            Spi::get_one::<String>("SELECT webhook_resolve('sm', 'r1', 'dead_lettered')"),
+            Spi::get_one::<String>("SELECT webhook_dedup.webhook_resolve('sm', 'r1', 'dead_lettered')"),
             Ok(Some("processing".into()))
         );
-        let late = Spi::get_one_with_args::<bool>("SELECT webhook_complete('sm', 'r1', $1)", &[token.unwrap().into()]);
+        let late = Spi::get_one_with_args::<bool>(
+            "SELECT webhook_dedup.webhook_complete('sm', 'r1', $1)",
+            &[token.unwrap().into()],
+        );
         assert_eq!(late, Ok(Some(false)));
         assert_eq!(state("r1").as_deref(), Some("dead_lettered"));
         // and back to the queue
-        Spi::run("SELECT webhook_resolve('sm', 'r1', 'pending')").unwrap();
-        let next = Spi::get_two::<String, i32>("SELECT idem_key, attempt FROM webhook_next('sm')");
+        Spi::run("SELECT webhook_dedup.webhook_resolve('sm', 'r1', 'pending')").unwrap();
+        let next = Spi::get_two::<String, i32>("SELECT idem_key, attempt FROM webhook_dedup.webhook_next('sm')");
         assert_eq!(next, Ok((Some("r1".into()), Some(2))));
     }
 
     #[pg_test]
     fn forgetting_a_key_lets_a_replay_through() {
         let (_, token, ..) = claim("g1", "1 minute");
-        Spi::get_one_with_args::<bool>("SELECT webhook_complete('sm', 'g1', $1)", &[token.unwrap().into()]).unwrap();
+        Spi::get_one_with_args::<bool>(
+            "SELECT webhook_dedup.webhook_complete('sm', 'g1', $1)",
+            &[token.unwrap().into()],
+        )
+        .unwrap();
         assert_eq!(claim("g1", "1 minute").0, "duplicate");
-        assert_eq!(Spi::get_one::<bool>("SELECT webhook_forget('sm', 'g1')"), Ok(Some(true)));
-        assert_eq!(Spi::get_one::<bool>("SELECT webhook_forget('sm', 'g1')"), Ok(Some(false)));
+        assert_eq!(Spi::get_one::<bool>("SELECT webhook_dedup.webhook_forget('sm', 'g1')"), Ok(Some(true)));
+        assert_eq!(Spi::get_one::<bool>("SELECT webhook_dedup.webhook_forget('sm', 'g1')"), Ok(Some(false)));
         assert_eq!(claim("g1", "1 minute").0, "claimed");
     }
 
     #[pg_test]
     fn enqueue_then_drain() {
         let accepted = Spi::get_one::<String>(
-            r#"SELECT webhook_enqueue('q', 'evt_1', '{"n":1}'::bytea, 'invoice.paid', '{"webhook-id": "evt_1"}')"#,
+            r#"SELECT webhook_dedup.webhook_enqueue('q', 'evt_1', '{"n":1}'::bytea, 'invoice.paid', '{"webhook-id": "evt_1"}')"#,
         );
         assert_eq!(accepted, Ok(Some("accepted".into())));
         assert_eq!(
-            Spi::get_one::<String>(r#"SELECT webhook_enqueue('q', 'evt_1', '{"n":1}'::bytea)"#),
+            Spi::get_one::<String>(r#"SELECT webhook_dedup.webhook_enqueue('q', 'evt_1', '{"n":1}'::bytea)"#),
             Ok(Some("duplicate".into()))
         );
         assert_eq!(
-            Spi::get_one::<String>(r#"SELECT webhook_enqueue('q', 'evt_1', '{"n":2}'::bytea)"#),
+            Spi::get_one::<String>(r#"SELECT webhook_dedup.webhook_enqueue('q', 'evt_1', '{"n":2}'::bytea)"#),
             Ok(Some("conflict".into()))
         );
         assert_eq!(
             Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.conflicts WHERE source = 'q' AND via = 'enqueue'"),
             Ok(Some(1))
         );
-        Spi::run(r#"SELECT webhook_enqueue('q', 'evt_2', '{"n":3}'::bytea)"#).unwrap();
+        Spi::run(r#"SELECT webhook_dedup.webhook_enqueue('q', 'evt_2', '{"n":3}'::bytea)"#).unwrap();
         let drained = Spi::connect(|c| {
             c.select(
                 "SELECT idem_key, attempt, convert_from(payload, 'UTF8'), event_type, headers->>'webhook-id', claim_token
-                   FROM webhook_next('q', batch => 10)",
+                   FROM webhook_dedup.webhook_next('q', batch => 10)",
                 None,
                 &[],
             )
@@ -218,27 +233,33 @@ mod tests {
         );
         assert_eq!(drained[1].0, "evt_2");
         // leased now: nothing more is due, and a claim sees the live lease
-        assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM webhook_next('q')"), Ok(Some(0)));
-        let claimed = Spi::get_one::<String>("SELECT outcome FROM webhook_claim('q', 'evt_1')");
+        assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.webhook_next('q')"), Ok(Some(0)));
+        let claimed = Spi::get_one::<String>("SELECT outcome FROM webhook_dedup.webhook_claim('q', 'evt_1')");
         assert_eq!(claimed, Ok(Some("in_progress".into())));
-        let done = Spi::get_one_with_args::<bool>("SELECT webhook_complete('q', 'evt_1', $1)", &[drained[0].5.into()]);
+        let done = Spi::get_one_with_args::<bool>(
+            "SELECT webhook_dedup.webhook_complete('q', 'evt_1', $1)",
+            &[drained[0].5.into()],
+        );
         assert_eq!(done, Ok(Some(true)));
         // a failed drained key comes back through the queue when due
         let failed = Spi::get_one_with_args::<String>(
-            "SELECT webhook_fail('q', 'evt_2', $1, 'db down', retry_after => '0 s')",
+            "SELECT webhook_dedup.webhook_fail('q', 'evt_2', $1, 'db down', retry_after => '0 s')",
             &[drained[1].5.into()],
         );
         assert_eq!(failed, Ok(Some("failed".into())));
-        let again = Spi::get_two::<String, i32>("SELECT idem_key, attempt FROM webhook_next('q')");
+        let again = Spi::get_two::<String, i32>("SELECT idem_key, attempt FROM webhook_dedup.webhook_next('q')");
         assert_eq!(again, Ok((Some("evt_2".into()), Some(2))));
     }
 
     #[pg_test]
     fn the_queue_filters_by_source_and_bounds_batches() {
-        Spi::run("SELECT webhook_enqueue('qa', 'a', 'x'::bytea), webhook_enqueue('qb', 'b', 'y'::bytea)").unwrap();
-        assert_eq!(Spi::get_one::<String>("SELECT idem_key FROM webhook_next('qb')"), Ok(Some("b".into())));
+        Spi::run("SELECT webhook_dedup.webhook_enqueue('qa', 'a', 'x'::bytea), webhook_dedup.webhook_enqueue('qb', 'b', 'y'::bytea)").unwrap();
         assert_eq!(
-            error_of("SELECT * FROM webhook_next(batch => 0)"),
+            Spi::get_one::<String>("SELECT idem_key FROM webhook_dedup.webhook_next('qb')"),
+            Ok(Some("b".into()))
+        );
+        assert_eq!(
+            error_of("SELECT * FROM webhook_dedup.webhook_next(batch => 0)"),
             "22023: batch must be between 1 and 1000, not 0"
         );
     }
@@ -247,44 +268,50 @@ mod tests {
     fn per_source_lease_applies_when_the_call_gives_none() {
         Spi::run("INSERT INTO webhook_dedup.sources (source, lease) VALUES ('sm', '7 seconds')").unwrap();
         let lease = Spi::get_one::<bool>(
-            "SELECT lease_expires_at - first_seen_at = interval '7 seconds' FROM webhook_claim('sm', 'l1')",
+            "SELECT lease_expires_at - first_seen_at = interval '7 seconds' FROM webhook_dedup.webhook_claim('sm', 'l1')",
         );
         assert_eq!(lease, Ok(Some(true)));
         let given = Spi::get_one::<bool>(
-            "SELECT lease_expires_at - first_seen_at = interval '9 seconds' FROM webhook_claim('sm', 'l2', lease => '9 s')",
+            "SELECT lease_expires_at - first_seen_at = interval '9 seconds' FROM webhook_dedup.webhook_claim('sm', 'l2', lease => '9 s')",
         );
         assert_eq!(given, Ok(Some(true)));
     }
 
     #[pg_test]
     fn transition_errors_have_precise_sqlstates() {
-        Spi::run("SELECT webhook_claim('sm', 'k')").unwrap();
+        Spi::run("SELECT webhook_dedup.webhook_claim('sm', 'k')").unwrap();
         let cases = [
             (
-                "SELECT webhook_resolve('sm', 'k', 'processing')",
+                "SELECT webhook_dedup.webhook_resolve('sm', 'k', 'processing')",
                 "22023: new_state must be completed, failed, dead_lettered or pending, not processing",
             ),
-            ("SELECT webhook_resolve('sm', 'k', 'done')", "22023: unknown state \"done\""),
-            ("SELECT webhook_resolve('sm', 'nope', 'failed')", "P0002: no idempotency key \"nope\" for source \"sm\""),
+            ("SELECT webhook_dedup.webhook_resolve('sm', 'k', 'done')", "22023: unknown state \"done\""),
             (
-                "SELECT webhook_fail('sm', 'k', gen_random_uuid(), 'e', retry_after => '-1 s')",
+                "SELECT webhook_dedup.webhook_resolve('sm', 'nope', 'failed')",
+                "P0002: no idempotency key \"nope\" for source \"sm\"",
+            ),
+            (
+                "SELECT webhook_dedup.webhook_fail('sm', 'k', gen_random_uuid(), 'e', retry_after => '-1 s')",
                 "22023: retry_after must be between 0 and 365 days",
             ),
             (
-                "SELECT webhook_fail('sm', 'k', gen_random_uuid(), 'e', retryable => NULL)",
+                "SELECT webhook_dedup.webhook_fail('sm', 'k', gen_random_uuid(), 'e', retryable => NULL)",
                 "22004: retryable must not be NULL",
             ),
             (
-                "SELECT webhook_fail('sm', 'nope', gen_random_uuid(), 'e')",
+                "SELECT webhook_dedup.webhook_fail('sm', 'nope', gen_random_uuid(), 'e')",
                 "P0002: no idempotency key \"nope\" for source \"sm\"",
             ),
-            ("SELECT webhook_checkpoint('sm', 'k', gen_random_uuid(), '')", "22023: step must not be empty"),
             (
-                "SELECT webhook_extend_lease('sm', 'k', gen_random_uuid(), '0 s')",
+                "SELECT webhook_dedup.webhook_checkpoint('sm', 'k', gen_random_uuid(), '')",
+                "22023: step must not be empty",
+            ),
+            (
+                "SELECT webhook_dedup.webhook_extend_lease('sm', 'k', gen_random_uuid(), '0 s')",
                 "22023: lease must be a positive interval",
             ),
-            ("SELECT webhook_enqueue('sm', 'k2', NULL)", "22004: payload must not be NULL"),
-            ("SELECT webhook_forget('sm', '')", "22023: idem_key must not be empty"),
+            ("SELECT webhook_dedup.webhook_enqueue('sm', 'k2', NULL)", "22004: payload must not be NULL"),
+            ("SELECT webhook_dedup.webhook_forget('sm', '')", "22023: idem_key must not be empty"),
         ];
         for (query, want) in cases {
             assert_eq!(error_of(query), want, "{query}");
@@ -325,31 +352,39 @@ mod tests {
         let (_, token, ..) = claim("d1", "1 minute");
         let token = token.unwrap();
         check("d1", "due_at = lease_expires_at");
-        Spi::get_one_with_args::<bool>("SELECT webhook_checkpoint('sm', 'd1', $1, 's')", &[token.into()]).unwrap();
+        Spi::get_one_with_args::<bool>("SELECT webhook_dedup.webhook_checkpoint('sm', 'd1', $1, 's')", &[token.into()])
+            .unwrap();
         check("d1", "due_at = lease_expires_at");
         Spi::get_one_with_args::<pgrx::datum::TimestampWithTimeZone>(
-            "SELECT webhook_extend_lease('sm', 'd1', $1, '2 minutes')",
+            "SELECT webhook_dedup.webhook_extend_lease('sm', 'd1', $1, '2 minutes')",
             &[token.into()],
         )
         .unwrap();
         check("d1", "due_at = lease_expires_at AND due_at > clock_timestamp() + interval '90 s'");
         fail("d1", token, true, Some("1 hour"));
         check("d1", "due_at = next_attempt_at AND lease_expires_at IS NULL");
-        Spi::run("SELECT webhook_resolve('sm', 'd1', 'pending')").unwrap();
+        Spi::run("SELECT webhook_dedup.webhook_resolve('sm', 'd1', 'pending')").unwrap();
         check("d1", "due_at <= clock_timestamp() AND next_attempt_at IS NULL");
         let (_, token, ..) = claim("d1", "1 minute");
         check("d1", "state = 'processing' AND due_at = lease_expires_at");
-        Spi::get_one_with_args::<bool>("SELECT webhook_mark_unknown('sm', 'd1', $1)", &[token.unwrap().into()])
-            .unwrap();
+        Spi::get_one_with_args::<bool>(
+            "SELECT webhook_dedup.webhook_mark_unknown('sm', 'd1', $1)",
+            &[token.unwrap().into()],
+        )
+        .unwrap();
         check("d1", "due_at IS NULL");
-        Spi::run("SELECT webhook_resolve('sm', 'd1', 'failed')").unwrap();
+        Spi::run("SELECT webhook_dedup.webhook_resolve('sm', 'd1', 'failed')").unwrap();
         check("d1", "due_at IS NOT NULL AND due_at = next_attempt_at");
-        Spi::run("SELECT webhook_resolve('sm', 'd1', 'completed')").unwrap();
+        Spi::run("SELECT webhook_dedup.webhook_resolve('sm', 'd1', 'completed')").unwrap();
         check("d1", "due_at IS NULL");
         let (_, token, ..) = claim("d2", "1 minute");
-        Spi::get_one_with_args::<bool>("SELECT webhook_complete('sm', 'd2', $1)", &[token.unwrap().into()]).unwrap();
+        Spi::get_one_with_args::<bool>(
+            "SELECT webhook_dedup.webhook_complete('sm', 'd2', $1)",
+            &[token.unwrap().into()],
+        )
+        .unwrap();
         check("d2", "due_at IS NULL");
-        Spi::run("SELECT webhook_enqueue('sm', 'd3', 'x'::bytea)").unwrap();
+        Spi::run("SELECT webhook_dedup.webhook_enqueue('sm', 'd3', 'x'::bytea)").unwrap();
         check("d3", "due_at = first_seen_at");
     }
 
@@ -369,10 +404,13 @@ mod tests {
         assert_eq!(error, Ok(Some("due again after attempt 2, the last allowed: dead-lettered".into())));
         // the same through the queue
         Spi::run("INSERT INTO webhook_dedup.sources (source, max_attempts) VALUES ('pq', 1)").unwrap();
-        Spi::run("SELECT webhook_enqueue('pq', 'p2', 'x'::bytea)").unwrap();
-        assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM webhook_next('pq', lease => '10 ms')"), Ok(Some(1)));
+        Spi::run("SELECT webhook_dedup.webhook_enqueue('pq', 'p2', 'x'::bytea)").unwrap();
+        assert_eq!(
+            Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.webhook_next('pq', lease => '10 ms')"),
+            Ok(Some(1))
+        );
         sleep(0.02);
-        assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM webhook_next('pq')"), Ok(Some(0)));
+        assert_eq!(Spi::get_one::<i64>("SELECT count(*) FROM webhook_dedup.webhook_next('pq')"), Ok(Some(0)));
         let parked = Spi::get_one::<String>("SELECT state FROM webhook_dedup.keys WHERE source = 'pq'");
         assert_eq!(parked, Ok(Some("dead_lettered".into())));
     }
@@ -389,18 +427,22 @@ mod tests {
     #[pg_test]
     fn claim_many_claims_each_distinct_key_once() {
         let rows = Spi::connect(|c| {
-            c.select("SELECT idem_key, outcome FROM webhook_claim_many('sm', ARRAY['b', 'a', 'b'])", None, &[])
-                .unwrap()
-                .map(|r| (r.get::<String>(1).unwrap().unwrap(), r.get::<String>(2).unwrap().unwrap()))
-                .collect::<Vec<_>>()
+            c.select(
+                "SELECT idem_key, outcome FROM webhook_dedup.webhook_claim_many('sm', ARRAY['b', 'a', 'b'])",
+                None,
+                &[],
+            )
+            .unwrap()
+            .map(|r| (r.get::<String>(1).unwrap().unwrap(), r.get::<String>(2).unwrap().unwrap()))
+            .collect::<Vec<_>>()
         });
         assert_eq!(rows, vec![("a".into(), "claimed".into()), ("b".into(), "claimed".into())]);
         let again = Spi::get_one::<i64>(
-            "SELECT count(*) FROM webhook_claim_many('sm', ARRAY['a', 'b']) WHERE outcome = 'in_progress'",
+            "SELECT count(*) FROM webhook_dedup.webhook_claim_many('sm', ARRAY['a', 'b']) WHERE outcome = 'in_progress'",
         );
         assert_eq!(again, Ok(Some(2)));
         assert_eq!(
-            error_of("SELECT * FROM webhook_claim_many('sm', ARRAY['a', NULL])"),
+            error_of("SELECT * FROM webhook_dedup.webhook_claim_many('sm', ARRAY['a', NULL])"),
             "22004: every element of idem_keys must not be NULL"
         );
     }

@@ -9,7 +9,7 @@ use serde_json::Value;
 /// `extra`.
 pub(crate) fn signed(scheme: &str, body: &[u8], secret: &str, at_unix: i64, sign_args: &str, extra: Value) -> Value {
     let headers = Spi::get_one_with_args::<JsonB>(
-        &format!("SELECT webhook_sign($1, $2, $3, at => to_timestamp($4){sign_args})"),
+        &format!("SELECT webhook_dedup.webhook_sign($1, $2, $3, at => to_timestamp($4){sign_args})"),
         &[scheme.into(), body.into(), secret.into(), (at_unix as f64).into()],
     )
     .unwrap()

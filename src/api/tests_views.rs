@@ -99,8 +99,8 @@ mod tests {
     #[pg_test]
     fn key_states_show_the_oldest_pending_key_and_lease() {
         Spi::run(
-            "SELECT webhook_enqueue('ks', 'p1', '\\x01'::bytea);
-             SELECT webhook_claim('ks', 'c1');
+            "SELECT webhook_dedup.webhook_enqueue('ks', 'p1', '\\x01'::bytea);
+             SELECT webhook_dedup.webhook_claim('ks', 'c1');
              UPDATE webhook_dedup.keys SET due_at = now() - interval '5 minutes' WHERE idem_key = 'p1';
              UPDATE webhook_dedup.keys SET leased_at = now() - interval '2 minutes' WHERE idem_key = 'c1'",
         )

@@ -58,7 +58,7 @@ fn as_holder<R>(
 /// `claim_token` is stale (nothing changes). `error` is stored as
 /// `last_error`. Unknown key: P0002; a `retry_after` outside 0..365 days
 /// or with months: 22023.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, schema = "webhook_dedup")]
 fn webhook_fail(
     source: Option<&str>,
     idem_key: Option<&str>,
@@ -90,7 +90,7 @@ fn webhook_fail(
 /// key becomes `unknown_outcome` (with `detail` as `last_error`) and
 /// nothing processes it until `webhook_resolve`. True when done; false when
 /// `claim_token` is stale. Unknown key: P0002.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, schema = "webhook_dedup")]
 fn webhook_mark_unknown(
     source: Option<&str>,
     idem_key: Option<&str>,
@@ -111,7 +111,7 @@ fn webhook_mark_unknown(
 /// `last_step`). Checkpoint in the same transaction as the step's own
 /// writes. True when done; false when `claim_token` is stale. Unknown key:
 /// P0002; NULL or empty `step`: 22004/22023.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, schema = "webhook_dedup")]
 fn webhook_checkpoint(
     source: Option<&str>,
     idem_key: Option<&str>,
@@ -135,7 +135,7 @@ fn webhook_checkpoint(
 /// longer than planned). Returns the new expiry; NULL when `claim_token` is
 /// stale (the lease was reclaimed: stop working). Unknown key: P0002; a
 /// lease that is not positive, over 365 days or has months: 22023.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, schema = "webhook_dedup")]
 fn webhook_extend_lease(
     source: Option<&str>,
     idem_key: Option<&str>,
@@ -158,7 +158,7 @@ fn webhook_extend_lease(
 /// again). A `processing` key's holder is fenced out (its token stops
 /// working). Returns the previous state. Unknown key: P0002; another
 /// `new_state`: 22023.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, schema = "webhook_dedup")]
 fn webhook_resolve(
     source: Option<&str>,
     idem_key: Option<&str>,
@@ -190,7 +190,7 @@ fn webhook_resolve(
 /// Remove a key, so that a deliberate replay of its event is processed
 /// again. For operators; counted as `forgotten` in the metrics. Returns
 /// true when the key existed.
-#[pg_extern(volatile, parallel_unsafe)]
+#[pg_extern(volatile, parallel_unsafe, schema = "webhook_dedup")]
 fn webhook_forget(source: Option<&str>, idem_key: Option<&str>) -> bool {
     let key = args::key(source, idem_key);
     match spi::connected(|conn| write::forget(conn, key)) {

@@ -117,7 +117,7 @@ pub(crate) fn header_map(headers: Option<Jsonb>) -> Headers {
 ///
 /// Returns false for any request that does not verify; raises only for a
 /// misconfiguration.
-#[pg_extern(immutable, parallel_safe)]
+#[pg_extern(immutable, parallel_safe, schema = "webhook_dedup")]
 #[allow(clippy::too_many_arguments)]
 fn webhook_verify(
     scheme: Option<&str>,
@@ -145,7 +145,7 @@ fn webhook_verify(
 /// `secret_index` (1-based position in `secrets` of the secret that matched,
 /// so an operator knows when an old secret can be retired) and `signed_at`
 /// (the signed timestamp, for schemes that have one).
-#[pg_extern(immutable, parallel_safe)]
+#[pg_extern(immutable, parallel_safe, schema = "webhook_dedup")]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn webhook_verify_detail(
     scheme: Option<&str>,
@@ -200,13 +200,13 @@ fn untimed() -> Option<TimestampWithTimeZone> {
 }
 
 /// GitHub: `X-Hub-Signature-256` (`sha256=<hex>`) over the raw body.
-#[pg_extern(immutable, parallel_safe)]
+#[pg_extern(immutable, parallel_safe, schema = "webhook_dedup")]
 fn webhook_verify_github(payload: Option<&[u8]>, signature_header: Option<&str>, secret: Option<&str>) -> bool {
     typed("github", payload, &[("X-Hub-Signature-256", signature_header)], secret, None, untimed(), None)
 }
 
 /// Stripe: the `Stripe-Signature` header value; 300 s window by default.
-#[pg_extern(immutable, parallel_safe)]
+#[pg_extern(immutable, parallel_safe, schema = "webhook_dedup")]
 fn webhook_verify_stripe(
     payload: Option<&[u8]>,
     signature_header: Option<&str>,
@@ -218,13 +218,13 @@ fn webhook_verify_stripe(
 }
 
 /// Shopify: the `X-Shopify-Hmac-Sha256` header value (base64).
-#[pg_extern(immutable, parallel_safe)]
+#[pg_extern(immutable, parallel_safe, schema = "webhook_dedup")]
 fn webhook_verify_shopify(payload: Option<&[u8]>, hmac_header: Option<&str>, secret: Option<&str>) -> bool {
     typed("shopify", payload, &[("X-Shopify-Hmac-Sha256", hmac_header)], secret, None, untimed(), None)
 }
 
 /// Slack: `X-Slack-Request-Timestamp` and `X-Slack-Signature`; 300 s window by default.
-#[pg_extern(immutable, parallel_safe)]
+#[pg_extern(immutable, parallel_safe, schema = "webhook_dedup")]
 fn webhook_verify_slack(
     payload: Option<&[u8]>,
     timestamp_header: Option<&str>,
@@ -239,7 +239,7 @@ fn webhook_verify_slack(
 
 /// Standard Webhooks / Svix: `webhook-id`, `webhook-timestamp`,
 /// `webhook-signature`; secret `whsec_<base64>`; 300 s window by default.
-#[pg_extern(immutable, parallel_safe)]
+#[pg_extern(immutable, parallel_safe, schema = "webhook_dedup")]
 #[allow(clippy::too_many_arguments)]
 fn webhook_verify_standard(
     payload: Option<&[u8]>,
@@ -256,7 +256,7 @@ fn webhook_verify_standard(
 }
 
 /// Paddle Billing: the `Paddle-Signature` header value; 5 s window by default.
-#[pg_extern(immutable, parallel_safe)]
+#[pg_extern(immutable, parallel_safe, schema = "webhook_dedup")]
 fn webhook_verify_paddle(
     payload: Option<&[u8]>,
     signature_header: Option<&str>,
@@ -269,7 +269,7 @@ fn webhook_verify_paddle(
 
 /// Twilio: the full request `url`, the raw body (form parameters, or JSON
 /// with `bodySHA256` in the URL) and `X-Twilio-Signature`; key = auth token.
-#[pg_extern(immutable, parallel_safe)]
+#[pg_extern(immutable, parallel_safe, schema = "webhook_dedup")]
 fn webhook_verify_twilio(
     url: Option<&str>,
     payload: Option<&[u8]>,
@@ -282,7 +282,7 @@ fn webhook_verify_twilio(
 
 /// The raw HMAC (RFC 2104) of `payload` under `secret` with `algorithm`
 /// (sha1, sha256 or sha512). An empty secret or unknown algorithm is 22023.
-#[pg_extern(immutable, strict, parallel_safe)]
+#[pg_extern(immutable, strict, parallel_safe, schema = "webhook_dedup")]
 fn webhook_hmac(payload: &[u8], secret: &[u8], algorithm: default!(&str, "'sha256'")) -> Vec<u8> {
     let algorithm = Algorithm::parse(algorithm).ok_or_else(|| unknown_algorithm(algorithm)).or_raise();
     if secret.is_empty() {
@@ -302,7 +302,7 @@ fn webhook_hmac(payload: &[u8], secret: &[u8], algorithm: default!(&str, "'sha25
 /// not sign). Linear signs the payload as given, which carries its own
 /// `webhookTimestamp`. Schemes signed with a private key (discord, sendgrid,
 /// and standard's `v1a` with a `whpk_` key) cannot be signed here: 22023.
-#[pg_extern(immutable, parallel_safe)]
+#[pg_extern(immutable, parallel_safe, schema = "webhook_dedup")]
 #[allow(clippy::too_many_arguments)]
 fn webhook_sign(
     scheme: Option<&str>,

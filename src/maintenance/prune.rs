@@ -1,5 +1,5 @@
-//! Pruning history past retention: watermarks, replay guards, conflicts,
-//! claim counts and maintenance runs, a bounded batch per table and pass (keys are
+//! Pruning history past retention: watermarks, replay guards, signed
+//! tokens, conflicts, claim counts and maintenance runs, a bounded batch per table and pass (keys are
 //! [`super::expiry`]'s).
 //!
 //! On one server, one statement (`maintenance_prune_history.sql`). On a
@@ -50,7 +50,7 @@ pub(super) fn history(now: i64, batch: i64, retention: &Retention, pass: &mut Co
                 &[arg(timestamptz(now)), arg(default), arg(batch), arg(Interval::from_micros(retention.shortest_us))],
                 Snap::Statement,
             );
-            (1..=4).for_each(|column| add(rows.get(0, column).unwrap_or(0)));
+            (1..=5).for_each(|column| add(rows.get(0, column).unwrap_or(0)));
         } else {
             history_by_source(conn, now, batch, retention).into_iter().for_each(&mut add);
         }
@@ -62,7 +62,7 @@ pub(super) fn history(now: i64, batch: i64, retention: &Retention, pass: &mut Co
 /// Distributed: prune the history of the sources whose shards are on this
 /// node, source by source, up to `batch` rows of each table in all; the
 /// rows pruned per table.
-fn history_by_source(conn: &Conn<'_>, now: i64, batch: i64, retention: &Retention) -> [i64; 4] {
+fn history_by_source(conn: &Conn<'_>, now: i64, batch: i64, retention: &Retention) -> [i64; 5] {
     let sources = conn.execute(
         &SOURCES_WITH_HISTORY,
         &[
@@ -72,7 +72,7 @@ fn history_by_source(conn: &Conn<'_>, now: i64, batch: i64, retention: &Retentio
         ],
         Snap::Statement,
     );
-    let mut pruned = [0i64; 4];
+    let mut pruned = [0i64; 5];
     for source in citus::local_sources(conn, &sources) {
         let remaining = batch - pruned.iter().copied().max().unwrap_or(0);
         if remaining <= 0 {

@@ -28,10 +28,10 @@ impl Retention {
     /// Read the setting and the shortest per-source override.
     pub fn load() -> Retention {
         let default_us = crate::guc::retention_us();
-        let shortest = Spi::get_one::<Interval>(
+        let shortest = crate::spi::select_one::<Interval>(
+            "webhook_dedup.sources",
             "SELECT pg_catalog.min(s.retention) FROM webhook_dedup.sources AS s WHERE s.retention IS NOT NULL",
-        )
-        .unwrap_or_else(|e| pgrx::error!("webhook_dedup: reading webhook_dedup.sources: {e}"));
+        );
         let shortest_source =
             shortest.and_then(|i| crate::time::duration_us(i, "webhook_dedup.sources.retention").ok());
         let shortest_us = shortest_source.map_or(default_us, |s| s.min(default_us));

@@ -17,7 +17,9 @@
 //! (a log, a proxy) can attach its signature block to another body until
 //! the window closes. Mailgun advises caching each token and refusing it
 //! the second time, and checking the timestamp; this verifier does the
-//! latter, and the token is in the body for a caller that does the former.
+//! latter, and `webhook_receive` the former: it binds each token to the
+//! bytes it first arrived with and refuses it on other content
+//! (`crate::store::signature_tokens`, reject_reason `token_reused`).
 //!
 //! Replay window: Mailgun says to check that the timestamp "is not too far
 //! from the current time" without a number, and warns that its own delays
@@ -76,6 +78,17 @@ fn check(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_us: i6
     }
     let matched = ct::first_match(keys, &candidates, |key| mac(key, &timestamp_text, token).to_vec());
     Ok(Verdict::timestamped(matched, timestamp, now_us, tolerance_us))
+}
+
+/// The signed token of a Mailgun body (`signature.token`), what is bound
+/// to the content it first arrived with (`crate::signature::signed_token`);
+/// `None` when the body has none (it would not have verified).
+pub fn token(body: &[u8]) -> Option<String> {
+    let body: Value = serde_json::from_slice(body).ok()?;
+    match body.get(SIGNATURE_MEMBER)?.get("token")? {
+        Value::String(token) if !token.is_empty() => Some(token.clone()),
+        _ => None,
+    }
 }
 
 /// HMAC-SHA256 of `{timestamp}{token}`.

@@ -57,6 +57,46 @@ pub use ct::Algorithm;
 pub use headers::Headers;
 
 /// A provider's signing scheme.
+/// What a scheme's signature covers of the body it arrived with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coverage {
+    /// The raw body bytes, exactly.
+    Bytes,
+    /// Its content, not its bytes (Twilio's form parameters are signed
+    /// sorted by name, so their order in the body is not).
+    Content,
+    /// None of it: the signature proves that the provider sent a request,
+    /// not which (Mailgun). The signed token is bound to the bytes it
+    /// first arrived with ([`signed_token`], `webhook_dedup.signature_tokens`).
+    Nothing,
+}
+
+/// For a scheme whose signature covers the body's content but not its
+/// bytes ([`Coverage::Content`]: Twilio), the signed text in one canonical
+/// form ([`twilio::signed_text`]): what the replay guard and the
+/// fingerprint key such deliveries on, so that re-ordering or re-encoding
+/// a captured request does not make it new. `None` for other schemes, and
+/// without the URL Twilio signs.
+pub fn signed_content(scheme: Scheme, body: &[u8], url: Option<&str>) -> Option<Vec<u8>> {
+    match (scheme.coverage(), scheme) {
+        (Coverage::Content, Scheme::Twilio) => twilio::signed_text(url?, body),
+        _ => None,
+    }
+}
+
+/// For a scheme whose signature covers nothing of the body
+/// ([`Coverage::Nothing`]), the signed token that identifies the signature
+/// (Mailgun: `signature.token`), read from a delivery that verified.
+pub fn signed_token(scheme: Scheme, body: &[u8]) -> Option<String> {
+    match scheme.coverage() {
+        Coverage::Nothing => match scheme {
+            Scheme::Mailgun => mailgun::token(body),
+            _ => None,
+        },
+        Coverage::Bytes | Coverage::Content => None,
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
     /// GitHub: `X-Hub-Signature-256`, see [`github`].
@@ -172,6 +212,33 @@ impl Scheme {
                 ),
             )
         })
+    }
+
+    /// The headers carrying an event id whose value the scheme's signature
+    /// covers (lower-case names): Standard Webhooks signs `webhook-id`
+    /// (`svix-id` in Svix's spelling), Twitch its message id. An id read
+    /// from any other header is unsigned (docs/signatures.md, "What each
+    /// signature covers").
+    pub fn signed_id_headers(self) -> &'static [&'static str] {
+        match self {
+            Scheme::Standard => &["webhook-id", "svix-id"],
+            Scheme::Twitch => &["twitch-eventsub-message-id"],
+            _ => &[],
+        }
+    }
+
+    /// What the scheme's signature covers of the body (docs/signatures.md,
+    /// "What each signature covers", gives each provider's rule and
+    /// source).
+    pub fn coverage(self) -> Coverage {
+        match self {
+            // The MAC is of the timestamp and token only.
+            Scheme::Mailgun => Coverage::Nothing,
+            // The sorted form parameters (or, for JSON, the URL carrying
+            // the body's SHA-256) are signed: the content, not its bytes.
+            Scheme::Twilio => Coverage::Content,
+            _ => Coverage::Bytes,
+        }
     }
 
     /// The replay window the provider documents, in seconds, for schemes

@@ -15,7 +15,6 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $distribute$
 DECLARE
-  ext pg_catalog.name;
   t record;
   f record;
   node record;
@@ -46,9 +45,6 @@ BEGIN
   IF shard_count IS NOT NULL AND (shard_count OPERATOR(pg_catalog.<) 1 OR shard_count OPERATOR(pg_catalog.>) 64000) THEN
     RAISE EXCEPTION 'shard_count must be between 1 and 64000, not %', shard_count USING ERRCODE = '22023';
   END IF;
-  SELECT n.nspname INTO ext
-    FROM pg_catalog.pg_extension AS e JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
-   WHERE e.extname OPERATOR(pg_catalog.=) 'webhook_dedup';
 
   -- The statement triggers that empty every backend's caches of the
   -- sources and their keys when they change are kept on the reference
@@ -85,7 +81,8 @@ BEGIN
       ('webhook_dedup.keys', 1, 'none'), ('webhook_dedup.payloads', 2, 'webhook_dedup.keys'),
       ('webhook_dedup.replay_guards', 3, 'webhook_dedup.keys'), ('webhook_dedup.conflict_log', 4, 'webhook_dedup.keys'),
       ('webhook_dedup.watermarks', 5, 'webhook_dedup.keys'),
-      ('webhook_dedup.claim_counts', 6, 'webhook_dedup.keys')) AS x(rel, ord, colocate_with)
+      ('webhook_dedup.claim_counts', 6, 'webhook_dedup.keys'),
+      ('webhook_dedup.signature_tokens', 7, 'webhook_dedup.keys')) AS x(rel, ord, colocate_with)
     ORDER BY x.ord
   LOOP
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid OPERATOR(pg_catalog.=) t.rel) THEN
@@ -111,20 +108,20 @@ BEGIN
   -- source's shard, in one round trip, when it is called outside a
   -- transaction block (Citus delegates such calls; inside one, the call
   -- runs on the coordinator and its statements go to that shard).
-  FOR f IN SELECT pg_catalog.format('%I.%s', ext, x.signature)::pg_catalog.regprocedure AS fn, x.colocate_with FROM (VALUES
-      ('webhook_claim(text, text, bytea, interval, text)', 'webhook_dedup.keys'),
-      ('webhook_claim_many(text, text[], interval, text)', 'webhook_dedup.keys'),
-      ('webhook_complete(text, text, uuid, jsonb)', 'webhook_dedup.keys'),
-      ('webhook_fail(text, text, uuid, text, boolean, interval)', 'webhook_dedup.keys'),
-      ('webhook_mark_unknown(text, text, uuid, text)', 'webhook_dedup.keys'),
-      ('webhook_checkpoint(text, text, uuid, text)', 'webhook_dedup.keys'),
-      ('webhook_extend_lease(text, text, uuid, interval)', 'webhook_dedup.keys'),
-      ('webhook_enqueue(text, text, bytea, text, jsonb)', 'webhook_dedup.keys'),
-      ('webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval,'
+  FOR f IN SELECT x.signature::pg_catalog.regprocedure AS fn, x.colocate_with FROM (VALUES
+      ('webhook_dedup.webhook_claim(text, text, bytea, interval, text)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_claim_many(text, text[], interval, text)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_complete(text, text, uuid, jsonb)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_fail(text, text, uuid, text, boolean, interval)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_mark_unknown(text, text, uuid, text)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_checkpoint(text, text, uuid, text)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_extend_lease(text, text, uuid, interval)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_enqueue(text, text, bytea, text, jsonb)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval,'
        ' timestamptz, text, text, text, text, text, text)', 'webhook_dedup.keys'),
-      ('webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup.keys'),
-      ('webhook_resolve(text, text, text, jsonb)', 'webhook_dedup.keys'),
-      ('webhook_forget(text, text)', 'webhook_dedup.keys')) AS x(signature, colocate_with)
+      ('webhook_dedup.webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_resolve(text, text, text, jsonb)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_forget(text, text)', 'webhook_dedup.keys')) AS x(signature, colocate_with)
   LOOP
     PERFORM pg_catalog.create_distributed_function(f.fn, 'source', colocate_with => f.colocate_with);
   END LOOP;
@@ -133,4 +130,4 @@ END
 $distribute$;
 REVOKE ALL ON FUNCTION webhook_dedup.distribute(integer) FROM PUBLIC;
 COMMENT ON FUNCTION webhook_dedup.distribute(integer) IS
-  'distribute(shard_count => NULL) -> text. Citus only, on the coordinator, as a superuser: makes webhook_dedup distributed by source. keys, payloads, replay_guards, conflict_log (primary key (id, source)), watermarks and claim_counts become hash-distributed tables co-located on source; sources and source_secrets reference tables; the single-key functions (webhook_claim, webhook_receive, webhook_complete, webhook_fail, ...) are delegated by their source argument (webhook_receive''s NULL source by its scheme''s name), so a call outside a transaction block runs on the node that holds the source in one round trip; webhook_dedup_reader and pg_monitor may read the columns the views show (Citus checks a view''s shards with the reader''s rights). Idempotent. shard_count: citus.shard_count for the new tables (NULL: the setting''s value). Errors: 55000 without Citus, off the coordinator, or when a node does not preload webhook_dedup; 22023 shard_count outside 1..64000. docs/distributed.md.';
+  'distribute(shard_count => NULL) -> text. Citus only, on the coordinator, as a superuser: makes webhook_dedup distributed by source. keys, payloads, replay_guards, signature_tokens, conflict_log (primary key (id, source)), watermarks and claim_counts become hash-distributed tables co-located on source; sources and source_secrets reference tables; the single-key functions (webhook_claim, webhook_receive, webhook_complete, webhook_fail, ...) are delegated by their source argument (webhook_receive''s NULL source by its scheme''s name), so a call outside a transaction block runs on the node that holds the source in one round trip; webhook_dedup_reader and pg_monitor may read the columns the views show (Citus checks a view''s shards with the reader''s rights). Idempotent. shard_count: citus.shard_count for the new tables (NULL: the setting''s value). Errors: 55000 without Citus, off the coordinator, or when a node does not preload webhook_dedup; 22023 shard_count outside 1..64000. docs/distributed.md.';

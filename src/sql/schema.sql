@@ -15,9 +15,33 @@ BEGIN
 END
 $$;
 
+-- Every object of the extension, the functions callers call included, lives
+-- in schema webhook_dedup, which this script creates and the extension owns:
+-- nobody but its owner (the superuser who ran CREATE EXTENSION) may create
+-- objects there, so no overload or operator of someone else's can stand
+-- beside the extension's functions (CVE-2018-1058's class: an overload with
+-- varchar parameters in a schema a database owner may write to is a better
+-- match for a caller binding varchar than a text function, whatever the
+-- search_path says). So the schema must be new: one that exists already
+-- could have been made, or be writable, by someone else. Nothing is created
+-- in the schema CREATE EXTENSION names (@extschema@, public by default).
+DO $$
+DECLARE
+  holder pg_catalog.name;
+BEGIN
+  SELECT pg_catalog.pg_get_userbyid(n.nspowner) INTO holder
+    FROM pg_catalog.pg_namespace AS n WHERE n.nspname OPERATOR(pg_catalog.=) 'webhook_dedup';
+  IF FOUND THEN
+    RAISE EXCEPTION 'webhook_dedup: schema webhook_dedup already exists (owned by %)', holder
+      USING ERRCODE = 'duplicate_schema',
+            DETAIL = 'The extension keeps every function callers call in its own schema, which no other role may write to; a schema that exists already could hold another role''s functions or grant CREATE to others.',
+            HINT = 'Drop or rename that schema, then run CREATE EXTENSION again (docs/security.md, "Where the functions live").';
+  END IF;
+END
+$$;
 CREATE SCHEMA webhook_dedup;
 COMMENT ON SCHEMA webhook_dedup IS
-  'State of the webhook_dedup extension: idempotency keys, metrics and maintenance functions. Receiver-facing functions are the webhook_* functions in the schema the extension was created in.';
+  'The webhook_dedup extension: every function callers call (webhook_claim, webhook_receive, ...: call them schema-qualified, webhook_dedup.webhook_claim(...)), idempotency keys, metrics and maintenance. Only the extension''s owner may create objects here (docs/security.md).';
 
 -- One row per (source, idem_key): the claim state machine's state. Not
 -- partitioned: its primary key arbitrates concurrent first claims (a claim
@@ -180,7 +204,7 @@ COMMENT ON COLUMN webhook_dedup.sources.event_type_from IS 'Where webhook_receiv
 COMMENT ON COLUMN webhook_dedup.sources.event_time_from IS 'Where webhook_receive reads the event time (what webhook_advance orders by), as event_id_from; set together with event_time_format. NULL: the provider profile''s.';
 COMMENT ON COLUMN webhook_dedup.sources.event_time_format IS 'How the event time is written: unix_seconds, unix_milliseconds (digits, a JSON number or string) or rfc3339. Set exactly when event_time_from is.';
 COMMENT ON COLUMN webhook_dedup.sources.fingerprint_pointers IS 'What the key''s fingerprint covers (a later delivery of the key with another fingerprint is a conflict): JSON pointers (RFC 6901; at most 64) whose values are hashed as one RFC 8785 canonical JSON object, so that what the provider changes between attempts (attempt counters, delivery metadata) is left out; an empty array: the raw body bytes. NULL: the provider profile''s rule (webhook_dedup.providers.fingerprint), else the raw body.';
-COMMENT ON COLUMN webhook_dedup.sources.replay_guard IS 'Whether webhook_receive claims a replay guard per delivery (webhook_dedup.replay_guards): a signed body already received under another event id is answered duplicate instead of being processed again. For providers that sign neither the event id nor a time. NULL: the provider profile''s default (on for github, shopify and linear).';
+COMMENT ON COLUMN webhook_dedup.sources.replay_guard IS 'Whether webhook_receive claims a replay guard per delivery (webhook_dedup.replay_guards): a signed body already received under another event id is answered duplicate instead of being processed again. For sources whose event id the signature does not cover. NULL: on for github, shopify, linear and twilio (their ids are in headers they do not sign) and for a source whose event_id_from is a header its scheme does not sign (a generic hmac source), else off.';
 COMMENT ON COLUMN webhook_dedup.sources.accept_event_types IS 'The event types the source wants (at most 1000 entries; an entry ending in * matches every type starting with what precedes it, e.g. invoice.*). Other verified deliveries, and deliveries without an event type, are answered outcome ignored: nothing stored, counted as ignored. NULL: every type.';
 COMMENT ON TABLE webhook_dedup.sources IS
   'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease), max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts), retention (else webhook_dedup.retention), tolerance (webhook_receive''s replay window; else the provider''s default), provider (the profile for retention_warnings), and how webhook_receive reads the source''s deliveries: event_id_from, event_type_from, event_time_from and event_time_format, fingerprint_pointers, replay_guard, accept_event_types (docs/providers.md, "Custom sources"). NULL columns fall back to the settings and the provider profile.';
@@ -221,7 +245,8 @@ CREATE TABLE webhook_dedup.source_secrets (
     not_before timestamptz NOT NULL,
     not_after  timestamptz,
     created_at timestamptz NOT NULL,
-    note       text
+    note       text,
+    scheme     text
 );
 CREATE INDEX source_secrets_source ON webhook_dedup.source_secrets (source);
 COMMENT ON COLUMN webhook_dedup.source_secrets.id IS 'The key''s id: webhook_receive''s secret_index names it when it verified a delivery.';
@@ -231,6 +256,7 @@ COMMENT ON COLUMN webhook_dedup.source_secrets.not_before IS 'From when the key 
 COMMENT ON COLUMN webhook_dedup.source_secrets.not_after IS 'Until when the key verifies deliveries (exclusive); NULL: no end. Set by retire_secret.';
 COMMENT ON COLUMN webhook_dedup.source_secrets.created_at IS 'When add_secret stored the key (database clock).';
 COMMENT ON COLUMN webhook_dedup.source_secrets.note IS 'Free text for operators.';
+COMMENT ON COLUMN webhook_dedup.source_secrets.scheme IS 'The scheme the key was checked against and accepted for by add_secret (the source''s provider in webhook_dedup.sources, else its name, when that is a scheme; canonical name, e.g. standard for svix); NULL when the source named no scheme then. webhook_receive verifies a scheme only with keys accepted for it (or NULL), so changing webhook_dedup.sources.provider later never turns a key into a key of another scheme; the unsigned X (twitter) CRC is answered only with a key accepted for twitter.';
 COMMENT ON TABLE webhook_dedup.source_secrets IS
   'Verification keys per source, for webhook_receive calls that pass no secrets: the keys whose [not_before, not_after) holds the delivery''s at. Rotation is add_secret (the new key) and retire_secret (the old one, usually 24 hours later). Managed with webhook_dedup.add_secret, retire_secret and list_secrets (webhook_dedup_operator); readable by the extension''s owner only, and left out of pg_dump.';
 
@@ -251,7 +277,32 @@ COMMENT ON COLUMN webhook_dedup.replay_guards.body_sha256 IS 'SHA-256 of the raw
 COMMENT ON COLUMN webhook_dedup.replay_guards.idem_key IS 'The idempotency key the body belongs to: the first delivery''s, or the one that took the body over when that key was gone, had failed with nothing but the provider to retry it (no payload), or never took this content (a conflict left the guard).';
 COMMENT ON COLUMN webhook_dedup.replay_guards.seen_at IS 'When the body was given to idem_key (database clock); the row is pruned by maintenance after the source''s retention, once idem_key is gone.';
 COMMENT ON TABLE webhook_dedup.replay_guards IS
-  'The replay guard of webhook_receive (webhook_dedup.sources.replay_guard; on by default for github, shopify and linear, which do not sign the event id): one row per source and signed body, naming the key it belongs to. A delivery of the body under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered) and processes nothing. Its one false positive: two genuinely distinct events with byte-identical bodies. Pruned after the source''s retention once its key is gone.';
+  'The replay guard of webhook_receive (webhook_dedup.sources.replay_guard; on by default for github, shopify, linear and twilio, which do not sign the event id, and for sources reading their id from an unsigned header): one row per source and signed body (twilio: its canonical signed text, the URL and the form parameters sorted), naming the key it belongs to. A delivery of the body under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered) and processes nothing. Its one false positive: two genuinely distinct events with byte-identical bodies. Pruned after the source''s retention once its key is gone.';
+
+-- Signed tokens bound to their content (src/store/signature_tokens.rs):
+-- a scheme whose signature does not cover the body (Mailgun signs its
+-- timestamp and token only) proves that the provider sent *a* request, not
+-- which; its token is remembered with the exact bytes it first arrived
+-- with, so that the same signature block on other content is refused
+-- (webhook_receive: verified false, reject_reason token_reused).
+CREATE TABLE webhook_dedup.signature_tokens (
+    source       text        COLLATE "C" NOT NULL,
+    token_sha256 bytea       NOT NULL,
+    body_sha256  bytea       NOT NULL,
+    signed_at    timestamptz NOT NULL,
+    window_until timestamptz NOT NULL,
+    seen_at      timestamptz NOT NULL,
+    PRIMARY KEY (token_sha256, source)
+);
+CREATE INDEX signature_tokens_seen_at ON webhook_dedup.signature_tokens (seen_at);
+COMMENT ON COLUMN webhook_dedup.signature_tokens.source IS 'The source the delivery was received for.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.token_sha256 IS 'SHA-256 of the signed token (Mailgun: signature.token, a 50-character random string), 32 bytes.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.body_sha256 IS 'SHA-256 of the raw body the token first arrived with (32 bytes): the same token with the same bytes is an ordinary duplicate, with other bytes a forgery.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.signed_at IS 'The signed timestamp of the token''s signature.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.window_until IS 'signed_at plus the tolerance the token was verified with: after it, the signature no longer verifies, whatever the token.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.seen_at IS 'When the token was first received (database clock). Maintenance prunes the row once it is older than the source''s retention and its window_until has passed.';
+COMMENT ON TABLE webhook_dedup.signature_tokens IS
+  'For schemes whose signature does not cover the body (mailgun: docs/signatures.md, "What each signature covers"): each signed token seen per source, with the bytes it first arrived with. webhook_dedup.webhook_receive refuses the token on other content (verified false, reject_reason token_reused, counted as rejected_token_reused) and writes nothing else; concurrent first uses of one token with different bodies: the first to commit wins. Kept for the source''s retention and at least until the signature''s window closes.';
 
 -- The out-of-order guard: the newest source_updated_at seen per entity.
 CREATE TABLE webhook_dedup.watermarks (
@@ -308,6 +359,7 @@ CREATE TABLE webhook_dedup.claim_counts (
     missing_event_ids              bigint NOT NULL DEFAULT 0,
     ignored                        bigint NOT NULL DEFAULT 0,
     replayed                       bigint NOT NULL DEFAULT 0,
+    rejected_token_reused          bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (source, bucket, event_type, bucket_width)
 );
 CREATE INDEX claim_counts_bucket ON webhook_dedup.claim_counts (bucket);
@@ -343,6 +395,7 @@ COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_timestamp_too_new IS 'webh
 COMMENT ON COLUMN webhook_dedup.claim_counts.missing_event_ids IS 'webhook_receive deliveries that verified but carried no event id (answered missing_event_id, nothing claimed).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.ignored IS 'webhook_receive deliveries that verified but whose event type the source does not accept (webhook_dedup.sources.accept_event_types; answered ignored, nothing stored).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.replayed IS 'webhook_receive deliveries whose signed body the replay guard found under another event id (webhook_dedup.replay_guards; answered from that key, nothing processed). Not counted as deliveries or duplicates: a provider''s retries carry the same id.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_token_reused IS 'webhook_receive deliveries whose signature verified but whose signed token had come before with other content (schemes whose signature covers nothing of the body: mailgun; webhook_dedup.signature_tokens): a copied signature block, refused (verified false, reject_reason token_reused), nothing written. Part of signature_rejections.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.expired_leases IS 'Expired leases that maintenance moved to failed (or dead_lettered): the holder neither completed, failed nor extended in time.';
 COMMENT ON TABLE webhook_dedup.claim_counts IS
   'Claim counters flushed from shared memory by webhook_dedup.run_maintenance(): one row per hour (bucket), source and event type ('''' when unknown), and one per minute and source for the last two hours (bucket_width). Read them through webhook_dedup.duplicate_metrics and webhook_dedup.duplicate_metrics_by_minute.';
@@ -375,7 +428,7 @@ COMMENT ON COLUMN webhook_dedup.maintenance_runs.leases_expired IS 'Expired proc
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.dead_lettered IS 'Expired processing leases moved to dead_lettered (no attempts left).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_pruned IS 'Completed keys past retention deleted (with their payloads).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_kept IS 'Completed keys whose expires_at came but that were active since (a late duplicate) or whose source''s retention grew: looked at again later instead of deleted.';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS 'Watermarks, replay guards, conflicts, claim counts and maintenance runs deleted past retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS 'Watermarks, replay guards, signed tokens (once their signature''s window closed), conflicts, claim counts and maintenance runs deleted past retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.metrics_flushed IS 'Metrics entries flushed from shared memory.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.retention_warnings IS 'Sources whose retention is shorter than their provider''s retry horizon (webhook_dedup.retention_warnings).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS 'A step stopped at webhook_dedup.batch_size: the worker runs the next pass after a rest that keeps it to webhook_dedup.maintenance_duty_cycle of the time.';

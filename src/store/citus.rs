@@ -72,12 +72,77 @@ pub fn keys_distributed() -> bool {
     distributed
 }
 
+/// A Citus release, `major.minor.patch`.
+pub type Version = (u32, u32, u32);
+
+/// Parse `citus.version` (`13.2.2`, possibly with a suffix such as
+/// `13.2.2 (commit ...)` or `13.6devel`): the leading numbers, `None` when
+/// it does not start with `major.minor`.
+pub fn parse_version(text: &str) -> Option<Version> {
+    let mut numbers = text
+        .split(|c: char| !c.is_ascii_digit())
+        .take_while(|part| !part.is_empty())
+        .map(|part| part.parse::<u32>().ok());
+    let major = numbers.next()??;
+    let minor = numbers.next()??;
+    let patch = numbers.next().flatten().unwrap_or(0);
+    Some((major, minor, patch))
+}
+
+/// Whether executing a kept (generic) plan of a statement on a Citus table
+/// grows the backend on this Citus: since 13.2.1, Citus's
+/// `GetCachedLocalPlan` (src/backend/distributed/planner/local_plan_cache.c)
+/// misses whenever the persistent plan's task list is not exactly one task,
+/// which a fast-path statement or a parameterised INSERT (pruning deferred
+/// to execution) never has, so every execution re-plans the shard query
+/// and appends the result to a list in the cached plan's memory context
+/// that is never freed (about 85 KB per claim, measured: issue 24;
+/// citusdata/citus#8783, fixed by #8824 in 13.5.0). Only the 13.x releases
+/// from 13.5.0 on are known to be fixed; every other version, and one that
+/// does not parse, is treated as affected.
+pub fn keeps_local_plans(version: Option<Version>) -> bool {
+    !matches!(version, Some((13, minor, _)) if minor >= 5)
+}
+
+thread_local! {
+    /// This backend's answer to [`generic_plans_grow`] (Citus is loaded
+    /// at most once per backend, so it never changes).
+    static GROWS: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// Whether the loaded Citus (its `citus.version` setting) is one whose
+/// generic plans grow the backend ([`keeps_local_plans`]).
+fn generic_plans_grow() -> bool {
+    if let Some(grows) = GROWS.get() {
+        return grows;
+    }
+    // SAFETY: GetConfigOption with missing_ok returns NULL for an unknown
+    // setting, else a string owned by the GUC machinery, copied at once.
+    let version = unsafe {
+        let value = pg_sys::GetConfigOption(c"citus.version".as_ptr(), true, false);
+        (!value.is_null()).then(|| std::ffi::CStr::from_ptr(value).to_string_lossy().into_owned())
+    };
+    let grows = keeps_local_plans(version.as_deref().and_then(parse_version));
+    GROWS.set(Some(grows));
+    grows
+}
+
+/// Whether this backend's kept statements must be planned afresh on every
+/// execution (custom plans, `CURSOR_OPT_CUSTOM_PLAN`): the extension's
+/// tables are Citus tables, on a Citus whose generic plans grow the backend
+/// with every execution ([`keeps_local_plans`]). A custom plan is planned
+/// for its execution and freed after it, so nothing accumulates; on the
+/// affected releases a generic plan re-plans the shard query every time
+/// anyway, so a custom plan costs about the same (docs/distributed.md).
+pub fn plans_must_be_custom() -> bool {
+    keys_distributed() && generic_plans_grow()
+}
+
 /// Whether this node is the coordinator of a distributed install (Citus
 /// group 0): the node that holds no shard and where the cluster-wide
 /// checks of maintenance (the retention check) run once.
 pub fn is_coordinator() -> bool {
-    pgrx::spi::Spi::get_one::<bool>("SELECT pg_catalog.citus_is_coordinator()")
-        .unwrap_or_else(|e| pgrx::error!("webhook_dedup: asking Citus whether this is the coordinator: {e}"))
+    crate::spi::select_one::<bool>("whether this is the Citus coordinator", "SELECT pg_catalog.citus_is_coordinator()")
         .unwrap_or(false)
 }
 
@@ -90,4 +155,30 @@ pub fn local_sources(conn: &Conn<'_>, rows: &crate::spi::Rows<'_>) -> Vec<String
         .filter_map(|i| rows.get::<String>(i, 1))
         .filter(|source| conn.execute(&LOCAL_SOURCE, &[arg(source.as_str())], Snap::Statement).get(0, 1) == Some(true))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_fixed_releases_keep_generic_plans() {
+        assert_eq!(parse_version("13.2.2"), Some((13, 2, 2)));
+        assert_eq!(parse_version("13.6devel"), Some((13, 6, 0)));
+        assert_eq!(parse_version("12.1.10 (abc)"), Some((12, 1, 10)));
+        assert_eq!(parse_version("devel"), None);
+        assert_eq!(parse_version("13"), None);
+        for (version, grows) in [
+            ("13.2.1", true),
+            ("13.2.2", true),
+            ("13.4.9", true),
+            ("13.5.0", false),
+            ("13.6devel", false),
+            ("12.1.5", true),
+            ("14.0.0", true),
+            ("nonsense", true),
+        ] {
+            assert_eq!(keeps_local_plans(parse_version(version)), grows, "{version}");
+        }
+    }
 }

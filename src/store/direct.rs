@@ -32,12 +32,14 @@
 //!
 //! - the table must be exactly the one the extension created: a plain heap
 //!   table (not a partition, not a Citus table, whose rows are in shards
-//!   that Citus routes to), the same columns and types, NOT NULL only
+//!   that Citus routes to), the same columns and types without type
+//!   modifiers, the key columns in collation "C", NOT NULL only
 //!   where the extension declares it, no default on the columns a new key
 //!   leaves NULL, no CHECK constraint or generated column, no trigger or
 //!   rule, every unique index immediate and no exclusion constraint, the
-//!   primary key on `(idem_key, source)`; checked once per relation cache
-//!   generation ([`super::cache`]);
+//!   primary key on `(idem_key, source)` and no other unique index that
+//!   `ON CONFLICT (idem_key, source)` would infer as an arbiter; checked
+//!   once per relation cache generation ([`super::cache`]);
 //! - the caller must hold all of INSERT, SELECT and UPDATE on it and USAGE
 //!   on its schema (a caller with column privileges only goes through SQL,
 //!   which checks them), and row-level security must not apply to it;
@@ -47,6 +49,19 @@
 //!   like) and not SERIALIZABLE (a completion decides on a row it reads,
 //!   and only the executor's scans take the predicate locks that
 //!   serializable isolation needs).
+//!
+//! What the executor does around the write, this module does too: a
+//! command counter increment before it takes its command id (as SPI does
+//! before each statement, so a row written earlier in the calling
+//! statement is visible), `CheckCmdReplicaIdentity` before an update (a
+//! publication that publishes updates of a table without a usable replica
+//! identity refuses it, 55000), the index-unchanged hint for the indexes
+//! whose columns an update leaves as they were (bottom-up deletion), and
+//! for a completion the check of the token on the version of the row the
+//! statement's snapshot sees before any lock is taken (a stale token takes
+//! no lock, as the UPDATE's qualification takes none). Each of these was a
+//! difference to the SQL found by review (issue 24); `tests/cluster/
+//! test_direct_writes.py` runs the same calls both ways and compares.
 //!
 //! `webhook_dedup.direct_writes = off` sends everything through SQL.
 
@@ -161,7 +176,18 @@ unsafe fn check_layout(rel: pg_sys::Relation) -> Option<Layout> {
             }
             let (c, (_, type_oid, set, not_null)) =
                 COLUMNS.iter().enumerate().find(|(_, (name, ..))| *name == attr.name())?;
-            if attr.atttypid != *type_oid || at[c] != usize::MAX || attr.attgenerated != 0 {
+            // The exact type, without a type modifier (a timestamptz(0)
+            // would round what the SQL writes and this module would not).
+            if attr.atttypid != *type_oid || attr.atttypmod != -1 || at[c] != usize::MAX || attr.attgenerated != 0 {
+                return None;
+            }
+            // The key columns compare byte for byte, as their primary key
+            // and the rows this module locks do ("C", the extension's own
+            // collation): under a nondeterministic collation the index
+            // would call 'ABC' and 'abc' one key while the row read back
+            // has the other (issue 24).
+            if (c == Col::Source as usize || c == Col::IdemKey as usize) && attr.attcollation != pg_sys::C_COLLATION_OID
+            {
                 return None;
             }
             // NOT NULL only where the extension declares it (nothing here
@@ -252,17 +278,22 @@ unsafe fn schema_usage(schema: Oid, user: Oid) -> bool {
 pub struct Values {
     values: [Datum; COLUMNS.len()],
     nulls: [bool; COLUMNS.len()],
+    /// The columns [`Values::set`] wrote, bit `Col as usize`: what the SET
+    /// list of the equivalent UPDATE names (`ExecGetUpdatedCols`), for the
+    /// index-unchanged hint of an update.
+    set: u32,
 }
 
 impl Values {
     fn empty() -> Values {
-        Values { values: [Datum::from(0); COLUMNS.len()], nulls: [true; COLUMNS.len()] }
+        Values { values: [Datum::from(0); COLUMNS.len()], nulls: [true; COLUMNS.len()], set: 0 }
     }
 
     /// Set a column to a value (None: NULL).
     pub fn set(&mut self, col: Col, value: Option<Datum>) {
         self.values[col as usize] = value.unwrap_or(Datum::from(0));
         self.nulls[col as usize] = value.is_none();
+        self.set |= 1 << (col as usize);
     }
 
     fn get<T: FromDatum>(&self, col: Col) -> Option<T> {
@@ -410,6 +441,12 @@ impl Session {
                 return None;
             };
             let estate = pg_sys::CreateExecutorState();
+            // As SPI before each statement: what the calling statement (or
+            // an SPI statement just before) wrote becomes visible to this
+            // command; without it, a row written under the current command
+            // id would lock as invisible (TM_Invisible). Nothing is done
+            // when the command id was not used.
+            pg_sys::CommandCounterIncrement();
             let cid = pg_sys::GetCurrentCommandId(true);
             (*estate).es_output_cid = cid;
             let rri: *mut pg_sys::ResultRelInfo = pg_sys::palloc0(std::mem::size_of::<pg_sys::ResultRelInfo>()).cast();
@@ -565,6 +602,80 @@ impl Session {
         (!self.probe(&mut tid)).then_some(tid)
     }
 
+    /// Whether the version of `key`'s row that the completion's UPDATE
+    /// would see is held by `token`: found through the primary key with
+    /// the UPDATE's snapshot (under READ COMMITTED a new one per statement,
+    /// which SPI takes: the latest; otherwise the transaction's). A
+    /// completion locks the row only then:
+    /// the UPDATE's qualification (`claim_token = $token AND state =
+    /// 'processing'`) takes no lock on a row that does not match, so a
+    /// stale token must not block the key's real holder, nor meet a
+    /// concurrent change (40001 under REPEATABLE READ) where the SQL
+    /// matches nothing.
+    pub fn visible_holder(&mut self, key: Key<'_>, token: &Uuid) -> bool {
+        let pkey = self.arbiter_oid();
+        // SAFETY: snapshot functions of a backend in a transaction; the
+        // snapshot is registered (copied) for the scan and released after it
+        // (an ERROR in between releases it with the resource owner).
+        let snapshot = unsafe {
+            pg_sys::RegisterSnapshot(if super::transaction_snapshot() {
+                pg_sys::GetTransactionSnapshot()
+            } else {
+                pg_sys::GetLatestSnapshot()
+            })
+        };
+        // SAFETY: a scan of the session's open relation through its primary
+        // key (opened and closed by systable_*), with scan keys on the key
+        // columns' heap attribute numbers (systable_beginscan maps them to
+        // the index's); text equality in collation "C" (ScanKeyInit's, and
+        // the columns', checked by the layout); the datums outlive the scan.
+        unsafe {
+            let source = key.source.into_datum().expect("text");
+            let idem_key = key.idem_key.into_datum().expect("text");
+            let mut keys: [pg_sys::ScanKeyData; 2] = std::mem::zeroed();
+            for (k, (col, value)) in keys.iter_mut().zip([(Col::IdemKey, idem_key), (Col::Source, source)]) {
+                pg_sys::ScanKeyInit(
+                    k,
+                    self.layout.at[col as usize] as pg_sys::AttrNumber + 1,
+                    pg_sys::BTEqualStrategyNumber as pg_sys::StrategyNumber,
+                    pg_sys::F_TEXTEQ.into(),
+                    value,
+                );
+            }
+            let scan = pg_sys::systable_beginscan(self.rel, pkey, true, snapshot, 2, keys.as_mut_ptr());
+            let tuple = pg_sys::systable_getnext(scan);
+            let held = !tuple.is_null() && {
+                let desc = (*self.rel).rd_att;
+                let attr = |col: Col| {
+                    let mut is_null = false;
+                    let datum =
+                        pg_sys::heap_getattr(tuple, self.layout.at[col as usize] as i32 + 1, desc, &mut is_null);
+                    (datum, is_null)
+                };
+                let (state, state_null) = attr(Col::State);
+                let (held_token, token_null) = attr(Col::ClaimToken);
+                let state = String::from_datum(state, state_null).as_deref().and_then(State::parse);
+                let held_token = Uuid::from_datum(held_token, token_null);
+                state.is_some_and(|state| {
+                    crate::claim::holds_lease(
+                        state,
+                        held_token.as_ref().map(|t| t.as_bytes().as_slice()),
+                        token.as_bytes(),
+                    )
+                })
+            };
+            pg_sys::systable_endscan(scan);
+            pg_sys::UnregisterSnapshot(snapshot);
+            held
+        }
+    }
+
+    /// The primary key's oid (the one arbiter, [`arbiter`]).
+    fn arbiter_oid(&self) -> Oid {
+        // SAFETY: a one-element list made by `open`.
+        unsafe { pg_sys::list_nth_oid(self.arbiters, 0) }
+    }
+
     /// Lock the row of `key` at `tid` (where the probe found it) for this
     /// transaction and read it. Under READ COMMITTED the newest version of
     /// the row is locked, and when that version no longer has `key` (an
@@ -627,9 +738,23 @@ impl Session {
         }
     }
 
+    /// 55000 when the table may not be updated: it is published for
+    /// updates without a usable replica identity (or a publication's column
+    /// list does not cover it), as the executor raises when an UPDATE or an
+    /// `INSERT ... ON CONFLICT DO UPDATE` starts, whether or not a row then
+    /// matches or conflicts (checked on PostgreSQL 15).
+    pub fn check_updatable(&self) {
+        // SAFETY: the session's open relation.
+        unsafe { pg_sys::CheckCmdReplicaIdentity(self.rel, pg_sys::CmdType::CMD_UPDATE) };
+    }
+
     /// Write `values` as the new version of the row at `tid`, which this
     /// session locked (so the update cannot meet a concurrent change).
+    /// Refused (55000) as the UPDATE would be when the table is published
+    /// for updates without a usable replica identity
+    /// ([`Session::check_updatable`]).
     pub fn update(&mut self, tid: pg_sys::ItemPointerData, values: &Values) {
+        self.check_updatable();
         // SAFETY: the values are the locked row's (its buffer stays pinned
         // by the lock slot until the next lock or close) or of the call.
         unsafe { self.fill(values) };
@@ -683,11 +808,11 @@ impl Session {
             if result != pg_sys::TM_Result::TM_Ok {
                 pgrx::error!("webhook_dedup: updating a locked key returned {result} (TM_Result)");
             }
-            // Not HOT: index entries for the new version. Told "insert"
-            // (update = false), which only withholds the hint that the key
-            // is unchanged; the primary key's unique check still finds the
-            // old version's entry and triggers bottom-up deletion for it.
+            // Not HOT: index entries for the new version, with the hint
+            // that an index's columns are unchanged (bottom-up deletion)
+            // given as the executor gives it for the equivalent UPDATE.
             if let Some(only_summarizing) = index_update {
+                self.hint_unchanged_indexes(values);
                 let recheck = insert_index_tuples_for_update(self.rri, self.slot, self.estate, only_summarizing);
                 if !recheck.is_null() {
                     pg_sys::list_free(recheck);
@@ -695,6 +820,40 @@ impl Session {
             }
         }
         self.wrote = true;
+    }
+}
+
+impl Session {
+    /// Tell `ExecInsertIndexTuples` which indexes the update leaves
+    /// unchanged, as `index_unchanged_by_update` would for the UPDATE whose
+    /// SET list is the columns `values` set: an index without expressions
+    /// or a predicate none of whose columns is set. The executor computes
+    /// this from the range table's updated columns, which this module has
+    /// not (no range table), and from PostgreSQL 15 on caches the answer in
+    /// each `IndexInfo` (`ii_CheckedUnchanged`, `ii_IndexUnchanged`), where
+    /// it is put here for this update. PostgreSQL 13 has no such hint, and
+    /// 14 no such cache: there the update is told "insert" (no hint; its
+    /// `index_unchanged_by_update` would read the range table).
+    fn hint_unchanged_indexes(&self, values: &Values) {
+        #[cfg(not(any(feature = "pg13", feature = "pg14")))]
+        // SAFETY: the arrays have ri_NumIndices entries (ExecOpenIndices);
+        // each IndexInfo is the session's own.
+        unsafe {
+            let changed_attrs: Vec<i16> = (0..COLUMNS.len())
+                .filter(|c| values.set & (1 << c) != 0)
+                .map(|c| self.layout.at[c] as i16 + 1)
+                .collect();
+            for i in 0..(*self.rri).ri_NumIndices as usize {
+                let info = &mut **(*self.rri).ri_IndexRelationInfo.add(i);
+                let columns = &info.ii_IndexAttrNumbers[..info.ii_NumIndexAttrs as usize];
+                info.ii_CheckedUnchanged = true;
+                info.ii_IndexUnchanged = info.ii_Expressions.is_null()
+                    && info.ii_Predicate.is_null()
+                    && !columns.iter().any(|attr| changed_attrs.contains(attr));
+            }
+        }
+        #[cfg(any(feature = "pg13", feature = "pg14"))]
+        let _ = values;
     }
 }
 
@@ -720,6 +879,24 @@ unsafe fn arbiter(rri: *mut pg_sys::ResultRelInfo, layout: &Layout) -> Option<Oi
             let form = &*(*index).rd_index;
             if !info.ii_ExclusionOps.is_null() || (form.indisunique && !form.indimmediate) {
                 return None;
+            }
+            // Another unique index on exactly (idem_key, source), without
+            // expressions or a predicate, is an arbiter of the SQL's
+            // ON CONFLICT (idem_key, source) too (infer_arbiter_indexes):
+            // with a collation of its own it could call other keys equal.
+            // Only the SQL decides as the SQL does there.
+            if form.indisunique
+                && form.indexrelid != pkey
+                && info.ii_Expressions.is_null()
+                && info.ii_Predicate.is_null()
+            {
+                let mut columns: Vec<i16> = info.ii_IndexAttrNumbers[..info.ii_NumIndexKeyAttrs as usize].to_vec();
+                columns.sort_unstable();
+                let mut key = [layout.at[Col::IdemKey as usize] as i16 + 1, layout.at[Col::Source as usize] as i16 + 1];
+                key.sort_unstable();
+                if columns == key {
+                    return None;
+                }
             }
             if form.indexrelid == pkey {
                 let columns = &info.ii_IndexAttrNumbers[..info.ii_NumIndexKeyAttrs as usize];
@@ -798,7 +975,9 @@ unsafe fn insert_index_tuples(
 }
 
 /// `ExecInsertIndexTuples` for the new version of an updated row (no
-/// conflict handling: the unique check raises 23505 as an UPDATE's does).
+/// conflict handling: the unique check raises 23505 as an UPDATE's does),
+/// as an update (`update = true`: the index-unchanged hint, which
+/// [`Session::hint_unchanged_indexes`] has answered for every index).
 ///
 /// # Safety
 /// As `ExecInsertIndexTuples`.
@@ -815,10 +994,16 @@ unsafe fn insert_index_tuples_for_update(
             let _ = (rri, only_summarizing);
             pg_sys::ExecInsertIndexTuples(slot, estate, false, std::ptr::null_mut(), std::ptr::null_mut())
         }
-        #[cfg(any(feature = "pg14", feature = "pg15"))]
+        // 14: `update = false`, no hint (see Session::hint_unchanged_indexes)
+        #[cfg(feature = "pg14")]
         {
             let _ = only_summarizing;
             pg_sys::ExecInsertIndexTuples(rri, slot, estate, false, false, std::ptr::null_mut(), std::ptr::null_mut())
+        }
+        #[cfg(feature = "pg15")]
+        {
+            let _ = only_summarizing;
+            pg_sys::ExecInsertIndexTuples(rri, slot, estate, true, false, std::ptr::null_mut(), std::ptr::null_mut())
         }
         #[cfg(any(feature = "pg16", feature = "pg17", feature = "pg18"))]
         {
@@ -826,7 +1011,7 @@ unsafe fn insert_index_tuples_for_update(
                 rri,
                 slot,
                 estate,
-                false,
+                true,
                 false,
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),

@@ -37,6 +37,7 @@ pub mod expiry;
 pub mod queue;
 pub mod replay_guards;
 pub mod secrets;
+pub mod signature_tokens;
 pub mod sources;
 pub mod transitions;
 

@@ -17,7 +17,7 @@ use std::rc::Rc;
 static READ: Statement = Statement::returning(
     crate::sql_statement!("source_secrets.sql"),
     &[TEXTOID],
-    &["id", "secret", "not_before", "not_after", "secrets"],
+    &["id", "secret", "not_before", "not_after", "secrets", "scheme"],
 );
 
 /// How many sources one backend keeps the keys of.
@@ -30,6 +30,9 @@ pub struct StoredSecret {
     pub secret: String,
     pub not_before: i64,
     pub not_after: Option<i64>,
+    /// The scheme `add_secret` accepted it for (canonical name), if the
+    /// source named one then.
+    pub scheme: Option<String>,
 }
 
 impl std::fmt::Debug for StoredSecret {
@@ -39,6 +42,7 @@ impl std::fmt::Debug for StoredSecret {
             .field("id", &self.id)
             .field("not_before", &self.not_before)
             .field("not_after", &self.not_after)
+            .field("scheme", &self.scheme)
             .finish_non_exhaustive()
     }
 }
@@ -48,6 +52,15 @@ impl StoredSecret {
     /// not_after`.
     pub fn valid_at(&self, at: i64) -> bool {
         self.not_before <= at && self.not_after.is_none_or(|end| at < end)
+    }
+
+    /// Whether the key may verify `scheme` (a canonical name): it was
+    /// accepted for that scheme, or for none. A key is never used for
+    /// another scheme than the one it was checked against, so a change of
+    /// the source's provider cannot make it one (issue 24: a Mailgun key
+    /// answering X's unsigned CRC is a Mailgun signing oracle).
+    pub fn serves(&self, scheme: &str) -> bool {
+        self.scheme.as_deref().is_none_or(|accepted| accepted == scheme)
     }
 }
 
@@ -83,6 +96,7 @@ pub fn of(conn: &Conn<'_>, source: &str) -> Rc<[StoredSecret]> {
                 secret: rows.get(row, 2)?,
                 not_before: us(rows.get(row, 3))?,
                 not_after: us(rows.get(row, 4)),
+                scheme: rows.get(row, 6),
             })
         })
         .collect();

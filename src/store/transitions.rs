@@ -94,8 +94,14 @@ pub fn complete(
     if rows.len() == 1 {
         return Completed::Yes { event_type: rows.get(0, 1) };
     }
-    // Nothing matched: a stale token, an unknown key, or (REPEATABLE READ)
-    // a lease this transaction's snapshot cannot see.
+    unmatched(conn, key, token)
+}
+
+/// What a completion that matched no row (the UPDATE's condition, or the
+/// direct path's check of the visible version) was: a stale token, an
+/// unknown key, or (REPEATABLE READ) a lease this transaction's snapshot
+/// cannot see (40001), by the key's latest committed row.
+pub fn unmatched(conn: &Conn<'_>, key: Key<'_>, token: Uuid) -> Completed {
     match super::read(conn, key, Snap::Latest) {
         None => Completed::Unknown,
         Some(row) if row.held_by(&token) => serialization_failure(),

@@ -32,7 +32,7 @@ def test_the_extension_is_on_every_node_at_one_version(citus):
                                 " WHERE extname IN ('citus', 'webhook_dedup') ORDER BY extname").fetchall() \
                 == [("citus", citus_version), ("webhook_dedup", available)], node
             assert one(conn, "SHOW shared_preload_libraries") == "citus,webhook_dedup", node
-            assert one(conn, "SELECT to_regproc('webhook_claim') IS NOT NULL"), node
+            assert one(conn, "SELECT to_regproc('webhook_dedup.webhook_claim') IS NOT NULL"), node
     assert citus_version.startswith("13.2")
 
 

@@ -33,7 +33,7 @@ SOURCES = [f"src-{i}" for i in range(8)]
 # The tables distribute() distributes by source (all co-located: a
 # source's rows of every table are on one node), and those it makes
 # reference tables.
-DISTRIBUTED = ["keys", "payloads", "replay_guards", "watermarks", "conflict_log", "claim_counts"]
+DISTRIBUTED = ["keys", "payloads", "replay_guards", "signature_tokens", "watermarks", "conflict_log", "claim_counts"]
 REFERENCE = ["sources", "source_secrets"]
 
 
@@ -126,13 +126,13 @@ def test_32_connections_through_the_coordinator_on_1000_keys(distributed):
             barrier.wait()
             for source, key in order:
                 outcome, token = conn.execute(
-                    "SELECT outcome, claim_token FROM webhook_claim(%s, %s, lease => '5 minutes')",
+                    "SELECT outcome, claim_token FROM webhook_dedup.webhook_claim(%s, %s, lease => '5 minutes')",
                     (source, key)).fetchone()
                 outcomes[outcome] += 1
                 if outcome == "claimed":
                     with conn.transaction():
                         conn.execute("INSERT INTO side_effects VALUES (%s, %s, %s)", (source, key, seed))
-                        done = one(conn, "SELECT webhook_complete(%s, %s, %s, '{\"ok\": true}')",
+                        done = one(conn, "SELECT webhook_dedup.webhook_complete(%s, %s, %s, '{\"ok\": true}')",
                                    (source, key, token))
                         completions[done] += 1
                         if not done:
@@ -171,24 +171,24 @@ def test_an_expired_holder_is_fenced_after_a_reclaim_on_another_connection(distr
     with distributed.connect() as holder, distributed.connect() as other:
         claimed_at = time.monotonic()
         outcome, old_token, attempt = holder.execute(
-            "SELECT outcome, claim_token, attempt FROM webhook_claim(%s, %s, lease => %s::interval)",
+            "SELECT outcome, claim_token, attempt FROM webhook_dedup.webhook_claim(%s, %s, lease => %s::interval)",
             (source, key, f"{lease_s} seconds")).fetchone()
         assert (outcome, attempt) == ("claimed", 1)
-        assert one(other, "SELECT outcome FROM webhook_claim(%s, %s)", (source, key)) == "in_progress"
+        assert one(other, "SELECT outcome FROM webhook_dedup.webhook_claim(%s, %s)", (source, key)) == "in_progress"
         time.sleep(max(0.0, claimed_at + lease_s + 0.3 - time.monotonic()))
         outcome, new_token, attempt = other.execute(
-            "SELECT outcome, claim_token, attempt FROM webhook_claim(%s, %s, lease => '5 minutes')",
+            "SELECT outcome, claim_token, attempt FROM webhook_dedup.webhook_claim(%s, %s, lease => '5 minutes')",
             (source, key)).fetchone()
         assert (outcome, attempt) == ("reclaimed", 2)
         assert new_token != old_token
         # the stale holder is fenced: nothing changes
-        assert one(holder, "SELECT webhook_complete(%s, %s, %s, '{\"by\": \"stale\"}')",
+        assert one(holder, "SELECT webhook_dedup.webhook_complete(%s, %s, %s, '{\"by\": \"stale\"}')",
                    (source, key, old_token)) is False
         assert holder.execute("SELECT state, claim_token FROM webhook_dedup.keys WHERE source = %s AND idem_key = %s",
                               (source, key)).fetchone() == ("processing", new_token)
-        assert one(other, "SELECT webhook_complete(%s, %s, %s, '{\"by\": \"new\"}')",
+        assert one(other, "SELECT webhook_dedup.webhook_complete(%s, %s, %s, '{\"by\": \"new\"}')",
                    (source, key, new_token)) is True
-        assert holder.execute("SELECT outcome, result FROM webhook_claim(%s, %s)",
+        assert holder.execute("SELECT outcome, result FROM webhook_dedup.webhook_claim(%s, %s)",
                               (source, key)).fetchone() == ("duplicate", {"by": "new"})
         port = placement_port(holder, "keys", source)
         shard = one(holder, "SELECT get_shard_id_for_distribution_column('webhook_dedup.keys', %s::text)", (source,))
@@ -210,14 +210,14 @@ def test_a_source_setting_changed_on_the_coordinator_reaches_the_worker_that_run
     source, key = "cache-src", "evt_cache"
     with distributed.connect() as conn:
         conn.execute("INSERT INTO webhook_dedup.sources (source, max_attempts) VALUES (%s, 5)", (source,))
-        token = one(conn, "SELECT claim_token FROM webhook_claim(%s, %s)", (source, key))
+        token = one(conn, "SELECT claim_token FROM webhook_dedup.webhook_claim(%s, %s)", (source, key))
         # delegated to the worker, whose backend now caches max_attempts = 5
-        assert one(conn, "SELECT webhook_fail(%s, %s, %s, 'boom', retry_after => '0 seconds')",
+        assert one(conn, "SELECT webhook_dedup.webhook_fail(%s, %s, %s, 'boom', retry_after => '0 seconds')",
                    (source, key, token)) == "failed"
         conn.execute("UPDATE webhook_dedup.sources SET max_attempts = 2 WHERE source = %s", (source,))
-        outcome, token = conn.execute("SELECT outcome, claim_token FROM webhook_claim(%s, %s)", (source, key)).fetchone()
+        outcome, token = conn.execute("SELECT outcome, claim_token FROM webhook_dedup.webhook_claim(%s, %s)", (source, key)).fetchone()
         assert outcome == "reclaimed"
-        assert one(conn, "SELECT webhook_fail(%s, %s, %s, 'boom again', retry_after => '0 seconds')",
+        assert one(conn, "SELECT webhook_dedup.webhook_fail(%s, %s, %s, 'boom again', retry_after => '0 seconds')",
                    (source, key, token)) == "dead_lettered", "the worker used the new max_attempts"
 
 
@@ -231,7 +231,7 @@ def test_webhook_next_hands_every_key_to_one_worker_with_and_without_a_source(di
     keys = {(s, f"job_{i:03d}") for s in sources for i in range(40)}
     with distributed.connect() as conn:
         for source, key in sorted(keys):
-            assert one(conn, "SELECT webhook_enqueue(%s, %s, %s)", (source, key, b"{}")) == "accepted"
+            assert one(conn, "SELECT webhook_dedup.webhook_enqueue(%s, %s, %s)", (source, key, b"{}")) == "accepted"
     handed = Counter()
     lock = threading.Lock()
 
@@ -239,13 +239,13 @@ def test_webhook_next_hands_every_key_to_one_worker_with_and_without_a_source(di
         with distributed.connect() as conn:
             idle = 0
             while idle < 3:
-                rows = conn.execute("SELECT source, idem_key, claim_token FROM webhook_next(%s, '5 minutes', 7)",
+                rows = conn.execute("SELECT source, idem_key, claim_token FROM webhook_dedup.webhook_next(%s, '5 minutes', 7)",
                                     (source,)).fetchall()
                 idle = 0 if rows else idle + 1
                 for s, k, token in rows:
                     with lock:
                         handed[(s, k)] += 1
-                    assert one(conn, "SELECT webhook_complete(%s, %s, %s)", (s, k, token)) is True
+                    assert one(conn, "SELECT webhook_dedup.webhook_complete(%s, %s, %s)", (s, k, token)) is True
 
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(drain, [None, sources[3]]))
@@ -280,10 +280,10 @@ def test_each_nodes_maintenance_sweeps_and_expires_the_sources_of_its_own_shards
     with cluster.connect() as conn:
         for s in sources:
             for i in range(4):
-                assert one(conn, "SELECT outcome FROM webhook_claim(%s, %s, lease => '1 second')",
+                assert one(conn, "SELECT outcome FROM webhook_dedup.webhook_claim(%s, %s, lease => '1 second')",
                            (s, f"held_{i}")) == "claimed"
-            token = one(conn, "SELECT claim_token FROM webhook_claim(%s, 'old')", (s,))
-            assert one(conn, "SELECT webhook_complete(%s, 'old', %s)", (s, token)) is True
+            token = one(conn, "SELECT claim_token FROM webhook_dedup.webhook_claim(%s, 'old')", (s,))
+            assert one(conn, "SELECT webhook_dedup.webhook_complete(%s, 'old', %s)", (s, token)) is True
         # the completed keys as if stored 40 days ago (retention: 30 days)
         conn.execute("UPDATE webhook_dedup.keys SET last_seen_at = now() - interval '40 days',"
                      " expires_at = now() - interval '10 days' WHERE source = ANY(%s) AND idem_key = 'old'",
@@ -320,10 +320,10 @@ def test_each_nodes_maintenance_prunes_the_history_of_its_own_sources(no_backgro
     old = "now() - interval '40 days'"
     with cluster.connect() as conn:
         for s in sources:
-            assert one(conn, "SELECT webhook_advance(%s, 'old', now())", (s,)) is True
-            assert one(conn, "SELECT webhook_advance(%s, 'young', now())", (s,)) is True
-            assert one(conn, "SELECT outcome FROM webhook_claim(%s, 'k', 'a'::bytea)", (s,)) == "claimed"
-            assert one(conn, "SELECT outcome FROM webhook_claim(%s, 'k', 'b'::bytea)", (s,)) == "conflict"
+            assert one(conn, "SELECT webhook_dedup.webhook_advance(%s, 'old', now())", (s,)) is True
+            assert one(conn, "SELECT webhook_dedup.webhook_advance(%s, 'young', now())", (s,)) is True
+            assert one(conn, "SELECT outcome FROM webhook_dedup.webhook_claim(%s, 'k', 'a'::bytea)", (s,)) == "claimed"
+            assert one(conn, "SELECT outcome FROM webhook_dedup.webhook_claim(%s, 'k', 'b'::bytea)", (s,)) == "conflict"
             conn.execute("INSERT INTO webhook_dedup.claim_counts (bucket, source) VALUES"
                          f" (date_trunc('hour', {old}), %s)", (s,))
             conn.execute("INSERT INTO webhook_dedup.replay_guards (source, body_sha256, idem_key, seen_at)"
@@ -383,7 +383,7 @@ def test_the_metrics_views_on_the_coordinator_count_the_calls_of_every_node(no_b
     with cluster.connect() as conn:
         for s in sources:
             for key in ("a", "b", "c", "a", "b"):  # each call alone: delegated
-                conn.execute("SELECT outcome FROM webhook_claim(%s, %s)", (s, key))
+                conn.execute("SELECT outcome FROM webhook_dedup.webhook_claim(%s, %s)", (s, key))
         assert {placement_port(conn, "keys", s) for s in sources} == {w.port for w in cluster.workers}
         assert totals(conn) == (40, 16)
         assert one(conn, "SELECT count(*) FROM webhook_dedup.metrics_live() WHERE source = ANY(%s)",
@@ -430,22 +430,22 @@ def test_every_view_answers_on_the_coordinator(distributed):
 # through a literal, a folded expression, a default, an inlined SQL
 # function and a bound parameter.
 NULL_SOURCE_CALLS = [
-    "SELECT webhook_claim(NULL, 'k', 'x'::bytea)",
-    "SELECT * FROM webhook_claim(NULL, 'k')",
-    "SELECT webhook_claim(NULLIF('a', 'a'), 'k')",
-    "SELECT * FROM webhook_claim_many(NULL, ARRAY['k'])",
-    "SELECT webhook_complete(NULL, 'k', gen_random_uuid())",
-    "SELECT webhook_fail(NULL, 'k', gen_random_uuid(), 'e')",
-    "SELECT webhook_mark_unknown(NULL, 'k', gen_random_uuid(), 'e')",
-    "SELECT webhook_checkpoint(NULL, 'k', gen_random_uuid(), 's')",
-    "SELECT webhook_extend_lease(NULL, 'k', gen_random_uuid(), '1 minute')",
-    "SELECT * FROM webhook_enqueue(NULL, 'k', 'x'::bytea)",
-    "SELECT webhook_advance(NULL, 'e', now())",
-    "SELECT webhook_resolve(NULL, 'k', 'failed')",
-    "SELECT webhook_forget(NULL, 'k')",
-    "WITH c AS (SELECT webhook_forget(NULL, 'k')) SELECT * FROM c",
+    "SELECT webhook_dedup.webhook_claim(NULL, 'k', 'x'::bytea)",
+    "SELECT * FROM webhook_dedup.webhook_claim(NULL, 'k')",
+    "SELECT webhook_dedup.webhook_claim(NULLIF('a', 'a'), 'k')",
+    "SELECT * FROM webhook_dedup.webhook_claim_many(NULL, ARRAY['k'])",
+    "SELECT webhook_dedup.webhook_complete(NULL, 'k', gen_random_uuid())",
+    "SELECT webhook_dedup.webhook_fail(NULL, 'k', gen_random_uuid(), 'e')",
+    "SELECT webhook_dedup.webhook_mark_unknown(NULL, 'k', gen_random_uuid(), 'e')",
+    "SELECT webhook_dedup.webhook_checkpoint(NULL, 'k', gen_random_uuid(), 's')",
+    "SELECT webhook_dedup.webhook_extend_lease(NULL, 'k', gen_random_uuid(), '1 minute')",
+    "SELECT * FROM webhook_dedup.webhook_enqueue(NULL, 'k', 'x'::bytea)",
+    "SELECT webhook_dedup.webhook_advance(NULL, 'e', now())",
+    "SELECT webhook_dedup.webhook_resolve(NULL, 'k', 'failed')",
+    "SELECT webhook_dedup.webhook_forget(NULL, 'k')",
+    "WITH c AS (SELECT webhook_dedup.webhook_forget(NULL, 'k')) SELECT * FROM c",
     # the scheme NULL too: no name to stand for the source
-    "SELECT * FROM webhook_receive(NULL, 'x'::bytea, '{}')",
+    "SELECT * FROM webhook_dedup.webhook_receive(NULL, 'x'::bytea, '{}')",
 ]
 
 
@@ -468,16 +468,16 @@ def test_a_null_source_is_answered_as_on_one_server(distributed):
                     with pytest.raises(refused):
                         conn.execute(query)
                 conn.execute("CREATE FUNCTION pg_temp.forget(s text) RETURNS boolean"
-                             " LANGUAGE sql AS $$SELECT webhook_forget(s, 'k')$$")
+                             " LANGUAGE sql AS $$SELECT webhook_dedup.webhook_forget(s, 'k')$$")
                 with pytest.raises(refused):
                     conn.execute("SELECT pg_temp.forget(NULL)")
                 # a prepared statement: after five custom plans, the parameter is bound at planning
                 for _ in range(7):
                     with pytest.raises(refused):
-                        conn.execute("SELECT webhook_forget(%s, 'k')", (None,), prepare=True)
+                        conn.execute("SELECT webhook_dedup.webhook_forget(%s, 'k')", (None,), prepare=True)
         with distributed.connect() as conn:
             assert one(conn, "SELECT pg_postmaster_start_time()") == started, "the coordinator restarted"
-            assert one(conn, "SELECT outcome FROM webhook_claim('null-guard', 'k')") == "claimed"
+            assert one(conn, "SELECT outcome FROM webhook_dedup.webhook_claim('null-guard', 'k')") == "claimed"
     finally:
         with distributed.connect() as conn:
             conn.execute("DROP ROLE dist_stranger")
@@ -490,12 +490,12 @@ def test_webhook_receive_is_delegated_by_its_source_or_its_schemes_name(no_backg
     cluster = no_background_passes
     body = b'{"zen": "delegated"}'
     with cluster.connect() as conn:
-        headers = one(conn, "SELECT webhook_sign('github', %s, 's3cret')"
+        headers = one(conn, "SELECT webhook_dedup.webhook_sign('github', %s, 's3cret')"
                             " || jsonb_build_object('X-GitHub-Delivery', 'delegated-1')", (body,))
     for source in (None, "gh-delegated"):
         stored_as = source or "github"
         with cluster.connect() as conn:
-            receive = ("SELECT verified, outcome, idem_key FROM webhook_receive('github', %s, %s, ARRAY['s3cret'],"
+            receive = ("SELECT verified, outcome, idem_key FROM webhook_dedup.webhook_receive('github', %s, %s, ARRAY['s3cret'],"
                        " source => %s)")
             verified, outcome, idem_key = conn.execute(receive, (body, Jsonb(headers), source)).fetchone()
             assert (verified, outcome) == (True, "claimed")
@@ -517,8 +517,8 @@ def test_a_duplicate_during_a_shard_move_answers_duplicate(distributed):
     stored result, before, during and after the move."""
     source, key = "moving-src", "evt_moving"
     with distributed.connect() as conn:
-        token = one(conn, "SELECT claim_token FROM webhook_claim(%s, %s)", (source, key))
-        assert one(conn, "SELECT webhook_complete(%s, %s, %s, '{\"n\": 1}')", (source, key, token)) is True
+        token = one(conn, "SELECT claim_token FROM webhook_dedup.webhook_claim(%s, %s)", (source, key))
+        assert one(conn, "SELECT webhook_dedup.webhook_complete(%s, %s, %s, '{\"n\": 1}')", (source, key, token)) is True
         shard = one(conn, "SELECT get_shard_id_for_distribution_column('webhook_dedup.keys', %s::text)", (source,))
         before = placement_port(conn, "keys", source)
     target = next(w for w in distributed.workers if w.port != before)
@@ -528,7 +528,7 @@ def test_a_duplicate_during_a_shard_move_answers_duplicate(distributed):
         with distributed.connect() as conn:
             conn.execute("SET statement_timeout = '60s'")
             while not stop.is_set():
-                answers[conn.execute("SELECT outcome, result FROM webhook_claim(%s, %s)",
+                answers[conn.execute("SELECT outcome, result FROM webhook_dedup.webhook_claim(%s, %s)",
                                      (source, key)).fetchone()[0]] += 1
 
     with ThreadPoolExecutor(2) as pool:
@@ -549,7 +549,7 @@ def test_a_duplicate_during_a_shard_move_answers_duplicate(distributed):
             r.result()
     assert set(answers) == {"duplicate"} and sum(answers.values()) > 10, answers
     with distributed.connect() as conn:
-        assert conn.execute("SELECT outcome, result FROM webhook_claim(%s, %s)", (source, key)).fetchone() == (
+        assert conn.execute("SELECT outcome, result FROM webhook_dedup.webhook_claim(%s, %s)", (source, key)).fetchone() == (
             "duplicate", {"n": 1})
 
 
@@ -609,12 +609,12 @@ def test_a_worker_killed_under_load_loses_no_completed_key_and_every_claim_recov
                 with distributed.connect() as conn:
                     conn.execute("SET statement_timeout = '30s'")
                     outcome, token = conn.execute(
-                        "SELECT outcome, claim_token FROM webhook_claim(%s, %s, lease => %s::interval)",
+                        "SELECT outcome, claim_token FROM webhook_dedup.webhook_claim(%s, %s, lease => %s::interval)",
                         (source, key, f"{lease} seconds")).fetchone()
                     assert outcome == "claimed"
                     with conn.transaction():
                         conn.execute("INSERT INTO crash_effects VALUES (%s, %s)", (source, key))
-                        assert one(conn, "SELECT webhook_complete(%s, %s, %s)", (source, key, token)) is True
+                        assert one(conn, "SELECT webhook_dedup.webhook_complete(%s, %s, %s)", (source, key, token)) is True
                 with lock:
                     completed.add((source, key))
             except psycopg.Error:
@@ -650,14 +650,14 @@ def test_a_worker_killed_under_load_loses_no_completed_key_and_every_claim_recov
     time.sleep(lease + 0.5)  # every lease the crash left behind has expired
     with distributed.connect() as conn:
         for source, key in sorted(tried - completed):
-            outcome, token = conn.execute("SELECT outcome, claim_token FROM webhook_claim(%s, %s)",
+            outcome, token = conn.execute("SELECT outcome, claim_token FROM webhook_dedup.webhook_claim(%s, %s)",
                                           (source, key)).fetchone()
             if outcome == "duplicate":
                 continue  # it committed, but the answer was lost with the connection
             assert outcome in ("claimed", "reclaimed"), (source, key, outcome)
             with conn.transaction():
                 conn.execute("INSERT INTO crash_effects VALUES (%s, %s)", (source, key))
-                assert one(conn, "SELECT webhook_complete(%s, %s, %s)", (source, key, token)) is True
+                assert one(conn, "SELECT webhook_dedup.webhook_complete(%s, %s, %s)", (source, key, token)) is True
         states = dict(conn.execute("SELECT state, count(*) FROM webhook_dedup.keys WHERE source = ANY(%s)"
                                    " GROUP BY state", (sources,)).fetchall())
         assert states == {"completed": len(tried)}, states

@@ -30,7 +30,7 @@ def connect():
         return psycopg.connect("", autocommit=True)
 
     with new_connection() as conn:
-        if conn.execute("SELECT to_regproc('webhook_claim') IS NULL").fetchone()[0]:
+        if conn.execute("SELECT to_regproc('webhook_dedup.webhook_claim') IS NULL").fetchone()[0]:
             pytest.fail("webhook_dedup is not installed in the test database", pytrace=False)
     return new_connection
 

@@ -76,6 +76,34 @@ class OwnCluster:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class Standby(OwnCluster):
+    """A streaming hot standby of `primary` (pg_basebackup -R over the
+    primary's Unix socket), in a temporary directory of its own, listening
+    on a socket there."""
+
+    def __init__(self, primary: OwnCluster, prefix: str = "webhook_dedup_standby."):
+        self.bin, self.user = primary.bin, primary.user
+        self.dir = Path(tempfile.mkdtemp(prefix=prefix))
+        shutil.chown(self.dir, self.user)
+        self.dir.chmod(0o755)
+        self.data = self.dir / "data"
+        self.log = self.dir / "server.log"
+        self._run("pg_basebackup", "-h", str(primary.dir), "-p", "5432", "-U", "postgres", "-D", str(self.data),
+                  "-R", "-X", "stream", "--checkpoint=fast")
+        with open(self.data / "postgresql.conf", "a") as f:
+            f.write(f"unix_socket_directories = '{self.dir}'\nhot_standby = on\n")
+        self.start()
+
+    def wait_for_replay(self, primary: OwnCluster, timeout_s: float = 30):
+        """Until the standby has replayed everything the primary wrote so far."""
+        with primary.connect() as conn:
+            target = conn.execute("SELECT pg_current_wal_flush_lsn()").fetchone()[0]
+        with self.connect() as conn:
+            wait_for(f"the standby to replay up to {target}",
+                     lambda: conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (target,)).fetchone()[0],
+                     timeout_s)
+
+
 def wait_for(what: str, probe, timeout_s: float, every_s: float = 0.2, detail=None):
     """Poll `probe()` until it returns something truthy; fail with `what`
     (and `detail()`, when given) after `timeout_s`."""

@@ -47,21 +47,21 @@ def fill(conn):
     """Keys in every state, and a row in every other table."""
     conn.execute("INSERT INTO webhook_dedup.sources (source, lease, max_attempts, retention, note)"
                  " VALUES ('b', '2 minutes', 2, '40 days', 'restored too')")
-    conn.execute("SELECT webhook_claim('b', 'processing', 'p1'::bytea)")
-    conn.execute("SELECT webhook_claim('b', 'completed', 'p2'::bytea)")
-    conn.execute("SELECT webhook_complete('b', 'completed', %s, '{\"charge\": \"ch_1\"}')", (token(conn, "completed"),))
-    conn.execute("SELECT webhook_claim('b', 'failed', 'p3'::bytea)")
-    conn.execute("SELECT webhook_fail('b', 'failed', %s, 'timeout', retry_after => '1 hour')", (token(conn, "failed"),))
-    conn.execute("SELECT webhook_claim('b', 'unknown', 'p4'::bytea)")
-    conn.execute("SELECT webhook_mark_unknown('b', 'unknown', %s, 'crashed')", (token(conn, "unknown"),))
-    conn.execute("SELECT webhook_claim('b', 'dead', 'p5'::bytea)")
-    conn.execute("SELECT webhook_fail('b', 'dead', %s, 'bad', retryable => false)", (token(conn, "dead"),))
-    conn.execute("SELECT webhook_enqueue('b', 'pending', 'p6'::bytea, headers => '{\"x\": \"y\"}')")
-    conn.execute("SELECT webhook_claim('b', 'completed', 'other'::bytea)")  # a conflict
-    conn.execute("SELECT webhook_advance('b', 'sub_1', '2026-11-30 12:00+00')")
+    conn.execute("SELECT webhook_dedup.webhook_claim('b', 'processing', 'p1'::bytea)")
+    conn.execute("SELECT webhook_dedup.webhook_claim('b', 'completed', 'p2'::bytea)")
+    conn.execute("SELECT webhook_dedup.webhook_complete('b', 'completed', %s, '{\"charge\": \"ch_1\"}')", (token(conn, "completed"),))
+    conn.execute("SELECT webhook_dedup.webhook_claim('b', 'failed', 'p3'::bytea)")
+    conn.execute("SELECT webhook_dedup.webhook_fail('b', 'failed', %s, 'timeout', retry_after => '1 hour')", (token(conn, "failed"),))
+    conn.execute("SELECT webhook_dedup.webhook_claim('b', 'unknown', 'p4'::bytea)")
+    conn.execute("SELECT webhook_dedup.webhook_mark_unknown('b', 'unknown', %s, 'crashed')", (token(conn, "unknown"),))
+    conn.execute("SELECT webhook_dedup.webhook_claim('b', 'dead', 'p5'::bytea)")
+    conn.execute("SELECT webhook_dedup.webhook_fail('b', 'dead', %s, 'bad', retryable => false)", (token(conn, "dead"),))
+    conn.execute("SELECT webhook_dedup.webhook_enqueue('b', 'pending', 'p6'::bytea, headers => '{\"x\": \"y\"}')")
+    conn.execute("SELECT webhook_dedup.webhook_claim('b', 'completed', 'other'::bytea)")  # a conflict
+    conn.execute("SELECT webhook_dedup.webhook_advance('b', 'sub_1', '2026-11-30 12:00+00')")
     conn.execute("SELECT webhook_dedup.add_secret('b', %s)", (SECRET,))
-    conn.execute("""SELECT * FROM webhook_receive('github', '{"zen": 1}'::bytea,
-                      webhook_sign('github', '{"zen": 1}'::bytea, %s) || '{"X-GitHub-Delivery": "g1"}', source => 'b')""",
+    conn.execute("""SELECT * FROM webhook_dedup.webhook_receive('github', '{"zen": 1}'::bytea,
+                      webhook_dedup.webhook_sign('github', '{"zen": 1}'::bytea, %s) || '{"X-GitHub-Delivery": "g1"}', source => 'b')""",
                  (SECRET,))
     conn.execute("SELECT webhook_dedup.flush_metrics()")
     conn.execute("SELECT * FROM webhook_dedup.run_maintenance()")
@@ -81,7 +81,7 @@ def answers(conn):
         return conn.execute(
             """SELECT k.idem_key, c.outcome, c.state, c.result, c.attempt
                  FROM webhook_dedup.keys AS k,
-                      LATERAL webhook_claim(k.source, k.idem_key, NULL) AS c
+                      LATERAL webhook_dedup.webhook_claim(k.source, k.idem_key, NULL) AS c
                 ORDER BY 1""").fetchall()
     finally:
         conn.execute("ROLLBACK")
@@ -160,7 +160,7 @@ def test_every_key_answers_as_before(cluster, restored):
 def test_identity_sequences_continue(cluster, restored):
     with cluster.connect("restored") as conn:
         (top,) = conn.execute("SELECT max(id) FROM webhook_dedup.conflict_log").fetchone()
-        conn.execute("SELECT webhook_claim('b', 'completed', 'third'::bytea)")
+        conn.execute("SELECT webhook_dedup.webhook_claim('b', 'completed', 'third'::bytea)")
         (new,) = conn.execute("SELECT max(id) FROM webhook_dedup.conflict_log").fetchone()
         assert new > top
         (run,) = conn.execute("SELECT max(id) FROM webhook_dedup.maintenance_runs").fetchone()

@@ -14,7 +14,7 @@ LEASE = "1 second"
 
 def claim(conn, source, key, lease=LEASE):
     return conn.execute(
-        "SELECT outcome, claim_token, attempt FROM webhook_claim(%s, %s, lease => %s::interval)",
+        "SELECT outcome, claim_token, attempt FROM webhook_dedup.webhook_claim(%s, %s, lease => %s::interval)",
         (source, key, lease)).fetchone()
 
 
@@ -48,7 +48,7 @@ def test_a_killed_backend_leaves_a_committed_claim_reclaimable(connect):
         time.sleep(max(0.0, claimed_at + lease_s + 0.2 - time.monotonic()))
         outcome, token, attempt = claim(observer, "crash", "committed")
         assert (outcome, attempt) == ("reclaimed", 2)
-        assert observer.execute("SELECT webhook_complete('crash', 'committed', %s)", (token,)).fetchone()[0]
+        assert observer.execute("SELECT webhook_dedup.webhook_complete('crash', 'committed', %s)", (token,)).fetchone()[0]
 
 
 def test_a_server_crash_mid_load_loses_no_completed_key(connect, server):
@@ -69,7 +69,7 @@ def test_a_server_crash_mid_load_loses_no_completed_key(connect, server):
                     key = f"w{worker}_{i}"
                     i += 1
                     if i % 3 == 0:
-                        conn.execute("SELECT webhook_enqueue('crashq', %s, 'p'::bytea)", (key,))
+                        conn.execute("SELECT webhook_dedup.webhook_enqueue('crashq', %s, 'p'::bytea)", (key,))
                         kind = "enqueued"
                     else:
                         outcome, token, _ = claim(conn, "crashl", key, "2 seconds")
@@ -78,7 +78,7 @@ def test_a_server_crash_mid_load_loses_no_completed_key(connect, server):
                             acknowledged["claimed"].add(key)
                         if i % 2 == 0:  # every other claim is left unfinished, as by a crashed handler
                             continue
-                        assert conn.execute("SELECT webhook_complete('crashl', %s, %s)", (key, token)).fetchone()[0]
+                        assert conn.execute("SELECT webhook_dedup.webhook_complete('crashl', %s, %s)", (key, token)).fetchone()[0]
                         kind = "completed"
                     with lock:
                         acknowledged[kind].add(key)
@@ -110,7 +110,7 @@ def test_a_server_crash_mid_load_loses_no_completed_key(connect, server):
 
         drained = set()
         while True:
-            batch = conn.execute("SELECT idem_key FROM webhook_next('crashq', batch => 1000)").fetchall()
+            batch = conn.execute("SELECT idem_key FROM webhook_dedup.webhook_next('crashq', batch => 1000)").fetchall()
             if not batch:
                 break
             drained.update(k for (k,) in batch)

@@ -51,12 +51,12 @@ def cluster():
 
 def claim(conn, key, payload=b"p", lease="1 minute"):
     return conn.execute(
-        "SELECT outcome, claim_token FROM webhook_claim(%s, %s, %s, lease => %s::interval, event_type => 'e')",
+        "SELECT outcome, claim_token FROM webhook_dedup.webhook_claim(%s, %s, %s, lease => %s::interval, event_type => 'e')",
         (SOURCE, key, payload, lease)).fetchone()
 
 
 def complete(conn, key, token):
-    assert conn.execute("SELECT webhook_complete(%s, %s, %s, %s::jsonb)",
+    assert conn.execute("SELECT webhook_dedup.webhook_complete(%s, %s, %s, %s::jsonb)",
                         (SOURCE, key, token, json.dumps({"ok": key}))).fetchone()[0]
 
 
@@ -73,10 +73,10 @@ def run_scenario(cluster):
         hold = claim(conn, "hold")[1]
         assert claim(conn, "exp", lease="1 second")[0] == "claimed"
         dead = claim(conn, "dead")[1]
-        assert one(conn, "SELECT webhook_fail(%s, 'dead', %s, 'boom', retryable => false)", SOURCE, dead) == (
+        assert one(conn, "SELECT webhook_dedup.webhook_fail(%s, 'dead', %s, 'boom', retryable => false)", SOURCE, dead) == (
             "dead_lettered",)
         unk = claim(conn, "unk")[1]
-        assert one(conn, "SELECT webhook_mark_unknown(%s, 'unk', %s, 'timeout talking to the bank')", SOURCE, unk)
+        assert one(conn, "SELECT webhook_dedup.webhook_mark_unknown(%s, 'unk', %s, 'timeout talking to the bank')", SOURCE, unk)
         for i in range(1, M + 1):
             assert claim(conn, f"a{i}")[0] == "duplicate"
 
@@ -103,7 +103,7 @@ def run_scenario(cluster):
         # signature rejections (GitHub scheme; nothing is written for them)
         for headers in ({"X-GitHub-Delivery": "d1"},
                         {"X-GitHub-Delivery": "d2", "X-Hub-Signature-256": "sha256=" + "00" * 32}):
-            verified, reason = one(conn, "SELECT verified, reject_reason FROM webhook_receive('github', %s, %s::jsonb,"
+            verified, reason = one(conn, "SELECT verified, reject_reason FROM webhook_dedup.webhook_receive('github', %s, %s::jsonb,"
                                    " ARRAY['s3cret'], source => %s)", b"{}", json.dumps(headers), SOURCE)
             assert not verified and reason in ("missing_header", "no_matching_signature")
 
@@ -190,7 +190,7 @@ def test_pg_monitor_reads_every_view_but_no_payload(cluster):
                          autocommit=True) as conn:
         for view in ("duplicate_metrics", "duplicate_metrics_by_minute", "key_states", "stuck_claims",
                      "dead_letters", "unknown_outcomes", "conflicts", "key_history", "retention_warnings",
-                     "maintenance_runs"):
+                     "maintenance_runs", "lapsed_leases", "queue_backlog"):
             conn.execute(f"SELECT * FROM webhook_dedup.{view} LIMIT 5").fetchall()
         conn.execute("SELECT * FROM webhook_dedup.duplicate_rate_alerts()").fetchall()
         live = one(conn, "SELECT count(*) FROM webhook_dedup.metrics_live()")
@@ -282,11 +282,11 @@ def test_the_postgres_exporter_queries_run_as_pg_monitor(cluster):
         conn.execute("DO $$ BEGIN CREATE ROLE exporter LOGIN IN ROLE pg_monitor;"
                      " EXCEPTION WHEN duplicate_object THEN NULL; END $$")
         for key in ("x1", "x2", "x3", "x1"):  # three first claims, one duplicate in progress
-            conn.execute("SELECT webhook_claim('exported', %s)", (key,))
+            conn.execute("SELECT webhook_dedup.webhook_claim('exported', %s)", (key,))
         # two signature rejections, by reason: no signature header, a signature that does not match
         for headers in ({"X-GitHub-Delivery": "d1"},
                         {"X-GitHub-Delivery": "d2", "X-Hub-Signature-256": "sha256=" + "00" * 32}):
-            conn.execute("SELECT webhook_receive('github', '{}', %s::jsonb, ARRAY['s3cret'], source => 'exported')",
+            conn.execute("SELECT webhook_dedup.webhook_receive('github', '{}', %s::jsonb, ARRAY['s3cret'], source => 'exported')",
                          (json.dumps(headers),))
     with psycopg.connect(host=str(cluster.dir), port=5432, user="exporter", dbname="metrics",
                          autocommit=True) as conn:
@@ -306,6 +306,6 @@ def test_the_postgres_exporter_queries_run_as_pg_monitor(cluster):
                 assert exported["signature_rejections"] == 2
                 assert rejected == {**{c: 0 for c in rejected}, "rejected_missing_header": 1,
                                     "rejected_no_matching_signature": 1}
-                assert len(rejected) == 6, "one column per reason of webhook_verify_detail"
+                assert len(rejected) == 7, "one column per reason of webhook_verify_detail, and token_reused"
             if name == "webhook_dedup_open_keys":
                 assert ("exported", "processing", 3) in [r[:3] for r in rows]

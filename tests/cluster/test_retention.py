@@ -34,7 +34,7 @@ def cluster():
 
 
 def claim(conn, source, key):
-    return conn.execute("SELECT outcome, claim_token FROM webhook_claim(%s, %s, lease => '1 minute')",
+    return conn.execute("SELECT outcome, claim_token FROM webhook_dedup.webhook_claim(%s, %s, lease => '1 minute')",
                         (source, key)).fetchone()
 
 
@@ -110,7 +110,7 @@ def test_claims_while_maintenance_deletes_expired_keys(cluster):
                 try:
                     outcome, token = claim(conn, "load", key)
                     if outcome == "claimed" and key.startswith("new-") and rng.random() < 0.5:
-                        conn.execute("SELECT webhook_complete('load', %s, %s)", (key, token))
+                        conn.execute("SELECT webhook_dedup.webhook_complete('load', %s, %s)", (key, token))
                 except Exception as exc:  # every failure is a test failure, reported below
                     failures.append(f"{key}: {exc!r}")
                     continue

@@ -34,11 +34,11 @@ def test_32_connections_claim_the_same_1000_keys(connect, direct_writes):
             barrier.wait()
             for key in order:
                 outcome, token = conn.execute(
-                    "SELECT outcome, claim_token FROM webhook_claim(%s, %s, lease => '5 minutes')",
+                    "SELECT outcome, claim_token FROM webhook_dedup.webhook_claim(%s, %s, lease => '5 minutes')",
                     (source, key)).fetchone()
                 outcomes[outcome] += 1
                 if outcome == "claimed":
-                    done = conn.execute("SELECT webhook_complete(%s, %s, %s, '{\"ok\": true}')",
+                    done = conn.execute("SELECT webhook_dedup.webhook_complete(%s, %s, %s, '{\"ok\": true}')",
                                         (source, key, token)).fetchone()[0]
                     completions[done] += 1
         return outcomes, completions
@@ -66,11 +66,11 @@ def test_one_transaction_claims_100000_keys(connect):
     default), so nothing runs out; the claims are visible once it commits."""
     with connect() as conn:
         conn.autocommit = False
-        rows = conn.execute("SELECT count(*) FILTER (WHERE outcome = 'claimed') FROM webhook_claim_many("
+        rows = conn.execute("SELECT count(*) FILTER (WHERE outcome = 'claimed') FROM webhook_dedup.webhook_claim_many("
                             "'bulk', ARRAY(SELECT 'k' || i FROM generate_series(1, 100000) i))").fetchone()[0]
         assert rows == 100_000
         conn.commit()
         conn.autocommit = True
         assert conn.execute("SELECT count(*) FROM webhook_dedup.keys WHERE source = 'bulk'"
                             " AND state = 'processing'").fetchone()[0] == 100_000
-        assert conn.execute("SELECT outcome FROM webhook_claim('bulk', 'k77777')").fetchone()[0] == "in_progress"
+        assert conn.execute("SELECT outcome FROM webhook_dedup.webhook_claim('bulk', 'k77777')").fetchone()[0] == "in_progress"

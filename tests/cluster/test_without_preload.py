@@ -25,12 +25,12 @@ def test_everything_but_the_worker_and_the_counters_works(cluster):
         conn.execute("CREATE EXTENSION webhook_dedup")
         assert conn.execute("SELECT count(*) FROM pg_stat_activity"
                             " WHERE backend_type = 'webhook_dedup maintenance'").fetchone() == (0,)
-        outcome, token = conn.execute("SELECT outcome, claim_token FROM webhook_claim('np', 'k1')").fetchone()
+        outcome, token = conn.execute("SELECT outcome, claim_token FROM webhook_dedup.webhook_claim('np', 'k1')").fetchone()
         assert outcome == "claimed"
-        assert conn.execute("SELECT webhook_complete('np', 'k1', %s)", (token,)).fetchone() == (True,)
-        assert conn.execute("SELECT outcome FROM webhook_claim('np', 'k1')").fetchone() == ("duplicate",)
-        assert conn.execute("SELECT webhook_enqueue('np', 'q1', '\\x01'::bytea)").fetchone() == ("accepted",)
-        assert conn.execute("SELECT idem_key FROM webhook_next('np')").fetchone() == ("q1",)
+        assert conn.execute("SELECT webhook_dedup.webhook_complete('np', 'k1', %s)", (token,)).fetchone() == (True,)
+        assert conn.execute("SELECT outcome FROM webhook_dedup.webhook_claim('np', 'k1')").fetchone() == ("duplicate",)
+        assert conn.execute("SELECT webhook_dedup.webhook_enqueue('np', 'q1', '\\x01'::bytea)").fetchone() == ("accepted",)
+        assert conn.execute("SELECT idem_key FROM webhook_dedup.webhook_next('np')").fetchone() == ("q1",)
         ran, errors = conn.execute("SELECT ran, errors FROM webhook_dedup.run_maintenance()").fetchone()
         assert ran and errors == []
         assert conn.execute("SELECT webhook_dedup.flush_metrics()").fetchone() == (0,)
@@ -43,4 +43,4 @@ def test_everything_but_the_worker_and_the_counters_works(cluster):
         assert conn.execute("SHOW webhook_dedup.retention").fetchone() == ("30d",)
     # a new session loads the library again (no FATAL for a server-start setting)
     with cluster.connect() as conn:
-        assert conn.execute("SELECT outcome FROM webhook_claim('np', 'k2')").fetchone() == ("claimed",)
+        assert conn.execute("SELECT outcome FROM webhook_dedup.webhook_claim('np', 'k2')").fetchone() == ("claimed",)

@@ -74,7 +74,7 @@ def test_the_worker_waits_for_the_extension_then_runs(cluster):
 
 def test_an_expired_lease_is_swept_within_seconds(cluster):
     with cluster.connect("wd") as conn:
-        token = conn.execute("SELECT claim_token FROM webhook_claim('w', 'crashed', lease => '200 milliseconds')"
+        token = conn.execute("SELECT claim_token FROM webhook_dedup.webhook_claim('w', 'crashed', lease => '200 milliseconds')"
                              ).fetchone()[0]
         state = lambda: conn.execute(
             "SELECT state, last_error FROM webhook_dedup.keys WHERE source = 'w' AND idem_key = 'crashed'").fetchone()
@@ -82,8 +82,8 @@ def test_an_expired_lease_is_swept_within_seconds(cluster):
         swept = wait_for("the sweep", lambda: state()[0] == "failed" and state(), 10)
         assert swept[1].startswith("lease of attempt 1 expired at ")
         # the holder that never finished is fenced out; the next claim takes over
-        assert conn.execute("SELECT webhook_complete('w', 'crashed', %s)", (token,)).fetchone()[0] is False
-        assert conn.execute("SELECT outcome, attempt FROM webhook_claim('w', 'crashed')").fetchone() == ("reclaimed", 2)
+        assert conn.execute("SELECT webhook_dedup.webhook_complete('w', 'crashed', %s)", (token,)).fetchone()[0] is False
+        assert conn.execute("SELECT outcome, attempt FROM webhook_dedup.webhook_claim('w', 'crashed')").fetchone() == ("reclaimed", 2)
 
 
 def test_keys_past_retention_go_and_a_processing_key_lives_on(cluster):
@@ -107,8 +107,8 @@ def test_keys_past_retention_go_and_a_processing_key_lives_on(cluster):
         row = conn.execute("SELECT state, attempt, claim_token FROM webhook_dedup.keys"
                            " WHERE source = 'w' AND idem_key = 'working'").fetchone()
         assert row == ("processing", 3, token), "lease and token unchanged"
-        assert conn.execute("SELECT outcome FROM webhook_claim('w', 'working')").fetchone()[0] == "in_progress"
-        assert conn.execute("SELECT webhook_complete('w', 'working', %s)", (token,)).fetchone()[0] is True
+        assert conn.execute("SELECT outcome FROM webhook_dedup.webhook_claim('w', 'working')").fetchone()[0] == "in_progress"
+        assert conn.execute("SELECT webhook_dedup.webhook_complete('w', 'working', %s)", (token,)).fetchone()[0] is True
         pruned = conn.execute("SELECT sum(keys_pruned) FROM webhook_dedup.maintenance_runs"
                               " WHERE application_name = %s", (WORKER,)).fetchone()[0]
         assert pruned >= 100
@@ -125,6 +125,9 @@ def test_a_reload_changes_the_interval(cluster):
             quiet = worker_runs(conn)
             time.sleep(4)
             assert worker_runs(conn) == quiet, "no pass for four seconds at a one-hour interval"
+            # the SIGHUP flag is cleared once handled (issue 24 asked): one
+            # reload, one line, however often the worker woke since
+            assert cluster.log_text().count("configuration reloaded (maintenance_interval 3600 s)") == 1
             set_and_reload(conn, "webhook_dedup.maintenance_interval", "1s")
             wait_for("passes again every second", lambda: worker_runs(conn) >= quiet + 2, 10)
         finally:
@@ -139,7 +142,7 @@ def test_each_pass_is_bounded_by_batch_size(cluster):
                 "SELECT setting FROM pg_settings WHERE name = 'webhook_dedup.batch_size'").fetchone()[0] == "2", 10)
             time.sleep(1.5)
             since = conn.execute("SELECT max(id) FROM webhook_dedup.maintenance_runs").fetchone()[0]
-            conn.execute("SELECT webhook_claim('batch', 'k' || i, lease => '1 millisecond')"
+            conn.execute("SELECT webhook_dedup.webhook_claim('batch', 'k' || i, lease => '1 millisecond')"
                          "  FROM generate_series(1, 5) i")
             wait_for("all five swept", lambda: conn.execute(
                 "SELECT count(*) FROM webhook_dedup.keys WHERE source = 'batch' AND state = 'failed'"
@@ -182,18 +185,49 @@ def test_a_terminated_worker_is_started_again(cluster):
     assert "webhook_dedup maintenance worker stopping" in cluster.log_text()
 
 
+def test_sigterm_stops_a_pass_in_its_middle(cluster):
+    """Issue 24: the worker used to finish a whole pass (five steps of up to
+    batch_size rows) before it honoured SIGTERM, delaying a fast shutdown.
+    Here a pass is held in its last step (a trigger sleeps 60 s in the
+    insert that records it); pg_terminate_backend ends it within seconds
+    (FATAL, as any backend), and the worker comes back."""
+    with cluster.connect("wd") as conn:
+        conn.execute("""CREATE FUNCTION public.slow_record() RETURNS trigger LANGUAGE plpgsql AS $$
+                        BEGIN PERFORM pg_catalog.pg_sleep(60); RETURN NEW; END $$""")
+        conn.execute("CREATE TRIGGER slow BEFORE INSERT ON webhook_dedup.maintenance_runs"
+                     " FOR EACH ROW EXECUTE FUNCTION public.slow_record()")
+        try:
+            pid = wait_for("the worker asleep in a pass", lambda: conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE backend_type = %s AND wait_event = 'PgSleep'",
+                (WORKER,)).fetchone(), 15)[0]
+            started = time.monotonic()
+            assert conn.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]
+            wait_for("the worker's exit", lambda: conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0] == 0, 10)
+            assert time.monotonic() - started < 10, "not after the pass's 60 s"
+        finally:
+            conn.execute("DROP TRIGGER slow ON webhook_dedup.maintenance_runs")
+            conn.execute("DROP FUNCTION public.slow_record()")
+        assert re.search(r'terminating background worker "webhook_dedup maintenance" due to administrator command',
+                         cluster.log_text())
+        new_pid = wait_for("a new worker", lambda: (p := worker_pid(conn)) not in (None, pid) and p, RESTART_S + 10)
+        runs = worker_runs(conn)
+        wait_for("passes by the new worker", lambda: worker_runs(conn) > runs, 10)
+        assert new_pid != pid
+
+
 def test_an_immediate_stop_keeps_completed_keys_and_the_worker(cluster):
     with cluster.connect("wd") as conn:
         for i in range(20):
-            token = conn.execute("SELECT claim_token FROM webhook_claim('crash', %s)", (f"k{i}",)).fetchone()[0]
-            assert conn.execute("SELECT webhook_complete('crash', %s, %s)", (f"k{i}", token)).fetchone()[0]
+            token = conn.execute("SELECT claim_token FROM webhook_dedup.webhook_claim('crash', %s)", (f"k{i}",)).fetchone()[0]
+            assert conn.execute("SELECT webhook_dedup.webhook_complete('crash', %s, %s)", (f"k{i}", token)).fetchone()[0]
         pid = worker_pid(conn)
     cluster.stop("immediate")
     cluster.start()
     with cluster.connect("wd") as conn:
         new_pid = wait_for("the worker after the restart", lambda: worker_pid(conn), 15)
         assert new_pid != pid
-        outcomes = [conn.execute("SELECT outcome FROM webhook_claim('crash', %s)", (f"k{i}",)).fetchone()[0]
+        outcomes = [conn.execute("SELECT outcome FROM webhook_dedup.webhook_claim('crash', %s)", (f"k{i}",)).fetchone()[0]
                     for i in range(20)]
         assert outcomes == ["duplicate"] * 20
         runs = worker_runs(conn)

@@ -33,7 +33,7 @@ def db_conn():
         conn = psycopg.connect("", autocommit=True)
     except psycopg.OperationalError as exc:
         pytest.fail(f"cannot connect with the libpq env vars: {exc}", pytrace=False)
-    probe = "SELECT to_regprocedure('webhook_claim(text, text, bytea, interval, text)')"
+    probe = "SELECT to_regprocedure('webhook_dedup.webhook_claim(text, text, bytea, interval, text)')"
     if conn.execute(probe).fetchone()[0] is None:
         pytest.fail(f"webhook_dedup is not installed in database {os.environ['PGDATABASE']}: "
                     "run CREATE EXTENSION webhook_dedup", pytrace=False)

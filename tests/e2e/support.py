@@ -25,7 +25,7 @@ class Db:
         """(state, attempt) of the delivery's webhook_dedup key, or None if never stored."""
         return self.conn.execute(
             "SELECT state, attempt FROM webhook_dedup.keys"
-            " WHERE source = 'github' AND idem_key = webhook_key('github', %s)",
+            " WHERE source = 'github' AND idem_key = webhook_dedup.webhook_key('github', %s)",
             (delivery_id,),
         ).fetchone()
 
@@ -33,7 +33,7 @@ class Db:
         """The last step checkpointed on the delivery's key (None before any checkpoint)."""
         return self.conn.execute(
             "SELECT last_step FROM webhook_dedup.keys"
-            " WHERE source = 'github' AND idem_key = webhook_key('github', %s)",
+            " WHERE source = 'github' AND idem_key = webhook_dedup.webhook_key('github', %s)",
             (delivery_id,),
         ).fetchone()[0]
 

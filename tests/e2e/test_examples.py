@@ -5,9 +5,10 @@ sequential duplicate, concurrent copies, a process that dies after its claim
 and one that dies after its first step (each restarted, as a supervisor
 would), a stale event under the monotonic guard, tampered and unsigned
 bodies, a receiver started where it cannot serve (no extension, no
-database); and, for the worker variant, deliveries stored by the receiver
-and drained by two workers, one of which dies mid-job, and events applied
-with the time the worker reads from their body. Every valid event must
+database, a role without webhook_dedup_receiver: one line, no traceback);
+and, for the worker variant, deliveries stored by the receiver and drained
+by two workers, one of which dies mid-job, and events applied with the time
+the worker reads from their body. Every valid event must
 have exactly one side effect. Deliveries are signed as the providers sign
 them (examples/replay/deliveries.py) with the keys stored in the database,
 so the receivers hold no secret.
@@ -46,6 +47,7 @@ WORKER_DEADLINE_S = 30
 # used to retry a missing database for 30 s; a missing extension, forever).
 REFUSAL_DEADLINE_S = 15
 NO_EXTENSION_DB = "examples_without_webhook_dedup"
+NO_GRANT_ROLE = "examples_without_receiver_role"
 
 
 class Shop:
@@ -58,14 +60,14 @@ class Shop:
         """(state, attempt) of the delivery's key, or None if nothing was stored."""
         return self.conn.execute(
             "SELECT state, attempt FROM webhook_dedup.keys"
-            " WHERE source = %s AND idem_key = webhook_key(%s, %s)",
+            " WHERE source = %s AND idem_key = webhook_dedup.webhook_key(%s, %s)",
             (d.provider, d.provider, d.event_id)).fetchone()
 
     def attempts(self, table: str, d: deliveries.Delivery) -> list:
         """The claim attempt of each committed row of shop.<table> for the delivery, oldest first."""
         assert table in ("notifications", "side_effects")
         rows = self.conn.execute(
-            f"SELECT attempt FROM shop.{table} WHERE source = %s AND idem_key = webhook_key(%s, %s) ORDER BY id",
+            f"SELECT attempt FROM shop.{table} WHERE source = %s AND idem_key = webhook_dedup.webhook_key(%s, %s) ORDER BY id",
             (d.provider, d.provider, d.event_id)).fetchall()
         return [attempt for (attempt,) in rows]
 
@@ -293,21 +295,42 @@ def test_an_unknown_provider_is_not_found(receiver):
     assert post(f"{receiver.url}/webhooks/nosuchprovider", d.body, d.headers).status == 404
 
 
-@pytest.mark.parametrize("database, says", [("without the extension", "run CREATE EXTENSION webhook_dedup"),
-                                             ("missing", "does not exist")], ids=["no-extension", "no-database"])
-def test_a_receiver_refuses_to_start_where_it_cannot_serve(app, app_env, database_without_the_extension, tmp_path,
-                                                           database, says):
+@pytest.fixture(scope="session")
+def role_without_the_receiver_role(db_conn) -> str:
+    """A login role that was not granted webhook_dedup_receiver (so it may
+    not execute webhook_dedup.webhook_receive)."""
+    db_conn.execute(f"DROP ROLE IF EXISTS {NO_GRANT_ROLE}")
+    db_conn.execute(f"CREATE ROLE {NO_GRANT_ROLE} LOGIN")
+    yield NO_GRANT_ROLE
+    db_conn.execute(f"DROP ROLE IF EXISTS {NO_GRANT_ROLE}")
+
+
+@pytest.mark.parametrize("where, says", [
+    ("a database without the extension", "run CREATE EXTENSION webhook_dedup"),
+    ("a missing database", "does not exist"),
+    # EXECUTE on webhook_dedup.webhook_receive is webhook_dedup_receiver's
+    ("a role without webhook_dedup_receiver", "GRANT webhook_dedup_receiver TO examples_without_receiver_role"),
+], ids=["no-extension", "no-database", "no-grant"])
+def test_a_receiver_refuses_to_start_where_it_cannot_serve(app, app_env, database_without_the_extension,
+                                                           role_without_the_receiver_role, tmp_path, where, says):
     """Rather than answering /healthz and then 500 to every delivery, the
-    receiver exits at once, saying what is wrong."""
-    name = database_without_the_extension if database == "without the extension" else "no_such_database"
-    env = {**app_env, "PGDATABASE": name, "PORT": str(free_port())}
+    receiver exits at once, saying what is wrong in one line on its output
+    (no traceback, no server start-up lines: examples/README.md)."""
+    env = {**app_env, "PORT": str(free_port())}
+    if where == "a database without the extension":
+        env["PGDATABASE"] = database_without_the_extension
+    elif where == "a missing database":
+        env["PGDATABASE"] = "no_such_database"
+    else:
+        env["PGUSER"] = role_without_the_receiver_role
     receiver = Process(app.receiver, app.folder, env, tmp_path / "refused.log").start()
     try:
         assert receiver.exited(REFUSAL_DEADLINE_S), f"still running after {REFUSAL_DEADLINE_S} s:\n{receiver.output()}"
     finally:
         receiver.stop()
     assert receiver.proc.returncode != 0
-    assert "cannot start" in receiver.output() and says in receiver.output(), receiver.output()
+    lines = receiver.output().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cannot start: ") and says in lines[0], receiver.output()
 
 
 def test_two_workers_process_every_stored_delivery_exactly_once(enqueuing_receiver, workers, shop):

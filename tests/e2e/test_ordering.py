@@ -40,7 +40,7 @@ def stripe_delivery(event_type: str, intent: str, created: int) -> tuple[bytes, 
 def receive(conn, body: bytes, headers: dict):
     """webhook_receive in its own autocommitted statement, as a receiver calls it."""
     return conn.execute(
-        "SELECT verified, outcome, idem_key, claim_token, event_time FROM webhook_receive("
+        "SELECT verified, outcome, idem_key, claim_token, event_time FROM webhook_dedup.webhook_receive("
         " 'stripe', %s, %s::jsonb, ARRAY[%s])",
         (body, json.dumps(headers), STRIPE_SECRET),
     ).fetchone()
@@ -64,13 +64,13 @@ def deliver_with_advance(conn, event_type: str, intent: str, created: int) -> st
     verified, outcome, key, token, event_time = receive(conn, body, headers)
     assert verified and outcome == "claimed", (verified, outcome)
     with conn.transaction():
-        newer = conn.execute("SELECT webhook_advance('stripe', %s, %s, %s)",
+        newer = conn.execute("SELECT webhook_dedup.webhook_advance('stripe', %s, %s, %s)",
                              (intent, event_time, key)).fetchone()[0]
         if newer:
             conn.execute("INSERT INTO e2e_ordering.intents (id, status) VALUES (%s, %s)"
                          " ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status",
                          (intent, event_type.split(".")[1]))
-        completed = conn.execute("SELECT webhook_complete('stripe', %s, %s, %s::jsonb)",
+        completed = conn.execute("SELECT webhook_dedup.webhook_complete('stripe', %s, %s, %s::jsonb)",
                                  (key, token, json.dumps({"applied": newer}))).fetchone()[0]
         assert completed
     return "applied" if newer else "skipped"
@@ -89,7 +89,7 @@ def deliver_with_trigger(conn, event_type: str, intent: str, created: int) -> st
             "   source_updated_at = EXCLUDED.source_updated_at",
             (intent, event_type.split(".")[1], event_time))
         applied = cur.rowcount == 1
-        conn.execute("SELECT webhook_complete('stripe', %s, %s, %s::jsonb)",
+        conn.execute("SELECT webhook_dedup.webhook_complete('stripe', %s, %s, %s::jsonb)",
                      (key, token, json.dumps({"applied": applied})))
     return "applied" if applied else "skipped"
 
@@ -117,7 +117,7 @@ def test_an_older_event_delivered_later_is_skipped_by_webhook_advance(conn):
 
 def test_an_older_event_delivered_later_is_skipped_by_the_trigger(conn):
     conn.execute("CREATE TRIGGER monotonic BEFORE UPDATE ON e2e_ordering.intents"
-                 " FOR EACH ROW EXECUTE FUNCTION webhook_monotonic_guard('source_updated_at')")
+                 " FOR EACH ROW EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('source_updated_at')")
     intent = f"pi_{uuid.uuid4().hex[:12]}"
     assert deliver_with_trigger(conn, "payment_intent.payment_failed", intent, BASE + 4) == "applied"
     assert deliver_with_trigger(conn, "payment_intent.processing", intent, BASE + 1) == "skipped"
@@ -131,4 +131,4 @@ def test_the_event_time_is_the_stripe_created_field(conn):
     verified, outcome, key, token, event_time = receive(conn, body, headers)
     assert verified and outcome == "claimed"
     assert int(event_time.timestamp()) == BASE + 1
-    conn.execute("SELECT webhook_complete('stripe', %s, %s)", (key, token))
+    conn.execute("SELECT webhook_dedup.webhook_complete('stripe', %s, %s)", (key, token))

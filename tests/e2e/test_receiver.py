@@ -43,13 +43,13 @@ def sleep_until_the_lease_expired(claimed_by: float) -> None:
 
 
 def webhook_key(conn, delivery_id: str) -> str:
-    return conn.execute("SELECT webhook_key('github', %s)", (delivery_id,)).fetchone()[0]
+    return conn.execute("SELECT webhook_dedup.webhook_key('github', %s)", (delivery_id,)).fetchone()[0]
 
 
 def claim(conn, key: str, lease: str):
     """A webhook_claim row for the push fixture, as the receiver gets it."""
     return conn.cursor(row_factory=namedtuple_row).execute(
-        "SELECT * FROM webhook_claim('github', %s, %s, %s::interval, 'push')", (key, PUSH, lease)
+        "SELECT * FROM webhook_dedup.webhook_claim('github', %s, %s, %s::interval, 'push')", (key, PUSH, lease)
     ).fetchone()
 
 

@@ -76,5 +76,9 @@ def test_check_flags_counters_that_disagree_with_the_answers(db_conn):
 
     report = replay.check(db_conn, [answered], replay.metrics_totals(db_conn))
 
-    assert "webhook_dedup.duplicate_metrics: deliveries = 0, the receiver saw 1" in report.problems
-    assert "webhook_dedup.duplicate_metrics: duplicates = 0, the receiver saw 1" in report.problems
+    assert [p for p in report.problems if "does not add up" in p] == [
+        "webhook_dedup.duplicate_metrics does not add up: 1 requests (webhook_receive calls) != 0 counted deliveries"
+        " + 0 signature rejections + 0 replays",
+        "webhook_dedup.duplicate_metrics does not add up: 1 answered duplicate or in_progress != 0 counted duplicates"
+        " + 0 refused as replays (answered duplicate, counted as replayed)",
+    ]

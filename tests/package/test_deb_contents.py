@@ -120,13 +120,13 @@ def test_a_server_runs_from_the_package_files(relocated, expected, monkeypatch):
             conn.execute("CREATE EXTENSION webhook_dedup")
             assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'webhook_dedup'"
                                 ).fetchone()[0] == expected.version
-            claim = "SELECT outcome, claim_token FROM webhook_claim('github', webhook_key('github', 'd1'))"
+            claim = "SELECT outcome, claim_token FROM webhook_dedup.webhook_claim('github', webhook_dedup.webhook_key('github', 'd1'))"
             outcome, token = conn.execute(claim).fetchone()
             assert outcome == "claimed"
             assert conn.execute(claim).fetchone() == ("in_progress", None)
-            assert conn.execute("SELECT webhook_complete('github', webhook_key('github', 'd1'), %s, '{\"ok\": 1}')",
+            assert conn.execute("SELECT webhook_dedup.webhook_complete('github', webhook_dedup.webhook_key('github', 'd1'), %s, '{\"ok\": 1}')",
                                 (token,)).fetchone()[0] is True
-            assert conn.execute("SELECT outcome, result FROM webhook_claim('github', webhook_key('github', 'd1'))"
+            assert conn.execute("SELECT outcome, result FROM webhook_dedup.webhook_claim('github', webhook_dedup.webhook_key('github', 'd1'))"
                                 ).fetchone() == ("duplicate", {"ok": 1})
             # the library the server mapped is the package's (preloaded at start)
             pid = int((cluster.data / "postmaster.pid").read_text().split()[0])

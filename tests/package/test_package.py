@@ -86,13 +86,13 @@ def test_a_cluster_claims_with_it(installed, expected):
             conn.execute("CREATE EXTENSION webhook_dedup")
             assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'webhook_dedup'"
                                 ).fetchone()[0] == expected.version
-            claim = "SELECT outcome, claim_token FROM webhook_claim('github', webhook_key('github', 'd1'))"
+            claim = "SELECT outcome, claim_token FROM webhook_dedup.webhook_claim('github', webhook_dedup.webhook_key('github', 'd1'))"
             outcome, token = conn.execute(claim).fetchone()
             assert outcome == "claimed" and token is not None
             assert conn.execute(claim).fetchone() == ("in_progress", None)
-            assert conn.execute("SELECT webhook_complete('github', webhook_key('github', 'd1'), %s, "
+            assert conn.execute("SELECT webhook_dedup.webhook_complete('github', webhook_dedup.webhook_key('github', 'd1'), %s, "
                                 "'{\"status\": 200}')", (token,)).fetchone()[0] is True
-            assert conn.execute("SELECT outcome, result FROM webhook_claim('github', webhook_key('github', 'd1'))"
+            assert conn.execute("SELECT outcome, result FROM webhook_dedup.webhook_claim('github', webhook_dedup.webhook_key('github', 'd1'))"
                                 ).fetchone() == ("duplicate", {"status": 200})
             # the upgrade script came with it
             assert conn.execute("SELECT count(*) FROM pg_extension_update_paths('webhook_dedup') "

@@ -235,7 +235,7 @@ def upgraded():
             assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'webhook_dedup'"
                                 ).fetchone()[0] == OLD_VERSION
             fill(conn)
-            grant(conn, "webhook_claim(text, text, bytea, interval, text)")
+            grant(conn, "webhook_claim(text, text, bytea, interval, text)")  # 0.1.0: in public
             before = keys(conn)
             payloads = conn.execute("SELECT source, idem_key, payload, headers::text FROM webhook_dedup.keys"
                                     " WHERE payload IS NOT NULL ORDER BY 1, 2").fetchall()
@@ -287,7 +287,7 @@ def test_every_key_answers_as_before(upgraded):
     cluster, *_ = upgraded
     with cluster.connect("old") as conn:
         def claim(source, key, payload=None):
-            return conn.execute("SELECT outcome, attempt, result::text, last_step FROM webhook_claim(%s, %s, %s)",
+            return conn.execute("SELECT outcome, attempt, result::text, last_step FROM webhook_dedup.webhook_claim(%s, %s, %s)",
                                 (source, key, payload)).fetchone()
 
         assert claim("s", "done1", b"body") == ("duplicate", 1, '{"n": 12345678901234567890, "status": 200}', None)
@@ -304,21 +304,21 @@ def test_every_key_answers_as_before(upgraded):
         assert claim("s", "new")[0] == "claimed"
         # the live lease's token still completes it
         token = conn.execute("SELECT claim_token FROM webhook_dedup.keys WHERE idem_key = 'live'").fetchone()[0]
-        assert conn.execute("SELECT webhook_complete('s', 'live', %s)", (token,)).fetchone()[0] is True
+        assert conn.execute("SELECT webhook_dedup.webhook_complete('s', 'live', %s)", (token,)).fetchone()[0] is True
         # the queue hands out the stored payload and headers
         taken = conn.execute("SELECT idem_key, attempt, payload, headers->>'x-id', event_type"
-                             "  FROM webhook_next('q', batch => 5)").fetchall()
+                             "  FROM webhook_dedup.webhook_next('q', batch => 5)").fetchall()
         assert taken == [("queued", 1, b"the payload", "1", "order.paid")]
         assert conn.execute("SELECT count(*) FROM webhook_dedup.conflicts WHERE idem_key = 'done1'"
                             ).fetchone()[0] == 2
-        assert conn.execute("SELECT webhook_advance('s', 'sub_1', '2025-01-01 00:00+00')").fetchone()[0] is False
+        assert conn.execute("SELECT webhook_dedup.webhook_advance('s', 'sub_1', '2025-01-01 00:00+00')").fetchone()[0] is False
         ran, errors = conn.execute("SELECT ran, errors FROM webhook_dedup.run_maintenance()").fetchone()
         assert ran and errors == []
 
 
 def test_grants_on_rebuilt_objects_are_kept(upgraded):
     cluster, *_ = upgraded
-    claim = "webhook_claim(text, text, bytea, interval, text)"
+    claim = "webhook_dedup.webhook_claim(text, text, bytea, interval, text)"
     with cluster.connect("old") as conn:
         def has(sql, *args):
             return conn.execute(f"SELECT {sql}", args).fetchone()[0]
@@ -334,7 +334,7 @@ def test_grants_on_rebuilt_objects_are_kept(upgraded):
         # which run as their owner; maintenance is webhook_dedup_operator's
         assert not has("has_function_privilege('upgrade_cron', 'webhook_dedup.run_maintenance()', 'EXECUTE')")
         assert not has("has_function_privilege('upgrade_analyst', 'webhook_dedup.run_maintenance()', 'EXECUTE')")
-        receive = ("webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, "
+        receive = ("webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, "
                    "interval, timestamptz, text, text, text, text, text, text)")
         # 0.2.0 takes EXECUTE on the functions that change state from PUBLIC
         # (docs/security.md), and makes the roles that could write keys
@@ -348,7 +348,7 @@ def test_grants_on_rebuilt_objects_are_kept(upgraded):
         # and the receiver role claims through the rebuilt objects
         conn.execute("SET ROLE upgrade_receiver")
         try:
-            assert conn.execute(f"SELECT outcome FROM webhook_claim('s', 'as-receiver')").fetchone()[0] == "claimed"
+            assert conn.execute(f"SELECT outcome FROM webhook_dedup.webhook_claim('s', 'as-receiver')").fetchone()[0] == "claimed"
         finally:
             conn.execute("RESET ROLE")
 
@@ -361,7 +361,7 @@ def test_the_updated_schema_is_a_fresh_install(upgraded):
         conn.execute("CREATE EXTENSION webhook_dedup")
         # the same grants, and on payloads those the update copies from keys
         # (the update carries no function grant over: see above)
-        grant(conn, "webhook_claim(text, text, bytea, interval, text)", functions=False)
+        grant(conn, "webhook_dedup.webhook_claim(text, text, bytea, interval, text)", functions=False)
         conn.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_dedup.payloads TO upgrade_receiver")
     described = {}
     for db in ("old", "fresh"):

@@ -1,5 +1,6 @@
 -- Delete up to $3 rows of each history table past retention: watermarks
--- (by updated_at), replay guards whose key is gone and conflicts (seen_at)
+-- (by updated_at), replay guards whose key is gone, signed tokens whose
+-- signature's window has closed, and conflicts (seen_at)
 -- and hourly claim counts (bucket) by
 -- their source's retention, per-minute claim counts after two hours (the
 -- maintenance runs: maintenance_prune_runs.sql).
@@ -33,6 +34,18 @@ WITH cutoff AS (
                            AND k.source OPERATOR(pg_catalog.=) x.source)
       LIMIT $3 FOR UPDATE OF x SKIP LOCKED))
   RETURNING 1
+), tokens AS (
+  DELETE FROM webhook_dedup.signature_tokens AS t
+   WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+     SELECT x.ctid FROM webhook_dedup.signature_tokens AS x, cutoff
+      WHERE x.seen_at OPERATOR(pg_catalog.<) cutoff.earliest
+        AND x.seen_at OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) COALESCE(
+              (SELECT s.retention FROM webhook_dedup.sources AS s
+                WHERE s.source OPERATOR(pg_catalog.=) x.source), $2))
+        -- kept while its signature still verifies
+        AND x.window_until OPERATOR(pg_catalog.<) $1
+      LIMIT $3 FOR UPDATE OF x SKIP LOCKED))
+  RETURNING 1
 ), conflicts AS (
   DELETE FROM webhook_dedup.conflict_log AS c
    WHERE c.id OPERATOR(pg_catalog.=) ANY (ARRAY(
@@ -59,4 +72,5 @@ WITH cutoff AS (
 SELECT (SELECT pg_catalog.count(*) FROM watermarks) AS watermarks,
        (SELECT pg_catalog.count(*) FROM conflicts) AS conflicts,
        (SELECT pg_catalog.count(*) FROM counts) AS counts,
-       (SELECT pg_catalog.count(*) FROM guards) AS guards
+       (SELECT pg_catalog.count(*) FROM guards) AS guards,
+       (SELECT pg_catalog.count(*) FROM tokens) AS tokens

@@ -3,7 +3,8 @@
 -- statement is routed to the shards of the source (one node: the tables
 -- are co-located), where Citus lets it lock rows. Deletes up to $3 rows of
 -- each of the source's history tables past its retention: watermarks (by
--- updated_at), replay guards whose key is gone and conflicts (seen_at) and
+-- updated_at), replay guards whose key is gone, signed tokens whose
+-- signature's window has closed, and conflicts (seen_at) and
 -- hourly claim counts (bucket) by the source's retention, per-minute claim
 -- counts after two hours. Maintenance runs are each node's own
 -- (maintenance_prune_runs.sql).
@@ -38,6 +39,18 @@ WITH cutoff AS (
                            AND k.source OPERATOR(pg_catalog.=) $5)
       LIMIT $3 FOR UPDATE OF x SKIP LOCKED))
   RETURNING 1
+), tokens AS (
+  DELETE FROM webhook_dedup.signature_tokens AS t
+   WHERE t.source OPERATOR(pg_catalog.=) $5
+     AND t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+     SELECT x.ctid FROM webhook_dedup.signature_tokens AS x, cutoff
+      WHERE x.source OPERATOR(pg_catalog.=) $5
+        AND x.seen_at OPERATOR(pg_catalog.<) cutoff.earliest
+        AND x.seen_at OPERATOR(pg_catalog.<) cutoff.kept_since
+        -- kept while its signature still verifies
+        AND x.window_until OPERATOR(pg_catalog.<) $1
+      LIMIT $3 FOR UPDATE OF x SKIP LOCKED))
+  RETURNING 1
 ), conflicts AS (
   DELETE FROM webhook_dedup.conflict_log AS c
    WHERE c.source OPERATOR(pg_catalog.=) $5
@@ -63,4 +76,5 @@ WITH cutoff AS (
 SELECT (SELECT pg_catalog.count(*) FROM watermarks) AS watermarks,
        (SELECT pg_catalog.count(*) FROM conflicts) AS conflicts,
        (SELECT pg_catalog.count(*) FROM counts) AS counts,
-       (SELECT pg_catalog.count(*) FROM guards) AS guards
+       (SELECT pg_catalog.count(*) FROM guards) AS guards,
+       (SELECT pg_catalog.count(*) FROM tokens) AS tokens

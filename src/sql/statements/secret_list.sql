@@ -7,7 +7,7 @@ SELECT s.id, s.source, s.not_before, s.not_after, s.created_at,
        'sha256:' OPERATOR(pg_catalog.||)
          pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(s.secret, 'UTF8')), 'hex'), 8)
          AS fingerprint,
-       s.note
+       s.note, s.scheme
   FROM webhook_dedup.source_secrets AS s
  WHERE $1::text IS NULL OR s.source OPERATOR(pg_catalog.=) $1
  ORDER BY s.source, s.id
