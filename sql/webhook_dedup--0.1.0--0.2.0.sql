@@ -264,15 +264,15 @@ CREATE TABLE webhook_dedup.signature_tokens (
     seen_at      timestamptz NOT NULL,
     PRIMARY KEY (token_sha256, source)
 );
-CREATE INDEX signature_tokens_seen_at ON webhook_dedup.signature_tokens (seen_at);
+CREATE INDEX signature_tokens_signed_at ON webhook_dedup.signature_tokens (signed_at);
 COMMENT ON COLUMN webhook_dedup.signature_tokens.source IS 'The source the delivery was received for.';
 COMMENT ON COLUMN webhook_dedup.signature_tokens.token_sha256 IS 'SHA-256 of the signed token (Mailgun: signature.token, a 50-character random string), 32 bytes.';
 COMMENT ON COLUMN webhook_dedup.signature_tokens.body_sha256 IS 'SHA-256 of the raw body the token first arrived with (32 bytes): the same token with the same bytes is an ordinary duplicate, with other bytes a forgery.';
-COMMENT ON COLUMN webhook_dedup.signature_tokens.signed_at IS 'The signed timestamp of the token''s signature.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.signed_at IS 'The signed timestamp of the token''s signature (one token has one: the signature covers both). Maintenance prunes the row once signed_at is older than the source''s retention and window_until has passed; webhook_receive refuses a signature older than the source''s retention (timestamp_too_old), whose token may have been pruned.';
 COMMENT ON COLUMN webhook_dedup.signature_tokens.window_until IS 'signed_at plus the tolerance the token was verified with: after it, the signature no longer verifies, whatever the token.';
-COMMENT ON COLUMN webhook_dedup.signature_tokens.seen_at IS 'When the token was first received (database clock). Maintenance prunes the row once it is older than the source''s retention and its window_until has passed.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.seen_at IS 'When the token was first received (database clock).';
 COMMENT ON TABLE webhook_dedup.signature_tokens IS
-  'For schemes whose signature does not cover the body (mailgun: docs/signatures.md, "What each signature covers"): each signed token seen per source, with the bytes it first arrived with. webhook_dedup.webhook_receive refuses the token on other content (verified false, reject_reason token_reused, counted as rejected_token_reused) and writes nothing else; concurrent first uses of one token with different bodies: the first to commit wins. Kept for the source''s retention and at least until the signature''s window closes.';
+  'For schemes whose signature does not cover the body (mailgun: docs/signatures.md, "What each signature covers"): each signed token seen per source, with the bytes it first arrived with. webhook_dedup.webhook_receive refuses the token on other content (verified false, reject_reason token_reused, counted as rejected_token_reused) and writes nothing else; concurrent first uses of one token with different bodies: the first to commit wins. Kept while the signed time is within the source''s retention, and at least until the signature''s window closes; a signature older than the retention is refused (timestamp_too_old), so a pruned token cannot come back.';
 
 -- Fingerprints are of raw bytes or (tagged) of canonical JSON.
 COMMENT ON TABLE webhook_dedup.conflict_log IS
@@ -647,12 +647,22 @@ COMMENT ON FUNCTION @extschema@.webhook_next(text, interval, integer) IS
 -- name them schema-qualified from now on: webhook_dedup.webhook_claim(...).
 -- Triggers that use webhook_monotonic_guard keep working (they refer to
 -- the function itself, not to its name).
+--
+-- Each moved function leaves a stub of the same name and arguments (names
+-- and defaults included) in the schema it left, owned by the extension: an
+-- old receiver's unqualified call gets a clear error (42883, naming the new
+-- place) instead of nothing, and the signature stays taken, so that a
+-- database owner cannot put a function of exactly that signature there
+-- for such calls to run (issue 24's review). The stubs do nothing else.
 DO $$
 DECLARE
-  f pg_catalog.regprocedure;
+  f record;
 BEGIN
-  FOR f IN SELECT p.oid::pg_catalog.regprocedure
+  FOR f IN SELECT p.oid::pg_catalog.regprocedure AS fn, p.proname AS name, n.nspname AS schema,
+                  pg_catalog.pg_get_function_arguments(p.oid) AS arguments,
+                  pg_catalog.pg_get_function_identity_arguments(p.oid) AS identity
              FROM pg_catalog.pg_proc AS p
+             JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
              JOIN pg_catalog.pg_depend AS d
                ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
               AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
@@ -661,7 +671,17 @@ BEGIN
               AND d.refobjid OPERATOR(pg_catalog.=) e.oid AND e.extname OPERATOR(pg_catalog.=) 'webhook_dedup'
             WHERE p.pronamespace OPERATOR(pg_catalog.<>) 'webhook_dedup'::pg_catalog.regnamespace
   LOOP
-    EXECUTE pg_catalog.format('ALTER FUNCTION %s SET SCHEMA webhook_dedup', f);
+    EXECUTE pg_catalog.format('ALTER FUNCTION %s SET SCHEMA webhook_dedup', f.fn);
+    EXECUTE pg_catalog.format(
+      'CREATE FUNCTION %I.%I(%s) RETURNS void LANGUAGE plpgsql AS %L',
+      f.schema, f.name, f.arguments,
+      pg_catalog.format('BEGIN RAISE EXCEPTION %L USING ERRCODE = %L, HINT = %L; END',
+                        pg_catalog.format('%s() moved to schema webhook_dedup in webhook_dedup 0.2.0', f.name),
+                        '42883',
+                        pg_catalog.format('Call webhook_dedup.%s(...) (docs/operations.md, "Upgrades").', f.name)));
+    EXECUTE pg_catalog.format(
+      'COMMENT ON FUNCTION %I.%I(%s) IS %L', f.schema, f.name, f.identity,
+      pg_catalog.format('Moved to webhook_dedup.%s in 0.2.0: this stub only raises 42883 for an unqualified call, and keeps the signature from being taken by another role''s function.', f.name));
   END LOOP;
 END
 $$;
@@ -813,6 +833,10 @@ AS 'MODULE_PATHNAME', 'list_secrets_wrapper';
 CREATE TRIGGER source_secrets_changed
   AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON webhook_dedup.source_secrets
   FOR EACH STATEMENT EXECUTE FUNCTION webhook_dedup.sources_changed();
+-- Only the extension's own triggers call it (a trigger fires whatever
+-- EXECUTE says): nobody else may attach it to a table, where each statement
+-- would empty every backend's caches of settings and keys.
+REVOKE ALL ON FUNCTION webhook_dedup.sources_changed() FROM PUBLIC;
 COMMENT ON FUNCTION webhook_dedup.sources_changed() IS
   'Trigger function of sources_changed on webhook_dedup.sources and source_secrets_changed on webhook_dedup.source_secrets: sends a relation cache invalidation of the table, which empties every backend''s cache of per-source settings and keys when the change commits. 39P01 when called other than by a trigger.';
 COMMENT ON FUNCTION webhook_dedup.add_secret(text, text, timestamptz, timestamptz, text) IS

@@ -120,6 +120,23 @@ fn bound(readable: String) -> String {
     key
 }
 
+/// The source name the metrics report counts under when a database's share
+/// of the counters is used up (`crate::metrics::OVERFLOW_SOURCE`): reserved,
+/// so that no real source's counts are summed into that row.
+pub const RESERVED_SOURCE: &str = "(overflow)";
+
+/// Check a source given to the functions: [`check_bounded`], and not the
+/// reserved [`RESERVED_SOURCE`] (22023).
+pub fn check_source(value: &str) -> Result<(), Error> {
+    check_bounded("source", value)?;
+    if value == RESERVED_SOURCE {
+        return Err(Error::invalid(format!(
+            "source \"{RESERVED_SOURCE}\" is reserved: the metrics report the counts of sources past a database's share under it"
+        )));
+    }
+    Ok(())
+}
+
 /// Check a key or source given to the claim functions: non-empty and at
 /// most [`MAX_KEY_CHARS`] characters (characters, not bytes, as Stripe
 /// counts them). Errors are 22023 naming the argument.

@@ -99,7 +99,7 @@ pub const MINUTE_ROOM: usize = DATABASE_SHARE / 2;
 /// other databases' older ones instead of keeping them.
 const MINUTE_KEEP_US: i64 = 2 * HOUR_US;
 /// How the overflow entry's source is reported.
-pub const OVERFLOW_SOURCE: &str = "(overflow)";
+pub const OVERFLOW_SOURCE: &str = crate::key::RESERVED_SOURCE;
 /// Ordinary entries (hours and minutes) one database may hold: a flood in
 /// one database leaves the other half of the table to the others.
 pub const DATABASE_SHARE: usize = MAX_LOAD / 2;

@@ -49,6 +49,29 @@ static TERMINATED: AtomicBool = AtomicBool::new(false);
 /// check.
 static IN_PASS: AtomicBool = AtomicBool::new(false);
 
+/// PostgreSQL's own `die()` and `SetLatch()`, declared here without pgrx's
+/// `#[pg_guard]` wrapper (whose thread check, `sigsetjmp` and saved error
+/// context are not for a signal handler): both are written to be called
+/// from one (`die` is every backend's SIGTERM handler; `SetLatch` is
+/// documented as safe in signal handlers, src/backend/storage/ipc/latch.c).
+mod signal_safe {
+    extern "C" {
+        pub fn die(signal: std::ffi::c_int);
+        pub fn SetLatch(latch: *mut pgrx::pg_sys::Latch);
+    }
+}
+
+/// This thread's `errno`, which a signal handler must leave as it found it.
+fn errno_location() -> *mut std::ffi::c_int {
+    // SAFETY: libc's accessor of the calling thread's errno.
+    #[cfg(target_os = "linux")]
+    let location = unsafe { libc::__errno_location() };
+    // SAFETY: as above (the BSDs' and macOS's name for it).
+    #[cfg(any(target_os = "macos", target_os = "freebsd", target_os = "openbsd", target_os = "netbsd"))]
+    let location = unsafe { libc::__error() };
+    location
+}
+
 /// The worker's SIGTERM handler. pgrx's only sets a flag that the loop
 /// reads between passes, so a pass in progress (five steps of up to
 /// `batch_size` rows) ran to its end first. Here, while a pass runs, it is
@@ -56,20 +79,22 @@ static IN_PASS: AtomicBool = AtomicBool::new(false);
 /// progress stops at its next `CHECK_FOR_INTERRUPTS()` with FATAL and the
 /// worker exits (code 1); while the worker sleeps, it sets the flag and
 /// the latch, and the loop stops at once. Async-signal-safe: atomics,
-/// `die()` and `SetLatch()` (both made for signal handlers), and errno
-/// restored as PostgreSQL's own handlers restore it.
+/// `die()` and `SetLatch()` called unguarded ([`signal_safe`]), and errno
+/// restored as PostgreSQL's own handlers restore it. (A pass ended in its
+/// flush step loses the counts that step had taken, as a crash would:
+/// docs/metrics.md.)
 unsafe extern "C-unwind" fn on_sigterm(signal: std::ffi::c_int) {
     // SAFETY: errno of this thread; the PostgreSQL functions are the ones
-    // its own signal handlers call.
+    // its own signal handlers call, MyLatch is this process's latch.
     unsafe {
-        let errno = *libc::__errno_location();
+        let errno = *errno_location();
         TERMINATED.store(true, Ordering::SeqCst);
         if IN_PASS.load(Ordering::SeqCst) {
-            pg_sys::die(signal);
+            signal_safe::die(signal);
         } else {
-            pg_sys::SetLatch(pg_sys::MyLatch);
+            signal_safe::SetLatch(pg_sys::MyLatch);
         }
-        *libc::__errno_location() = errno;
+        *errno_location() = errno;
     }
 }
 

@@ -11,7 +11,7 @@ use pgrx::datum::Interval;
 pub(crate) fn key<'a>(source: Option<&'a str>, idem_key: Option<&'a str>) -> Key<'a> {
     let source = required(source, "source");
     let idem_key = required(idem_key, "idem_key");
-    check_bounded("source", source).or_raise();
+    crate::key::check_source(source).or_raise();
     check_bounded("idem_key", idem_key).or_raise();
     Key { source, idem_key }
 }

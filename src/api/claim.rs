@@ -368,6 +368,13 @@ fn complete_direct(
     }
     let completed = loop {
         let Some(tid) = session.locate(key) else {
+            // The version the snapshot sees is held, but the key is gone
+            // now: under REPEATABLE READ the UPDATE meets the deletion of
+            // the row it found (40001); under READ COMMITTED it re-checks
+            // and matches nothing (the key is unknown).
+            if store::transaction_snapshot() {
+                store::serialization_failure();
+            }
             break Completed::Unknown;
         };
         match session.lock(key, tid) {

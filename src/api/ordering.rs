@@ -39,7 +39,7 @@ fn webhook_advance(
 ) -> bool {
     let source = required(source, "source");
     let entity_id = required(entity_id, "entity_id");
-    check_bounded("source", source).or_raise();
+    crate::key::check_source(source).or_raise();
     check_bounded("entity_id", entity_id).or_raise();
     let at = micros(required(source_updated_at, "source_updated_at"), "source_updated_at").or_raise();
     spi::connected(|conn| {

@@ -118,7 +118,7 @@ fn webhook_next(
         Error::invalid(format!("batch must be between 1 and 1000, not {batch}")).raise();
     }
     if let Some(source) = source {
-        crate::key::check_bounded("source", source).or_raise();
+        crate::key::check_source(source).or_raise();
     }
     let lease_us = lease.map(args::lease);
     let mut counts: Vec<(String, Option<String>, Counter)> = Vec::new();

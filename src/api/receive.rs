@@ -10,7 +10,7 @@ use crate::claim::{Outcome, State};
 use crate::error::{required, Error, OrRaise};
 use crate::handshake;
 use crate::jsonb::Jsonb;
-use crate::key::{body_hash_field, check_bounded, derive, Parts};
+use crate::key::{body_hash_field, derive, Parts};
 use crate::metrics::{self, Counter};
 use crate::profile::{self, Body, Extracted, Fingerprint, Rules};
 use crate::signature::{self, Scheme};
@@ -169,7 +169,7 @@ fn webhook_receive(
     let body_key_fallback = required(body_key_fallback, "body_key_fallback");
     let lease_us = lease.map(args::lease);
     let source = source.unwrap_or(scheme_parsed.name());
-    check_bounded("source", source).or_raise();
+    crate::key::check_source(source).or_raise();
     let headers = header_map(headers);
     // NULL: the source's keys in webhook_dedup.source_secrets
     let explicit: Option<Vec<Option<&str>>> = secrets.as_ref().map(|a| a.iter().collect());
@@ -250,6 +250,18 @@ fn webhook_receive(
                 .map(|t| crate::time::duration_us(t, "tolerance").or_raise())
                 .or(scheme_parsed.default_tolerance_s().map(|s| s * 1_000_000))
                 .unwrap_or(0);
+            // A token is remembered while its signed time is within the
+            // source's retention: an older signature cannot be checked
+            // against a token that may have been pruned, so it is refused
+            // as too old, whatever the window (only a tolerance wider than
+            // the retention lets one verify).
+            if signed_at < at_us.saturating_sub(settings.retention_us()) {
+                metrics::count(source, None, Counter::RejectedTimestampTooOld, false);
+                return Answer {
+                    reject_reason: Some(signature::Reason::TimestampTooOld.as_str().into()),
+                    ..Answer::default()
+                };
+            }
             let signed = Signed { at: signed_at, window_until: signed_at.saturating_add(tolerance_us) };
             let token_hash = Fingerprint::raw(token.as_bytes());
             let body_hash = Fingerprint::raw(body);

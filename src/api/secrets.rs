@@ -7,7 +7,6 @@
 #[pgrx::pg_schema]
 mod webhook_dedup {
     use crate::error::{required, Error, OrRaise};
-    use crate::key::check_bounded;
     use crate::spi::{self, arg, Snap, Statement};
     use crate::time::{clock_now, micros, timestamptz};
     use pgrx::datum::TimestampWithTimeZone;
@@ -79,7 +78,7 @@ mod webhook_dedup {
         note: default!(Option<&str>, "NULL"),
     ) -> i32 {
         let source = required(source, "source");
-        check_bounded("source", source).or_raise();
+        crate::key::check_source(source).or_raise();
         let secret = required(secret, "secret");
         crate::signature::check_secret(secret).map_err(|p| p.named("the secret")).or_raise();
         let from = micros(required(not_before, "not_before"), "not_before").or_raise();

@@ -309,6 +309,16 @@ pub(crate) mod tests {
     #[pg_test]
     fn argument_errors_have_precise_sqlstates() {
         let cases = [
+            // issue 24: the metrics report overflowing counts under this
+            // name, so no real source may have it
+            (
+                "SELECT * FROM webhook_dedup.webhook_claim('(overflow)', 'k')",
+                "22023: source \"(overflow)\" is reserved: the metrics report the counts of sources past a database's share under it",
+            ),
+            (
+                "SELECT * FROM webhook_dedup.webhook_receive('github', ''::bytea, '{}', ARRAY['s'], source => '(overflow)')",
+                "22023: source \"(overflow)\" is reserved: the metrics report the counts of sources past a database's share under it",
+            ),
             (
                 "SELECT webhook_dedup.webhook_verify('gitlab', ''::bytea, '{}', ARRAY['s'])",
                 "22023: unknown webhook signature scheme \"gitlab\"",

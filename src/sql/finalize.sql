@@ -643,6 +643,10 @@ CREATE TRIGGER sources_changed
 CREATE TRIGGER source_secrets_changed
   AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON webhook_dedup.source_secrets
   FOR EACH STATEMENT EXECUTE FUNCTION webhook_dedup.sources_changed();
+-- Only the extension's own triggers call it (a trigger fires whatever
+-- EXECUTE says): nobody else may attach it to a table, where each statement
+-- would empty every backend's caches of settings and keys.
+REVOKE ALL ON FUNCTION webhook_dedup.sources_changed() FROM PUBLIC;
 COMMENT ON FUNCTION webhook_dedup.sources_changed() IS
   'Trigger function of sources_changed on webhook_dedup.sources and source_secrets_changed on webhook_dedup.source_secrets: sends a relation cache invalidation of the table, which empties every backend''s cache of per-source settings and keys when the change commits. 39P01 when called other than by a trigger.';
 COMMENT ON FUNCTION webhook_dedup.add_secret(text, text, timestamptz, timestamptz, text) IS

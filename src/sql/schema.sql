@@ -294,15 +294,15 @@ CREATE TABLE webhook_dedup.signature_tokens (
     seen_at      timestamptz NOT NULL,
     PRIMARY KEY (token_sha256, source)
 );
-CREATE INDEX signature_tokens_seen_at ON webhook_dedup.signature_tokens (seen_at);
+CREATE INDEX signature_tokens_signed_at ON webhook_dedup.signature_tokens (signed_at);
 COMMENT ON COLUMN webhook_dedup.signature_tokens.source IS 'The source the delivery was received for.';
 COMMENT ON COLUMN webhook_dedup.signature_tokens.token_sha256 IS 'SHA-256 of the signed token (Mailgun: signature.token, a 50-character random string), 32 bytes.';
 COMMENT ON COLUMN webhook_dedup.signature_tokens.body_sha256 IS 'SHA-256 of the raw body the token first arrived with (32 bytes): the same token with the same bytes is an ordinary duplicate, with other bytes a forgery.';
-COMMENT ON COLUMN webhook_dedup.signature_tokens.signed_at IS 'The signed timestamp of the token''s signature.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.signed_at IS 'The signed timestamp of the token''s signature (one token has one: the signature covers both). Maintenance prunes the row once signed_at is older than the source''s retention and window_until has passed; webhook_receive refuses a signature older than the source''s retention (timestamp_too_old), whose token may have been pruned.';
 COMMENT ON COLUMN webhook_dedup.signature_tokens.window_until IS 'signed_at plus the tolerance the token was verified with: after it, the signature no longer verifies, whatever the token.';
-COMMENT ON COLUMN webhook_dedup.signature_tokens.seen_at IS 'When the token was first received (database clock). Maintenance prunes the row once it is older than the source''s retention and its window_until has passed.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.seen_at IS 'When the token was first received (database clock).';
 COMMENT ON TABLE webhook_dedup.signature_tokens IS
-  'For schemes whose signature does not cover the body (mailgun: docs/signatures.md, "What each signature covers"): each signed token seen per source, with the bytes it first arrived with. webhook_dedup.webhook_receive refuses the token on other content (verified false, reject_reason token_reused, counted as rejected_token_reused) and writes nothing else; concurrent first uses of one token with different bodies: the first to commit wins. Kept for the source''s retention and at least until the signature''s window closes.';
+  'For schemes whose signature does not cover the body (mailgun: docs/signatures.md, "What each signature covers"): each signed token seen per source, with the bytes it first arrived with. webhook_dedup.webhook_receive refuses the token on other content (verified false, reject_reason token_reused, counted as rejected_token_reused) and writes nothing else; concurrent first uses of one token with different bodies: the first to commit wins. Kept while the signed time is within the source''s retention, and at least until the signature''s window closes; a signature older than the retention is refused (timestamp_too_old), so a pruned token cannot come back.';
 
 -- The out-of-order guard: the newest source_updated_at seen per entity.
 CREATE TABLE webhook_dedup.watermarks (

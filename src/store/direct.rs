@@ -243,12 +243,17 @@ pub(super) fn keys_oid() -> Option<(Oid, Oid)> {
 /// read-only (`SET TRANSACTION READ ONLY`, `default_transaction_read_only`,
 /// a standby), not in parallel mode, and not SERIALIZABLE (a completion
 /// reads the row it decides on, and only the executor's scans take the
-/// predicate locks serializable isolation needs). Otherwise the statements
-/// run, and raise what they raise (25006 in a read-only transaction).
+/// predicate locks serializable isolation needs), and
+/// `ignore_system_indexes` off. Otherwise the statements run, and raise
+/// what they raise (25006 in a read-only transaction).
 fn writable_here() -> bool {
     // SAFETY: backend globals and plain status functions.
     unsafe {
-        !pg_sys::XactReadOnly
+        // (ignore_system_indexes, which any login may set when it connects,
+        // would turn a completion's look-up through the primary key,
+        // systable_beginscan's, into a scan of the whole table)
+        !pg_sys::IgnoreSystemIndexes
+            && !pg_sys::XactReadOnly
             && !pg_sys::IsInParallelMode()
             && !pg_sys::RecoveryInProgress()
             && pg_sys::XactIsoLevel != pg_sys::XACT_SERIALIZABLE as i32
@@ -890,8 +895,11 @@ unsafe fn arbiter(rri: *mut pg_sys::ResultRelInfo, layout: &Layout) -> Option<Oi
                 && info.ii_Expressions.is_null()
                 && info.ii_Predicate.is_null()
             {
+                // as sets, as infer_arbiter_indexes compares them (a column
+                // named twice counts once)
                 let mut columns: Vec<i16> = info.ii_IndexAttrNumbers[..info.ii_NumIndexKeyAttrs as usize].to_vec();
                 columns.sort_unstable();
+                columns.dedup();
                 let mut key = [layout.at[Col::IdemKey as usize] as i16 + 1, layout.at[Col::Source as usize] as i16 + 1];
                 key.sort_unstable();
                 if columns == key {

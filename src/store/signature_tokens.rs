@@ -14,8 +14,14 @@
 //! token is one insert, arbitrated by the primary key (of two concurrent
 //! first uses, the second waits for the first's transaction and then finds
 //! its row, or inserts if it rolled back); a known token's row is read on
-//! the latest snapshot. Rows are pruned by maintenance once older than the
-//! source's retention and past their signature's window.
+//! the latest snapshot. Rows are pruned by maintenance once their signed
+//! time is older than the source's retention and their signature's window
+//! has closed; `webhook_receive` refuses a signature older than the
+//! retention, so a pruned token never verifies again.
+//!
+//! Per source, as the replay guard: sources that verify with one key (one
+//! Mailgun account's signing key, several sources) do not see each other's
+//! tokens (docs/security.md, "What it does not protect").
 
 use crate::spi::{arg, Conn, Snap, Statement};
 use crate::time::timestamptz;

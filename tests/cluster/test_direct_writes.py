@@ -256,6 +256,15 @@ def repeatable_read_and_a_completed_key(run):
                 (run.source, run.key("rr2"), token))
     complete(run, holder, "rr2", token)
     holder.rollback()
+    # the holder again, the key forgotten (deleted) after its snapshot: the
+    # UPDATE meets the deletion, 40001 (not "no such key")
+    claim(run, setup, "rr3")
+    token = run.token(setup, "rr3")
+    holder = run.connect("repeatable read", autocommit=False)
+    holder.execute("SELECT 1")
+    run.observe("forget", setup, "SELECT webhook_dedup.webhook_forget(%s, %s)", (run.source, run.key("rr3")))
+    complete(run, holder, "rr3", token)
+    holder.rollback()
     run.rows()
 
 
@@ -296,8 +305,8 @@ def test_a_stale_completion_takes_no_lock(cluster):
 
 def test_repeatable_read_answers_false_for_a_stale_token(cluster):
     seen = both_ways(cluster, repeatable_read_and_a_completed_key)
-    answers = [r for w, r in seen if w in ("complete rr", "complete rr2")]
-    assert answers == [[(True,)], [(False,)], "40001"], answers
+    answers = [r for w, r in seen if w in ("complete rr", "complete rr2", "complete rr3")]
+    assert answers == [[(True,)], [(False,)], "40001", "40001"], answers
 
 
 def test_a_row_written_earlier_in_the_statement_is_seen(cluster):

@@ -677,8 +677,11 @@ def test_no_role_but_the_owner_holds_table_privileges(connect):
             """SELECT p.proname FROM pg_proc p
                  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
                  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'webhook_dedup'
-                WHERE p.provolatile = 'v' AND p.prorettype <> 'trigger'::regtype
+                WHERE p.provolatile = 'v' AND p.oid <> 'webhook_dedup.webhook_monotonic_guard()'::regprocedure
                   AND has_function_privilege('public', p.oid, 'EXECUTE') ORDER BY 1""").fetchall()
+        # (the guard is for your own tables' triggers: EXECUTE is needed to
+        # create one; sources_changed, which empties every backend's caches,
+        # is the extension's own, issue 24's review)
         assert public_writers == []
 
 

@@ -118,7 +118,7 @@ def test_concurrent_first_uses_of_one_token_exactly_one_wins(cluster):
         assert keys == [(claimed[0][3],)]
 
 
-def test_the_refusals_are_counted(cluster):
+def test_the_refusals_are_counted(cluster):  # runs before the aged-signature test, which counts too
     with cluster.connect() as conn:
         row = conn.execute("SELECT sum(rejected_token_reused), sum(signature_rejections)"
                            "  FROM webhook_dedup.duplicate_metrics WHERE source = %s", (SOURCE,)).fetchone()
@@ -149,3 +149,22 @@ def test_maintenance_prunes_tokens_past_retention_and_window(cluster):
                             " WHERE source = %s AND seen_at < now() - interval '1 hour'",
                             (b"opentoken" + b"0" * 41, SOURCE)).fetchall()
         assert left == [(True,)], "the token whose window is still open stays"
+
+
+def test_a_signature_older_than_what_is_remembered_is_refused(cluster):
+    """A token is remembered while its signed time is within the source's
+    retention; a wider tolerance must not let an older signature verify,
+    whose token may have been pruned (issue 24's review)."""
+    now = int(time.time())
+    with cluster.connect() as conn:
+        conn.execute("UPDATE webhook_dedup.sources SET retention = '1 hour' WHERE source = %s", (SOURCE,))
+        old = body(signature_block("agedtoken" + "0" * 41, now - 5400), "evt-aged")
+        row = conn.execute("SELECT verified, reject_reason FROM webhook_dedup.webhook_receive('mailgun', %s, '{}',"
+                           " source => %s, tolerance => '2 hours')", (old, SOURCE)).fetchone()
+        assert row == (False, "timestamp_too_old")
+        fresh = body(signature_block("freshtoken" + "0" * 40, now - 1800), "evt-fresh")
+        row = conn.execute("SELECT verified, outcome FROM webhook_dedup.webhook_receive('mailgun', %s, '{}',"
+                           " source => %s, tolerance => '2 hours')", (fresh, SOURCE)).fetchone()
+        assert row == (True, "claimed")
+        assert conn.execute("SELECT count(*) FROM webhook_dedup.keys WHERE idem_key = %s",
+                            (f"{SOURCE}:evt-aged",)).fetchone()[0] == 0

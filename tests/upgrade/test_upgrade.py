@@ -173,10 +173,15 @@ SCHEMA = {
         SELECT x.c::regclass::text, x.cond
           FROM pg_extension e, unnest(e.extconfig, e.extcondition) AS x(c, cond)
          WHERE e.extname = 'webhook_dedup' ORDER BY 1""",
+    # (the update's stubs in public, which a fresh install has not, apart:
+    # test_moved_functions_leave_stubs)
     "members": """
         SELECT pg_describe_object(d.classid, d.objid, d.objsubid)
           FROM pg_depend d JOIN pg_extension e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
-         WHERE e.extname = 'webhook_dedup' AND d.deptype = 'e' ORDER BY 1""",
+         WHERE e.extname = 'webhook_dedup' AND d.deptype = 'e'
+           AND NOT (d.classid = 'pg_proc'::regclass
+                    AND d.objid IN (SELECT oid FROM pg_proc WHERE pronamespace = 'public'::regnamespace))
+         ORDER BY 1""",
     "columns": """
         SELECT c.relname, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
                pg_get_expr(ad.adbin, ad.adrelid), co.collname, a.attidentity, col_description(c.oid, a.attnum)
@@ -205,7 +210,8 @@ SCHEMA = {
                obj_description(p.oid, 'pg_proc'),
                (SELECT array_agg(x::text ORDER BY x::text) FROM unnest(p.proacl) x)
           FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
-          JOIN pg_extension e ON d.refobjid = e.oid AND e.extname = 'webhook_dedup' ORDER BY 1""",
+          JOIN pg_extension e ON d.refobjid = e.oid AND e.extname = 'webhook_dedup'
+         WHERE p.pronamespace <> 'public'::regnamespace ORDER BY 1""",
     "types": """
         SELECT t.typname, obj_description(t.oid, 'pg_type') FROM pg_type t
          WHERE t.typnamespace = 'webhook_dedup'::regnamespace AND t.typtype = 'c'
@@ -351,6 +357,32 @@ def test_grants_on_rebuilt_objects_are_kept(upgraded):
             assert conn.execute(f"SELECT outcome FROM webhook_dedup.webhook_claim('s', 'as-receiver')").fetchone()[0] == "claimed"
         finally:
             conn.execute("RESET ROLE")
+
+
+def test_moved_functions_leave_stubs(upgraded):
+    """The update moves every function from public (0.1.0's schema) into
+    webhook_dedup and leaves a stub of each in public, owned by the
+    extension: an old receiver's unqualified call gets 42883 naming the new
+    place (instead of a function a database owner put there), with named
+    arguments and defaults as before; and a function of exactly that
+    signature cannot be created there by anyone else."""
+    cluster, *_ = upgraded
+    with cluster.connect("old") as conn:
+        stubs = conn.execute(
+            """SELECT p.proname FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass
+                 AND d.objid = p.oid AND d.deptype = 'e'
+                 JOIN pg_extension e ON d.refobjid = e.oid AND e.extname = 'webhook_dedup'
+                WHERE p.pronamespace = 'public'::regnamespace ORDER BY 1""").fetchall()
+        moved = conn.execute("SELECT proname FROM pg_proc WHERE pronamespace = 'webhook_dedup'::regnamespace"
+                             " AND proname LIKE 'webhook\\_%' ORDER BY 1").fetchall()
+        assert stubs and set(stubs) <= set(moved), (stubs, moved)
+        assert ("webhook_claim",) in stubs and ("webhook_complete",) in stubs
+        with pytest.raises(psycopg.errors.UndefinedFunction,
+                           match=r"webhook_claim\(\) moved to schema webhook_dedup in webhook_dedup 0.2.0"):
+            conn.execute("SELECT * FROM public.webhook_claim('s', 'k', lease => '1 minute')")
+        with pytest.raises(psycopg.errors.DuplicateFunction):
+            conn.execute("CREATE FUNCTION public.webhook_claim(source text, idem_key text, payload bytea,"
+                         " lease interval, event_type text) RETURNS text LANGUAGE sql AS 'SELECT 1'")
 
 
 def test_the_updated_schema_is_a_fresh_install(upgraded):

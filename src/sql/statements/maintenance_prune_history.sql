@@ -38,8 +38,8 @@ WITH cutoff AS (
   DELETE FROM webhook_dedup.signature_tokens AS t
    WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
      SELECT x.ctid FROM webhook_dedup.signature_tokens AS x, cutoff
-      WHERE x.seen_at OPERATOR(pg_catalog.<) cutoff.earliest
-        AND x.seen_at OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) COALESCE(
+      WHERE x.signed_at OPERATOR(pg_catalog.<) cutoff.earliest
+        AND x.signed_at OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) COALESCE(
               (SELECT s.retention FROM webhook_dedup.sources AS s
                 WHERE s.source OPERATOR(pg_catalog.=) x.source), $2))
         -- kept while its signature still verifies

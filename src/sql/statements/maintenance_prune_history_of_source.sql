@@ -45,8 +45,8 @@ WITH cutoff AS (
      AND t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
      SELECT x.ctid FROM webhook_dedup.signature_tokens AS x, cutoff
       WHERE x.source OPERATOR(pg_catalog.=) $5
-        AND x.seen_at OPERATOR(pg_catalog.<) cutoff.earliest
-        AND x.seen_at OPERATOR(pg_catalog.<) cutoff.kept_since
+        AND x.signed_at OPERATOR(pg_catalog.<) cutoff.earliest
+        AND x.signed_at OPERATOR(pg_catalog.<) cutoff.kept_since
         -- kept while its signature still verifies
         AND x.window_until OPERATOR(pg_catalog.<) $1
       LIMIT $3 FOR UPDATE OF x SKIP LOCKED))

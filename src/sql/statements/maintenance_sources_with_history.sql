@@ -11,7 +11,7 @@ SELECT h.source FROM (
   UNION
   SELECT g.source FROM webhook_dedup.replay_guards AS g WHERE g.seen_at OPERATOR(pg_catalog.<) $1
   UNION
-  SELECT t.source FROM webhook_dedup.signature_tokens AS t WHERE t.seen_at OPERATOR(pg_catalog.<) $1
+  SELECT t.source FROM webhook_dedup.signature_tokens AS t WHERE t.signed_at OPERATOR(pg_catalog.<) $1
   UNION
   SELECT c.source FROM webhook_dedup.conflict_log AS c WHERE c.seen_at OPERATOR(pg_catalog.<) $1
   UNION
