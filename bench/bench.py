@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
+import psycopg.types.json
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -324,6 +325,138 @@ class Bench:
             r["receive_github.sql"] / r["pgcrypto_github.sql"] for r in rounds]
         self.ratio("tps webhook_receive with the replay guard / without (github)", None, ">=").samples = [
             r["receive_github.sql"] / r["receive_github_unguarded.sql"] for r in rounds]
+
+    def scenario_wait(self):
+        """Issue 25: the bounded wait of an in-flight duplicate
+        (webhook_receive's `wait`, src/wait.rs). Three measurements:
+        - the CPU of one call that waits the whole of a 2 s wait (its holder
+          never completes: the backend sleeps, waking at most every 100 ms),
+          against a call that does not wait;
+        - the CPU per waiting call when 50 calls wait on one key and its
+          holder completes (each is woken by the commit's broadcast, looks
+          and claims the duplicate);
+        - the holder's completions per second while 50 calls wait on keys
+          it works on (one key each, spread over its 300), against the
+          holder alone, and its own backend's CPU per completion (the
+          broadcast is on its commit path).
+        GitHub deliveries of one 4 KiB body under new delivery ids, on a
+        source without the replay guard."""
+        db = "bench_wait"
+        self.create_db(db)
+        with self.connect(db) as conn:
+            conn.execute("INSERT INTO webhook_dedup.sources (source, replay_guard) VALUES ('wait', false)")
+        body = self.body.encode()
+        sig = self.signature()
+        receive_sql = ("SELECT outcome, claim_token, idem_key FROM webhook_dedup.webhook_receive('github', %s, %s,"
+                       " ARRAY[%s], source => 'wait', lease => '60 seconds', wait => %s::interval)")
+
+        def receive(conn, delivery, wait):
+            headers = psycopg.types.json.Jsonb({"x-github-delivery": delivery, "x-github-event": GITHUB_EVENT,
+                                               "x-hub-signature-256": sig})
+            return conn.execute(receive_sql, (body, headers, SECRET, wait)).fetchone()
+
+        def backend_cpu_ns(conn):
+            with open(f"/proc/{conn.info.backend_pid}/schedstat") as f:
+                return int(f.read().split()[0])
+
+        # 1. a whole 2 s wait, against a call that does not wait
+        whole, plain = [], []
+        with self.connect(db) as holder, self.connect(db) as caller:
+            for _ in range(self.args.rounds):
+                tag = self.run_id()
+                receive(holder, f"{tag}-held", "0")
+                receive(caller, f"{tag}-warm", "0")
+                before = backend_cpu_ns(caller)
+                assert receive(caller, f"{tag}-held", "2 seconds")[0] == "in_progress"
+                whole.append((backend_cpu_ns(caller) - before) / 1000)
+                before = backend_cpu_ns(caller)
+                for i in range(200):
+                    receive(caller, f"{tag}-new-{i}", "0")
+                plain.append((backend_cpu_ns(caller) - before) / 1000 / 200)
+        self.say(f"CPU of a call that waits a whole 2 s (holder never completes): {statistics.median(whole):.0f} µs "
+                 f"(min {min(whole):.0f}, max {max(whole):.0f}); of a call that does not wait: "
+                 f"{statistics.median(plain):.0f} µs")
+        self.ratio("CPU of a call waiting 2 s / a call that does not wait", None, "<=").samples = [
+            w / p for w, p in zip(whole, plain)]
+
+        # 2. 50 calls waiting on one key, woken by its holder's completion
+        waiters_n = 50
+        woken = []
+        with self.connect(db) as holder:
+            conns = [self.connect(db) for _ in range(waiters_n)]
+            try:
+                for _ in range(self.args.rounds):
+                    tag = self.run_id()
+                    _, token, key = receive(holder, f"{tag}-k", "0")
+                    for c in conns:  # plans and caches warm, as in a running receiver
+                        receive(c, f"{tag}-warm-{c.info.backend_pid}", "0")
+                    cpu_before = [backend_cpu_ns(c) for c in conns]
+                    results = [None] * waiters_n
+                    threads = [threading.Thread(target=lambda i=i, c=c: results.__setitem__(
+                        i, receive(c, f"{tag}-k", "20 seconds")[0])) for i, c in enumerate(conns)]
+                    for t in threads:
+                        t.start()
+                    self.until_waiting(holder, [c.info.backend_pid for c in conns])
+                    holder.execute("SELECT webhook_dedup.webhook_complete('wait', %s, %s)", (key, token))
+                    for t in threads:
+                        t.join()
+                    assert results == ["duplicate"] * waiters_n, results
+                    woken.append(sum(backend_cpu_ns(c) - b for c, b in zip(conns, cpu_before)) / 1000 / waiters_n)
+            finally:
+                for c in conns:
+                    c.close()
+        self.say(f"CPU per waiting call woken by the holder's completion (50 waiting on one key): "
+                 f"{statistics.median(woken):.0f} µs (min {min(woken):.0f}, max {max(woken):.0f})")
+
+        # 3. the holder's throughput, alone and with 50 callers each waiting
+        # on one of the keys it works on (spread over the run)
+        keys_n = 300
+        alone, crowded, alone_cpu, crowded_cpu = [], [], [], []
+        for _ in range(self.args.rounds):
+            for with_waiters in (False, True):
+                tag = self.run_id()
+                with self.connect(db) as holder:
+                    held = [receive(holder, f"{tag}-{i}", "0") for i in range(keys_n)]
+                    conns = [self.connect(db) for _ in range(waiters_n if with_waiters else 0)]
+                    spread = keys_n // waiters_n
+                    answers = []
+                    threads = [threading.Thread(target=lambda j=j, c=c: answers.append(
+                        receive(c, f"{tag}-{j * spread}", "30 seconds")[0])) for j, c in enumerate(conns)]
+                    for t in threads:
+                        t.start()
+                    if conns:
+                        self.until_waiting(holder, [c.info.backend_pid for c in conns])
+                    cpu_before = backend_cpu_ns(holder)
+                    started = time.monotonic()
+                    for _, token, key in held:
+                        holder.execute("SELECT webhook_dedup.webhook_complete('wait', %s, %s)", (key, token))
+                    elapsed = time.monotonic() - started
+                    cpu = (backend_cpu_ns(holder) - cpu_before) / 1000 / keys_n
+                    for t in threads:
+                        t.join()
+                    for c in conns:
+                        c.close()
+                    assert answers == ["duplicate"] * len(conns), answers
+                (crowded if with_waiters else alone).append(keys_n / elapsed)
+                (crowded_cpu if with_waiters else alone_cpu).append(cpu)
+            log(f"holder: {alone[-1]:.0f} completions/s alone, {crowded[-1]:.0f} with {waiters_n} waiting on its keys")
+        self.say(f"holder's CPU per completion: {statistics.median(alone_cpu):.0f} µs alone, "
+                 f"{statistics.median(crowded_cpu):.0f} µs with {waiters_n} calls waiting on its keys")
+        self.ratio(f"holder completions/s with {waiters_n} calls waiting on its keys / alone", None, ">=").samples = [
+            c / a for c, a in zip(crowded, alone)]
+        self.ratio(f"holder CPU per completion with {waiters_n} calls waiting on its keys / alone", None,
+                   "<=").samples = [c / a for c, a in zip(crowded_cpu, alone_cpu)]
+
+    def until_waiting(self, conn, pids, timeout=30):
+        """Until every backend of pids sleeps in the extension's wait."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            n = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)"
+                             " AND wait_event_type = 'Extension'", (pids,)).fetchone()[0]
+            if n == len(pids):
+                return
+            time.sleep(0.01)
+        raise SystemExit(f"the waiters {pids} never all slept in the wait")
 
     # Stores filled directly (not through the API, which would take too
     # long): the SQL depends on the storage layout, bench/fill.sql.
@@ -670,7 +803,7 @@ class Bench:
                 indent=2))
 
 
-SCENARIOS = ["cpu", "claim", "complete", "receive", "aged", "large", "expiry", "wal", "bulk", "citus"]
+SCENARIOS = ["cpu", "claim", "complete", "receive", "wait", "aged", "large", "expiry", "wal", "bulk", "citus"]
 
 
 def main():

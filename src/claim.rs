@@ -78,6 +78,17 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    pub const ALL: [Outcome; 8] = [
+        Outcome::Claimed,
+        Outcome::Reclaimed,
+        Outcome::InProgress,
+        Outcome::Duplicate,
+        Outcome::Conflict,
+        Outcome::RetryLater,
+        Outcome::UnknownOutcome,
+        Outcome::DeadLettered,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Claimed => "claimed",

@@ -9,7 +9,8 @@
 //! | [`key`] | scoped, bounded idempotency keys | no (pure) |
 //! | [`claim`] | the claim state machine: decisions and argument rules | no (pure) |
 //! | [`calendar`] | timestamps: the epoch, buckets, UTC literals | no (pure) |
-//! | [`profile`] | where each provider puts event id, type and time | no (pure) |
+//! | [`profile`] | where each provider puts event id, type and time, how it takes answers | no (pure) |
+//! | [`answer`] | the HTTP answer to a delivery, from its outcome and provider | no (pure) |
 //! | [`error`] | one error type, one SQLSTATE mapping | raising only |
 //! | [`guc`] | every `webhook_dedup.*` setting | yes |
 //! | [`time`] | timestamptz/interval conversions | yes |
@@ -18,7 +19,9 @@
 //! | [`lock`] | the maintenance pass's advisory lock | yes |
 //! | [`jsonb`] | `jsonb` passed through without a serde round trip | yes |
 //! | [`subxact`] | internal subtransactions and scoped settings | yes |
+//! | [`shmem`] | the shared-memory hooks of the modules below | yes |
 //! | [`metrics`] | shared-memory counters and their flush | yes |
+//! | [`wait`] | the bounded wait for an in-flight duplicate's holder | yes |
 //! | [`maintenance`] | one maintenance pass: sweep, retention, pruning | yes |
 //! | [`worker`] | the background worker that schedules the passes | yes |
 //! | [`citus_guard`] | a NULL source stopped before Citus's function delegation hashes it | yes |
@@ -29,6 +32,7 @@
 
 use pgrx::prelude::*;
 
+pub mod answer;
 pub mod api;
 pub mod calendar;
 pub mod citus_guard;
@@ -43,11 +47,13 @@ pub mod lock;
 pub mod maintenance;
 pub mod metrics;
 pub mod profile;
+pub mod shmem;
 pub mod signature;
 pub mod spi;
 pub mod store;
 pub mod subxact;
 pub mod time;
+pub mod wait;
 pub mod worker;
 
 ::pgrx::pg_module_magic!(name, version);
@@ -81,7 +87,7 @@ pub extern "C-unwind" fn _PG_init() {
     guc::init(preloading);
     citus_guard::install(preloading);
     if preloading {
-        metrics::init_shared_memory();
+        shmem::init();
         worker::register();
     }
 }

@@ -461,35 +461,13 @@ const SHMEM_NAME: &CStr = c"webhook_dedup_metrics";
 static TABLE: AtomicPtr<Table> = AtomicPtr::new(ptr::null_mut());
 static LOCK: AtomicPtr<pg_sys::LWLock> = AtomicPtr::new(ptr::null_mut());
 
-#[cfg(not(any(feature = "pg13", feature = "pg14")))]
-static mut PREVIOUS_REQUEST: pg_sys::shmem_request_hook_type = None;
-static mut PREVIOUS_STARTUP: pg_sys::shmem_startup_hook_type = None;
-
-/// Request the shared table; called from `_PG_init` while preloading.
+/// Ask for the table's space and its lock (from [`crate::shmem`]'s
+/// request hook, while the postmaster sizes shared memory).
 ///
 /// Not with pgrx's `PgLwLock`: its `pg_shmem_init!` builds the value on
 /// the postmaster's stack and moves it into shared memory, several copies
 /// of 4.6 MiB in an unoptimised build. Here the table is zeroed in place.
-pub fn init_shared_memory() {
-    // SAFETY: hooks are installed once, in _PG_init of the postmaster while
-    // it loads shared_preload_libraries; the previous hooks are kept and
-    // called.
-    unsafe {
-        #[cfg(any(feature = "pg13", feature = "pg14"))]
-        request();
-        #[cfg(not(any(feature = "pg13", feature = "pg14")))]
-        {
-            PREVIOUS_REQUEST = pg_sys::shmem_request_hook;
-            pg_sys::shmem_request_hook = Some(on_shmem_request);
-        }
-        PREVIOUS_STARTUP = pg_sys::shmem_startup_hook;
-        pg_sys::shmem_startup_hook = Some(on_shmem_startup);
-    }
-}
-
-/// Ask for the table's space and its lock (in `shmem_request_hook` from
-/// PostgreSQL 15 on, before in `_PG_init` itself).
-fn request() {
+pub(crate) fn request() {
     // SAFETY: called while the postmaster sizes shared memory.
     unsafe {
         pg_sys::RequestAddinShmemSpace(size_of::<Table>());
@@ -497,38 +475,19 @@ fn request() {
     }
 }
 
-#[cfg(not(any(feature = "pg13", feature = "pg14")))]
-#[pg_guard]
-unsafe extern "C-unwind" fn on_shmem_request() {
-    // SAFETY: the hook saved in init_shared_memory, called as PostgreSQL
-    // would have; another extension's ERROR (a longjmp) is not let across
-    // these Rust frames.
+/// Find (or make) the table in shared memory: from [`crate::shmem`]'s
+/// startup hook, under `AddinShmemInitLock`.
+///
+/// # Safety
+/// Called with `AddinShmemInitLock` held, after [`request`] asked for the
+/// space.
+pub(crate) unsafe fn attach() {
+    // SAFETY: ShmemInitStruct under AddinShmemInitLock (the caller's). The
+    // space was requested with this size; it is MAXALIGNed (8 bytes, the
+    // table's alignment). All-zero bytes are a valid empty table (booleans
+    // false, integers 0), so zeroing in place initialises it without
+    // building one anywhere else.
     unsafe {
-        if let Some(previous) = PREVIOUS_REQUEST {
-            pg_sys::ffi::pg_guard_ffi_boundary(|| previous());
-        }
-    }
-    request();
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn on_shmem_startup() {
-    // SAFETY: as in on_shmem_request.
-    unsafe {
-        if let Some(previous) = PREVIOUS_STARTUP {
-            pg_sys::ffi::pg_guard_ffi_boundary(|| previous());
-        }
-    }
-    // SAFETY: ShmemInitStruct under AddinShmemInitLock, as PostgreSQL's
-    // own modules do (`AddinShmemInitLock` is `&MainLWLockArray[21].lock`
-    // in every supported version, lwlocknames.txt; pgrx uses the same).
-    // The space was requested with this size; it is MAXALIGNed (8 bytes,
-    // the table's alignment). All-zero bytes are a valid empty table
-    // (booleans false, integers 0), so zeroing in place initialises it
-    // without building one anywhere else.
-    unsafe {
-        let init_lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock;
-        pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
         let mut found = false;
         let table = pg_sys::ShmemInitStruct(SHMEM_NAME.as_ptr(), size_of::<Table>(), &mut found).cast::<Table>();
         assert!(table.is_aligned(), "shared memory is not aligned");
@@ -538,7 +497,6 @@ unsafe extern "C-unwind" fn on_shmem_startup() {
         let lock = &raw mut (*pg_sys::GetNamedLWLockTranche(SHMEM_NAME.as_ptr())).lock;
         LOCK.store(lock, Ordering::Release);
         TABLE.store(table, Ordering::Release);
-        pg_sys::LWLockRelease(init_lock);
     }
 }
 

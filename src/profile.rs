@@ -229,6 +229,65 @@ pub fn is_json_pointer(text: &str) -> bool {
     bytes.iter().enumerate().all(|(i, &b)| b != b'~' || matches!(bytes.get(i + 1), Some(b'0' | b'1')))
 }
 
+/// Whether a provider retries a delivery answered 4xx.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retries4xx {
+    /// Like any failure.
+    Yes,
+    /// Never: a 4xx loses the delivery.
+    No,
+    /// Some 4xx statuses only, or with a rule: the text says which.
+    Partly(&'static str),
+    /// The provider's documents do not say.
+    Undocumented,
+}
+
+impl Retries4xx {
+    /// How `webhook_dedup.providers` shows it.
+    pub fn describe(self) -> String {
+        match self {
+            Retries4xx::Yes => "yes".into(),
+            Retries4xx::No => "no".into(),
+            Retries4xx::Partly(text) => format!("partly: {text}"),
+            Retries4xx::Undocumented => "not documented".into(),
+        }
+    }
+}
+
+/// An answer that makes a provider stop retrying one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopSignal {
+    /// A response header (name as sent, value).
+    Header(&'static str, &'static str),
+    /// A status code (Mailgun's 406).
+    Status(u16),
+}
+
+impl StopSignal {
+    /// How `webhook_dedup.providers` shows it.
+    pub fn describe(self) -> String {
+        match self {
+            StopSignal::Header(name, value) => format!("header {name}: {value}"),
+            StopSignal::Status(code) => format!("status {code}"),
+        }
+    }
+}
+
+/// The response deadline assumed for a provider that documents none (and
+/// for the generic `hmac` scheme): the shortest any profile documents
+/// (Slack's, Zoom's and Discord's 3 s), so the default wait never outlasts
+/// a deadline.
+pub const ASSUMED_DEADLINE_MS: i64 = 3_000;
+
+/// The default bounded wait for an in-flight duplicate (`webhook_receive`'s
+/// `wait`), in milliseconds: the provider's response deadline minus a
+/// margin of a fifth of it, at least 1 s, for the round trips and the
+/// receiver's own work around the call (3 s: 2 s; 5 s: 4 s; 10 s: 8 s).
+pub fn default_wait_ms(profile: Option<&Profile>) -> i64 {
+    let deadline = profile.and_then(|p| p.response_deadline_ms).unwrap_or(ASSUMED_DEADLINE_MS);
+    (deadline - (deadline / 5).max(1_000)).max(0)
+}
+
 /// What a scheme's deliveries carry.
 #[derive(Debug, Clone, Copy)]
 pub struct Profile {
@@ -253,6 +312,15 @@ pub struct Profile {
     /// How long after the first attempt the provider may still deliver an
     /// event, in seconds (`None`: it does not retry on its own).
     pub retry_horizon_s: Option<i64>,
+    /// How long the provider waits for the answer before it counts the
+    /// attempt as failed, in milliseconds (`None`: not documented).
+    pub response_deadline_ms: Option<i64>,
+    /// Whether it retries a delivery answered 4xx.
+    pub retries_4xx: Retries4xx,
+    /// What repeated failures lead to (a disabled or deleted endpoint).
+    pub disable_rule: &'static str,
+    /// The answer that stops its retries of one message, if it has one.
+    pub stop_signal: Option<StopSignal>,
     /// What the horizon and the locations mean in practice.
     pub notes: &'static str,
     /// Where each fact comes from.
@@ -279,8 +347,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(3 * DAY),
         replay_guard: false,
         handshake: None,
+        response_deadline_ms: None,
+        retries_4xx: Retries4xx::Yes,
+        disable_rule: "An endpoint that keeps failing is disabled after days of failures, after warning e-mails.",
+        stop_signal: None,
         notes: "Live mode retries for up to three days with exponential backoff (test mode: a few hours).",
-        sources: "https://docs.stripe.com/webhooks#retries ; https://docs.stripe.com/api/events/object (pending_webhooks, request)",
+        sources: "https://docs.stripe.com/webhooks#retries ; https://docs.stripe.com/api/events/object (pending_webhooks, request) ; https://docs.stripe.com/webhooks (undelivered events: any non-2xx is retried for three days; no response deadline is published)",
     },
     Profile {
         scheme: Scheme::Github,
@@ -292,8 +364,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(3 * DAY),
         replay_guard: true,
         handshake: None,
+        response_deadline_ms: Some(10_000),
+        retries_4xx: Retries4xx::Partly("GitHub retries no answer at all; a failed delivery is redelivered by hand"),
+        disable_rule: "Never disabled for failures.",
+        stop_signal: None,
         notes: "No automatic retries; a failed delivery can be redelivered by hand for three days, with the same X-GitHub-Delivery.",
-        sources: "https://docs.github.com/en/webhooks/webhook-events-and-payloads#delivery-headers ; https://docs.github.com/en/webhooks/testing-and-troubleshooting-webhooks/redelivering-webhooks",
+        sources: "https://docs.github.com/en/webhooks/webhook-events-and-payloads#delivery-headers ; https://docs.github.com/en/webhooks/testing-and-troubleshooting-webhooks/redelivering-webhooks ; https://docs.github.com/en/webhooks/using-webhooks/best-practices-for-using-webhooks (\"respond with a 2XX response within 10 seconds\") ; https://docs.github.com/en/webhooks/using-webhooks/handling-failed-webhook-deliveries",
     },
     Profile {
         scheme: Scheme::Shopify,
@@ -305,6 +381,10 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(4 * HOUR),
         replay_guard: true,
         handshake: None,
+        response_deadline_ms: Some(5_000),
+        retries_4xx: Retries4xx::Yes,
+        disable_rule: "A subscription made through the Admin API is deleted after 8 consecutive failures.",
+        stop_signal: None,
         notes: "8 retries over 4 hours with exponential backoff since 2024-09-10 (before: 19 over 48 hours); retries carry the original payload and X-Shopify-Triggered-At.",
         sources: "https://shopify.dev/docs/apps/build/webhooks/subscribe/https ; https://shopify.dev/changelog/updates-to-webhook-retry-mechanism",
     },
@@ -318,8 +398,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(5 * MINUTE),
         replay_guard: false,
         handshake: Some("url_verification (Events API): answered {\"challenge\": <the body's challenge>}"),
+        response_deadline_ms: Some(3_000),
+        retries_4xx: Retries4xx::Yes,
+        disable_rule: "Event subscriptions are disabled for a while when more than 95% of deliveries (retries included) fail within 60 minutes; apps under 1,000 events an hour are exempt.",
+        stop_signal: Some(StopSignal::Header("X-Slack-No-Retry", "1")),
         notes: "Events API: 3 retries (at once, after 1 minute, after 5 minutes), each with X-Slack-Retry-Num. Slash commands and interactivity carry no event_id (use the body-hash fallback).",
-        sources: "https://api.slack.com/apis/events-api#retries ; https://api.slack.com/apis/events-api#callback-field",
+        sources: "https://api.slack.com/apis/events-api#retries ; https://api.slack.com/apis/events-api#callback-field ; https://docs.slack.dev/apis/events-api/ (http_timeout after 3 seconds; \"as part of your non-200 OK response: x-slack-no-retry: 1\")",
     },
     Profile {
         scheme: Scheme::Standard,
@@ -331,8 +415,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(75 * HOUR + 35 * MINUTE),
         replay_guard: false,
         handshake: None,
+        response_deadline_ms: Some(15_000),
+        retries_4xx: Retries4xx::Yes,
+        disable_rule: "Svix disables an endpoint whose deliveries all failed for 5 days; the specification says a 410 Gone disables the endpoint.",
+        stop_signal: Some(StopSignal::Header("webhook-delivery", "abort-message")),
         notes: "webhook-id is the same on every retry; the payload's timestamp is the event time (webhook-timestamp is the attempt's). The specification's example schedule ends about 75.6 hours after the first attempt.",
-        sources: "https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md ; https://docs.svix.com/retries",
+        sources: "https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md ; https://docs.svix.com/retries ; https://docs.svix.com/receiving/delivery-control (\"webhook-delivery: abort-message stops retries of the message just sent; has no effect when ... delivery is considered successful\")",
     },
     Profile {
         scheme: Scheme::Paddle,
@@ -344,8 +432,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(3 * DAY),
         replay_guard: false,
         handshake: None,
+        response_deadline_ms: Some(5_000),
+        retries_4xx: Retries4xx::Yes,
+        disable_rule: "Not documented for endpoints; a notification whose retries are exhausted is marked failed.",
+        stop_signal: None,
         notes: "Live accounts: up to 60 retries over 3 days with exponential backoff.",
-        sources: "https://developer.paddle.com/webhooks/respond-to-webhooks ; https://developer.paddle.com/webhooks/signature-verification",
+        sources: "https://developer.paddle.com/webhooks/respond-to-webhooks (\"Returns 200 within five seconds\"; any other status is retried) ; https://developer.paddle.com/webhooks/signature-verification",
     },
     Profile {
         scheme: Scheme::Twilio,
@@ -361,8 +453,12 @@ pub const PROFILES: [Profile; 19] = [
         // re-ordered form would change (crate::signature::signed_content).
         replay_guard: true,
         handshake: None,
+        response_deadline_ms: Some(15_000),
+        retries_4xx: Retries4xx::Partly("only when the URL asks for retries (connection overrides #rc and #rp); by default one retry of a failed connection"),
+        disable_rule: "Not documented.",
+        stop_signal: None,
         notes: "No retries by default; connection overrides (#rc=) allow up to 5 within seconds, each with the same I-Twilio-Idempotency-Token. The token is not signed, so the replay guard is on, keyed on the signed URL and form parameters (a request repeated with the same parameters to the same URL, such as the same Gather digits twice, is answered as the first: set webhook_dedup.sources.replay_guard = false for such a source).",
-        sources: "https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides ; https://www.twilio.com/docs/usage/webhooks/webhooks-security",
+        sources: "https://www.twilio.com/docs/usage/webhooks/webhooks-connection-overrides ; https://www.twilio.com/docs/usage/webhooks/webhooks-security ; https://www.twilio.com/docs/api/errors/11205 (\"Twilio will wait for a total of 15 seconds to receive an HTTP response\")",
     },
     Profile {
         scheme: Scheme::Zoom,
@@ -376,8 +472,12 @@ pub const PROFILES: [Profile; 19] = [
         handshake: Some(
             "endpoint.url_validation: answered {\"plainToken\": <payload.plainToken>, \"encryptedToken\": <hex HMAC-SHA256 of plainToken under the secret token>}",
         ),
+        response_deadline_ms: Some(3_000),
+        retries_4xx: Retries4xx::Yes,
+        disable_rule: "Not documented for endpoints; an event is dropped after its 3 retries.",
+        stop_signal: None,
         notes: "Zoom sends no event id: deliveries are keyed on the body, which a retry re-sends. After a failed delivery, 3 retries: 5 minutes later, then 20, then 60 minutes after the one before. The request timestamp is signed.",
-        sources: "https://developers.zoom.us/docs/api/webhooks/ ; https://devsupport.zoom.us/hc/en-us/articles/360059893812-Webhook-delays",
+        sources: "https://developers.zoom.us/docs/api/webhooks/ ; https://devsupport.zoom.us/hc/en-us/articles/360059893812-Webhook-delays ; https://developers.zoom.us/blog/webhook-delays (\"either a 200 or a 204 HTTP status code within three seconds\")",
     },
     Profile {
         scheme: Scheme::Twitter,
@@ -391,8 +491,12 @@ pub const PROFILES: [Profile; 19] = [
         handshake: Some(
             "CRC (GET ?crc_token=<token>, unsigned): answered {\"response_token\": \"sha256=<base64 HMAC-SHA256 of crc_token under the consumer secret>\"}",
         ),
+        response_deadline_ms: Some(3_000),
+        retries_4xx: Retries4xx::Yes,
+        disable_rule: "The webhook is marked invalid when its CRC answers fail (a wrong response_token, or errors for more than 28 hours).",
+        stop_signal: None,
         notes: "X sends no event id and signs no time: deliveries are keyed on the body, which a retry re-sends (so a re-sent body is a duplicate without a replay guard). The event type is the name of the payload's array member (tweet_create_events, ...). Enterprise Account Activity API: up to 3 retries within 5 minutes.",
-        sources: "https://docs.x.com/x-api/webhooks/quickstart ; https://developer.x.com/en/docs/twitter-api/enterprise/account-activity-api/guides/activity-retries",
+        sources: "https://docs.x.com/x-api/webhooks/quickstart ; https://developer.x.com/en/docs/twitter-api/enterprise/account-activity-api/guides/activity-retries (\"a response isn't received within three seconds\"; the v2 Webhooks page says 10 seconds: the shorter is used) ; https://docs.x.com/x-api/webhooks/introduction",
     },
     Profile {
         scheme: Scheme::Square,
@@ -404,8 +508,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(72 * HOUR),
         replay_guard: false,
         handshake: None,
+        response_deadline_ms: Some(10_000),
+        retries_4xx: Retries4xx::Yes,
+        disable_rule: "Not documented; a notification is discarded after 72 hours of retries.",
+        stop_signal: None,
         notes: "event_id is Square's idempotency value, the same on every retry, and it is in the signed body (with the signed notification URL): no replay guard. Unsuccessful deliveries are retried for up to 72 hours after the event: after 1, 2, 4, 8, 16 and 32 minutes, then hourly.",
-        sources: "https://developer.squareup.com/docs/webhooks/step4manage ; https://developer.squareup.com/docs/webhooks-api/delivery-sla ; https://developer.squareup.com/docs/webhooks/troubleshooting",
+        sources: "https://developer.squareup.com/docs/webhooks/step4manage ; https://developer.squareup.com/docs/webhooks-api/delivery-sla (\"responding within 10 seconds with an HTTP 2xx\") ; https://developer.squareup.com/docs/webhooks/troubleshooting",
     },
     Profile {
         scheme: Scheme::Hubspot,
@@ -417,8 +525,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(24 * HOUR),
         replay_guard: false,
         handshake: None,
+        response_deadline_ms: Some(2_000),
+        retries_4xx: Retries4xx::Partly("400, 401, 403, 404 and 405 are never retried, 429 is (after Retry-After); workflow webhooks retry no 4xx but 429"),
+        disable_rule: "Not documented.",
+        stop_signal: None,
         notes: "A request is a JSON array of up to 100 notifications, each with its own eventId (which HubSpot does not guarantee unique) and attemptNumber (which grows with every retry): no id names the request, so deliveries are keyed on the body. A byte-identical replay is a duplicate, but HubSpot's own retry is other bytes and is processed again: to deduplicate retries, claim each notification (webhook_claim, keyed on portalId, subscriptionId and eventId). Type and time are the first notification's. Up to 10 retries spread over 24 hours. The request time is signed (5-minute window).",
-        sources: "https://developers.hubspot.com/docs/api/webhooks ; https://developers.hubspot.com/docs/api/webhooks/validating-requests",
+        sources: "https://developers.hubspot.com/docs/api/webhooks ; https://developers.hubspot.com/docs/api/webhooks/validating-requests ; https://community.hubspot.com/t5/APIs-Integrations/Webhooks-response/td-p/277558 (the Webhooks API's timeout: \"longer than 2 second\"; no current figure is published) ; https://developers.hubspot.com/docs/methods/workflows/webhook_information",
     },
     Profile {
         scheme: Scheme::Twitch,
@@ -430,8 +542,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(10 * MINUTE),
         replay_guard: false,
         handshake: None,
+        response_deadline_ms: None,
+        retries_4xx: Retries4xx::Undocumented,
+        disable_rule: "A subscription that too often fails to answer within a few seconds is revoked (notification_failures_exceeded).",
+        stop_signal: None,
         notes: "A resent message keeps its Twitch-Eventsub-Message-Id; the id and the message timestamp (when Twitch sent it, not when the event happened) are signed. Twitch documents no retry horizon: 10 minutes is its replay rule (reject messages older than 10 minutes, and ids already seen). Twitch-Eventsub-Message-Type tells notification, webhook_callback_verification and revocation apart; the challenge of webhook_callback_verification is answered as plain text by the receiver, not by webhook_receive (which keys it on its message id like any message).",
-        sources: "https://dev.twitch.tv/docs/eventsub/handling-webhook-events/ ; https://dev.twitch.tv/docs/eventsub/",
+        sources: "https://dev.twitch.tv/docs/eventsub/handling-webhook-events/ (\"respond to notification requests within a few seconds\"; notification_failures_exceeded) ; https://dev.twitch.tv/docs/eventsub/",
     },
     Profile {
         scheme: Scheme::Intercom,
@@ -446,8 +562,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(2 * HOUR),
         replay_guard: false,
         handshake: None,
+        response_deadline_ms: Some(5_000),
+        retries_4xx: Retries4xx::Yes,
+        disable_rule: "Notifications of a topic are paused for 15 minutes after more than 1,000 consecutive errors within 15 minutes; a private app's subscription is suspended after seven days of errors.",
+        stop_signal: None,
         notes: "A notification not answered 200 within 5 seconds is sent again with the same id (notif_...), which is in the signed body. Notifications throttled by an HTTP 429 are dropped after 2 hours; notifications queued during an Intercom incident are sent when it ends, possibly later.",
-        sources: "https://developers.intercom.com/docs/webhooks/webhook-notifications ; https://developers.intercom.com/docs/references/webhooks/webhook-models",
+        sources: "https://developers.intercom.com/docs/webhooks/webhook-notifications (a HTTP 200 \"within 5000ms\"; pause and suspension) ; https://developers.intercom.com/docs/references/webhooks/webhook-models",
     },
     Profile {
         scheme: Scheme::Typeform,
@@ -459,8 +579,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(10 * HOUR + 35 * MINUTE),
         replay_guard: false,
         handshake: None,
+        response_deadline_ms: Some(30_000),
+        retries_4xx: Retries4xx::Partly("429, 408, 503 and 423 every 2 to 3 minutes for 10 hours, any other status five times; 404 and 410 are not retried and disable the webhook"),
+        disable_rule: "A 404 or 410 answer disables the webhook at once.",
+        stop_signal: None,
         notes: "event_id is in the signed body. After a 429, 408, 503 or 423 Typeform retries every 2 to 3 minutes for 10 hours; after another failure, 5 min, 10 min, 20 min, 1 h, 2 h, 3 h and 4 h later (10 h 35 min if each delay follows the previous attempt); a 404 or 410 disables the webhook.",
-        sources: "https://www.typeform.com/developers/webhooks/ ; https://www.typeform.com/developers/webhooks/secure-your-webhooks/",
+        sources: "https://www.typeform.com/developers/webhooks/ (\"If your webhook doesn't respond within 30 seconds\"; the statuses retried and the ones that disable) ; https://www.typeform.com/developers/webhooks/secure-your-webhooks/",
     },
     Profile {
         scheme: Scheme::Calendly,
@@ -472,8 +596,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(24 * HOUR),
         replay_guard: false,
         handshake: None,
+        response_deadline_ms: Some(15_000),
+        retries_4xx: Retries4xx::Yes,
+        disable_rule: "Disabled when no message was delivered for 24 hours of errors; it must be created again.",
+        stop_signal: None,
         notes: "Calendly sends no event id (payload.uri names the invitee, which its invitee.created and invitee.canceled share): deliveries are keyed on the body. Errors are retried for 24 hours with exponential back-off, then the subscription is disabled. The signed t is the attempt's time (180-second window, from Calendly's example code).",
-        sources: "https://developer.calendly.com/api-docs/overview/webhooks/webhook-errors ; https://developer.calendly.com/api-docs/overview/webhooks/webhook-signatures",
+        sources: "https://developer.calendly.com/api-docs/overview/webhooks/webhook-errors ; https://developer.calendly.com/api-docs/overview/webhooks/webhook-signatures ; https://developer.calendly.com/api-docs/overview/webhooks/webhook-timeouts (read timeout 15 seconds)",
     },
     // Public-key and body-signed schemes (discord, sendgrid, mailgun,
     // linear): one block, appended together.
@@ -487,8 +615,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: None,
         replay_guard: false,
         handshake: Some("PING (an interaction of \"type\": 1): answered {\"type\": 1} (PONG)"),
+        response_deadline_ms: Some(3_000),
+        retries_4xx: Retries4xx::Partly("Discord does not retry an interaction"),
+        disable_rule: "The interactions URL is removed when it fails Discord's security checks, which send invalid signatures and expect 401.",
+        stop_signal: None,
         notes: "Interactions over HTTP. The id (a snowflake) is in the signed body and the time is signed: no replay guard needed. The type is the interaction type as a number (1 PING, 2 application command, 3 message component, 4 autocomplete, 5 modal submit). Discord does not retry an interaction: it waits 3 seconds for the answer, so the signed X-Signature-Timestamp is the event's time.",
-        sources: "https://discord.com/developers/docs/interactions/overview#setting-up-an-endpoint ; https://discord.com/developers/docs/interactions/receiving-and-responding#interaction-object",
+        sources: "https://discord.com/developers/docs/interactions/overview#setting-up-an-endpoint ; https://discord.com/developers/docs/interactions/receiving-and-responding#interaction-object ; https://discord.com/developers/docs/interactions/overview (\"your app should respond with a 401 error code\")",
     },
     Profile {
         scheme: Scheme::Sendgrid,
@@ -500,8 +632,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(DAY),
         replay_guard: false,
         handshake: None,
+        response_deadline_ms: None,
+        retries_4xx: Retries4xx::Yes,
+        disable_rule: "Not documented.",
+        stop_signal: None,
         notes: "The body is a JSON array of events (a batch): no id, type or time for the delivery as a whole, so deliveries are keyed on the body, and each event's own sg_event_id is the key to claim it by (webhook_claim per event). The time is signed. Failed POSTs are retried at increasing intervals for up to 24 hours after the event.",
-        sources: "https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook-security-features ; https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/troubleshooting ; https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/event",
+        sources: "https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook-security-features ; https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/troubleshooting ; https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/event ; https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook (\"If your web server does not return a 2xx response type, we will retry\")",
     },
     Profile {
         scheme: Scheme::Mailgun,
@@ -515,8 +651,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(8 * HOUR),
         replay_guard: false,
         handshake: None,
+        response_deadline_ms: None,
+        retries_4xx: Retries4xx::Partly("every status but 406, which rejects the POST; delivered-event webhooks are not retried"),
+        disable_rule: "Not documented.",
+        stop_signal: Some(StopSignal::Status(406)),
         notes: "The signature covers the signature block's timestamp and token only, not the event data (nor its id): webhook_receive binds each signed token to the bytes it first arrived with and refuses it on other content (reject_reason token_reused). event-data.timestamp is fractional Unix seconds, which no event time format reads. Retries (other than for delivery notifications) after 5, 10 and 15 minutes, 1, 2 and 4 hours: 8 hours; a 406 answer stops them.",
-        sources: "https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/securing-webhooks ; https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/webhook-retries",
+        sources: "https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/securing-webhooks ; https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/webhook-retries (\"If Mailgun receives a 406 (Not Acceptable) code, Mailgun will determine the POST is rejected and not retry\"; only 200 is success)",
     },
     Profile {
         scheme: Scheme::Linear,
@@ -530,8 +670,12 @@ pub const PROFILES: [Profile; 19] = [
         retry_horizon_s: Some(7 * HOUR + MINUTE),
         replay_guard: true,
         handshake: None,
+        response_deadline_ms: Some(5_000),
+        retries_4xx: Retries4xx::Yes,
+        disable_rule: "Not documented.",
+        stop_signal: None,
         notes: "Linear-Delivery (a UUID) identifies the delivery; the time (webhookTimestamp, milliseconds) is in the signed body, the id header is not signed. The type is the entity (Issue, Comment, ...) and action says create, update or remove. Retries after 1 minute, 1 hour and 6 hours.",
-        sources: "https://linear.app/developers/webhooks ; https://github.com/linear/linear/blob/master/packages/sdk/src/webhooks/client.ts",
+        sources: "https://linear.app/developers/webhooks ; https://github.com/linear/linear/blob/master/packages/sdk/src/webhooks/client.ts ; https://developers.linear.app/docs/graphql/webhooks (\"takes longer than 5s to respond, or responds with a non-200 HTTP status code\")",
     },
 ];
 
@@ -727,6 +871,26 @@ mod tests {
             Some(fingerprint.as_bytes()),
             "the raw fallback must not turn the conflict into a duplicate"
         );
+    }
+
+    /// The default wait is the deadline less a fifth of it, at least 1 s
+    /// (issue 25: about 2 s for Slack and Zoom, 4 s for Shopify and
+    /// Paddle, 8 s for GitHub and Square), and every profile says what
+    /// repeated failures do.
+    #[test]
+    fn default_waits_leave_a_margin_before_the_deadline() {
+        let wait = |scheme| default_wait_ms(profile(scheme));
+        assert_eq!((wait(Scheme::Slack), wait(Scheme::Zoom)), (2_000, 2_000));
+        assert_eq!((wait(Scheme::Shopify), wait(Scheme::Paddle)), (4_000, 4_000));
+        assert_eq!((wait(Scheme::Github), wait(Scheme::Square)), (8_000, 8_000));
+        assert_eq!(wait(Scheme::Hubspot), 1_000, "2 s");
+        assert_eq!(wait(Scheme::Stripe), 2_000, "undocumented: the assumed 3 s");
+        assert_eq!(default_wait_ms(None), 2_000, "hmac");
+        for p in PROFILES {
+            let deadline = p.response_deadline_ms.unwrap_or(ASSUMED_DEADLINE_MS);
+            assert!((0..deadline).contains(&default_wait_ms(Some(&p))), "{:?}", p.scheme);
+            assert!(!p.disable_rule.is_empty(), "{:?}", p.scheme);
+        }
     }
 
     #[test]

@@ -20,7 +20,8 @@
 //
 // webhook_checkpoint and webhook_complete return false when our lease
 // expired and another worker reclaimed the key: the step is then that
-// worker's to do, so we ROLLBACK ours (and the receiver answers 409).
+// worker's to do, so we ROLLBACK ours (and the receiver answers
+// webhook_dedup.http_answer('lease_lost'): 503).
 //
 // If the process dies, whatever it had not committed is gone; once the lease
 // expires, the provider's retry (or another worker) reclaims the key with
@@ -31,7 +32,11 @@ const pg = require('pg');
 const NOTIFIED = 'notified'; // the checkpoint of step 1
 const CRASH_AFTER_CLAIM = 'crash-after-claim';
 const CRASH_AFTER_CHECKPOINT = 'crash-after-checkpoint';
-const FAULTS = new Set([CRASH_AFTER_CLAIM, CRASH_AFTER_CHECKPOINT]);
+// A slow job: sleep this long between the steps (holding the claim, no
+// lock), so that a copy of the delivery arrives while it is processed.
+const SLOW = 'slow';
+const SLOW_SECONDS = 3;
+const FAULTS = new Set([CRASH_AFTER_CLAIM, CRASH_AFTER_CHECKPOINT, SLOW]);
 
 const TIMESTAMPTZ_OID = 1184;
 
@@ -103,13 +108,13 @@ function parseJson(body) {
 // Runs the two steps for one claimed key. `job` holds what webhook_receive
 // or webhook_next returned: source, idemKey, claimToken, attempt, lastStep,
 // eventType, eventTime (timestamptz text or null), subject (or null).
-// `fault` is a fault to inject (tests only); it fires on attempt 1 only, so
-// the retry is processed normally.
+// `fault` is a fault to inject (tests only: a crash, or a slow job); it
+// fires on attempt 1 only, so the retry is processed normally.
 //
 // Resolves to { completed: true, result, resumedFrom } or, when the lease
 // was lost, { completed: false, lost: 'notification' | 'side effect' }.
 async function runJob(pool, job, fault) {
-  const crash = job.attempt === 1 ? fault : undefined;
+  const injected = job.attempt === 1 ? fault : undefined;
   const key = [job.source, job.idemKey, job.claimToken];
   let resumedFrom = null;
 
@@ -122,7 +127,7 @@ async function runJob(pool, job, fault) {
       await client.query(
         'INSERT INTO shop.notifications (source, idem_key, event_type, attempt) VALUES ($1, $2, $3, $4)',
         [job.source, job.idemKey, job.eventType, job.attempt]);
-      if (crash === CRASH_AFTER_CLAIM) die(crash); // BEGIN and INSERT sent, no COMMIT
+      if (injected === CRASH_AFTER_CLAIM) die(injected); // BEGIN and INSERT sent, no COMMIT
       // The checkpoint comes last: it takes the key's row lock, which a
       // concurrent reclaim of this key then waits for until our COMMIT.
       const { rows } = await client.query(
@@ -130,7 +135,8 @@ async function runJob(pool, job, fault) {
       return rows[0].ok; // false: another worker holds the key now: ROLLBACK
     });
     if (!notified) return { completed: false, lost: 'notification' };
-    if (crash === CRASH_AFTER_CHECKPOINT) die(crash); // step 1 committed, step 2 not begun
+    if (injected === CRASH_AFTER_CHECKPOINT) die(injected); // step 1 committed, step 2 not begun
+    if (injected === SLOW) await new Promise((resolve) => setTimeout(resolve, SLOW_SECONDS * 1000));
   }
 
   // Step 2: the side effect, the subject's new state and the completion,

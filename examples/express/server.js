@@ -8,12 +8,17 @@
 // and steps that happen exactly once. Here that is one SQL call,
 // webhook_receive (verify + key + claim), then the two-step job of job.js.
 //
+// The HTTP answer is data the database computes: webhook_receive's row
+// carries http_status, http_headers and response (the JSON body) for every
+// outcome, and this app sends exactly those; it decides no status itself.
+//
 // The receiver holds no secret: webhook_receive verifies with the keys an
 // operator stored in the database (webhook_dedup.add_secret).
 //
 // Configuration (examples/README.md): PGHOST, PGPORT, PGUSER, PGDATABASE;
 // PORT, HOST (default 127.0.0.1); WEBHOOK_LEASE (a PostgreSQL interval);
-// WEBHOOK_MODE (claim or enqueue); WEBHOOK_FAULT_INJECTION=1 (tests only).
+// WEBHOOK_WAIT (a PostgreSQL interval); WEBHOOK_MODE (claim or enqueue);
+// WEBHOOK_FAULT_INJECTION=1 (tests only).
 
 const http = require('node:http');
 const express = require('express');
@@ -22,6 +27,9 @@ const { createPool, runJob, subjectOf, parseJson, FAULTS } = require('./job');
 const PORT = Number(process.env.PORT || 3000); // Express's conventional port
 const HOST = process.env.HOST || '127.0.0.1';
 const LEASE = process.env.WEBHOOK_LEASE || null; // null: the extension's default lease
+// How long a copy of a delivery that another worker is processing waits for
+// it ('2 seconds'; '0': not at all); null: the provider's default_wait.
+const WAIT = process.env.WEBHOOK_WAIT || null;
 const MODE = process.env.WEBHOOK_MODE || 'claim';
 const FAULT_INJECTION = process.env.WEBHOOK_FAULT_INJECTION === '1';
 
@@ -58,22 +66,40 @@ function requestUrl(req) {
   return `${req.protocol}://${req.get('host')}${req.originalUrl}`;
 }
 
-// Sends a JSON answer. X-Webhook-Outcome (and X-Webhook-Resumed-From) are not
+const JSON_HEADERS = { 'Content-Type': 'application/json' };
+
+// Sends a JSON answer with exactly these headers (Content-Type among them):
+// setHeader, since Express's res.set and res.json would add a charset to
+// the Content-Type. X-Webhook-Outcome (and X-Webhook-Resumed-From) are not
 // needed by the pattern: they only let the tests (and the curious) see what
 // happened.
-function answer(res, status, body, { outcome, retryAfter, resumedFrom } = {}) {
-  if (outcome) res.set('X-Webhook-Outcome', outcome);
-  if (retryAfter !== undefined) res.set('Retry-After', String(retryAfter));
-  if (resumedFrom) res.set('X-Webhook-Resumed-From', resumedFrom);
-  res.status(status).json(body);
+function answer(res, status, headers, body, { outcome, resumedFrom } = {}) {
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  if (outcome) res.setHeader('X-Webhook-Outcome', outcome);
+  if (resumedFrom) res.setHeader('X-Webhook-Resumed-From', resumedFrom);
+  const data = Buffer.from(JSON.stringify(body));
+  res.setHeader('Content-Length', data.length);
+  res.status(status).end(data);
 }
 
-app.get('/healthz', (req, res) => res.json({ status: 'ok' }));
+// The answer the database computed: a row's http_status, http_headers and
+// response (webhook_receive's or http_answer's), or `body` (our own result,
+// after the job) in its place.
+function answerRow(res, row, { body, outcome, resumedFrom } = {}) {
+  answer(res, row.http_status, row.http_headers, body === undefined ? row.response : body,
+    { outcome, resumedFrom });
+}
+
+// The answer to a database error: webhook_dedup.http_answer('error'), read
+// at start-up (main below), since the database cannot be asked when it fails.
+let errorAnswer;
+
+app.get('/healthz', (req, res) => answer(res, 200, JSON_HEADERS, { status: 'ok' }));
 
 app.post(
   '/webhooks/:provider',
   // An unknown provider is refused before its body is read.
-  (req, res, next) => (PROVIDERS.has(req.params.provider) ? next() : answer(res, 404, { error: 'not found' })),
+  (req, res, next) => (PROVIDERS.has(req.params.provider) ? next() : answer(res, 404, JSON_HEADERS, { error: 'not found' })),
   // The body exactly as received, as a Buffer: the signature is over these
   // bytes. This is the classic place where Stripe verification breaks:
   // express.json() parses the body, and anything re-serialised from it
@@ -93,88 +119,60 @@ async function receive(req, res) {
   // Verify, derive the idempotency key and claim it (or, in enqueue mode,
   // store the delivery for a worker), in ONE autocommitted statement: the
   // claim is committed when the call returns, so every other process sees
-  // it at once (a concurrent copy gets in_progress). A delivery that does
-  // not verify writes nothing at all.
+  // it at once (a concurrent copy waits, at most WAIT, for us to finish,
+  // then gets the duplicate's answer, else in_progress's). A delivery that
+  // does not verify writes nothing at all.
   // Parameters only, never string concatenation; the body goes as bytes
   // (a Buffer is sent as bytea), the headers as JSON text cast to jsonb.
   const { rows: [r] } = await pool.query(
     `SELECT * FROM webhook_dedup.webhook_receive($1, $2::bytea, $3::jsonb,
-                                   url => $4, lease => $5::interval, mode => $6)`,
+                                   url => $4, lease => $5::interval, mode => $6, wait => $7::interval)`,
     [provider, body, JSON.stringify(headersJson(req)),
-      URL_SIGNING_SCHEMES.has(provider) ? requestUrl(req) : null, LEASE, MODE]);
+      URL_SIGNING_SCHEMES.has(provider) ? requestUrl(req) : null, LEASE, MODE, WAIT]);
   const outcome = r.outcome;
 
-  // The order matters: a handshake (X's CRC) is answered unverified.
-  if (outcome === 'handshake') {
-    // A provider's control message (Slack's url_verification, ...): answer
-    // the body the extension made; nothing was stored.
-    return answer(res, 200, r.response, { outcome });
+  if (outcome !== 'claimed' && outcome !== 'reclaimed') {
+    // Every other outcome, and every refusal (outcome null), is answered as
+    // the database says (examples/README.md's table).
+    return answerRow(res, r, { outcome });
   }
-  if (!r.verified) return answer(res, 401, { error: 'invalid signature' });
-  if (r.reject_reason) {
-    // missing_event_id: verified, but the provider's event id is not there.
-    return answer(res, 400, { error: r.reject_reason });
+  // We hold the key until our lease expires: do the job, then answer.
+  const fault = FAULT_INJECTION ? req.get('x-demo-fault') : undefined;
+  const done = await runJob(pool, {
+    source: provider, // the source defaults to the scheme's name
+    idemKey: r.idem_key,
+    claimToken: r.claim_token,
+    attempt: r.attempt,
+    lastStep: r.last_step,
+    eventType: r.event_type,
+    eventTime: r.event_time,
+    subject: subjectOf(parseJson(body)),
+  }, FAULTS.has(fault) ? fault : undefined);
+  if (!done.completed) {
+    // Our lease expired and another worker reclaimed the key; our step was
+    // rolled back (done.lost says which). The provider retries, and gets
+    // that worker's answer.
+    const { rows: [lost] } = await pool.query(
+      "SELECT * FROM webhook_dedup.http_answer('lease_lost', $1)", [provider]);
+    return answerRow(res, lost, { outcome });
   }
-
-  switch (outcome) {
-    case 'claimed':
-    case 'reclaimed': {
-      // We hold the key until our lease expires: do the job, then answer.
-      const fault = FAULT_INJECTION ? req.get('x-demo-fault') : undefined;
-      const done = await runJob(pool, {
-        source: provider, // the source defaults to the scheme's name
-        idemKey: r.idem_key,
-        claimToken: r.claim_token,
-        attempt: r.attempt,
-        lastStep: r.last_step,
-        eventType: r.event_type,
-        eventTime: r.event_time,
-        subject: subjectOf(parseJson(body)),
-      }, FAULTS.has(fault) ? fault : undefined);
-      if (!done.completed) {
-        // Our lease expired and another worker reclaimed the key; our step
-        // was rolled back. The provider retries, and gets that worker's answer.
-        return answer(res, 409, { error: `lease lost to another worker; ${done.lost} rolled back` },
-          { outcome, retryAfter: 1 });
-      }
-      return answer(res, 200, done.result, { outcome, resumedFrom: done.resumedFrom });
-    }
-    case 'in_progress': // another worker holds a live lease: retry soon
-      return answer(res, 409, { error: 'delivery is being processed' }, { outcome, retryAfter: 1 });
-    case 'duplicate':
-      // Processed before: answer what the first completion stored, so a
-      // redelivery gets the same answer, byte for byte. (Enqueue mode: the
-      // call does not read the stored result, so there is none to answer.)
-      return answer(res, 200, r.result ?? { status: 'duplicate' }, { outcome });
-    case 'conflict':
-      return answer(res, 422, { error: 'event id reused with a different payload' }, { outcome });
-    case 'retry_later': // a failed attempt is not due again yet
-      return answer(res, 503, { error: 'retry scheduled' }, { outcome, retryAfter: 30 });
-    case 'unknown_outcome':
-    case 'dead_lettered':
-      // Parked for an operator (webhook_resolve): stop the provider's retries.
-      return answer(res, 202, { status: outcome }, { outcome });
-    case 'accepted':
-      // Enqueue mode: stored; worker.js processes it.
-      return answer(res, 202, { status: 'accepted' }, { outcome });
-    case 'ignored': // an event type the source does not accept
-      return answer(res, 200, { status: 'ignored' }, { outcome });
-    default:
-      throw new Error(`unknown outcome ${outcome}`);
-  }
+  // The claim's status and headers, with our result as the body.
+  return answerRow(res, r, { body: done.result, outcome, resumedFrom: done.resumedFrom });
 }
 
-app.use((req, res) => answer(res, 404, { error: 'not found' }));
+app.use((req, res) => answer(res, 404, JSON_HEADERS, { error: 'not found' }));
 
 // Every error ends here (Express 5 passes on a rejected async handler).
 // A body too large (413) or unreadable (400) keeps its status; anything else,
-// a database error included, is a 500, which the provider retries. The
-// details go to the log, never to the caller.
+// a database error included, is answered http_answer('error') (500), which
+// the provider retries. The details go to the log, never to the caller.
 app.use((err, req, res, next) => {
   if (res.headersSent) return next(err);
-  const status = err.status >= 400 && err.status < 500 ? err.status : 500;
-  if (status === 500) console.error(`${req.method} ${req.originalUrl}:`, err);
-  answer(res, status, { error: status === 500 ? 'internal error' : http.STATUS_CODES[status] });
+  if (err.status >= 400 && err.status < 500) {
+    return answer(res, err.status, JSON_HEADERS, { error: http.STATUS_CODES[err.status] });
+  }
+  console.error(`${req.method} ${req.originalUrl}:`, err);
+  return answerRow(res, errorAnswer);
 });
 
 // The webhook_receive this app calls (webhook_dedup 0.2.0 and later), by its
@@ -182,7 +180,7 @@ app.use((err, req, res, next) => {
 // found at start-up, not on the first delivery (FastAPI and Sinatra probe the
 // same way).
 const RECEIVE_SIGNATURE = 'webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, '
-  + 'boolean, interval, timestamp with time zone, text, text, text, text, text, text)';
+  + 'boolean, interval, timestamp with time zone, text, text, text, text, text, text, interval)';
 
 async function main() {
   // Fail fast when the database is unreachable or lacks the extension.
@@ -203,6 +201,8 @@ async function main() {
     throw new Error(`role ${probe.role} may not call webhook_dedup.webhook_receive in database ${probe.database}: `
       + `GRANT webhook_dedup_receiver TO ${probe.role}`);
   }
+  // the same for every provider
+  ({ rows: [errorAnswer] } = await pool.query("SELECT * FROM webhook_dedup.http_answer('error')"));
 
   const server = app.listen(PORT, HOST, (err) => {
     if (err) {

@@ -1,13 +1,13 @@
 'use strict';
 // The worker of the persist-then-process variant: server.js started with
-// WEBHOOK_MODE=enqueue verifies and stores each delivery and answers 202 at
+// WEBHOOK_MODE=enqueue verifies and stores each delivery and answers 200 at
 // once; this process takes the stored deliveries from the queue and runs the
 // same two-step job (job.js) on each. Run as many as you like: webhook_next
 // never hands the same key to two workers.
 //
 // Configuration: the libpq variables (PGHOST, PGPORT, PGUSER, PGDATABASE),
 // WEBHOOK_LEASE (a PostgreSQL interval; unset: the extension's default),
-// WORKER_FAULT=crash-after-claim|crash-after-checkpoint (tests only).
+// WORKER_FAULT=crash-after-claim|crash-after-checkpoint|slow (tests only).
 // Stops cleanly on SIGTERM (or Ctrl-C): it finishes the deliveries it holds.
 
 const { createPool, runJob, subjectOf, parseJson, FAULTS } = require('./job');

@@ -11,11 +11,14 @@ contract it follows):
    derives the idempotency key from the provider's event id and claims it
    (or, with WEBHOOK_MODE=enqueue, stores it for worker.py). It runs as its
    own autocommitted statement, so other workers see the claim at once.
-   Its outcome decides the HTTP answer (answer_to below).
+   Its row also carries the HTTP answer the database computed:
+   http_status, http_headers and response (the JSON body). This app sends
+   exactly those and decides no status itself.
 2. For a claimed key, the job (job.py): two steps, each committing its own
    writes together with webhook_checkpoint / webhook_complete in ONE
-   transaction. If this process dies in between, the lease expires, the
-   provider's retry reclaims the key and the job resumes after the last
+   transaction, then the row's http_status and http_headers with the job's
+   result as the body. If this process dies in between, the lease expires,
+   the provider's retry reclaims the key and the job resumes after the last
    step done.
 
 Every answer carries an X-Webhook-Outcome header naming the outcome (only for
@@ -49,7 +52,10 @@ PROVIDERS = {"github", "stripe", "standard"}  # the route's {provider}, also the
 URL_SIGNED = {"twilio", "square", "hubspot"}
 
 LEASE = os.environ.get("WEBHOOK_LEASE")  # e.g. '30 seconds'; None: the extension's default
-MODE = os.environ.get("WEBHOOK_MODE", "claim")  # or 'enqueue': persist, answer 202, worker.py processes
+# How long a copy of a delivery another worker is processing waits for it,
+# e.g. '2 seconds', '0' not at all; None: the provider's default_wait.
+WAIT = os.environ.get("WEBHOOK_WAIT") or None
+MODE = os.environ.get("WEBHOOK_MODE", "claim")  # or 'enqueue': persist, answer at once, worker.py processes
 FAULT_INJECTION = os.environ.get("WEBHOOK_FAULT_INJECTION") == "1"  # tests only
 FAULT_HEADER = "x-demo-fault"
 
@@ -60,7 +66,7 @@ log = logging.getLogger("webhook_dedup.example")
 # exact signature: a missing extension is found at start-up, not on the first
 # delivery (Express and Sinatra probe the same way).
 RECEIVE_SIGNATURE = ("webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval,"
-                     " boolean, interval, timestamp with time zone, text, text, text, text, text, text)")
+                     " boolean, interval, timestamp with time zone, text, text, text, text, text, text, interval)")
 POOL_OPEN_TIMEOUT_S = 10
 
 
@@ -74,10 +80,12 @@ def one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-async def check_database() -> None:
+async def check_database():
     """Fail fast at start-up: one plain connection (libpq's error at once when
     the server, the database or the role does not exist, where the pool would
-    keep retrying) and the probe of webhook_receive."""
+    keep retrying) and the probe of webhook_receive. Returns the row of
+    webhook_dedup.http_answer('error'), the answer to a database error: when
+    the database fails, it cannot be asked."""
     try:
         conn = await psycopg.AsyncConnection.connect("", autocommit=True)
     except psycopg.Error as exc:
@@ -89,6 +97,11 @@ async def check_database() -> None:
                 " coalesce(has_function_privilege(to_regprocedure(%s), 'EXECUTE'), false),"
                 " current_database(), current_user", (RECEIVE_SIGNATURE, RECEIVE_SIGNATURE))
             installed, allowed, database, role = await cur.fetchone()
+            if installed and allowed:
+                # the same for every provider
+                cur = await conn.cursor(row_factory=namedtuple_row).execute(
+                    "SELECT * FROM webhook_dedup.http_answer('error')")
+                error_answer = await cur.fetchone()
     except psycopg.Error as exc:
         raise StartupError(f"cannot probe the database for webhook_dedup: {one_line(exc)}") from None
     if not installed:
@@ -97,20 +110,23 @@ async def check_database() -> None:
     if not allowed:
         raise StartupError(f"role {role} may not call webhook_dedup.webhook_receive in database {database}: "
                            f"GRANT webhook_dedup_receiver TO {role}")
+    return error_answer
 
 
-# Set when the check ran before the server started (__main__ below).
-CHECKED_BEFORE_SERVING = False
+# Set when the check ran before the server started (__main__ below): the
+# answer to a database error it read.
+ERROR_ANSWER = None
 
 
 @asynccontextmanager
 async def lifespan(app: FastAPI):
-    if not CHECKED_BEFORE_SERVING:
+    app.state.error_answer = ERROR_ANSWER
+    if ERROR_ANSWER is None:
         # Served by another command (`uvicorn app:app`, ...): the same check,
         # but a refusal here reaches the user as the server reports a failed
         # start-up: uvicorn logs Starlette's traceback of it and exits with 3.
         try:
-            await check_database()
+            app.state.error_answer = await check_database()
         except StartupError as exc:
             log.error("cannot start: %s", exc)
             raise
@@ -132,18 +148,30 @@ async def lifespan(app: FastAPI):
 app = FastAPI(lifespan=lifespan)
 
 
-def answer(status: int, body, outcome: Optional[str] = None, retry_after: Optional[int] = None,
+def answer(status: int, headers: dict, body, outcome: Optional[str] = None,
            resumed_from: Optional[str] = None) -> Response:
-    """A JSON answer. sort_keys makes a duplicate's body (the result stored as
-    jsonb, read back) byte-identical to the first answer's."""
-    headers = {}
+    """A JSON answer with exactly these headers (Content-Type among them).
+    sort_keys makes a duplicate's body (the result stored as jsonb, read
+    back) byte-identical to the first answer's. X-Webhook-Outcome and
+    X-Webhook-Resumed-From are only for the tests and the curious."""
+    headers = dict(headers)
     if outcome:
         headers["X-Webhook-Outcome"] = outcome
-    if retry_after is not None:
-        headers["Retry-After"] = str(retry_after)
     if resumed_from:
         headers["X-Webhook-Resumed-From"] = resumed_from
-    return Response(json.dumps(body, sort_keys=True), status, headers, media_type="application/json")
+    return Response(json.dumps(body, sort_keys=True), status, headers)
+
+
+def from_row(row, body=None, resumed_from: Optional[str] = None) -> Response:
+    """The answer the database computed: the row's http_status, http_headers
+    and response (webhook_receive's or http_answer's), or `body` (our own
+    result, after the job) in place of response."""
+    outcome = getattr(row, "outcome", None)  # http_answer's rows have none
+    return answer(row.http_status, row.http_headers, row.response if body is None else body,
+                  outcome, resumed_from)
+
+
+JSON = {"Content-Type": "application/json"}
 
 
 def headers_json(request: Request) -> dict:
@@ -159,13 +187,13 @@ def headers_json(request: Request) -> dict:
 @app.get("/healthz")
 async def healthz() -> Response:
     # Served only once the lifespan above has opened the pool.
-    return answer(200, {"status": "ok"})
+    return answer(200, JSON, {"status": "ok"})
 
 
 @app.post("/webhooks/{provider}")
 async def receive(provider: str, request: Request) -> Response:
     if provider not in PROVIDERS:
-        return answer(404, {"error": "unknown provider"})
+        return answer(404, JSON, {"error": "unknown provider"})
     # The exact bytes the provider signed: never parse and re-serialise the
     # JSON before verifying (psycopg sends bytes as bytea). Put a body-size
     # limit in front of the app (your proxy's), as providers cap theirs.
@@ -178,54 +206,24 @@ async def receive(provider: str, request: Request) -> Response:
         async with request.app.state.pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT * FROM webhook_dedup.webhook_receive(%s, %s::bytea, %s::jsonb,"
-                " url => %s, lease => %s::interval, mode => %s)",
-                (provider, body, Jsonb(headers_json(request)), url, LEASE, MODE))
+                " url => %s, lease => %s::interval, mode => %s, wait => %s::interval)",
+                (provider, body, Jsonb(headers_json(request)), url, LEASE, MODE, WAIT))
             claim = await cur.fetchone()
-            return await answer_to(conn, provider, claim, body, request)
+            if claim.outcome in ("claimed", "reclaimed"):
+                return await process(conn, provider, claim, body, request)
+            # Every other outcome, and every refusal (outcome NULL), is
+            # answered as the database says (examples/README.md's table).
+            return from_row(claim)
     except psycopg.Error:
         # A provider retries a 5xx, which is what we want for a transient
         # database problem. The details go to our log, never to the caller.
         log.exception("database error on a %s delivery", provider)
-        return answer(500, {"error": "internal error"})
-
-
-async def answer_to(conn, provider: str, claim, body: bytes, request: Request) -> Response:
-    """The HTTP answer to webhook_receive's row (examples/README.md's table)."""
-    if claim.outcome == "handshake":
-        # A provider's control message (Slack's url_verification, ...): nothing stored.
-        return answer(200, claim.response, claim.outcome)
-    if not claim.verified:
-        return answer(401, {"error": "invalid signature"})  # nothing was stored
-    if claim.outcome is None:
-        # reject_reason 'missing_event_id' (or 'refused_handshake'): nothing stored.
-        return answer(400, {"error": claim.reject_reason})
-    if claim.outcome == "ignored":
-        return answer(200, {"status": "ignored"}, claim.outcome)  # a type the source does not accept
-    if claim.outcome in ("claimed", "reclaimed"):
-        return await process(conn, provider, claim, body, request)
-    if claim.outcome == "accepted":
-        return answer(202, {"status": "accepted"}, claim.outcome)  # stored: worker.py processes it
-    if claim.outcome == "in_progress":
-        # Another worker holds a live lease: the provider should retry soon.
-        return answer(409, {"error": "delivery is being processed"}, claim.outcome, retry_after=1)
-    if claim.outcome == "duplicate":
-        # The result stored by the first completion: the redelivery gets the
-        # first answer. (Enqueue mode: not processed yet, so no result.)
-        result = claim.result if claim.result is not None else {"status": "duplicate"}
-        return answer(200, result, claim.outcome)
-    if claim.outcome == "conflict":
-        return answer(422, {"error": "event id reused with a different payload"}, claim.outcome)
-    if claim.outcome == "retry_later":
-        # A failed attempt whose retry is not due yet.
-        return answer(503, {"error": "retry scheduled"}, claim.outcome, retry_after=30)
-    if claim.outcome in ("unknown_outcome", "dead_lettered"):
-        # Parked for an operator (webhook_resolve): stop the provider's retries.
-        return answer(202, {"status": claim.outcome}, claim.outcome)
-    raise RuntimeError(f"unexpected outcome {claim.outcome!r}")
+        return from_row(request.app.state.error_answer)
 
 
 async def process(conn, provider: str, claim, body: bytes, request: Request) -> Response:
-    """We hold the claim: run the job (job.py), then answer with its result."""
+    """We hold the claim: run the job (job.py), then answer the claim's
+    http_status and http_headers with its result."""
     fault = None
     if FAULT_INJECTION and claim.attempt == 1:  # so that the provider's retry succeeds
         fault = request.headers.get(FAULT_HEADER)
@@ -235,9 +233,11 @@ async def process(conn, provider: str, claim, body: bytes, request: Request) -> 
     if result is None:
         # Our lease expired and another worker reclaimed the key; our step was
         # rolled back. The provider's retry will get that worker's answer.
-        return answer(409, {"error": "lease lost to another worker"}, claim.outcome, retry_after=1)
+        cur = await conn.execute("SELECT * FROM webhook_dedup.http_answer('lease_lost', %s)", (provider,))
+        lost = await cur.fetchone()
+        return answer(lost.http_status, lost.http_headers, lost.response, claim.outcome)
     resumed = job.NOTIFIED if claim.last_step == job.NOTIFIED else None
-    return answer(200, result, claim.outcome, resumed_from=resumed)
+    return from_row(claim, body=result, resumed_from=resumed)
 
 
 if __name__ == "__main__":
@@ -246,8 +246,7 @@ if __name__ == "__main__":
     # and exit status 1, as Express and Sinatra print theirs (raised in the
     # lifespan, it would come wrapped in a traceback).
     try:
-        asyncio.run(check_database())
+        ERROR_ANSWER = asyncio.run(check_database())
     except StartupError as exc:
         sys.exit(f"cannot start: {exc}")
-    CHECKED_BEFORE_SERVING = True
     uvicorn.run(app, host=os.environ.get("HOST", "127.0.0.1"), port=int(os.environ.get("PORT", "8000")))

@@ -18,6 +18,7 @@ reclaimed the key (the claim token we hold is stale, "fenced"): the step is
 then that worker's, so ours is rolled back.
 """
 
+import asyncio
 import json
 import logging
 import os
@@ -34,6 +35,10 @@ log = logging.getLogger("webhook_dedup.example")
 NOTIFIED = "notified"  # the checkpoint recorded by step 1
 CRASH_AFTER_CLAIM = "crash-after-claim"
 CRASH_AFTER_CHECKPOINT = "crash-after-checkpoint"
+# A slow job: sleep this long between the steps (holding the claim, no lock),
+# so that a copy of the delivery arrives while it is processed.
+SLOW = "slow"
+SLOW_SECONDS = 3
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,8 @@ async def run(conn: psycopg.AsyncConnection, job: Job, fault: Optional[str] = No
 
     Returns the result stored with the completion (the body of the answer,
     and of every later duplicate's), or None when the lease was lost and our
-    step was rolled back. `fault` (tests only) kills the process mid-job.
+    step was rolled back. `fault` (tests only) kills the process mid-job,
+    or slows it down.
     `conn` is in autocommit mode: `conn.transaction()` is a BEGIN ... COMMIT.
     """
     if job.last_step != NOTIFIED:
@@ -62,6 +68,8 @@ async def run(conn: psycopg.AsyncConnection, job: Job, fault: Optional[str] = No
             return None
         if fault == CRASH_AFTER_CHECKPOINT:
             die(fault)  # step 1 is committed with its checkpoint, step 2 never runs
+        if fault == SLOW:
+            await asyncio.sleep(SLOW_SECONDS)
     return await complete(conn, job)
 
 

@@ -1,7 +1,7 @@
 """The worker of the persist-then-process variant (WEBHOOK_MODE=enqueue).
 
 app.py stores each verified delivery with webhook_dedup.webhook_receive(mode => 'enqueue')
-and answers 202 at once; this process takes the stored deliveries with
+and answers 200 at once; this process takes the stored deliveries with
 webhook_next and runs the same job (job.py) on each. Run as many as you like:
 webhook_next never hands the same key to two workers (SKIP LOCKED), and a
 key whose worker died is handed out again once its lease expires, with

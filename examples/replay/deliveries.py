@@ -66,8 +66,9 @@ def stripe(conn, secret: str, event_type: str, object_id: str, created: int,
 
 def standard(conn, secret: str, event_type: str, object_id: str, at: datetime = None,
              msg_id: str = None) -> Delivery:
-    """A Standard Webhooks message about `object_id`, signed now with the whsec_ key."""
-    msg_id = msg_id or f"msg_{uuid.uuid4().hex}"
+    """A Standard Webhooks message about `object_id`, signed now with the
+    whsec_ key; its webhook-id is `msg_id` (a new one when None)."""
+    msg_id = f"msg_{uuid.uuid4().hex}" if msg_id is None else msg_id
     at = at or datetime.now(timezone.utc)
     body = json.dumps({
         "type": event_type,

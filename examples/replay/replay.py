@@ -26,8 +26,13 @@ A seeded RNG picks which events also suffer the faults real providers produce:
               can do, since GitHub signs no id): the replay guard must answer
               it duplicate, and it must leave no key and no side effect
 
-Like a real provider, every delivery is retried on 409 (after Retry-After), on
-5xx and on a dropped connection, until it gets a 2xx or runs out of attempts.
+Like a real provider, every delivery is retried on a 5xx (after its
+Retry-After, if any: an in_progress copy's 503 says when the holder's lease
+ends) and on a dropped connection, until it gets a 2xx, a 4xx (final) or runs
+out of attempts. The receiver answers every outcome as webhook_receive's row
+says (http_status, http_headers, response): a copy that arrives while
+another holds the key waits for it and is then answered as a duplicate
+(200), or 503 in_progress if the wait ends first.
 
 Afterwards the database is checked: every valid event must have exactly one row
 in demo.notifications and one in demo.side_effects, no tampered delivery may be
@@ -45,6 +50,7 @@ libpq environment variables (PGHOST, PGPORT, PGUSER, PGDATABASE) or --dsn.
 """
 
 import argparse
+import email.message
 import hashlib
 import hmac
 import json
@@ -114,6 +120,8 @@ class Answer:
     retry_after: Optional[str]
     body: bytes
     resumed_from: Optional[str] = None  # the receiver's X-Webhook-Resumed-From header
+    # every header of the answer (names case-insensitive; empty without one)
+    headers: email.message.Message = field(default_factory=email.message.Message, compare=False, repr=False)
 
     @property
     def accepted(self) -> bool:
@@ -247,7 +255,7 @@ def post(url: str, body: bytes, headers: dict,
         resp = conn.getresponse()
         return Answer(resp.status, resp.getheader("X-Webhook-Outcome"),
                       resp.getheader("Retry-After"), resp.read(),
-                      resp.getheader("X-Webhook-Resumed-From"))
+                      resp.getheader("X-Webhook-Resumed-From"), resp.headers)
     except (OSError, http.client.HTTPException):
         # Connection refused, reset or closed before a status line: to a
         # provider this is "no response", which it retries like a timeout.
@@ -276,13 +284,12 @@ class Provider:
         return post(self.url, delivery.body, headers, barrier)
 
     def deliver(self, delivery: Delivery, barrier: Optional[threading.Barrier] = None) -> list:
-        """Send until a 2xx or a permanent 4xx, at most MAX_ATTEMPTS times."""
+        """Send until a 2xx or a 4xx (final), at most MAX_ATTEMPTS times."""
         answers = []
         for attempt in range(MAX_ATTEMPTS):
             answer = self.send(delivery, barrier=barrier if attempt == 0 else None)
             answers.append(answer)
-            if answer.accepted or (answer.status is not None and 400 <= answer.status < 500
-                                   and answer.status != 409):
+            if answer.accepted or (answer.status is not None and 400 <= answer.status < 500):
                 break
             time.sleep(retry_delay(answer))
         return answers

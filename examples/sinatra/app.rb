@@ -7,8 +7,10 @@
 # anyone can POST to this URL. One SQL call, webhook_receive, verifies the
 # signature over the exact raw body bytes with the keys stored in the
 # database (this app holds no secret), derives the idempotency key from the
-# provider's event id and claims it. The outcome decides the answer, and a
-# claimed delivery runs the two-step job of shop.rb.
+# provider's event id and claims it. Its row carries the HTTP answer the
+# database computed for every outcome (http_status, http_headers and
+# response, the JSON body), which this app sends as it is: it decides no
+# status itself. A claimed delivery runs the two-step job of shop.rb first.
 
 require 'json'
 require 'sinatra'
@@ -25,10 +27,14 @@ PROVIDERS = %w[github stripe standard].freeze # the routes (and scheme names) se
 URL_SIGNING_SCHEMES = %w[twilio square hubspot].freeze
 
 LEASE = ENV['WEBHOOK_LEASE'] # a PostgreSQL interval; nil (NULL): the extension's default
+# How long a copy of a delivery that another worker is processing waits for
+# it ('2 seconds'; '0': not at all); nil (NULL): the provider's default_wait.
+WAIT = ENV['WEBHOOK_WAIT']
 MODE = ENV.fetch('WEBHOOK_MODE', 'claim') # 'claim' or 'enqueue' (a worker processes)
 FAULT_INJECTION = ENV['WEBHOOK_FAULT_INJECTION'] == '1' # tests only: honour X-Demo-Fault
 MAX_BODY_BYTES = 25 * 1024 * 1024 # GitHub's cap; refuse larger bodies unread
 THREADS = 5 # Puma's threads, so concurrent deliveries are served concurrently
+JSON_HEADERS = { 'Content-Type' => 'application/json' }.freeze # answers of our own (404, 413)
 
 abort "WEBHOOK_MODE must be claim or enqueue, not #{MODE.inspect}" unless %w[claim enqueue].include?(MODE)
 
@@ -57,7 +63,7 @@ end
 # found at start-up, not on the first delivery (FastAPI and Express probe the
 # same way).
 RECEIVE_SIGNATURE = 'webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, ' \
-                    'boolean, interval, timestamp with time zone, text, text, text, text, text, text)'
+                    'boolean, interval, timestamp with time zone, text, text, text, text, text, text, interval)'
 
 # Fail fast at start-up rather than on the first delivery.
 begin
@@ -78,20 +84,24 @@ unless probe['allowed'] == 't'
   abort "cannot start: role #{probe['role']} may not call webhook_dedup.webhook_receive in database " \
         "#{probe['database']}: GRANT webhook_dedup_receiver TO #{probe['role']}"
 end
+# The answer to a database error (500), the same for every provider: read
+# now, since the database cannot be asked when it fails.
+ERROR_ANSWER = with_db { |conn| conn.exec("SELECT * FROM webhook_dedup.http_answer('error')").first }
 
 # Every call of webhook_receive: one statement, autocommitted (no BEGIN), so
 # the claim is committed, and seen by every other worker, when it returns.
 RECEIVE = <<~SQL
-  SELECT * FROM webhook_dedup.webhook_receive($1, $2::bytea, $3::jsonb, url => $4, lease => $5::interval, mode => $6)
+  SELECT * FROM webhook_dedup.webhook_receive($1, $2::bytea, $3::jsonb, url => $4, lease => $5::interval, mode => $6,
+                                              wait => $7::interval)
 SQL
 
 get '/healthz' do
-  json_answer(200, nil, { status: 'ok' })
+  json_answer(200, JSON_HEADERS, { status: 'ok' })
 end
 
 post '/webhooks/:provider' do |provider|
   pass unless PROVIDERS.include?(provider) # no other route matches: 404
-  halt json_answer(413, nil, { error: 'payload too large' }) if request.content_length.to_i > MAX_BODY_BYTES
+  halt json_answer(413, JSON_HEADERS, { error: 'payload too large' }) if request.content_length.to_i > MAX_BODY_BYTES
 
   request.body.rewind # in case something read it before us
   body = request.body.read # the exact bytes the provider signed (a binary String)
@@ -100,41 +110,18 @@ post '/webhooks/:provider' do |provider|
     # bytea: the raw bytes as a binary parameter (format: 1), never
     # re-serialised JSON: one byte changed and the signature no longer verifies.
     claim = conn.exec_params(RECEIVE, [provider, { value: body, format: 1 }, headers_json(request.env),
-                                       url, LEASE, MODE]).first
-    answer(conn, provider, body, claim)
+                                       url, LEASE, MODE, WAIT]).first
+    if %w[claimed reclaimed].include?(claim['outcome'])
+      run_job(conn, provider, body, claim)
+    else
+      # Every other outcome, and every refusal (outcome NULL), is answered
+      # as the database says (examples/README.md's table).
+      answer_row(claim, claim['outcome'])
+    end
   end
 end
 
 helpers do
-  # The HTTP answer follows webhook_receive's outcome (examples/README.md).
-  def answer(conn, provider, body, claim)
-    outcome = claim['outcome']
-    # A provider's control message (Slack's url_verification, ...): nothing stored.
-    return json_answer(200, outcome, claim['response']) if outcome == 'handshake'
-    # Not signed with a stored key: nothing at all was written.
-    # (The pg gem returns every column as text: a boolean is 't' or 'f'.)
-    return json_answer(401, nil, { error: 'invalid signature' }) unless claim['verified'] == 't'
-    return json_answer(400, nil, { error: 'the event id is missing' }) if claim['reject_reason'] == 'missing_event_id'
-
-    case outcome
-    when 'claimed', 'reclaimed' then run_job(conn, provider, body, claim)
-    # Another worker holds a live lease: the provider retries later.
-    when 'in_progress' then json_answer(409, outcome, { error: 'being processed' }, 'Retry-After' => '1')
-    # The result stored by the first completion (jsonb text, as the first
-    # answer was): a redelivery gets the same bytes. In enqueue mode the key may
-    # not be completed yet, and has no result.
-    when 'duplicate' then json_answer(200, outcome, claim['result'] || { status: 'duplicate' })
-    when 'ignored' then json_answer(200, outcome, { status: 'ignored' }) # a type the source does not accept
-    when 'conflict' then json_answer(422, outcome, { error: 'this event id came with other content' })
-    # A failed attempt whose retry is not due yet.
-    when 'retry_later' then json_answer(503, outcome, { error: 'retry scheduled' }, 'Retry-After' => '30')
-    # Parked for an operator (webhook_resolve): the provider may stop retrying.
-    when 'unknown_outcome', 'dead_lettered' then json_answer(202, outcome, { status: outcome })
-    when 'accepted' then json_answer(202, outcome, { status: 'accepted' }) # enqueue mode: a worker processes it
-    else raise "unexpected outcome #{outcome.inspect}"
-    end
-  end
-
   def run_job(conn, provider, body, claim)
     job = Shop::Job.new(source: provider, idem_key: claim['idem_key'], claim_token: claim['claim_token'],
                         attempt: Integer(claim['attempt']), event_type: claim['event_type'],
@@ -144,11 +131,14 @@ helpers do
     fault = request.env['HTTP_X_DEMO_FAULT'] if FAULT_INJECTION && job.attempt == 1
     result = Shop.process(conn, job, fault: fault)
     resumed = job.last_step ? { 'X-Webhook-Resumed-From' => job.last_step } : {}
-    json_answer(200, claim['outcome'], result, resumed)
+    # The claim's status and headers, with our result as the body.
+    answer_row(claim, claim['outcome'], body: result, extra: resumed)
   rescue Shop::LeaseLost => e
     # Our lease expired and another worker reclaimed the key: the step was
     # rolled back, and the provider's retry gets that worker's answer.
-    json_answer(409, claim['outcome'], { error: "lease lost to another worker; #{e.message}" }, 'Retry-After' => '1')
+    warn "#{provider} #{job.idem_key}: lease lost to another worker; #{e.message}"
+    lost = conn.exec_params("SELECT * FROM webhook_dedup.http_answer('lease_lost', $1)", [provider]).first
+    answer_row(lost, claim['outcome'])
   end
 
   # Every request header as a JSON object with lower-cased names, as
@@ -170,21 +160,31 @@ helpers do
     JSON.generate(headers)
   end
 
-  # A JSON answer with the outcome in X-Webhook-Outcome (only for the tests and
-  # the curious). `body` is a Hash, or JSON text from the database, sent as is.
-  def json_answer(status, outcome, body, extra_headers = {})
-    headers = { 'Content-Type' => 'application/json' }.merge(extra_headers)
+  # The answer the database computed: a row's http_status, http_headers and
+  # response (webhook_receive's or http_answer's; the pg gem gives each as
+  # text, jsonb as JSON text), or `body` (our own result, after the job) in
+  # its place. X-Webhook-Outcome (and X-Webhook-Resumed-From, in `extra`)
+  # are only for the tests and the curious.
+  def answer_row(row, outcome, body: nil, extra: {})
+    headers = JSON.parse(row['http_headers']).merge(extra)
     headers['X-Webhook-Outcome'] = outcome if outcome
+    json_answer(Integer(row['http_status']), headers, body || row['response'])
+  end
+
+  # A JSON answer with exactly these headers (Content-Type among them).
+  # `body` is a Hash, or JSON text from the database, sent as is.
+  def json_answer(status, headers, body)
     [status, headers, body.is_a?(String) ? body : JSON.generate(body)]
   end
 end
 
 not_found do
-  json_answer(404, nil, { error: 'not found' })
+  json_answer(404, JSON_HEADERS, { error: 'not found' })
 end
 
-# A database error (or any other): 500, and the provider retries. The details
-# go to the log (Sinatra's dump_errors), never to the caller.
+# A database error (or any other): http_answer('error'), a 500, and the
+# provider retries. The details go to the log (Sinatra's dump_errors), never
+# to the caller.
 error do
-  json_answer(500, nil, { error: 'internal error' })
+  answer_row(ERROR_ANSWER, nil)
 end

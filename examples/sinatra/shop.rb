@@ -23,6 +23,10 @@ module Shop
   # Fault injection (tests only): the points where a process dies like kill -9.
   CRASH_AFTER_CLAIM = 'crash-after-claim'           # step 1 inserted, not committed
   CRASH_AFTER_CHECKPOINT = 'crash-after-checkpoint' # step 1 committed, step 2 not begun
+  # And a slow job: it sleeps this long between the steps (holding the claim,
+  # no lock), so that a copy of the delivery arrives while it is processed.
+  SLOW = 'slow'
+  SLOW_SECONDS = 3
 
   # One claimed (or leased) key and what the job needs to know about its event.
   Job = Struct.new(:source, :idem_key, :claim_token, :attempt, :event_type,
@@ -37,12 +41,13 @@ module Shop
 
   # Runs the steps not done yet and returns the result stored by
   # webhook_complete, as the jsonb text PostgreSQL prints. Raises LeaseLost
-  # (the receiver answers 409) or a PG::Error. `fault` (tests only) is one of
-  # the CRASH_* names, or nil.
+  # (the receiver answers http_answer('lease_lost'): 503) or a PG::Error.
+  # `fault` (tests only) is one of the CRASH_* names, SLOW, or nil.
   def process(conn, job, fault: nil)
     if job.last_step != NOTIFIED # a reclaim after step 1 committed skips it
       notify(conn, job, fault)
       die!(fault) if fault == CRASH_AFTER_CHECKPOINT
+      sleep SLOW_SECONDS if fault == SLOW
     end
     complete(conn, job)
   end

@@ -1,6 +1,6 @@
 # The worker of the persist-then-process variant (examples/README.md): the
 # receiver, started with WEBHOOK_MODE=enqueue, stores each verified delivery
-# and answers 202 at once; this process takes the stored deliveries from
+# and answers 200 at once; this process takes the stored deliveries from
 # webhook_next and runs the same two-step job (shop.rb) for each.
 # Run it with `ruby worker.rb`; stop it with SIGTERM (or Ctrl-C). Start as
 # many as you like: webhook_next never hands one key to two workers.

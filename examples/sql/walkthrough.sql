@@ -1,6 +1,7 @@
 -- A walk through webhook_dedup in psql, to read from top to bottom:
 --   A. claim and process: claim a delivery, do its side effect, complete it
---      in the same transaction; a redelivery gets the stored result;
+--      in the same transaction; a redelivery gets the stored result; the
+--      HTTP answer to each, as webhook_dedup.http_answer computes it;
 --   B. persist, then process: store deliveries for workers, two workers take
 --      them with webhook_next (a leased key is not handed to the other one),
 --      each does its side effect and completes in one transaction.
@@ -79,20 +80,38 @@ SELECT walkthrough.expect(:'first_attempt' = '1', 'it is attempt 1');
 
 -- A3. The provider retries while we are still working (a timeout on its
 -- side): the lease is live, so the retry is in_progress and gets no token.
--- Answer it with 409 (or 503) and Retry-After; do not process it.
-SELECT outcome, claim_token IS NULL AS no_token
+-- Do not process it. lease_expires_at says when our lease ends.
+SELECT outcome, claim_token IS NULL AS no_token, lease_expires_at - clock_timestamp() AS lease_left
 FROM webhook_dedup.webhook_claim('shop', :'key', payload => convert_to(:'payload', 'UTF8')) \gset retry_
 SELECT walkthrough.expect(:'retry_outcome' = 'in_progress', 'a retry during the lease is in_progress');
 SELECT walkthrough.expect(:'retry_no_token', 'and gets no claim token');
+-- The HTTP answer is data too, computed by the database: http_answer gives
+-- the status, the headers (a JSON object) and the JSON body for an outcome
+-- (webhook_receive returns the same three with every row). A receiver sends
+-- them as they are and decides no status itself. Here: 503, with
+-- Retry-After saying when our lease ends, so the provider retries then;
+-- never a 4xx, which some providers drop for good.
+SELECT http_status, http_headers ->> 'Retry-After' AS retry_after, response
+FROM webhook_dedup.http_answer(:'retry_outcome', retry_after => :'retry_lease_left') \gset retry_
+\echo 'the retry is answered' :retry_http_status :retry_response
+SELECT walkthrough.expect(:'retry_http_status' = '503' AND :'retry_retry_after'::int BETWEEN 1 AND 300,
+                          'it is answered 503 with Retry-After: the seconds left on our lease');
 
 -- A4. The side effect and the completion in ONE transaction: either both
 -- commit or neither does. webhook_complete returns false when our lease was
--- reclaimed meanwhile (another attempt holds the key now): then roll back.
+-- reclaimed meanwhile (another attempt holds the key now): then roll back,
+-- and answer http_answer('lease_lost'), a 503 (the provider's retry gets
+-- the answer of the attempt that holds the key now).
 BEGIN;
 INSERT INTO walkthrough.orders VALUES ('A-1', 4200, :'key');
 SELECT webhook_dedup.webhook_complete('shop', :'key', :'first_token', '{"status": 200, "order": "A-1"}') AS completed \gset
 SELECT walkthrough.expect(:'completed', 'webhook_complete accepts our token');
 COMMIT;
+-- Committed: our answer is that of a completed job, 200 with our result.
+SELECT http_status, response
+FROM webhook_dedup.http_answer('completed', result => '{"status": 200, "order": "A-1"}') \gset first_
+SELECT walkthrough.expect(:'first_http_status' = '200' AND :'first_response'::jsonb = '{"status": 200, "order": "A-1"}',
+                          'our answer is 200 with our result');
 
 -- A5. A redelivery of the same event, an hour or a week later: duplicate,
 -- with the result stored at completion (answer 200 with it), and nothing
@@ -103,6 +122,10 @@ FROM webhook_dedup.webhook_claim('shop', :'key', payload => convert_to(:'payload
 SELECT walkthrough.expect(:'dup_outcome' = 'duplicate', 'a redelivery after completion is a duplicate');
 SELECT walkthrough.expect(:'dup_result'::jsonb = '{"status": 200, "order": "A-1"}',
                           'it carries the stored result');
+-- Its answer: 200 with the stored result, the very body of the first answer.
+SELECT http_status, response FROM webhook_dedup.http_answer(:'dup_outcome', result => :'dup_result') \gset dup_
+SELECT walkthrough.expect(:'dup_http_status' = '200' AND :'dup_response'::jsonb = :'first_response'::jsonb,
+                          'the redelivery is answered 200 with the first answer''s body');
 SELECT walkthrough.expect(count(*) = 1, 'the order was written once')
 FROM walkthrough.orders;
 
@@ -119,6 +142,11 @@ SELECT webhook_dedup.webhook_enqueue('shop', :'queued_key_2', convert_to('{"id":
                        event_type => 'order.paid') AS enqueued \gset q2_
 SELECT walkthrough.expect(:'q1_enqueued' = 'accepted' AND :'q2_enqueued' = 'accepted',
                           'two deliveries are accepted into the queue');
+-- The answer to each: 200 at once (mode => 'enqueue': the outcomes of
+-- webhook_enqueue and of webhook_receive(..., mode => 'enqueue')).
+SELECT http_status, response FROM webhook_dedup.http_answer(:'q1_enqueued', mode => 'enqueue') \gset q1_
+SELECT walkthrough.expect(:'q1_http_status' = '200' AND :'q1_response'::jsonb = '{"status": "accepted"}',
+                          'an accepted delivery is answered 200 {"status": "accepted"}');
 -- The provider sends evt_2001 again: stored once.
 SELECT webhook_dedup.webhook_enqueue('shop', :'queued_key_1', convert_to('{"id": "evt_2001", "order": "B-1"}', 'UTF8'),
                        event_type => 'order.paid') AS enqueued \gset again_

@@ -16,17 +16,21 @@ use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
 
-/// One output row of `webhook_claim` (the column names are in its signature).
-pub(crate) type ClaimRow = (
-    String,
-    Option<Uuid>,
-    i32,
-    String,
-    Option<Jsonb>,
-    Option<String>,
-    TimestampWithTimeZone,
-    Option<TimestampWithTimeZone>,
-);
+/// One claim's answer: the columns of `webhook_claim`, in its order, and
+/// when a retry could succeed (`webhook_receive`'s `Retry-After`).
+pub(crate) struct ClaimRow {
+    pub outcome: String,
+    pub token: Option<Uuid>,
+    pub attempt: i32,
+    pub state: String,
+    pub result: Option<Jsonb>,
+    pub last_step: Option<String>,
+    pub first_seen_at: TimestampWithTimeZone,
+    pub lease_expires_at: Option<TimestampWithTimeZone>,
+    /// `in_progress`: the holder's lease expiry; `retry_later`: the next
+    /// attempt's time (microseconds since 2000); else None.
+    pub retry_at: Option<i64>,
+}
 
 /// Claim one delivery of a key: returns exactly one row saying whether the
 /// caller must process it (`claimed`, `reclaimed`: then `claim_token` is set
@@ -59,20 +63,20 @@ fn webhook_claim(
     let key = args::key(source, idem_key);
     let lease_us = lease.map(args::lease);
     let fingerprint = payload.map(crate::signature::ct::sha256);
-    let (outcome, token, attempt, state, result, last_step, first_seen_at, lease_expires_at) = spi::connected(|conn| {
+    let row = spi::connected(|conn| {
         claim_one(conn, key, fingerprint.as_ref().map(<[u8; 32]>::as_slice), None, lease_us, event_type)
     });
     super::rows::one_row(
         fcinfo,
         [
-            outcome.into_datum(),
-            token.into_datum(),
-            attempt.into_datum(),
-            state.into_datum(),
-            result.into_datum(),
-            last_step.into_datum(),
-            first_seen_at.into_datum(),
-            lease_expires_at.into_datum(),
+            row.outcome.into_datum(),
+            row.token.into_datum(),
+            row.attempt.into_datum(),
+            row.state.into_datum(),
+            row.result.into_datum(),
+            row.last_step.into_datum(),
+            row.first_seen_at.into_datum(),
+            row.lease_expires_at.into_datum(),
         ],
     )
 }
@@ -122,6 +126,49 @@ pub(crate) fn claim_one(
     lease_us: Option<i64>,
     event_type: Option<&str>,
 ) -> ClaimRow {
+    claim_unless_held(conn, key, fingerprint, raw, lease_us, event_type, false)
+        .expect("a claim that may not yield answers")
+}
+
+/// The lease expiry of `looked`, a key as [`crate::store::look`] found it,
+/// when another worker holds it so that a claim of this content would
+/// answer `in_progress` now ([`crate::claim::decide`], the state machine's
+/// own rule); `None` when a claim would answer anything else, or when this
+/// transaction wrote the version (its lock is ours: no holder could
+/// complete it while we wait). What the bounded wait waits on.
+pub(crate) fn held_elsewhere(
+    looked: &crate::store::direct::Looked,
+    now: i64,
+    fingerprint: Option<&[u8]>,
+    raw: Option<&[u8]>,
+    max_attempts: i32,
+) -> Option<i64> {
+    if looked.ours {
+        return None;
+    }
+    let stored = &looked.stored;
+    let fingerprint = same_bytes(stored.fingerprint.as_deref(), fingerprint, raw);
+    (decide(Some(stored), now, fingerprint, max_attempts).outcome == Outcome::InProgress)
+        .then(|| stored.lease_expires_at.unwrap_or(now))
+}
+
+/// [`claim_one`], except that with `yield_if_held` a key found held by
+/// another worker's live lease (another copy of the delivery inserted it
+/// after the caller's bounded wait looked) is left alone, before its row
+/// is locked: `None`, nothing written or counted, so that the caller can
+/// wait for the holder and claim again (`webhook_receive`). A claim's lock
+/// on the row would last until the caller's transaction ends and make the
+/// holder's completion wait for it. Only where the claim runs without SQL
+/// ([`crate::store::direct`]); the upsert statement locks at once.
+pub(crate) fn claim_unless_held(
+    conn: &Conn<'_>,
+    key: Key<'_>,
+    fingerprint: Option<&[u8]>,
+    raw: Option<&[u8]>,
+    lease_us: Option<i64>,
+    event_type: Option<&str>,
+    yield_if_held: bool,
+) -> Option<ClaimRow> {
     store::visible_conflict(conn, key);
     let now = clock_now();
     let lease_for = |settings: &Option<sources::SourceSettings>| {
@@ -136,16 +183,17 @@ pub(crate) fn claim_one(
     let delivery = Delivery { key, now, token, lease_until: until, fingerprint, event_type };
     let claimed = || {
         metrics::count(key.source, event_type, Counter::for_outcome(Outcome::Claimed), true);
-        (
-            Outcome::Claimed.as_str().to_string(),
-            Some(token),
-            1,
-            State::Processing.as_str().to_string(),
-            None,
-            None,
-            timestamptz(now),
-            Some(timestamptz(until)),
-        )
+        ClaimRow {
+            outcome: Outcome::Claimed.as_str().to_string(),
+            token: Some(token),
+            attempt: 1,
+            state: State::Processing.as_str().to_string(),
+            result: None,
+            last_step: None,
+            first_seen_at: timestamptz(now),
+            lease_expires_at: Some(timestamptz(until)),
+            retry_at: None,
+        }
     };
     let (found, mut known) = match Session::open() {
         // claim_upsert.sql is INSERT ... ON CONFLICT DO UPDATE, which the
@@ -157,7 +205,19 @@ pub(crate) fn claim_one(
                 match session.insert_claim(&delivery) {
                     Insert::Inserted => {
                         session.close();
-                        return claimed();
+                        return Some(claimed());
+                    }
+                    Insert::Known(_)
+                        if yield_if_held && {
+                            let max_attempts =
+                                settings.get_or_insert_with(|| sources::settings(conn, key.source)).max_attempts();
+                            session.look(key).is_some_and(|looked| {
+                                held_elsewhere(&looked, now, fingerprint, raw, max_attempts).is_some()
+                            })
+                        } =>
+                    {
+                        session.close();
+                        return None;
                     }
                     Insert::Known(tid) => match session.lock(key, tid) {
                         // deleted since the probe (webhook_forget, retention): new again
@@ -185,7 +245,7 @@ pub(crate) fn claim_one(
             }
         }
         None => match store::claim::upsert(conn, &delivery) {
-            Upserted::Inserted => return claimed(),
+            Upserted::Inserted => return Some(claimed()),
             Upserted::Known(found) => (*found, Known::Sql),
         },
     };
@@ -215,31 +275,38 @@ pub(crate) fn claim_one(
                 }
             }
             let KeyRow { result, last_step, first_seen_at, .. } = found;
-            (
+            ClaimRow {
                 outcome,
-                Some(token),
+                token: Some(token),
                 attempt,
-                State::Processing.as_str().into(),
+                state: State::Processing.as_str().into(),
                 result,
                 last_step,
-                timestamptz(first_seen_at),
-                Some(timestamptz(until)),
-            )
+                first_seen_at: timestamptz(first_seen_at),
+                lease_expires_at: Some(timestamptz(until)),
+                retry_at: None,
+            }
         }
         Write::Touch => {
             // A conflicting delivery never sees what the other payload's
             // holder stored.
             let (result, last_step) = if conflict { (None, None) } else { (found.result, found.last_step.clone()) };
-            (
+            let retry_at = match decision.outcome {
+                Outcome::InProgress => found.lease_expires_at,
+                Outcome::RetryLater => found.next_attempt_at,
+                _ => None,
+            };
+            ClaimRow {
                 outcome,
-                None,
-                found.attempt,
-                found.state.as_str().into(),
+                token: None,
+                attempt: found.attempt,
+                state: found.state.as_str().into(),
                 result,
                 last_step,
-                timestamptz(found.first_seen_at),
-                found.lease_expires_at.map(timestamptz),
-            )
+                first_seen_at: timestamptz(found.first_seen_at),
+                lease_expires_at: found.lease_expires_at.map(timestamptz),
+                retry_at,
+            }
         }
         Write::DeadLetter => {
             match &mut known {
@@ -253,16 +320,17 @@ pub(crate) fn claim_one(
                     values.set(Col::LastError, error.as_str().into_datum());
                 }
             }
-            (
+            ClaimRow {
                 outcome,
-                None,
-                found.attempt,
-                State::DeadLettered.as_str().into(),
-                None,
-                found.last_step.clone(),
-                timestamptz(found.first_seen_at),
-                None,
-            )
+                token: None,
+                attempt: found.attempt,
+                state: State::DeadLettered.as_str().into(),
+                result: None,
+                last_step: found.last_step.clone(),
+                first_seen_at: timestamptz(found.first_seen_at),
+                lease_expires_at: None,
+                retry_at: None,
+            }
         }
         Write::Insert => unreachable!("the key is known"),
     };
@@ -285,7 +353,7 @@ pub(crate) fn claim_one(
     if decision.write == Write::DeadLetter {
         metrics::count(key.source, label.as_deref(), Counter::DeadLetters, false);
     }
-    row
+    Some(row)
 }
 
 /// Claim several keys of one source in one call, for a delivery that
@@ -337,8 +405,18 @@ fn webhook_claim_many(
                 // direct writes run no executor, which would check
                 pg_sys::check_for_interrupts!();
                 let key = args::key(source, Some(k));
-                let (o, t, a, st, r, l, f, e) = claim_one(conn, key, None, None, lease_us, event_type);
-                (k.clone(), o, t, a, st, r, l, f, e)
+                let r = claim_one(conn, key, None, None, lease_us, event_type);
+                (
+                    k.clone(),
+                    r.outcome,
+                    r.token,
+                    r.attempt,
+                    r.state,
+                    r.result,
+                    r.last_step,
+                    r.first_seen_at,
+                    r.lease_expires_at,
+                )
             })
             .collect()
     });
@@ -430,7 +508,10 @@ fn webhook_complete(
         }
     });
     let (done, label) = match completed {
-        Completed::Yes { event_type } => (true, event_type),
+        Completed::Yes { event_type } => {
+            crate::wait::wake_at_commit(key);
+            (true, event_type)
+        }
         Completed::Stale { event_type } => (false, event_type),
         Completed::Unknown => Error::NoDataFound {
             message: format!("no idempotency key \"{}\" for source \"{}\"", key.idem_key, key.source),

@@ -6,6 +6,7 @@
 //! Callers name them schema-qualified (docs/security.md, "Where the
 //! functions live").
 
+pub mod answer;
 mod args;
 pub mod claim;
 pub mod key;
@@ -18,6 +19,8 @@ pub mod secrets;
 pub mod sources;
 #[cfg(feature = "pg_test")]
 mod tests;
+#[cfg(feature = "pg_test")]
+mod tests_answer;
 #[cfg(feature = "pg_test")]
 mod tests_intake;
 #[cfg(feature = "pg_test")]

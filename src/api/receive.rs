@@ -3,9 +3,10 @@
 //! `webhook_dedup.provider_profiles()`, the profiles as rows.
 
 use super::args;
-use super::claim::claim_one;
+use super::claim::claim_unless_held;
 use super::queue::enqueue_one;
 use super::verify::{header_map, verify_sql, HmacArgs};
+use crate::answer::{self, Kind, Mode};
 use crate::claim::{Outcome, State};
 use crate::error::{required, Error, OrRaise};
 use crate::handshake;
@@ -28,25 +29,6 @@ use pgrx::{IntoDatum, Uuid};
 /// another body: `crate::store::signature_tokens`).
 pub const TOKEN_REUSED: &str = "token_reused";
 
-/// What `webhook_receive` does once a delivery verified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// Claim it (claim-and-process receivers).
-    Claim,
-    /// Store it for `webhook_next` (persist-then-process receivers).
-    Enqueue,
-}
-
-impl Mode {
-    fn parse(text: &str) -> Result<Mode, Error> {
-        match text {
-            "claim" => Ok(Mode::Claim),
-            "enqueue" => Ok(Mode::Enqueue),
-            other => Err(Error::invalid(format!("mode must be claim or enqueue, not \"{other}\""))),
-        }
-    }
-}
-
 /// The row of `webhook_dedup.receive_result` (its columns, in order).
 #[derive(Default)]
 struct Answer {
@@ -62,10 +44,32 @@ struct Answer {
     last_step: Option<String>,
     response: Option<Jsonb>,
     secret_index: Option<i32>,
+    /// When a retry could succeed (`crate::api::claim::ClaimRow::retry_at`).
+    retry_at: Option<i64>,
 }
 
 impl Answer {
-    fn row(self, fcinfo: pg_sys::FunctionCallInfo) -> pgrx::composite_type!('static, "webhook_dedup.receive_result") {
+    /// What happened, as the answer function knows it.
+    fn kind(&self) -> Kind {
+        match (self.reject_reason.as_deref(), self.outcome.as_deref()) {
+            (Some("refused_handshake"), _) => Kind::RefusedHandshake,
+            (Some("missing_event_id"), _) if self.verified => Kind::MissingEventId,
+            (Some(_), _) => Kind::Rejected,
+            (None, Some(outcome)) => Kind::parse(outcome).or_raise(),
+            (None, None) => unreachable!("every answer has an outcome or a reject reason"),
+        }
+    }
+
+    fn row(
+        mut self,
+        mode: Mode,
+        scheme: Scheme,
+        fcinfo: pg_sys::FunctionCallInfo,
+    ) -> pgrx::composite_type!('static, "webhook_dedup.receive_result") {
+        let kind = self.kind();
+        let retry_after = answer::seconds_until(self.retry_at, clock_now());
+        let reply = answer::reply(kind, mode, profile::profile(scheme), retry_after).or_raise();
+        let (status, headers, response) = http_row(&reply, kind, self.result.as_ref(), self.response.take());
         super::rows::one_row(
             fcinfo,
             [
@@ -79,11 +83,38 @@ impl Answer {
                 self.event_type.into_datum(),
                 self.event_time.into_datum(),
                 self.last_step.into_datum(),
-                self.response.into_datum(),
+                response.into_datum(),
                 self.secret_index.into_datum(),
+                status.into_datum(),
+                headers.into_datum(),
             ],
         )
     }
+}
+
+/// The `http_status`, `http_headers` and `response` of `reply` for a
+/// delivery of `kind`: the body is the stored `result` (a duplicate's),
+/// the handshake's own answer, `{"status": <kind>}` or `{"error": ...}`;
+/// NULL for `claimed`/`reclaimed`, whose body is the caller's own result
+/// once its work committed. Shared by `webhook_receive` and
+/// `webhook_dedup.http_answer`.
+pub(crate) fn http_row(
+    reply: &answer::Reply,
+    kind: Kind,
+    result: Option<&Jsonb>,
+    handshake: Option<Jsonb>,
+) -> (i32, Jsonb, Option<Jsonb>) {
+    let headers: serde_json::Map<String, serde_json::Value> =
+        reply.headers.iter().map(|(name, value)| (name.to_string(), serde_json::Value::from(value.as_str()))).collect();
+    let status_body = || Jsonb::from_text(&serde_json::json!({ "status": kind.name() }).to_string());
+    let body = match reply.body {
+        answer::Body::Result if matches!(kind, Kind::Claim(Outcome::Claimed | Outcome::Reclaimed)) => None,
+        answer::Body::Result => Some(result.cloned().unwrap_or_else(status_body)),
+        answer::Body::Status => Some(status_body()),
+        answer::Body::Error(text) => Some(Jsonb::from_text(&serde_json::json!({ "error": text }).to_string())),
+        answer::Body::Handshake => handshake,
+    };
+    (i32::from(reply.status), Jsonb::from_text(&serde_json::Value::Object(headers).to_string()), body)
 }
 
 /// The whole intake of one delivery in one call, returning one row:
@@ -159,6 +190,7 @@ fn webhook_receive(
     algorithm: default!(Option<&str>, "NULL"),
     encoding: default!(Option<&str>, "NULL"),
     method: default!(Option<&str>, "NULL"),
+    wait: default!(Option<Interval>, "NULL"),
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> pgrx::composite_type!('static, "webhook_dedup.receive_result") {
     // Every argument is checked before anything is written.
@@ -174,6 +206,10 @@ fn webhook_receive(
     // NULL: the source's keys in webhook_dedup.source_secrets
     let explicit: Option<Vec<Option<&str>>> = secrets.as_ref().map(|a| a.iter().collect());
     let at_us = micros(required(at, "at"), "at").or_raise();
+    let wait_us = match wait {
+        Some(wait) => check_wait(wait),
+        None => profile::default_wait_ms(profile::profile(scheme_parsed)) * 1_000,
+    };
     let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
     // Twilio, Square and HubSpot sign the URL; X's receivers pass it for the CRC.
     let signed_url = if scheme_parsed == Scheme::Twitter { None } else { url };
@@ -322,6 +358,14 @@ fn webhook_receive(
         let raw = if fingerprint.is_raw() { fingerprint } else { Fingerprint::raw(body) };
         let raw_if_other = (!fingerprint.is_raw()).then_some(raw.as_bytes());
         let content = Content { fingerprint: fingerprint.as_bytes(), raw: raw_if_other };
+        // An in-flight duplicate first waits (at most wait_us) for the
+        // holder, before anything is written: a claim's delivery count
+        // would hold the key's row lock, which the holder's completion
+        // needs (crate::wait).
+        let deadline = clock_now().saturating_add(wait_us);
+        if mode == Mode::Claim && wait_us > 0 {
+            wait_for_holder(conn, idem_key, content, deadline, settings.max_attempts());
+        }
         if rules.replay_guard {
             // The guard keys on what the signature covers: the raw bytes, or
             // the canonical signed text (else a re-ordered form would be new).
@@ -338,15 +382,26 @@ fn webhook_receive(
         }
         match mode {
             Mode::Claim => {
-                let (outcome, token, attempt, _state, result, last_step, _, _) =
-                    claim_one(conn, idem_key, Some(content.fingerprint), content.raw, lease_us, event_type.as_deref());
+                // Another copy may have claimed the key after the wait
+                // looked (two copies sent together): then wait again for
+                // it, until the deadline, before anything is written.
+                let claimed = loop {
+                    let waiting = wait_us > 0 && clock_now() < deadline;
+                    let (fingerprint, raw, event_type) =
+                        (Some(content.fingerprint), content.raw, event_type.as_deref());
+                    match claim_unless_held(conn, idem_key, fingerprint, raw, lease_us, event_type, waiting) {
+                        Some(claimed) => break claimed,
+                        None => wait_for_holder(conn, idem_key, content, deadline, settings.max_attempts()),
+                    }
+                };
                 Answer {
                     idem_key: Some(key),
-                    outcome: Some(outcome),
-                    claim_token: token,
-                    attempt: Some(attempt),
-                    result,
-                    last_step,
+                    outcome: Some(claimed.outcome),
+                    claim_token: claimed.token,
+                    attempt: Some(claimed.attempt),
+                    result: claimed.result,
+                    last_step: claimed.last_step,
+                    retry_at: claimed.retry_at,
                     ..read
                 }
             }
@@ -357,7 +412,37 @@ fn webhook_receive(
             }
         }
     });
-    answer.row(fcinfo)
+    answer.row(mode, scheme_parsed, fcinfo)
+}
+
+/// The longest `wait`: no provider documents a longer response deadline
+/// than this, and each waiting call holds a database connection.
+const MAX_WAIT_US: i64 = 60 * 1_000_000;
+
+/// `wait` in microseconds: 22023 unless between 0 and 60 seconds without
+/// months.
+fn check_wait(wait: Interval) -> i64 {
+    let us = crate::time::duration_us(wait, "wait").or_raise();
+    if !(0..=MAX_WAIT_US).contains(&us) {
+        Error::invalid("wait must be between 0 and 60 seconds").raise();
+    }
+    us
+}
+
+/// Wait, until `deadline`, while `key` is held by another worker's live
+/// lease so that a claim of this content would answer `in_progress`
+/// ([`super::claim::held_elsewhere`]); a conflicting delivery, a
+/// completed, failed, parked or expired key, or a row this transaction
+/// wrote ends it at once. Nothing is locked or written meanwhile
+/// ([`crate::wait`]).
+fn wait_for_holder(conn: &Conn<'_>, key: Key<'_>, content: Content<'_>, deadline: i64, max_attempts: i32) {
+    crate::wait::wait(key, deadline, |now| {
+        store::look(conn, key)
+            .and_then(|looked| {
+                super::claim::held_elsewhere(&looked, now, Some(content.fingerprint), content.raw, max_attempts)
+            })
+            .map_or(crate::wait::Look::Done, crate::wait::Look::HeldUntil)
+    });
 }
 
 /// The keys of `source` valid at `at` for `scheme`
@@ -516,6 +601,11 @@ mod webhook_dedup {
             name!(event_type, Option<String>),
             name!(event_time, Option<String>),
             name!(retry_horizon, Option<pgrx::datum::Interval>),
+            name!(response_deadline, Option<pgrx::datum::Interval>),
+            name!(default_wait, pgrx::datum::Interval),
+            name!(retries_4xx, String),
+            name!(disable_rule, String),
+            name!(stop_signal, Option<String>),
             name!(fingerprint, String),
             name!(replay_guard, bool),
             name!(handshake, Option<String>),
@@ -530,12 +620,18 @@ mod webhook_dedup {
                 pgrx::datum::Interval::new(0, (s / 86_400) as i32, (s % 86_400) * 1_000_000)
                     .expect("a horizon of days and seconds is a valid interval")
             });
+            let millis = |ms: i64| pgrx::datum::Interval::new(0, 0, ms * 1_000).expect("a few seconds");
             (
                 p.scheme.name().to_string(),
                 p.event_id.map(|l| l.describe()),
                 p.event_type.map(|l| l.describe()),
                 time,
                 horizon,
+                p.response_deadline_ms.map(millis),
+                millis(crate::profile::default_wait_ms(Some(p))),
+                p.retries_4xx.describe(),
+                p.disable_rule.to_string(),
+                p.stop_signal.map(|s| s.describe()),
                 p.fingerprint.describe(),
                 p.replay_guard,
                 p.handshake.map(str::to_string),

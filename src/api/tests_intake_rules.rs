@@ -364,9 +364,12 @@ mod tests {
             &[body.as_slice().into(), JsonB(headers.clone()).into()],
         );
         assert_eq!(text, Ok(s(r#"{"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}"#)));
-        // unsigned, it is no handshake: nothing is answered
+        // unsigned, it is no handshake: refused with 401 (issue 25)
         let forged = receive("slack", body, &json!({}), "slack-secret", 1_700_000_000, "");
-        assert_eq!((forged.verified, forged.outcome, forged.response), (false, None, None));
+        assert_eq!(
+            (forged.verified, forged.outcome, forged.response),
+            (false, None, Some(json!({"error": "invalid signature"})))
+        );
         assert_eq!(count("SELECT count(*) FROM webhook_dedup.keys"), 0);
     }
 
@@ -397,7 +400,7 @@ mod tests {
         );
         assert_eq!(
             (refused.verified, refused.reject_reason.as_deref(), refused.response),
-            (true, Some("refused_handshake"), None)
+            (true, Some("refused_handshake"), Some(json!({"error": "refused handshake"})))
         );
 
         let event =
@@ -442,7 +445,7 @@ mod tests {
         let forged = crc("https://example.com/x?crc_token=%7B%22for_user_id%22%3A1%7D");
         assert_eq!(
             (forged.reject_reason.as_deref(), forged.outcome, forged.response),
-            (Some("refused_handshake"), None, None)
+            (Some("refused_handshake"), None, Some(json!({"error": "refused handshake"})))
         );
         // a signed POST is an event, keyed on its body; the URL is not signed
         let body = br#"{"for_user_id":"2244994945","tweet_create_events":[]}"#;

@@ -81,6 +81,7 @@ fn webhook_fail(
             FailTo::DeadLettered => (State::DeadLettered, None, Counter::DeadLetters),
         };
         write::fail(conn, key, now, state, next, error);
+        crate::wait::wake_at_commit(key);
         (state.as_str().to_string(), Some(counter))
     })
 }
@@ -101,6 +102,7 @@ fn webhook_mark_unknown(
     let token = required(claim_token, "claim_token");
     as_holder(key, token, |conn, _, _, now| {
         write::mark_unknown(conn, key, now, detail);
+        crate::wait::wake_at_commit(key);
         ((), Some(Counter::MarkedUnknown))
     })
     .is_some()
@@ -178,6 +180,7 @@ fn webhook_resolve(
         let expires_at =
             (to == State::Completed).then(|| now.saturating_add(sources::settings(conn, key.source).retention_us()));
         write::resolve(conn, key, &Resolution { now, to, result, due_at, expires_at });
+        crate::wait::wake_at_commit(key);
         (found.state, found.event_type)
     });
     metrics::count(key.source, label.as_deref(), Counter::Resolved, false);
@@ -195,6 +198,7 @@ fn webhook_forget(source: Option<&str>, idem_key: Option<&str>) -> bool {
     let key = args::key(source, idem_key);
     match spi::connected(|conn| write::forget(conn, key)) {
         Some(label) => {
+            crate::wait::wake_at_commit(key);
             metrics::count(key.source, label.as_deref(), Counter::Forgotten, false);
             true
         }

@@ -392,6 +392,16 @@ pub enum Locked {
     Gone,
 }
 
+/// A key's row as [`Session::look`] found it.
+#[derive(Debug, Clone)]
+pub struct Looked {
+    /// What the state machine decides on.
+    pub stored: crate::claim::Stored,
+    /// The version was written by the current transaction (it holds the
+    /// row's lock: waiting for its holder would wait for itself).
+    pub ours: bool,
+}
+
 /// The keys table opened for direct writes, with what the executor's
 /// routines need. Closed by [`Session::close`]; after an ERROR the aborting
 /// transaction releases what it holds, as for any executor state.
@@ -618,22 +628,86 @@ impl Session {
     /// concurrent change (40001 under REPEATABLE READ) where the SQL
     /// matches nothing.
     pub fn visible_holder(&mut self, key: Key<'_>, token: &Uuid) -> bool {
+        let snapshot_per_transaction = super::transaction_snapshot();
+        self.scan_key(key, !snapshot_per_transaction, |attr, _| {
+            let (state, state_null) = attr(Col::State);
+            let (held_token, token_null) = attr(Col::ClaimToken);
+            // SAFETY: datums of the row the scan returned, read while its
+            // buffer is pinned (inside the scan).
+            let (state, held_token) =
+                unsafe { (String::from_datum(state, state_null), Uuid::from_datum(held_token, token_null)) };
+            state.as_deref().and_then(State::parse).is_some_and(|state| {
+                crate::claim::holds_lease(state, held_token.as_ref().map(|t| t.as_bytes().as_slice()), token.as_bytes())
+            })
+        })
+        .unwrap_or(false)
+    }
+
+    /// `key`'s row as the latest snapshot sees it, read without a lock and
+    /// without waiting for its writers: what the bounded wait for an
+    /// in-flight duplicate decides on ([`crate::wait`]), in any isolation
+    /// level (the claim that follows makes the isolation level's own
+    /// checks). `None` when there is no such row.
+    pub fn look(&mut self, key: Key<'_>) -> Option<Looked> {
+        self.scan_key(key, true, |attr, ours| {
+            let text = |col| {
+                let (datum, null) = attr(col);
+                // SAFETY: as in visible_holder.
+                unsafe { String::from_datum(datum, null) }
+            };
+            let time = |col| {
+                let (datum, null) = attr(col);
+                // SAFETY: as in visible_holder.
+                unsafe { TimestampWithTimeZone::from_datum(datum, null) }.map(pg_sys::TimestampTz::from)
+            };
+            let (attempt, attempt_null) = attr(Col::Attempt);
+            let (fingerprint, fingerprint_null) = attr(Col::Fingerprint);
+            let state_text = text(Col::State).unwrap_or_default();
+            let state = State::parse(&state_text)
+                .unwrap_or_else(|| pgrx::error!("webhook_dedup: unknown stored state {state_text:?}"));
+            Looked {
+                stored: crate::claim::Stored {
+                    state,
+                    // SAFETY: as in visible_holder.
+                    attempt: unsafe { i32::from_datum(attempt, attempt_null) }.unwrap_or(0),
+                    lease_expires_at: time(Col::LeaseExpiresAt),
+                    next_attempt_at: time(Col::NextAttemptAt),
+                    // SAFETY: as in visible_holder (bytea, copied out).
+                    fingerprint: unsafe { Vec::<u8>::from_datum(fingerprint, fingerprint_null) },
+                },
+                ours,
+            }
+        })
+    }
+
+    /// Find `key`'s row through the primary key with the latest snapshot
+    /// (`latest`) or the transaction's, and read it with `read` while the
+    /// scan holds it: `read` gets the column accessor and whether this
+    /// transaction wrote that version. `None` when no row is visible.
+    fn scan_key<T>(
+        &mut self,
+        key: Key<'_>,
+        latest: bool,
+        read: impl FnOnce(&dyn Fn(Col) -> (Datum, bool), bool) -> T,
+    ) -> Option<T> {
         let pkey = self.arbiter_oid();
         // SAFETY: snapshot functions of a backend in a transaction; the
         // snapshot is registered (copied) for the scan and released after it
         // (an ERROR in between releases it with the resource owner).
         let snapshot = unsafe {
-            pg_sys::RegisterSnapshot(if super::transaction_snapshot() {
-                pg_sys::GetTransactionSnapshot()
-            } else {
+            pg_sys::RegisterSnapshot(if latest {
                 pg_sys::GetLatestSnapshot()
+            } else {
+                pg_sys::GetTransactionSnapshot()
             })
         };
         // SAFETY: a scan of the session's open relation through its primary
         // key (opened and closed by systable_*), with scan keys on the key
         // columns' heap attribute numbers (systable_beginscan maps them to
         // the index's); text equality in collation "C" (ScanKeyInit's, and
-        // the columns', checked by the layout); the datums outlive the scan.
+        // the columns', checked by the layout); the datums outlive the scan;
+        // the tuple's datums are read only inside `read`, while the scan
+        // holds its buffer.
         unsafe {
             let source = key.source.into_datum().expect("text");
             let idem_key = key.idem_key.into_datum().expect("text");
@@ -649,7 +723,7 @@ impl Session {
             }
             let scan = pg_sys::systable_beginscan(self.rel, pkey, true, snapshot, 2, keys.as_mut_ptr());
             let tuple = pg_sys::systable_getnext(scan);
-            let held = !tuple.is_null() && {
+            let found = (!tuple.is_null()).then(|| {
                 let desc = (*self.rel).rd_att;
                 let attr = |col: Col| {
                     let mut is_null = false;
@@ -657,21 +731,18 @@ impl Session {
                         pg_sys::heap_getattr(tuple, self.layout.at[col as usize] as i32 + 1, desc, &mut is_null);
                     (datum, is_null)
                 };
-                let (state, state_null) = attr(Col::State);
-                let (held_token, token_null) = attr(Col::ClaimToken);
-                let state = String::from_datum(state, state_null).as_deref().and_then(State::parse);
-                let held_token = Uuid::from_datum(held_token, token_null);
-                state.is_some_and(|state| {
-                    crate::claim::holds_lease(
-                        state,
-                        held_token.as_ref().map(|t| t.as_bytes().as_slice()),
-                        token.as_bytes(),
-                    )
-                })
-            };
+                // Written by this transaction: its raw xmin is one of ours
+                // (never hinted committed, nor frozen, while it runs).
+                // HeapTupleHeaderGetXmin is ambiguous in pgrx's PostgreSQL
+                // 18 bindings, so the header is read as it does.
+                let header = &*(*tuple).t_data;
+                let ours = header.t_infomask & pg_sys::HEAP_XMIN_COMMITTED as u16 == 0
+                    && pg_sys::TransactionIdIsCurrentTransactionId(header.t_choice.t_heap.t_xmin);
+                read(&attr, ours)
+            });
             pg_sys::systable_endscan(scan);
             pg_sys::UnregisterSnapshot(snapshot);
-            held
+            found
         }
     }
 

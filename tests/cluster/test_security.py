@@ -96,6 +96,7 @@ CALLS = [
     "SELECT webhook_dedup.webhook_sign('standard', 'x'::bytea, 'whsec_AAEC', msg_id => 'm')",
     "SELECT webhook_dedup.webhook_key('src', 'id')",
     "SELECT webhook_dedup.webhook_body_key('src', 'x'::bytea)",
+    "SELECT * FROM webhook_dedup.http_answer('in_progress', 'github', retry_after => '1 s')",
     "SELECT * FROM webhook_dedup.webhook_receive('stripe', '{\"id\":\"evt_1\",\"type\":\"t\",\"created\":1}'::bytea,"
     " webhook_dedup.webhook_sign('stripe', '{\"id\":\"evt_1\",\"type\":\"t\",\"created\":1}'::bytea, 's'), ARRAY['s'])",
     "SELECT * FROM webhook_dedup.webhook_claim('s', 'k1', 'p'::bytea, lease => '1 second')",

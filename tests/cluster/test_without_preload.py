@@ -6,7 +6,13 @@ view work; the metrics views are empty, and webhook_dedup.database (a
 server-start setting only the worker reads) is simply not defined.
 """
 
+import hashlib
+import hmac
+import threading
+import time
+
 import pytest
+from psycopg.types.json import Jsonb
 
 from own_cluster import OwnCluster
 
@@ -44,3 +50,33 @@ def test_everything_but_the_worker_and_the_counters_works(cluster):
     # a new session loads the library again (no FATAL for a server-start setting)
     with cluster.connect() as conn:
         assert conn.execute("SELECT outcome FROM webhook_dedup.webhook_claim('np', 'k2')").fetchone() == ("claimed",)
+
+
+def test_the_bounded_wait_polls_without_shared_memory(cluster):
+    """Without the condition variables (src/wait.rs) an in-flight
+    duplicate's wait still ends soon after the holder completes: it looks
+    again every 100 ms at most."""
+    body = b'{"event_id":"Ev-wait","type":"event_callback","event":{"type":"app_mention"},"event_time":1}'
+    ts = "1700000000"
+    sig = "v0=" + hmac.new(b"s", f"v0:{ts}:".encode() + body, hashlib.sha256).hexdigest()
+    headers = Jsonb({"x-slack-request-timestamp": ts, "x-slack-signature": sig})
+    sql = ("SELECT outcome, claim_token, idem_key, http_status, response FROM webhook_dedup.webhook_receive("
+           "'slack', %s, %s, ARRAY['s'], at => to_timestamp(1700000000), wait => %s::interval)")
+    with cluster.connect() as holder, cluster.connect() as waiter:
+        outcome, token, key, _, _ = holder.execute(sql, (body, headers, "0")).fetchone()
+        assert outcome == "claimed"
+        got = {}
+
+        def wait():
+            started = time.monotonic()
+            got["row"] = waiter.execute(sql, (body, headers, "10 seconds")).fetchone()
+            got["elapsed"] = time.monotonic() - started
+
+        t = threading.Thread(target=wait)
+        t.start()
+        time.sleep(0.5)
+        assert holder.execute("SELECT webhook_dedup.webhook_complete('slack', %s, %s, '{\"ok\":1}')",
+                              (key, token)).fetchone() == (True,)
+        t.join(15)
+        assert got["row"][0] == "duplicate" and got["row"][3:] == (200, {"ok": 1})
+        assert got["elapsed"] < 5, got["elapsed"]

@@ -47,22 +47,35 @@ def db(db_conn) -> Db:
 
 
 @pytest.fixture(scope="session")
-def receiver_url(db_conn, tmp_path_factory):
-    """The example receiver's webhook URL, on a free loopback port, with fault
-    injection and a 1 s lease, logged in as demo_receiver (examples/receiver/roles.sql). Its stderr (access log, errors) goes to a file
-    under pytest's basetemp, shown if it fails to start."""
-    log = tmp_path_factory.mktemp("receiver") / "receiver.log"
+def start_receiver(db_conn, tmp_path_factory):
+    """Starts the example receiver (examples/receiver) with fault injection,
+    logged in as demo_receiver (examples/receiver/roles.sql), on a free
+    loopback port, with a lease and a wait (Postgres intervals; wait None:
+    the provider's default); returns its webhook URL. Its stderr (access log,
+    errors) goes to a file under pytest's basetemp, shown if it fails to
+    start. One process per (lease, wait), stopped at the end of the session."""
     # it logs in as a role that may only call the receiver functions
     db_conn.execute((RECEIVER.parent / "roles.sql").read_text())
-    with open(log, "wb") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, str(RECEIVER), "--host", "127.0.0.1", "--port", "0", "--dsn", "user=demo_receiver",
-             "--secret", SECRET, "--lease", f"{LEASE_SECONDS} second", "--fault-injection"],
-            stdout=subprocess.PIPE, stderr=stderr,
-        )
-    try:
-        yield _wait_for_listening_line(proc, log) + "/webhooks/github"
-    finally:
+    started = {}
+
+    def start(lease: str, wait=None) -> str:
+        if (lease, wait) not in started:
+            log = tmp_path_factory.mktemp("receiver") / "receiver.log"
+            wait_args = [] if wait is None else ["--wait", wait]
+            with open(log, "wb") as stderr:
+                proc = subprocess.Popen(
+                    [sys.executable, str(RECEIVER), "--host", "127.0.0.1", "--port", "0",
+                     "--dsn", "user=demo_receiver", "--secret", SECRET, "--lease", lease, *wait_args,
+                     "--fault-injection"],
+                    stdout=subprocess.PIPE, stderr=stderr,
+                    env={k: v for k, v in os.environ.items() if k != "WEBHOOK_WAIT"},
+                )
+            started[(lease, wait)] = proc, None  # stopped below even if it never starts listening
+            started[(lease, wait)] = proc, _wait_for_listening_line(proc, log) + "/webhooks/github"
+        return started[(lease, wait)][1]
+
+    yield start
+    for proc, _ in started.values():
         proc.terminate()
         try:
             proc.wait(timeout=10)
@@ -70,6 +83,14 @@ def receiver_url(db_conn, tmp_path_factory):
             proc.kill()
             proc.wait()
         proc.stdout.close()
+
+
+@pytest.fixture(scope="session")
+def receiver_url(start_receiver):
+    """The example receiver's webhook URL, with a 1 s lease and no wait
+    (--wait 0): a copy of a delivery in flight is answered in_progress at
+    once, so the tests see it before the lease expires."""
+    return start_receiver(f"{LEASE_SECONDS} second", "0")
 
 
 def _wait_for_listening_line(proc: subprocess.Popen, log: Path) -> str:

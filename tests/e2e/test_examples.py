@@ -9,15 +9,21 @@ database, a role without webhook_dedup_receiver: one line, no traceback);
 and, for the worker variant, deliveries stored by the receiver and drained
 by two workers, one of which dies mid-job, and events applied with the time
 the worker reads from their body. Every valid event must
-have exactly one side effect. Deliveries are signed as the providers sign
-them (examples/replay/deliveries.py) with the keys stored in the database,
-so the receivers hold no secret.
+have exactly one side effect. Every answer must be the one the database
+computed (webhook_dedup.http_answer: status, headers, body), for every
+outcome a receiver can meet: a copy in flight that waits for its slow holder
+and gets the first answer, or 503 with Retry-After when its wait ends first,
+a conflict, keys failed or parked by their holder, a database error.
+Deliveries are signed as the providers sign them
+(examples/replay/deliveries.py) with the keys stored in the database, so the
+receivers hold no secret.
 """
 
 import base64
 import json
 import os
 import random
+import re
 import threading
 import time
 import uuid
@@ -26,7 +32,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from support import FIXTURES, REPO  # also puts examples/ on sys.path
+from support import FIXTURES, LEFT_BY_THE_HOLDER, REPO, assert_database_answer  # also puts examples/ on sys.path
 
 import deliveries
 from example_apps import APPS, Process, Receiver, free_port
@@ -41,6 +47,13 @@ SECRETS = {
 # loaded: about 0.5 s for FastAPI, more on a busy machine) and still find the
 # key in_progress; every wait for an expiry waits this long.
 LEASE_SECONDS = 2
+# The slow fault (X-Demo-Fault: slow) sleeps this long between the job's
+# steps in every app (SLOW_SECONDS in job.py, job.js, shop.rb); its holder
+# runs with a lease far longer, so that no copy reclaims the key meanwhile.
+SLOW_SECONDS = 3
+SLOW_JOB_FILES = {"fastapi": "job.py", "express": "job.js", "sinatra": "shop.rb"}
+SLOW_LEASE_SECONDS = 30
+CHECKPOINT_DEADLINE_S = 15
 PUSH = (FIXTURES / "push" / "payload.json").read_bytes()
 WORKER_DEADLINE_S = 30
 # A receiver that cannot serve must say so and exit within this (FastAPI's pool
@@ -73,6 +86,12 @@ class Shop:
 
     def exactly_once(self, d: deliveries.Delivery) -> tuple:
         return self.attempts("notifications", d), self.attempts("side_effects", d)
+
+    def last_step(self, d: deliveries.Delivery):
+        row = self.conn.execute(
+            "SELECT last_step FROM webhook_dedup.keys WHERE source = %s AND idem_key = webhook_dedup.webhook_key(%s, %s)",
+            (d.provider, d.provider, d.event_id)).fetchone()
+        return row and row[0]
 
     def subject(self, provider: str, subject: str):
         return self.conn.execute(
@@ -117,14 +136,37 @@ def app(request):
 
 @pytest.fixture(scope="module")
 def app_env(shop) -> dict:
-    """The environment of examples/README.md: libpq variables, the receiver's role, a short lease."""
+    """The environment of examples/README.md: libpq variables, the receiver's
+    role, a short lease, no wait for a copy in flight (WEBHOOK_WAIT=0: it is
+    answered in_progress at once, so the tests see it before the lease
+    expires)."""
     return {**os.environ, "PGUSER": "shop_receiver", "WEBHOOK_LEASE": f"{LEASE_SECONDS} second",
-            "WEBHOOK_FAULT_INJECTION": "1"}
+            "WEBHOOK_WAIT": "0", "WEBHOOK_FAULT_INJECTION": "1"}
 
 
 @pytest.fixture(scope="module")
 def receiver(app, app_env, tmp_path_factory):
     r = Receiver(app, app_env, tmp_path_factory.mktemp(app.name) / "receiver.log").start()
+    yield r
+    r.stop()
+
+
+@pytest.fixture(scope="module")
+def patient_receiver(app, app_env, tmp_path_factory):
+    """A receiver with a long lease and WEBHOOK_WAIT unset: a copy in flight
+    waits as long as the provider's default (GitHub: 8 s)."""
+    env = {k: v for k, v in app_env.items() if k != "WEBHOOK_WAIT"}
+    r = Receiver(app, {**env, "WEBHOOK_LEASE": f"{SLOW_LEASE_SECONDS} seconds"},
+                 tmp_path_factory.mktemp(app.name) / "patient.log").start()
+    yield r
+    r.stop()
+
+
+@pytest.fixture(scope="module")
+def impatient_receiver(app, app_env, tmp_path_factory):
+    """A receiver whose copies in flight wait half a second at most."""
+    r = Receiver(app, {**app_env, "WEBHOOK_LEASE": f"{SLOW_LEASE_SECONDS} seconds", "WEBHOOK_WAIT": "0.5 seconds"},
+                 tmp_path_factory.mktemp(app.name) / "impatient.log").start()
     yield r
     r.stop()
 
@@ -168,6 +210,16 @@ def standard_event(shop: Shop, event_type="invoice.paid"):
     return deliveries.standard(shop.conn, SECRETS["standard"], event_type, f"inv_{uuid.uuid4().hex[:12]}")
 
 
+def wait_for_checkpoint(shop: Shop, d: deliveries.Delivery) -> None:
+    """Until the delivery's first step committed (a slow holder then sleeps)."""
+    deadline = time.monotonic() + CHECKPOINT_DEADLINE_S
+    while time.monotonic() < deadline:
+        if shop.last_step(d) == "notified":
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the holder of {d.event_id} did not checkpoint within {CHECKPOINT_DEADLINE_S} s")
+
+
 def wait_until_lease_expired(since: float) -> None:
     time.sleep(max(0.0, since + LEASE_SECONDS + 0.5 - time.monotonic()))
 
@@ -193,6 +245,8 @@ def test_sequential_duplicate_gets_the_first_answer_and_no_second_side_effect(re
     assert (first.status, first.outcome) == (200, "claimed"), first
     assert (second.status, second.outcome) == (200, "duplicate"), second
     assert second.body == first.body
+    assert_database_answer(shop.conn, first, "claimed", d.provider, body=json.loads(first.body))
+    assert_database_answer(shop.conn, second, "duplicate", d.provider, body=json.loads(first.body))
     assert shop.exactly_once(d) == ([1], [1])
     assert shop.key(d) == ("completed", 1)
 
@@ -206,9 +260,9 @@ def test_concurrent_copies_process_once(receiver, shop):
     winners = [a for a in copies if a.outcome == "claimed"]
     assert len(winners) == 1 and winners[0].status == 200, copies
     loser = next(a for a in copies if a is not winners[0])
-    assert (loser.status, loser.outcome) in {(409, "in_progress"), (200, "duplicate")}, loser
-    if loser.status == 409:
-        assert loser.retry_after == "1"
+    assert (loser.status, loser.outcome) in {(503, "in_progress"), (200, "duplicate")}, loser
+    if loser.status == 503:
+        assert_database_answer(shop.conn, loser, "in_progress", "stripe", retry_after_max=LEASE_SECONDS)
     retry = send(receiver, d)
     assert (retry.status, retry.outcome, retry.body) == (200, "duplicate", winners[0].body)
     assert shop.exactly_once(d) == ([1], [1])
@@ -225,7 +279,9 @@ def test_a_receiver_killed_after_its_claim_is_redone_by_the_retry(receiver, shop
     assert shop.key(d) == ("processing", 1)
     assert shop.exactly_once(d) == ([], [])  # the uncommitted notification died with the process
     early = send(receiver, d)
-    assert (early.status, early.outcome, early.retry_after) == (409, "in_progress", "1")
+    # 503 with Retry-After: the seconds left on the dead holder's lease
+    assert (early.status, early.outcome) == (503, "in_progress"), early
+    assert_database_answer(shop.conn, early, "in_progress", retry_after_max=LEASE_SECONDS)
     wait_until_lease_expired(crashed_at)
     late = send(receiver, d)
     assert (late.status, late.outcome, late.resumed_from) == (200, "reclaimed", None)
@@ -274,6 +330,7 @@ def test_a_tampered_body_is_refused_and_leaves_nothing(receiver, shop, make):
     answer = send(receiver, d)
 
     assert (answer.status, answer.outcome) == (401, None), answer
+    assert_database_answer(shop.conn, answer, "rejected", d.provider)
     assert shop.key(d) is None and shop.key(signed) is None
     assert shop.exactly_once(d) == ([], [])
 
@@ -288,6 +345,109 @@ def test_a_delivery_without_its_event_id_is_a_bad_request(receiver, shop):
     headers = {k: v for k, v in d.headers.items() if k != "X-GitHub-Delivery"}
     answer = post(f"{receiver.url}/webhooks/github", d.body, headers)
     assert answer.status == 400, answer
+    assert_database_answer(shop.conn, answer, "missing_event_id")
+
+
+def test_a_message_with_an_empty_id_is_refused_with_svix_stop_signal(receiver, shop):
+    """A Standard Webhooks message signed with an empty webhook-id: 400 with
+    `webhook-delivery: abort-message`, Svix's signal to stop retrying it,
+    which the database adds to the answer and the receiver passes on."""
+    d = deliveries.standard(shop.conn, SECRETS["standard"], "invoice.paid", f"inv_{uuid.uuid4().hex[:12]}", msg_id="")
+    answer = send(receiver, d)
+    assert (answer.status, answer.headers.get("webhook-delivery")) == (400, "abort-message"), answer
+    assert_database_answer(shop.conn, answer, "missing_event_id", "standard")
+
+
+def test_the_same_event_id_with_other_content_is_a_conflict_answered_200(receiver, shop):
+    """Every retry of these bytes would conflict again, so the answer stops
+    them (the conflicting payload waits in webhook_dedup.conflicts)."""
+    d = github_push()
+    other = deliveries.github((FIXTURES / "ping" / "payload.json").read_bytes(), "ping", SECRETS["github"],
+                              delivery_id=d.event_id)
+    assert other.body != d.body
+
+    first, reused = send(receiver, d), send(receiver, other)
+
+    assert (first.status, first.outcome) == (200, "claimed"), first
+    assert (reused.status, reused.outcome, json.loads(reused.body)) == (200, "conflict", {"status": "conflict"})
+    assert_database_answer(shop.conn, reused, "conflict")
+    assert shop.exactly_once(d) == ([1], [1])
+
+
+def test_a_copy_in_flight_waits_for_its_holder_and_gets_the_first_answer(app, patient_receiver, shop):
+    """A slow holder (X-Demo-Fault: slow) sleeps between its steps; a copy
+    sent meanwhile waits (the provider's default wait: WEBHOOK_WAIT unset)
+    until it completes, and is answered as the duplicate it then is: 200
+    with the holder's body."""
+    default_wait = shop.conn.execute("SELECT default_wait FROM webhook_dedup.providers"
+                                     " WHERE scheme = 'github'").fetchone()[0]
+    assert default_wait >= timedelta(seconds=SLOW_SECONDS + 3), default_wait
+    assert re.search(rf"\bSLOW_SECONDS = {SLOW_SECONDS}\b", (app.folder / SLOW_JOB_FILES[app.name]).read_text())
+    d = github_push()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        holder = pool.submit(send, patient_receiver, d, None, **{FAULT_HEADER: "slow"})
+        wait_for_checkpoint(shop, d)  # the holder sleeps now, between its steps
+        assert shop.key(d) == ("processing", 1)
+        copy = send(patient_receiver, d)
+        first = holder.result()
+
+    assert (first.status, first.outcome) == (200, "claimed"), first
+    assert (copy.status, copy.outcome, copy.body) == (200, "duplicate", first.body), copy
+    assert_database_answer(shop.conn, copy, "duplicate", body=json.loads(first.body))
+    assert shop.exactly_once(d) == ([1], [1])
+    assert shop.key(d) == ("completed", 1)
+
+
+def test_a_copy_whose_wait_ends_first_gets_503_with_retry_after(patient_receiver, impatient_receiver, shop):
+    """A copy that waits less (0.5 s) than the slow holder takes: 503 with
+    Retry-After, the seconds left on the holder's lease; its retry, once the
+    holder completed, gets the first answer."""
+    d = github_push()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        holder = pool.submit(send, patient_receiver, d, None, **{FAULT_HEADER: "slow"})
+        wait_for_checkpoint(shop, d)
+        copy = send(impatient_receiver, d)
+        first = holder.result()
+    retry = send(impatient_receiver, d)
+
+    assert (copy.status, copy.outcome, json.loads(copy.body)) == (503, "in_progress", {"status": "in_progress"})
+    assert_database_answer(shop.conn, copy, "in_progress", retry_after_max=SLOW_LEASE_SECONDS)
+    assert (first.status, first.outcome) == (200, "claimed"), first
+    assert (retry.status, retry.outcome, retry.body) == (200, "duplicate", first.body), retry
+    assert shop.exactly_once(d) == ([1], [1])
+
+
+@pytest.mark.parametrize("outcome", sorted(LEFT_BY_THE_HOLDER))
+def test_a_delivery_of_a_failed_or_parked_key_is_answered_from_its_state(receiver, shop, outcome):
+    left, status, retry_after_max = LEFT_BY_THE_HOLDER[outcome]
+    d = github_push()
+    key = shop.conn.execute("SELECT webhook_dedup.webhook_key('github', %s)", (d.event_id,)).fetchone()[0]
+    token = shop.conn.execute(
+        "SELECT claim_token FROM webhook_dedup.webhook_claim('github', %s, %s, '30 seconds', 'push')",
+        (key, d.body)).fetchone()[0]
+    shop.conn.execute(left, (key, token))
+
+    answer = send(receiver, d)
+
+    assert (answer.status, answer.outcome, json.loads(answer.body)) == (status, outcome, {"status": outcome})
+    assert_database_answer(shop.conn, answer, outcome, retry_after_max=retry_after_max)
+    assert shop.exactly_once(d) == ([], [])
+
+
+def test_a_database_error_is_answered_as_http_answer_error(receiver, shop):
+    """The answer the receiver read at start-up, http_answer('error'): 500."""
+    d = github_push()
+    shop.conn.execute("REVOKE webhook_dedup_receiver FROM shop_receiver")  # webhook_receive: permission denied
+    try:
+        answer = send(receiver, d)
+    finally:
+        shop.conn.execute("GRANT webhook_dedup_receiver TO shop_receiver")
+
+    assert (answer.status, json.loads(answer.body)) == (500, {"error": "internal error"}), answer
+    assert_database_answer(shop.conn, answer, "error")
+    assert shop.key(d) is None
 
 
 def test_an_unknown_provider_is_not_found(receiver):
@@ -337,8 +497,10 @@ def test_two_workers_process_every_stored_delivery_exactly_once(enqueuing_receiv
     events = [stripe_event(shop) for _ in range(6)] + [standard_event(shop) for _ in range(6)]
     first = [send(enqueuing_receiver, d) for d in events]
     again = [send(enqueuing_receiver, d) for d in events]  # the provider's redelivery, before any worker ran
-    assert {(a.status, a.outcome) for a in first} == {(202, "accepted")}, first
+    assert {(a.status, a.outcome) for a in first} == {(200, "accepted")}, first
     assert {(a.status, a.outcome) for a in again} == {(200, "duplicate")}, again
+    assert_database_answer(shop.conn, first[0], "accepted", "stripe", mode="enqueue")
+    assert_database_answer(shop.conn, again[0], "duplicate", "stripe", mode="enqueue")
     # Not processed yet: no stored result to answer a duplicate with
     # (enqueue mode does not read it), so every stack answers the same bodies.
     assert [json.loads(a.body) for a in first] == [{"status": "accepted"}] * len(events), first
@@ -355,7 +517,7 @@ def test_the_worker_applies_events_under_the_monotonic_guard(enqueuing_receiver,
     intent, t = f"pi_{uuid.uuid4().hex[:16]}", int(time.time()) - 60
     newer = stripe_event(shop, "payment_intent.payment_failed", intent, created=t + 3)
     older = stripe_event(shop, "payment_intent.processing", intent, created=t + 1)
-    assert [send(enqueuing_receiver, d).status for d in (newer, older)] == [202, 202]
+    assert [send(enqueuing_receiver, d).status for d in (newer, older)] == [200, 200]
 
     pool = [workers()]
     for d in (newer, older):
@@ -375,7 +537,7 @@ def test_the_worker_reads_the_standard_webhooks_event_time(enqueuing_receiver, w
     newer_at = (t + timedelta(microseconds=250)).astimezone(timezone(timedelta(hours=5, minutes=30)))
     newer = deliveries.standard(shop.conn, SECRETS["standard"], "invoice.payment_failed", invoice, at=newer_at)
     older = deliveries.standard(shop.conn, SECRETS["standard"], "invoice.created", invoice, at=t)
-    assert [send(enqueuing_receiver, d).status for d in (newer, older)] == [202, 202]
+    assert [send(enqueuing_receiver, d).status for d in (newer, older)] == [200, 200]
 
     pool = [workers()]
     for d in (newer, older):
@@ -389,7 +551,7 @@ def test_the_worker_reads_the_standard_webhooks_event_time(enqueuing_receiver, w
                                              ("crash-after-checkpoint", ([1], [2]))])
 def test_a_worker_killed_mid_job_is_taken_over_after_its_lease(enqueuing_receiver, workers, shop, fault, expected):
     d = stripe_event(shop)
-    assert send(enqueuing_receiver, d).status == 202
+    assert send(enqueuing_receiver, d).status == 200
 
     doomed = workers(WORKER_FAULT=fault)
     assert doomed.exited(WORKER_DEADLINE_S), f"the worker did not die on {fault}:\n{doomed.output()}"

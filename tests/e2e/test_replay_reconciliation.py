@@ -22,7 +22,7 @@ def answers(**outcomes) -> list:
         elif outcome == "forged":
             out += [replay.Answer(401, None, None, b"")] * n
         else:
-            status = {"in_progress": 409}.get(outcome, 200)
+            status = {"in_progress": 503}.get(outcome, 200)
             out += [replay.Answer(status, outcome, None, b"{}")] * n
     return out
 

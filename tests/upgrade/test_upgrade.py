@@ -341,7 +341,7 @@ def test_grants_on_rebuilt_objects_are_kept(upgraded):
         assert not has("has_function_privilege('upgrade_cron', 'webhook_dedup.run_maintenance()', 'EXECUTE')")
         assert not has("has_function_privilege('upgrade_analyst', 'webhook_dedup.run_maintenance()', 'EXECUTE')")
         receive = ("webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, "
-                   "interval, timestamptz, text, text, text, text, text, text)")
+                   "interval, timestamptz, text, text, text, text, text, text, interval)")
         # 0.2.0 takes EXECUTE on the functions that change state from PUBLIC
         # (docs/security.md), and makes the roles that could write keys
         # members of the roles for that job, so they keep working

@@ -1,0 +1,279 @@
+"""Issue 25: the bounded wait of an in-flight duplicate (webhook_receive's
+`wait`), on the test cluster (the library preloaded: the waiters sleep on
+condition variables in shared memory, src/wait.rs).
+
+Senders retry at once while the first attempt still runs (Slack after its
+3 s deadline), so a duplicate often finds its key `in_progress`. Instead of
+answering at once with a 503, webhook_receive waits for the holder, at most
+`wait`: a holder that completes in time turns the answer into the
+duplicate's 200 with the stored result; otherwise 503 with Retry-After.
+The wait holds no lock (the holder's completion never waits for a waiter),
+ends at the holder's commit, at the lease's expiry (then it reclaims), on a
+cancel or statement_timeout, and not at all for a row the caller's own
+transaction wrote. GitHub deliveries signed here with Python's hmac.
+"""
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+import uuid
+
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+SECRET = "wait-secret"
+SOURCE = "github_wait"
+
+
+def delivery(event_id: str, body: bytes = None):
+    # GitHub's replay guard answers a body already received under another
+    # event id from that key: each event gets a body of its own.
+    body = body or json.dumps({"action": "opened", "event": event_id}).encode()
+    signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    headers = {"x-github-delivery": event_id, "x-github-event": "issues", "x-hub-signature-256": signature}
+    return body, headers
+
+
+def receive(conn, event_id, wait=None, body=None, lease="30 seconds"):
+    payload, headers = delivery(event_id, body)
+    return conn.cursor(row_factory=dict_row).execute(
+        "SELECT * FROM webhook_dedup.webhook_receive('github', %s, %s, ARRAY[%s], source => %s,"
+        " lease => %s::interval, wait => %s::interval)",
+        (payload, Jsonb(headers), SECRET, SOURCE, lease, wait),
+    ).fetchone()
+
+
+def complete(conn, row, result):
+    return conn.execute(
+        "SELECT webhook_dedup.webhook_complete(%s, %s, %s, %s)",
+        (SOURCE, row["idem_key"], row["claim_token"], Jsonb(result)),
+    ).fetchone()[0]
+
+
+def new_id():
+    return str(uuid.uuid4())
+
+
+class Waiter(threading.Thread):
+    """A webhook_receive call in a thread of its own, timed."""
+
+    def __init__(self, connect, event_id, wait, **kwargs):
+        super().__init__(daemon=True)
+        self.conn = connect()
+        self.pid = self.conn.info.backend_pid
+        self.args = (event_id, wait)
+        self.kwargs = kwargs
+        self.row = self.error = None
+        self.elapsed = None
+
+    def run(self):
+        started = time.monotonic()
+        try:
+            self.row = receive(self.conn, *self.args, **self.kwargs)
+        except psycopg.Error as exc:
+            self.error = exc
+        finally:
+            self.elapsed = time.monotonic() - started
+            self.conn.close()
+
+
+def wait_until_waiting(conn, pids, timeout=10):
+    """Until every backend in pids sleeps in the extension's wait."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        waiting = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s) AND wait_event_type = 'Extension'",
+            (list(pids),),
+        ).fetchone()[0]
+        if waiting == len(pids):
+            return
+        time.sleep(0.02)
+    pytest.fail(f"the waiters {pids} never slept in the extension's wait")
+
+
+def test_a_holder_that_completes_in_time_turns_the_answer_into_the_duplicates_200(connect):
+    event = new_id()
+    with connect() as holder_conn, connect() as observer:
+        first = receive(holder_conn, event, wait="0")
+        assert (first["outcome"], first["http_status"]) == ("claimed", 200)
+        waiters = [Waiter(connect, event, "8 seconds") for _ in range(5)]
+        for w in waiters:
+            w.start()
+        wait_until_waiting(observer, [w.pid for w in waiters])
+        # While they sleep, none holds a lock on a key or a transaction id:
+        # the holder's completion cannot wait for them.
+        held = observer.execute(
+            "SELECT count(*) FROM pg_locks WHERE pid = ANY(%s) AND locktype IN ('transactionid', 'tuple', 'advisory')",
+            ([w.pid for w in waiters],),
+        ).fetchone()[0]
+        assert held == 0
+        assert observer.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s) AND backend_xid IS NOT NULL",
+            ([w.pid for w in waiters],),
+        ).fetchone()[0] == 0
+        started = time.monotonic()
+        assert complete(holder_conn, first, {"done": 1})
+        assert time.monotonic() - started < 2, "the holder's completion waited"
+        for w in waiters:
+            w.join(10)
+        for w in waiters:
+            assert w.error is None, w.error
+            row = w.row
+            assert (row["outcome"], row["http_status"], row["response"]) == ("duplicate", 200, {"done": 1})
+            assert row["http_headers"] == {"Content-Type": "application/json"}
+            # woken by the commit, long before the 8 s wait ended
+            assert w.elapsed < 6, w.elapsed
+
+
+def test_a_holder_that_does_not_complete_gets_503_with_retry_after(connect):
+    event = new_id()
+    with connect() as holder_conn:
+        first = receive(holder_conn, event, wait="0", lease="60 seconds")
+        assert first["outcome"] == "claimed"
+        w = Waiter(connect, event, "1 second")
+        w.start()
+        w.join(10)
+        assert w.error is None, w.error
+        row = w.row
+        assert (row["outcome"], row["http_status"]) == ("in_progress", 503)
+        assert w.elapsed >= 1.0, "waited the whole second"
+        retry_after = int(row["http_headers"]["Retry-After"])
+        assert 50 <= retry_after <= 60, retry_after  # what is left of the holder's lease
+        assert row["response"] == {"status": "in_progress"}
+        # wait => 0: at once
+        with connect() as other:
+            started = time.monotonic()
+            row = receive(other, event, wait="0")
+            assert (row["outcome"], row["http_status"]) == ("in_progress", 503)
+            assert time.monotonic() - started < 1
+
+
+def test_a_lease_that_expires_during_the_wait_is_reclaimed(connect):
+    event = new_id()
+    with connect() as holder_conn:
+        first = receive(holder_conn, event, wait="0", lease="1 second")
+        assert first["outcome"] == "claimed"
+        w = Waiter(connect, event, "5 seconds")
+        w.start()
+        w.join(10)
+        assert w.error is None, w.error
+        assert (w.row["outcome"], w.row["http_status"], w.row["attempt"]) == ("reclaimed", 200, 2)
+        assert w.row["claim_token"] is not None and w.row["response"] is None
+        assert w.elapsed < 4, "ended at the lease's expiry, not the wait's"
+        # the first holder is fenced out
+        assert complete(holder_conn, first, {"late": True}) is False
+
+
+def test_a_cancel_or_statement_timeout_ends_the_wait_at_once(connect):
+    event = new_id()
+    with connect() as holder_conn, connect() as observer:
+        assert receive(holder_conn, event, wait="0", lease="60 seconds")["outcome"] == "claimed"
+        w = Waiter(connect, event, "30 seconds")
+        w.start()
+        wait_until_waiting(observer, [w.pid])
+        started = time.monotonic()
+        assert observer.execute("SELECT pg_cancel_backend(%s)", (w.pid,)).fetchone()[0]
+        w.join(10)
+        assert isinstance(w.error, psycopg.errors.QueryCanceled), w.error
+        assert time.monotonic() - started < 2
+        with connect() as timed:
+            timed.execute("SET statement_timeout = '300ms'")
+            started = time.monotonic()
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                receive(timed, event, wait="30 seconds")
+            assert time.monotonic() - started < 3
+        # the cancelled calls wrote nothing: the wait comes before any write
+        deliveries = holder_conn.execute(
+            "SELECT deliveries FROM webhook_dedup.keys WHERE source = %s AND idem_key = %s",
+            (SOURCE, f"{SOURCE}:{event}"),
+        ).fetchone()[0]
+        assert deliveries == 1
+
+
+def test_no_wait_for_a_conflict_or_for_the_callers_own_row(connect):
+    event = new_id()
+    with connect() as holder_conn:
+        assert receive(holder_conn, event, wait="0")["outcome"] == "claimed"
+        started = time.monotonic()
+        row = receive(connect(), event, wait="10 seconds", body=b'{"action":"edited"}')
+        assert (row["outcome"], row["http_status"], row["response"]) == ("conflict", 200, {"status": "conflict"})
+        assert time.monotonic() - started < 3, "a conflict does not wait"
+    with connect() as conn:
+        other = new_id()
+        conn.execute("BEGIN")
+        assert receive(conn, other, wait="0")["outcome"] == "claimed"
+        started = time.monotonic()
+        row = receive(conn, other, wait="10 seconds")
+        assert row["outcome"] == "in_progress"
+        assert time.monotonic() - started < 3, "the row is this transaction's: no holder could complete it"
+        conn.execute("ROLLBACK")
+
+
+def test_under_repeatable_read_a_change_seen_by_the_wait_is_a_serialization_failure(connect):
+    event = new_id()
+    with connect() as holder_conn, connect() as observer:
+        first = receive(holder_conn, event, wait="0")
+        rr = connect()
+        rr.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        rr.execute("SELECT 1 FROM webhook_dedup.keys LIMIT 1")  # the snapshot
+        outcome = {}
+
+        def waiting():
+            try:
+                outcome["row"] = receive(rr, event, wait="8 seconds")
+            except psycopg.Error as exc:
+                outcome["error"] = exc
+
+        t = threading.Thread(target=waiting)
+        t.start()
+        wait_until_waiting(observer, [rr.info.backend_pid])
+        assert complete(holder_conn, first, {"done": 1})
+        t.join(10)
+        assert isinstance(outcome.get("error"), psycopg.errors.SerializationFailure), outcome
+        rr.close()
+        # the retried transaction sees the duplicate
+        row = receive(connect(), event, wait="1 second")
+        assert (row["outcome"], row["response"]) == ("duplicate", {"done": 1})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def clean(connect):
+    yield
+    with connect() as conn:
+        conn.execute("DELETE FROM webhook_dedup.keys WHERE source = %s", (SOURCE,))
+
+
+def test_two_copies_sent_at_the_same_moment_wait_for_each_other(connect):
+    """Found by review: a copy whose look came while the other copy's
+    claim was still inserting the key found nothing, then met that insert
+    in its own claim and answered in_progress without waiting. Now the look
+    probes the primary key (which waits for the insert) and waits for the
+    holder. Each pair: one claims (and completes 0.3 s later), the other
+    waits and answers the duplicate."""
+    pairs = 20
+    outcomes = []
+    for _ in range(pairs):
+        event = new_id()
+        barrier = threading.Barrier(2)
+        got = []
+
+        def copy():
+            with connect() as conn:
+                barrier.wait()
+                row = receive(conn, event, wait="5 seconds")
+                if row["outcome"] == "claimed":
+                    time.sleep(0.3)
+                    assert complete(conn, row, {"pair": event})
+                got.append(row["outcome"])
+
+        threads = [threading.Thread(target=copy) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(20)
+        outcomes.append(tuple(sorted(got)))
+    assert outcomes == [("claimed", "duplicate")] * pairs, outcomes
