@@ -242,7 +242,7 @@ pub fn reply(kind: Kind, mode: Mode, profile: Option<&Profile>, retry_after_s: O
 /// Seconds from `now_us` until `at_us` (microseconds), rounded up: what a
 /// `Retry-After` says; `None` without a time.
 pub fn seconds_until(at_us: Option<i64>, now_us: i64) -> Option<i64> {
-    at_us.map(|at| (at.saturating_sub(now_us).max(0) + 999_999) / 1_000_000)
+    at_us.map(|at| at.saturating_sub(now_us).max(0).saturating_add(999_999) / 1_000_000)
 }
 
 #[cfg(test)]
@@ -377,5 +377,6 @@ mod tests {
         assert_eq!(seconds_until(Some(2_000_000), 1_000_000), Some(1));
         assert_eq!(seconds_until(Some(0), 1_000_000), Some(0), "in the past: 0 (sent as 1)");
         assert_eq!(seconds_until(None, 0), None);
+        assert_eq!(seconds_until(Some(i64::MAX), 0), Some(i64::MAX / 1_000_000), "no overflow");
     }
 }

@@ -8,16 +8,25 @@
 //! and some of them drop or count a non-2xx).
 //!
 //! How, and why so:
-//! - **Nothing is held while sleeping.** The wait comes before the call
-//!   writes anything to the key (a claim's delivery count locks the row
-//!   until commit), and it takes no advisory lock: the holder's completion
-//!   never waits for a waiter. Each look reads the key with the latest
-//!   snapshot, without a lock.
+//! - **Nothing the holder needs is held while sleeping.** The wait comes
+//!   before the call writes anything to the key (a claim's delivery count
+//!   locks the row until commit), and it takes no advisory lock: the
+//!   holder's completion never waits for a waiter. Each look reads the key
+//!   with the latest snapshot, without a lock, in a memory context of its
+//!   own. It waits only in a transaction that had not written before the
+//!   call (else it may hold the key's row lock itself) and that reads the
+//!   latest data (READ COMMITTED: under REPEATABLE READ the claim could
+//!   not see the holder's completion, and would end in 40001). A copy that
+//!   found the key claimed by another copy after its first look waits again
+//!   after the replay guard (`crate::store::replay_guards`) locked its
+//!   guard row: a third copy of the same body waits for that row, never
+//!   the holder.
 //! - **Woken at the holder's commit.** Shared memory holds [`SLOTS`]
 //!   condition variables (PostgreSQL's `ConditionVariable`: a spinlock and
 //!   a list of sleeping processes), one per hash of (source, key). A
 //!   transaction that moves a key out of `processing` (complete, fail,
-//!   mark unknown, resolve, forget, the lease sweep) notes the key's slot
+//!   mark unknown, resolve, forget; the lease sweep and a reclaim only
+//!   touch expired leases, which the waiter's own timer catches) notes the key's slot
 //!   ([`wake_at_commit`]) and broadcasts it from its commit callback,
 //!   which PostgreSQL calls after the commit is visible to new snapshots
 //!   (`CommitTransaction` ends the transaction in the proc array before

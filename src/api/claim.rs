@@ -148,8 +148,10 @@ pub(crate) fn held_elsewhere(
     }
     let stored = &looked.stored;
     let fingerprint = same_bytes(stored.fingerprint.as_deref(), fingerprint, raw);
+    // A processing row without an expiry (only an operator's UPDATE makes
+    // one) is held until a change: the wait then polls.
     (decide(Some(stored), now, fingerprint, max_attempts).outcome == Outcome::InProgress)
-        .then(|| stored.lease_expires_at.unwrap_or(now))
+        .then(|| stored.lease_expires_at.unwrap_or(i64::MAX))
 }
 
 /// [`claim_one`], except that with `yield_if_held` a key found held by

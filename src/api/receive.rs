@@ -210,6 +210,11 @@ fn webhook_receive(
         Some(wait) => check_wait(wait),
         None => profile::default_wait_ms(profile::profile(scheme_parsed)) * 1_000,
     };
+    // No wait where it cannot help (crate::wait): a transaction that wrote
+    // before this call may hold the key's row lock itself, and one that
+    // reads a single snapshot could not see the holder's completion (its
+    // claim would end in 40001).
+    let wait_us = if store::transaction_snapshot() || transaction_wrote() { 0 } else { wait_us };
     let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
     // Twilio, Square and HubSpot sign the URL; X's receivers pass it for the CRC.
     let signed_url = if scheme_parsed == Scheme::Twitter { None } else { url };
@@ -415,6 +420,13 @@ fn webhook_receive(
     answer.row(mode, scheme_parsed, fcinfo)
 }
 
+/// Whether the current transaction had written before this call (it has a
+/// transaction id).
+fn transaction_wrote() -> bool {
+    // SAFETY: reads the current transaction's state; assigns nothing.
+    unsafe { pg_sys::GetTopTransactionIdIfAny() != pg_sys::InvalidTransactionId }
+}
+
 /// The longest `wait`: no provider documents a longer response deadline
 /// than this, and each waiting call holds a database connection.
 const MAX_WAIT_US: i64 = 60 * 1_000_000;
@@ -437,7 +449,13 @@ fn check_wait(wait: Interval) -> i64 {
 /// ([`crate::wait`]).
 fn wait_for_holder(conn: &Conn<'_>, key: Key<'_>, content: Content<'_>, deadline: i64, max_attempts: i32) {
     crate::wait::wait(key, deadline, |now| {
-        store::look(conn, key)
+        // Each look in a memory context of its own: a long wait looks many
+        // times, and what opening the table allocates is freed with it.
+        // SAFETY: what the look returns lives on the Rust heap (Looked
+        // holds no palloc'd pointer); what it pallocs in the context is
+        // freed with it.
+        let looked = unsafe { pgrx::PgMemoryContexts::new("webhook_dedup look").switch_to(|_| store::look(conn, key)) };
+        looked
             .and_then(|looked| {
                 super::claim::held_elsewhere(&looked, now, Some(content.fingerprint), content.raw, max_attempts)
             })

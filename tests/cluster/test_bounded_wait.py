@@ -213,31 +213,37 @@ def test_no_wait_for_a_conflict_or_for_the_callers_own_row(connect):
         conn.execute("ROLLBACK")
 
 
-def test_under_repeatable_read_a_change_seen_by_the_wait_is_a_serialization_failure(connect):
+def test_no_wait_where_it_cannot_help(connect):
+    """Found by review: under REPEATABLE READ the claim after the wait could
+    not see the holder's completion (40001, a 500 to the provider), and in
+    a transaction that wrote before the call the caller may hold the key's
+    row lock itself (the holder's completion would wait for the waiter).
+    There the call does not wait: in_progress (503) at once."""
     event = new_id()
-    with connect() as holder_conn, connect() as observer:
-        first = receive(holder_conn, event, wait="0")
-        rr = connect()
-        rr.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        rr.execute("SELECT 1 FROM webhook_dedup.keys LIMIT 1")  # the snapshot
-        outcome = {}
-
-        def waiting():
-            try:
-                outcome["row"] = receive(rr, event, wait="8 seconds")
-            except psycopg.Error as exc:
-                outcome["error"] = exc
-
-        t = threading.Thread(target=waiting)
-        t.start()
-        wait_until_waiting(observer, [rr.info.backend_pid])
-        assert complete(holder_conn, first, {"done": 1})
-        t.join(10)
-        assert isinstance(outcome.get("error"), psycopg.errors.SerializationFailure), outcome
-        rr.close()
-        # the retried transaction sees the duplicate
-        row = receive(connect(), event, wait="1 second")
-        assert (row["outcome"], row["response"]) == ("duplicate", {"done": 1})
+    with connect() as holder_conn:
+        assert receive(holder_conn, event, wait="0")["outcome"] == "claimed"
+        with connect() as rr:
+            rr.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            rr.execute("SELECT 1 FROM webhook_dedup.keys LIMIT 1")  # the snapshot
+            started = time.monotonic()
+            row = receive(rr, event, wait="8 seconds")
+            assert (row["outcome"], row["http_status"]) == ("in_progress", 503)
+            assert time.monotonic() - started < 3
+            rr.execute("ROLLBACK")
+        with connect() as wrote:
+            wrote.execute("BEGIN")
+            wrote.execute("CREATE TEMP TABLE scratch (x int)")
+            wrote.execute("INSERT INTO scratch VALUES (1)")
+            started = time.monotonic()
+            row = receive(wrote, event, wait="8 seconds")
+            assert row["outcome"] == "in_progress"
+            assert time.monotonic() - started < 3
+            wrote.execute("ROLLBACK")
+        # an autocommitted call does wait (and here gets the whole wait)
+        started = time.monotonic()
+        with connect() as plain:
+            assert receive(plain, event, wait="1 second")["outcome"] == "in_progress"
+        assert time.monotonic() - started >= 1
 
 
 @pytest.fixture(scope="module", autouse=True)
