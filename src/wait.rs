@@ -111,24 +111,21 @@ fn condition_variable(slot: usize) -> Option<*mut pg_sys::ConditionVariable> {
 }
 
 thread_local! {
-    /// The slots to broadcast when the current transaction commits.
-    static PENDING: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// The slots to broadcast when the current transaction commits, one
+    /// bit each (a transaction that completes many keys sets each once).
+    static PENDING: RefCell<[u64; SLOTS / 64]> = const { RefCell::new([0; SLOTS / 64]) };
     static REGISTERED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Wake the calls waiting for `key` once the current transaction commits
 /// (nothing on abort). Called by every transition that moves a key out of
-/// `processing`; costs a push here and, at commit, a spinlock per key.
+/// `processing`; costs a bit here and, at commit, a spinlock per slot.
 pub fn wake_at_commit(key: Key<'_>) {
     if FIRST.load(Ordering::Acquire).is_null() {
         return;
     }
     let slot = slot(key);
-    PENDING.with_borrow_mut(|pending| {
-        if !pending.contains(&slot) {
-            pending.push(slot);
-        }
-    });
+    PENDING.with_borrow_mut(|pending| pending[slot / 64] |= 1 << (slot % 64));
     if !REGISTERED.get() {
         // SAFETY: registers a callback with static lifetime, once per backend.
         unsafe { pg_sys::RegisterXactCallback(Some(at_transaction_end), std::ptr::null_mut()) };
@@ -141,20 +138,25 @@ unsafe extern "C-unwind" fn at_transaction_end(event: pg_sys::XactEvent::Type, _
     use pg_sys::XactEvent::*;
     match event {
         XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT => {
-            let slots = PENDING.with_borrow_mut(std::mem::take);
-            for slot in slots {
-                if let Some(cv) = condition_variable(slot) {
-                    // SAFETY: a condition variable in shared memory; the
-                    // broadcast takes its spinlock and sets the sleepers'
-                    // latches, nothing that can raise.
-                    unsafe { pg_sys::ConditionVariableBroadcast(cv) };
+            let pending = PENDING.with_borrow_mut(std::mem::take);
+            for (word, bits) in pending.iter().enumerate() {
+                let mut bits = *bits;
+                while bits != 0 {
+                    let slot = word * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    if let Some(cv) = condition_variable(slot) {
+                        // SAFETY: a condition variable in shared memory; the
+                        // broadcast takes its spinlock and sets the sleepers'
+                        // latches, nothing that can raise.
+                        unsafe { pg_sys::ConditionVariableBroadcast(cv) };
+                    }
                 }
             }
         }
         // A prepared transaction commits later, maybe elsewhere: its
         // waiters see it by polling.
         XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT | XACT_EVENT_PREPARE => {
-            PENDING.with_borrow_mut(Vec::clear);
+            PENDING.with_borrow_mut(|pending| *pending = [0; SLOTS / 64]);
         }
         _ => {}
     }
