@@ -11,6 +11,7 @@
 //! | [`calendar`] | timestamps: the epoch, buckets, UTC literals | no (pure) |
 //! | [`profile`] | where each provider puts event id, type and time, how it takes answers | no (pure) |
 //! | [`answer`] | the HTTP answer to a delivery, from its outcome and provider | no (pure) |
+//! | [`operation_key`] | downstream idempotency keys derived from the inbound event | no (pure) |
 //! | [`error`] | one error type, one SQLSTATE mapping | raising only |
 //! | [`guc`] | every `webhook_dedup.*` setting | yes |
 //! | [`time`] | timestamptz/interval conversions | yes |
@@ -46,6 +47,7 @@ pub mod key;
 pub mod lock;
 pub mod maintenance;
 pub mod metrics;
+pub mod operation_key;
 pub mod profile;
 pub mod shmem;
 pub mod signature;
