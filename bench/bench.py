@@ -23,6 +23,9 @@ Scenarios (all by default; name some to run only those):
             event each time: its own id and body; also with the replay guard
             off, to show what the guard costs) against
             pgcrypto's HMAC check + plain insert in one statement
+  outbox    CPU per call of webhook_outbox_put against an INSERT into a
+            hand-written outbox table, and pgbench: a sender's take + ack
+            against SELECT ... FOR UPDATE SKIP LOCKED + UPDATE (issue 26)
   aged      pgbench: claims on a store holding 30 days of history at the
             default retention against claims on a fresh install
   large     pgbench: claim latency (p99) with 10 M stored keys against 0
@@ -162,7 +165,7 @@ class Bench:
             conn.execute(f"CREATE DATABASE {name}")
         with self.connect(name) as conn:
             conn.execute("CREATE EXTENSION webhook_dedup")
-            for f in ("plain.sql", "plpgsql_claim.sql", "pgcrypto_github.sql"):
+            for f in ("plain.sql", "plpgsql_claim.sql", "pgcrypto_github.sql", "user_outbox.sql"):
                 conn.execute((REFERENCE / f).read_text())
             # Keys that duplicates hit: claimed and completed on every side.
             conn.execute("""
@@ -236,12 +239,12 @@ class Bench:
                     lat.append(int(line.split()[2]))
         return float(tps.group(1)), lat
 
-    def cpu_us(self, conn: psycopg.Connection, statement: str, n: int = 3000) -> float:
+    def cpu_us(self, conn: psycopg.Connection, statement: str, n: int = 3000, tag: str | None = None) -> float:
         """CPU time of this backend per execution of `statement`, a PL/pgSQL
         statement run in a loop over i = 1..n (plans cached; {tag} is a
-        prefix unique to the loop, b a boolean variable for INTO)."""
+        prefix unique to the loop, or `tag`; b a boolean variable for INTO)."""
         pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-        tag = self.run_id()
+        tag = tag or self.run_id()
         body = statement.replace("{tag}", tag)
         do = f"DO $$ DECLARE b boolean; BEGIN FOR i IN 1..{n} LOOP {body}; END LOOP; END $$"
         with open(f"/proc/{pid}/schedstat") as f:
@@ -469,6 +472,100 @@ class Bench:
             conn.execute(sql)
             conn.execute("VACUUM ANALYZE")
         return time.monotonic() - t0
+
+    def scenario_outbox(self):
+        """Issue 26, the transactional outbox (docs/outbox.md): (1) CPU per
+        call of webhook_outbox_put against an INSERT into the hand-written
+        outbox of bench/reference/user_outbox.sql, each writing one intent
+        for a key held before the loop (both sides read the key's claim token
+        from bench.held, so both pay the same look-up); (2) throughput of a
+        sender's take + ack against the hand-written SELECT ... FOR UPDATE
+        SKIP LOCKED + UPDATE, both in one transaction per intent, and the
+        take and ack committed apart as senders run them."""
+        db = "bench_outbox"
+        self.create_db(db)
+        n = 3000
+
+        def held(conn, count: int) -> str:
+            """A tag whose keys {tag}-1 .. {tag}-count are claimed and held."""
+            tag = self.run_id()
+            conn.execute("INSERT INTO bench.held (tag, n, token)"
+                         " SELECT %s, i, (webhook_dedup.webhook_claim('bench', %s || '-' || i, lease => '1 hour')).claim_token"
+                         "   FROM generate_series(1, %s) AS i", (tag, tag, count))
+            return tag
+
+        loops = {
+            "webhook_outbox_put": "PERFORM webhook_dedup.webhook_outbox_put('bench', '{tag}-' || i, h.token, 'notify', "
+                                  "'email', '{\"amount\": 500}') FROM bench.held AS h WHERE h.tag = '{tag}' AND h.n = i",
+            "plain insert into a user's outbox": "INSERT INTO bench.user_outbox (source, idem_key, operation, target, request) "
+                                                 "SELECT 'bench', '{tag}-' || i, 'notify', 'email', '{\"amount\": 500}' "
+                                                 "FROM bench.held AS h WHERE h.tag = '{tag}' AND h.n = i "
+                                                 "ON CONFLICT DO NOTHING",
+        }
+        samples: dict[str, list] = {k: [] for k in loops}
+        with self.connect(db) as conn:
+            for statement in loops.values():  # warm caches and plans
+                self.cpu_us(conn, statement, 300, tag=held(conn, 300))
+            for r in range(self.args.rounds):
+                names = list(loops)[r % 2:] + list(loops)[:r % 2]
+                for name in names:
+                    tag = held(conn, n)
+                    conn.execute("CHECKPOINT")
+                    samples[name].append(self.cpu_us(conn, loops[name], n, tag=tag))
+        for name, s in samples.items():
+            self.say(f"CPU per call, {name}: {statistics.median(s):.1f} µs (min {min(s):.1f}, max {max(s):.1f})")
+        self.ratio("CPU per call: webhook_outbox_put / plain insert into a user's outbox", 1.3, "<=").samples = [
+            o / p for o, p in zip(samples["webhook_outbox_put"], samples["plain insert into a user's outbox"])]
+
+        # (2) a queue that never runs dry: topped up before every run
+        per_run = 200_000
+        with self.connect(db) as conn:
+            token = conn.execute("SELECT claim_token FROM webhook_dedup.webhook_claim('bench', 'outbox-fill',"
+                                 " lease => '365 days')").fetchone()[0]
+            filled = [0]
+
+            def top_up():
+                pending = conn.execute("SELECT (SELECT count(*) FROM webhook_dedup.outbox WHERE target = 'bench-t'"
+                                       "         AND state = 'pending'),"
+                                       "       (SELECT count(*) FROM bench.user_outbox WHERE target = 'bench-t'"
+                                       "         AND state = 'pending')").fetchone()
+                # what the runs delivered goes (both sides alike), as retention would
+                conn.execute("DELETE FROM webhook_dedup.outbox WHERE target = 'bench-t' AND state = 'completed'")
+                conn.execute("DELETE FROM bench.user_outbox WHERE target = 'bench-t' AND state IN ('sent', 'sending')")
+                for side, have in zip(("outbox", "user"), pending):
+                    if have >= per_run:
+                        continue
+                    first, last = filled[0] + 1, filled[0] + per_run - have
+                    filled[0] = last
+                    if side == "outbox":
+                        conn.execute("SELECT count(webhook_dedup.webhook_outbox_put('bench', 'outbox-fill', %s, 'op-' || i,"
+                                     " 'bench-t', '{\"amount\": 500}')) FROM generate_series(%s, %s) AS i",
+                                     (token, first, last))
+                    else:
+                        conn.execute("INSERT INTO bench.user_outbox (source, idem_key, operation, target, request)"
+                                     " SELECT 'bench', 'outbox-fill', 'op-' || i, 'bench-t', '{\"amount\": 500}'"
+                                     "   FROM generate_series(%s, %s) AS i", (first, last))
+                conn.execute("VACUUM ANALYZE webhook_dedup.outbox, bench.user_outbox")
+
+            scripts = ["outbox_take_ack.sql", "user_outbox_take_update.sql", "outbox_take_ack_apart.sql",
+                       "user_outbox_lease_ack.sql"]
+            rounds = []
+            for r in range(self.args.rounds):
+                row = {}
+                for i in range(len(scripts)):
+                    script = scripts[(r + i) % len(scripts)]
+                    top_up()
+                    row[script], _ = self.pgbench(db, script, seconds=self.args.seconds)
+                log(f"round {r + 1}: " + ", ".join(f"{s} {row[s]:.0f} tps" for s in scripts))
+                rounds.append(row)
+        self.ratio("tps outbox take + ack / SELECT ... FOR UPDATE SKIP LOCKED + UPDATE, one transaction each",
+                   0.9, ">=").samples = [r["outbox_take_ack.sql"] / r["user_outbox_take_update.sql"] for r in rounds]
+        self.ratio("tps outbox take and ack committed apart / SELECT ... FOR UPDATE SKIP LOCKED + UPDATE",
+                   None, ">=").samples = [r["outbox_take_ack_apart.sql"] / r["user_outbox_take_update.sql"]
+                                          for r in rounds]
+        self.ratio("tps outbox take and ack committed apart / hand-written lease + mark sent, committed apart",
+                   None, ">=").samples = [r["outbox_take_ack_apart.sql"] / r["user_outbox_lease_ack.sql"]
+                                          for r in rounds]
 
     def scenario_aged(self):
         self.create_db("bench_fresh")
@@ -803,7 +900,8 @@ class Bench:
                 indent=2))
 
 
-SCENARIOS = ["cpu", "claim", "complete", "receive", "wait", "aged", "large", "expiry", "wal", "bulk", "citus"]
+SCENARIOS = ["cpu", "claim", "complete", "receive", "wait", "outbox", "aged", "large", "expiry", "wal", "bulk",
+             "citus"]
 
 
 def main():

@@ -13,7 +13,7 @@
 #   6. end-to-end: the demo's receiver, every example receiver (FastAPI,
 #      Express, Sinatra: receiver and worker) and the SQL walk-through, with
 #      real signed deliveries (pytest);
-#   7. upgrade: 0.1.0 built from its commit, filled, updated to this version
+#   7. upgrade: 0.1.0 and 0.2.0 built from their commits, filled, updated to this version
 #      (pytest; after the shared cluster stopped, since it installs other
 #      builds of the library);
 #   8. package: scripts/package.sh builds the .deb and the source tarball;
@@ -96,7 +96,7 @@ log "6/9 end-to-end (pytest: the demo receiver, the FastAPI, Express and Sinatra
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "end-to-end tests failed"
 summary+=("e2e: $(tail -1 "$WORK/e2e.log")")
 
-log "7/9 upgrade (pytest: 0.1.0 from commit 9f23a3f, filled with keys in every state, ALTER EXTENSION UPDATE)"
+log "7/9 upgrade (pytest: 0.1.0 from commit 9f23a3f and 0.2.0 from 4604008, filled with keys in every state, ALTER EXTENSION UPDATE)"
 cluster_stop
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/upgrade 2>&1 | tee "$WORK/upgrade.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "upgrade tests failed"

@@ -32,6 +32,9 @@ pub enum Error {
     /// 39P01 trigger_protocol_violated: a trigger function fired in a way
     /// it does not support.
     TriggerProtocolViolated { message: String },
+    /// 0A000 feature_not_supported: the call is not available in this
+    /// configuration (for example the outbox on a distributed install).
+    FeatureNotSupported { message: String, hint: Option<String> },
 }
 
 impl Error {
@@ -54,12 +57,15 @@ impl Error {
             Error::UndefinedColumn { .. } => PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
             Error::DatatypeMismatch { .. } => PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
             Error::TriggerProtocolViolated { .. } => PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            Error::FeatureNotSupported { .. } => PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
         }
     }
 
     fn hint(&self) -> Option<&str> {
         match self {
-            Error::InvalidParameter { hint, .. } | Error::NotInPrerequisiteState { hint, .. } => hint.as_deref(),
+            Error::InvalidParameter { hint, .. }
+            | Error::NotInPrerequisiteState { hint, .. }
+            | Error::FeatureNotSupported { hint, .. } => hint.as_deref(),
             Error::SerializationFailure { .. } => {
                 Some("Retry the transaction; the key was changed by a concurrent transaction.")
             }
@@ -90,7 +96,8 @@ impl fmt::Display for Error {
             | Error::NotInPrerequisiteState { message, .. }
             | Error::UndefinedColumn { message }
             | Error::DatatypeMismatch { message }
-            | Error::TriggerProtocolViolated { message } => f.write_str(message),
+            | Error::TriggerProtocolViolated { message }
+            | Error::FeatureNotSupported { message, .. } => f.write_str(message),
         }
     }
 }

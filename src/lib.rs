@@ -48,6 +48,7 @@ pub mod lock;
 pub mod maintenance;
 pub mod metrics;
 pub mod operation_key;
+pub mod outbox;
 pub mod profile;
 pub mod shmem;
 pub mod signature;

@@ -87,7 +87,7 @@ pub const EVENT_TYPE_CHARS: usize = crate::key::MAX_KEY_CHARS;
 /// Bytes of an event type kept in a metrics entry: [`EVENT_TYPE_CHARS`]
 /// characters of up to 4 bytes.
 pub const EVENT_TYPE_BYTES: usize = EVENT_TYPE_CHARS * 4;
-const SLOTS: usize = 32;
+const SLOTS: usize = Counter::ALL.len();
 const HOUR_US: i64 = 3_600 * 1_000_000;
 const MINUTE_US: i64 = 60 * 1_000_000;
 /// Minute entries of a database are only created while it holds fewer
@@ -173,10 +173,22 @@ pub enum Counter {
     /// (`crate::store::signature_tokens`). Last: new columns of
     /// `webhook_dedup.claim_counts` are appended.
     RejectedTokenReused,
+    /// Outbox intents written (`webhook_outbox_put` storing a new one).
+    IntentsWritten,
+    /// Outbox intents acknowledged (`webhook_outbox_ack`).
+    IntentsDelivered,
+    /// Outbox intents failed retryably (`webhook_outbox_fail`).
+    IntentRetries,
+    /// Outbox intents dead-lettered.
+    IntentsDeadLettered,
+    /// Outbox intents parked as `unknown_outcome`.
+    IntentsUnknown,
+    /// Outbox intents whose sender's lease lapsed.
+    IntentLeasesExpired,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 30] = [
+    pub const ALL: [Counter; 36] = [
         Counter::Deliveries,
         Counter::FirstClaims,
         Counter::Reclaims,
@@ -207,6 +219,12 @@ impl Counter {
         Counter::Ignored,
         Counter::Replayed,
         Counter::RejectedTokenReused,
+        Counter::IntentsWritten,
+        Counter::IntentsDelivered,
+        Counter::IntentRetries,
+        Counter::IntentsDeadLettered,
+        Counter::IntentsUnknown,
+        Counter::IntentLeasesExpired,
     ];
 
     /// The `webhook_dedup.claim_counts` column this counter is flushed to.
@@ -242,6 +260,12 @@ impl Counter {
             Counter::Ignored => "ignored",
             Counter::Replayed => "replayed",
             Counter::RejectedTokenReused => "rejected_token_reused",
+            Counter::IntentsWritten => "intents_written",
+            Counter::IntentsDelivered => "intents_delivered",
+            Counter::IntentRetries => "intent_retries",
+            Counter::IntentsDeadLettered => "intents_dead_lettered",
+            Counter::IntentsUnknown => "intents_unknown",
+            Counter::IntentLeasesExpired => "intent_leases_expired",
         }
     }
 

@@ -182,6 +182,25 @@ pub fn downstream(name: &str) -> Result<&'static Downstream, Error> {
     })
 }
 
+/// The `max_length` of a call of `webhook_operation_key`: `max_length`
+/// itself, or the limit of the preset `downstream` when one is named. A
+/// `max_length` other than the default 255 that contradicts the preset is
+/// refused (22023) rather than silently replaced; so is a negative one.
+pub fn limit(max_length: i32, downstream: Option<&str>) -> Result<usize, Error> {
+    let given = usize::try_from(max_length).map_err(|_| {
+        Error::invalid(format!("max_length must be between {MIN_LENGTH} and {MAX_PART}, not {max_length}"))
+    })?;
+    let Some(name) = downstream else { return Ok(given) };
+    let preset = self::downstream(name)?;
+    if given != MAX_PART && given != preset.max_length {
+        return Err(Error::invalid(format!(
+            "max_length {given} contradicts downstream \"{name}\", whose keys are at most {} characters: give one of them",
+            preset.max_length
+        )));
+    }
+    Ok(preset.max_length)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,6 +287,21 @@ mod tests {
             if let Some(parts) = decode(&ka) {
                 prop_assert_eq!(parts, (a.0.clone(), a.1.clone(), a.2.clone()));
             }
+        }
+    }
+
+    #[test]
+    fn a_preset_sets_the_limit_and_a_contradiction_is_refused() {
+        assert_eq!(limit(255, None).unwrap(), 255);
+        assert_eq!(limit(40, None).unwrap(), 40);
+        assert_eq!(limit(255, Some("square_payments")).unwrap(), 45);
+        assert_eq!(limit(45, Some("square_payments")).unwrap(), 45);
+        assert!(limit(100, Some("square_payments")).unwrap_err().to_string().contains("contradicts"));
+        assert!(limit(-1, None).is_err());
+        assert!(limit(255, Some("nope")).unwrap_err().to_string().contains("unknown downstream"));
+        for d in DOWNSTREAMS {
+            let key = operation_key("s", &"k".repeat(255), "refund", limit(255, Some(d.name)).unwrap()).unwrap();
+            assert!(key.len() <= d.max_length, "{}", d.name);
         }
     }
 }

@@ -6,7 +6,8 @@
 // process dies at any point. The trick: a step commits its own writes
 // together with its record in webhook_dedup, in ONE transaction:
 //
-//   1. BEGIN; INSERT INTO shop.notifications ...;
+//   1. BEGIN; SELECT webhook_dedup.webhook_outbox_put(source, key, claim_token,
+//                        'notify', 'notifications', request);   -- the notification's intent
 //             SELECT webhook_dedup.webhook_checkpoint(source, key, claim_token, 'notified');
 //      COMMIT
 //   2. BEGIN; INSERT INTO shop.side_effects ... RETURNING id;
@@ -30,6 +31,10 @@
 const pg = require('pg');
 
 const NOTIFIED = 'notified'; // the checkpoint of step 1
+// Step 1's outbox intent: its operation (one notification per event: part of
+// its downstream idempotency key) and the senders that take it (sender.js).
+const NOTIFY_OPERATION = 'notify';
+const NOTIFY_TARGET = 'notifications';
 const CRASH_AFTER_CLAIM = 'crash-after-claim';
 const CRASH_AFTER_CHECKPOINT = 'crash-after-checkpoint';
 // A slow job: sleep this long between the steps (holding the claim, no
@@ -122,17 +127,23 @@ async function runJob(pool, job, fault) {
     // A reclaim after a crash that followed step 1's COMMIT: step 1 is done.
     resumedFrom = NOTIFIED;
   } else {
-    // Step 1: the notification and its checkpoint, in one transaction.
+    // Step 1: the notification's outbox intent and its checkpoint, in one
+    // transaction. The notification is a call to another service (an
+    // e-mail API), which cannot join this transaction: what commits here is
+    // the intent to send it (docs/outbox.md), which sender.js delivers with
+    // a downstream idempotency key derived from the event.
     const notified = await inTransaction(pool, async (client) => {
-      await client.query(
-        'INSERT INTO shop.notifications (source, idem_key, event_type, attempt) VALUES ($1, $2, $3, $4)',
-        [job.source, job.idemKey, job.eventType, job.attempt]);
-      if (injected === CRASH_AFTER_CLAIM) die(injected); // BEGIN and INSERT sent, no COMMIT
-      // The checkpoint comes last: it takes the key's row lock, which a
-      // concurrent reclaim of this key then waits for until our COMMIT.
+      // First: fenced by our claim token, it takes the key's row lock, which
+      // a concurrent reclaim of this key then waits for until our COMMIT.
+      // NULL: our lease was reclaimed (nothing written).
+      const { rows: [put] } = await client.query(
+        'SELECT webhook_dedup.webhook_outbox_put($1, $2, $3, $4, $5, $6::jsonb) AS id',
+        [...key, NOTIFY_OPERATION, NOTIFY_TARGET,
+          JSON.stringify({ source: job.source, idem_key: job.idemKey, event_type: job.eventType })]);
+      if (injected === CRASH_AFTER_CLAIM) die(injected); // BEGIN and the intent sent, no COMMIT
       const { rows } = await client.query(
         'SELECT webhook_dedup.webhook_checkpoint($1, $2, $3, $4) AS ok', [...key, NOTIFIED]);
-      return rows[0].ok; // false: another worker holds the key now: ROLLBACK
+      return put.id !== null && rows[0].ok; // false: another worker holds the key now: ROLLBACK
     });
     if (!notified) return { completed: false, lost: 'notification' };
     if (injected === CRASH_AFTER_CHECKPOINT) die(injected); // step 1 committed, step 2 not begun
@@ -174,4 +185,4 @@ async function runJob(pool, job, fault) {
   return { completed: true, result, resumedFrom };
 }
 
-module.exports = { createPool, runJob, subjectOf, parseJson, FAULTS };
+module.exports = { createPool, runJob, subjectOf, parseJson, FAULTS, NOTIFY_TARGET };

@@ -1,5 +1,9 @@
 """The job every delivery runs, exactly once: two steps, each in ONE transaction.
 
+Step 1 writes the notification's outbox intent (webhook_outbox_put) and the
+checkpoint; step 2 the side effect, the subject's state and the completion.
+sender.py delivers the intent to the notification service.
+
 Shared by the receiver (app.py, which claims the key with webhook_receive)
 and the worker (worker.py, which leases it with webhook_next): both hand a
 Job to run(). The tables are those of examples/shop/setup.sql.
@@ -33,6 +37,10 @@ from psycopg.types.json import Jsonb
 log = logging.getLogger("webhook_dedup.example")
 
 NOTIFIED = "notified"  # the checkpoint recorded by step 1
+# Step 1's outbox intent: its operation (one notification per event: part of
+# its downstream idempotency key) and the senders that take it (sender.py).
+NOTIFY_OPERATION = "notify"
+NOTIFY_TARGET = "notifications"
 CRASH_AFTER_CLAIM = "crash-after-claim"
 CRASH_AFTER_CHECKPOINT = "crash-after-checkpoint"
 # A slow job: sleep this long between the steps (holding the claim, no lock),
@@ -74,19 +82,29 @@ async def run(conn: psycopg.AsyncConnection, job: Job, fault: Optional[str] = No
 
 
 async def notify(conn: psycopg.AsyncConnection, job: Job, crash: bool = False) -> bool:
-    """Step 1: the notification and its checkpoint commit together, or not at all."""
+    """Step 1: the notification's intent and its checkpoint commit together, or not at all.
+
+    The notification is a call to another service (think: an e-mail API), so
+    it cannot join this transaction: what commits here is the intent to send
+    it (the transactional outbox, docs/outbox.md), which sender.py delivers
+    with a downstream idempotency key derived from the event.
+    """
     async with conn.transaction() as tx:
-        await conn.execute(
-            "INSERT INTO shop.notifications (source, idem_key, event_type, attempt) VALUES (%s, %s, %s, %s)",
-            (job.source, job.idem_key, job.event_type, job.attempt))
+        # First in the transaction: fenced by our claim token, it takes the
+        # key's row lock, held until COMMIT (a concurrent reclaim waits).
+        # None: our lease was reclaimed (nothing written).
+        cur = await conn.execute(
+            "SELECT webhook_dedup.webhook_outbox_put(%s, %s, %s, %s, %s, %s)",
+            (job.source, job.idem_key, job.claim_token, NOTIFY_OPERATION, NOTIFY_TARGET,
+             Jsonb({"source": job.source, "idem_key": job.idem_key, "event_type": job.event_type})))
+        written = (await cur.fetchone())[0] is not None
         if crash:
             # Die with the transaction open: the server rolls it back, so only
             # the claim survives (last_step still NULL) until its lease expires.
             die(CRASH_AFTER_CLAIM)
-        # Last in the transaction: it takes the key's row lock, held until COMMIT.
         cur = await conn.execute("SELECT webhook_dedup.webhook_checkpoint(%s, %s, %s, %s)",
                                  (job.source, job.idem_key, job.claim_token, NOTIFIED))
-        if (await cur.fetchone())[0]:
+        if written and (await cur.fetchone())[0]:
             return True  # leaving the block commits
         log.warning("%s %s: lease lost before the checkpoint, notification rolled back",
                     job.source, job.idem_key)

@@ -6,7 +6,8 @@
 -- Idempotent: running it again changes nothing.
 --
 -- The role may call the receiver functions (webhook_dedup_receiver: receive,
--- claim, complete, checkpoint, fail, enqueue, next, ...) and write these
+-- claim, complete, checkpoint, fail, enqueue, next, the outbox's put, next,
+-- ack and fail, ...) and write these
 -- tables, and nothing else: it has no privilege on any table of
 -- webhook_dedup (docs/operations.md, "Privileges"). Keys are stored in the
 -- database by an operator (webhook_dedup.add_secret), so the receivers hold
@@ -24,20 +25,15 @@ GRANT webhook_dedup_receiver TO shop_receiver;
 CREATE SCHEMA IF NOT EXISTS shop;
 GRANT USAGE ON SCHEMA shop TO shop_receiver;
 
--- Step 1 of every job: a notification (think: an e-mail to the customer).
--- Deliberately NOT unique on the key: exactly-once comes from the claim
--- protocol (its checkpoint commits in the same transaction), not from a
--- constraint.
-CREATE TABLE IF NOT EXISTS shop.notifications (
-    id          bigserial PRIMARY KEY,
-    source      text NOT NULL,
-    idem_key    text NOT NULL,
-    event_type  text,
-    attempt     integer NOT NULL,
-    created_at  timestamptz NOT NULL DEFAULT clock_timestamp()
-);
+-- Step 1 of every job is a notification (think: an e-mail to the customer):
+-- a call to another service, which cannot join the job's transaction. What
+-- the job commits is its intent, in the extension's transactional outbox
+-- (webhook_outbox_put, with the checkpoint), and each example's sender
+-- delivers it (docs/outbox.md): no table here.
 
--- Step 2: the side effect, committed with webhook_complete. Not unique either.
+-- Step 2: the side effect, committed with webhook_complete. Deliberately
+-- NOT unique on the key: exactly-once comes from the claim protocol (the
+-- completion commits in the same transaction), not from a constraint.
 CREATE TABLE IF NOT EXISTS shop.side_effects (
     id          bigserial PRIMARY KEY,
     source      text NOT NULL,
@@ -63,6 +59,6 @@ CREATE OR REPLACE TRIGGER subjects_monotonic
     BEFORE INSERT OR UPDATE ON shop.subjects
     FOR EACH ROW EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('source_updated_at');
 
-GRANT SELECT, INSERT ON shop.notifications, shop.side_effects TO shop_receiver;
+GRANT SELECT, INSERT ON shop.side_effects TO shop_receiver;
 GRANT SELECT, INSERT, UPDATE ON shop.subjects TO shop_receiver;
-GRANT USAGE ON SEQUENCE shop.notifications_id_seq, shop.side_effects_id_seq TO shop_receiver;
+GRANT USAGE ON SEQUENCE shop.side_effects_id_seq TO shop_receiver;

@@ -3,7 +3,8 @@
 # writes together with its record in webhook_dedup, in ONE transaction
 # (examples/README.md, "The job"):
 #
-#   1. the notification and webhook_dedup.webhook_checkpoint(..., 'notified')
+#   1. the notification's outbox intent (webhook_dedup.webhook_outbox_put) and
+#      webhook_dedup.webhook_checkpoint(..., 'notified'); sender.rb delivers it
 #   2. the side effect, the subject's update and webhook_dedup.webhook_complete(..., result)
 #
 # If the process dies in between, whatever it had not committed is gone; once
@@ -19,9 +20,13 @@ require 'time'
 
 module Shop
   NOTIFIED = 'notified' # the checkpoint of step 1
+  # Step 1's outbox intent: its operation (one notification per event: part
+  # of its downstream idempotency key) and the senders that take it (sender.rb).
+  NOTIFY_OPERATION = 'notify'
+  NOTIFY_TARGET = 'notifications'
 
   # Fault injection (tests only): the points where a process dies like kill -9.
-  CRASH_AFTER_CLAIM = 'crash-after-claim'           # step 1 inserted, not committed
+  CRASH_AFTER_CLAIM = 'crash-after-claim'           # step 1's intent written, not committed
   CRASH_AFTER_CHECKPOINT = 'crash-after-checkpoint' # step 1 committed, step 2 not begun
   # And a slow job: it sleeps this long between the steps (holding the claim,
   # no lock), so that a copy of the delivery arrives while it is processed.
@@ -52,22 +57,27 @@ module Shop
     complete(conn, job)
   end
 
-  # Step 1: the notification (think: an e-mail to the customer) and its
-  # checkpoint commit together, or not at all.
+  # Step 1: the notification's outbox intent and its checkpoint commit
+  # together, or not at all. The notification is a call to another service
+  # (think: an e-mail to the customer), which cannot join this transaction:
+  # what commits here is the intent to send it (docs/outbox.md), which
+  # sender.rb delivers with a downstream idempotency key derived from the event.
   def notify(conn, job, fault)
     conn.transaction do
-      conn.exec_params(<<~SQL, [job.source, job.idem_key, job.event_type, job.attempt])
-        INSERT INTO shop.notifications (source, idem_key, event_type, attempt)
-        VALUES ($1, $2, $3, $4)
-      SQL
+      # First: fenced by our claim token, it takes the key's row lock, so a
+      # concurrent reclaim of this key waits for our COMMIT and sees both
+      # writes or neither. NULL: our lease was reclaimed (nothing written).
+      request = JSON.generate(source: job.source, idem_key: job.idem_key, event_type: job.event_type)
+      put = conn.exec_params('SELECT webhook_dedup.webhook_outbox_put($1, $2, $3, $4, $5, $6::jsonb)',
+                             [job.source, job.idem_key, job.claim_token, NOTIFY_OPERATION, NOTIFY_TARGET, request])
       # Dying here, before COMMIT, is what a crash looks like to the server:
       # it rolls the open transaction back; only the claim survives.
       die!(fault) if fault == CRASH_AFTER_CLAIM
-      # Checkpoint last: it takes the key's row lock, so a concurrent reclaim
-      # of this key waits for our COMMIT and sees both writes or neither.
       checkpointed = conn.exec_params('SELECT webhook_dedup.webhook_checkpoint($1, $2, $3, $4)',
                                       [job.source, job.idem_key, job.claim_token, NOTIFIED])
-      raise LeaseLost, 'notification rolled back' unless checkpointed.getvalue(0, 0) == 't'
+      unless put.getisnull(0, 0) == false && checkpointed.getvalue(0, 0) == 't'
+        raise LeaseLost, 'notification rolled back'
+      end
     end
   end
 

@@ -4,7 +4,10 @@
 --      HTTP answer to each, as webhook_dedup.http_answer computes it;
 --   B. persist, then process: store deliveries for workers, two workers take
 --      them with webhook_next (a leased key is not handed to the other one),
---      each does its side effect and completes in one transaction.
+--      each does its side effect and completes in one transaction;
+--   C. a downstream call through the outbox: the handler records the call
+--      (an intent) in its own transaction, a sender takes it and sends it
+--      with a downstream idempotency key that is the same on every attempt.
 --
 -- Run it in a database where `CREATE EXTENSION webhook_dedup` was done, as
 -- its owner (a superuser; the cleanup calls the operator's webhook_forget):
@@ -55,9 +58,12 @@ $$;
 -- half-way (webhook_forget returns false for a key that is not there).
 SELECT webhook_dedup.webhook_key('shop', 'evt_1001') AS key,
        webhook_dedup.webhook_key('shop', 'evt_2001') AS queued_key_1,
-       webhook_dedup.webhook_key('shop', 'evt_2002') AS queued_key_2 \gset
+       webhook_dedup.webhook_key('shop', 'evt_2002') AS queued_key_2,
+       webhook_dedup.webhook_key('shop', 'evt_3001') AS outbox_key \gset
 SELECT count(*) FILTER (WHERE webhook_dedup.webhook_forget('shop', k)) AS forgotten
-FROM unnest(ARRAY[:'key', :'queued_key_1', :'queued_key_2']) AS k \gset
+FROM unnest(ARRAY[:'key', :'queued_key_1', :'queued_key_2', :'outbox_key']) AS k \gset
+-- (and the outbox intent of part C: an owner's clean-up of the table)
+DELETE FROM webhook_dedup.outbox WHERE source = 'shop' AND idem_key = :'outbox_key';
 
 \echo
 \echo 'A. Claim, process, complete'
@@ -196,10 +202,61 @@ SELECT walkthrough.expect(array_agg(order_id || ' by ' || shipped_by ORDER BY or
                           'each order was shipped once')
 FROM walkthrough.shipments;
 
--- Clean up: the keys (an operator's call) and the schema.
+\echo
+\echo 'C. A downstream call through the outbox'
+\echo
+
+-- C1. Event evt_3001 asks for a refund at a payment API, a call that cannot
+-- join a transaction. The handler claims the key, then records its business
+-- write, the refund's intent and the completion in ONE transaction: the
+-- intent exists exactly when the rest does. A retried handler's second put
+-- of the same operation writes nothing and returns the first intent.
+SELECT claim_token AS token FROM webhook_dedup.webhook_claim('shop', :'outbox_key') \gset refund_
+BEGIN;
+INSERT INTO walkthrough.orders VALUES ('C-1', 500, :'outbox_key');
+SELECT webhook_dedup.webhook_outbox_put('shop', :'outbox_key', :'refund_token', 'refund', 'payments',
+                                        '{"order": "C-1", "amount_cents": 500}', downstream => 'stripe') AS id \gset intent_
+SELECT webhook_dedup.webhook_outbox_put('shop', :'outbox_key', :'refund_token', 'refund', 'payments',
+                                        '{"order": "C-1", "amount_cents": 500}', downstream => 'stripe') AS id \gset again_
+SELECT walkthrough.expect(:'again_id' = :'intent_id', 'a second put of the same operation is the first intent');
+SELECT webhook_dedup.webhook_complete('shop', :'outbox_key', :'refund_token') AS completed \gset refund_
+COMMIT;
+
+-- C2. A sender takes it (leased to it, with a lease token) and sends the
+-- request with the intent's downstream key as the Idempotency-Key header.
+SELECT id, lease_token, downstream_key, attempt
+  FROM webhook_dedup.webhook_outbox_next('payments', lease => '1 minute') \gset first_
+\echo 'the sender sends Idempotency-Key:' :first_downstream_key
+SELECT walkthrough.expect(:'first_id' = :'intent_id'
+                          AND :'first_downstream_key' = webhook_dedup.webhook_operation_key('shop', :'outbox_key', 'refund'),
+                          'the sender gets the intent, with a key derived from the event and the operation');
+
+-- C3. The call timed out: the API may have refunded. The API deduplicates by
+-- the key, so the sender reports a retryable failure (due again at once
+-- here; by default after a backoff).
+SELECT webhook_dedup.webhook_outbox_fail(:first_id, :'first_lease_token', 'timeout', retry_after => '0') AS state \gset failed_
+SELECT walkthrough.expect(:'failed_state' = 'failed', 'a timed-out call is failed, to be sent again');
+
+-- C4. The next attempt sends the same key: the API answers it with the
+-- first call's result instead of refunding twice. Only the current lease
+-- token acknowledges it.
+SELECT id, lease_token, downstream_key, attempt
+  FROM webhook_dedup.webhook_outbox_next('payments', lease => '1 minute') \gset second_
+SELECT walkthrough.expect(:'second_attempt' = '2' AND :'second_downstream_key' = :'first_downstream_key',
+                          'attempt 2 carries the same downstream key');
+SELECT walkthrough.expect(NOT webhook_dedup.webhook_outbox_ack(:first_id, :'first_lease_token', '{"refund": "re_1"}'),
+                          'the first attempt''s lease token no longer acknowledges');
+SELECT walkthrough.expect(webhook_dedup.webhook_outbox_ack(:second_id, :'second_lease_token', '{"refund": "re_1"}'),
+                          'the current lease token acknowledges the delivery');
+SELECT count(*) AS due FROM webhook_dedup.webhook_outbox_next('payments') \gset after_
+SELECT walkthrough.expect(:'after_due' = '0', 'nothing is left to send');
+
+-- Clean up: the keys (an operator's call), the intent (an owner's delete:
+-- delivered intents otherwise go after the source's retention) and the schema.
 SELECT count(*) FILTER (WHERE webhook_dedup.webhook_forget('shop', k)) AS forgotten
-FROM unnest(ARRAY[:'key', :'queued_key_1', :'queued_key_2']) AS k \gset end_
-SELECT walkthrough.expect(:'end_forgotten' = '3', 'the three keys are forgotten');
+FROM unnest(ARRAY[:'key', :'queued_key_1', :'queued_key_2', :'outbox_key']) AS k \gset end_
+SELECT walkthrough.expect(:'end_forgotten' = '4', 'the four keys are forgotten');
+DELETE FROM webhook_dedup.outbox WHERE source = 'shop' AND idem_key = :'outbox_key';
 DROP SCHEMA walkthrough CASCADE;
 \echo
 \echo 'walkthrough complete'

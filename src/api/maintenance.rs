@@ -29,6 +29,8 @@ mod webhook_dedup {
             name!(retention_warnings, i32),
             name!(more, bool),
             name!(errors, Vec<String>),
+            name!(intents_expired, i32),
+            name!(intents_pruned, i64),
         ),
     > {
         let p = crate::maintenance::run();
@@ -43,6 +45,8 @@ mod webhook_dedup {
             p.retention_warnings,
             p.more,
             p.errors,
+            p.intents_expired,
+            p.intents_pruned,
         ))
     }
 

@@ -12,6 +12,7 @@ pub mod claim;
 pub mod key;
 pub mod maintenance;
 pub mod ordering;
+pub mod outbox;
 pub mod queue;
 pub mod receive;
 mod rows;
@@ -29,6 +30,8 @@ mod tests_intake_rules;
 mod tests_maintenance;
 #[cfg(feature = "pg_test")]
 mod tests_ordering;
+#[cfg(feature = "pg_test")]
+mod tests_outbox;
 #[cfg(feature = "pg_test")]
 mod tests_secrets;
 #[cfg(feature = "pg_test")]

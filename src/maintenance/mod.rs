@@ -10,7 +10,9 @@
 //!    counts, maintenance runs);
 //! 4. the metrics flush ([`crate::metrics::flush`]);
 //! 5. [`retention`] warnings: sources kept for less than their provider's
-//!    retry horizon.
+//!    retry horizon;
+//! 6. [`outbox`]: lapsed sender leases of the outbox taken back, delivered
+//!    intents past retention deleted.
 //!
 //! No step waits for a key: the sweep and the expiry lock the rows they
 //! change with `SKIP LOCKED`, so a key a claim or its holder is on right
@@ -29,6 +31,7 @@
 //! that keeps it to `webhook_dedup.maintenance_duty_cycle` of the time).
 
 pub mod expiry;
+pub mod outbox;
 pub mod prune;
 pub mod retention;
 pub mod sweep;
@@ -65,6 +68,8 @@ static RECORD: Statement = Statement::new(
         INT4OID,
         BOOLOID,
         TEXTARRAYOID,
+        INT4OID,
+        INT8OID,
     ],
 );
 
@@ -82,6 +87,8 @@ pub struct Pass {
     pub retention_warnings: i32,
     pub more: bool,
     pub errors: Vec<String>,
+    pub intents_expired: i32,
+    pub intents_pruned: i64,
 }
 
 impl Pass {
@@ -95,11 +102,14 @@ impl Pass {
         self.retention_warnings += step.retention_warnings;
         self.more |= step.more;
         self.errors.extend(step.errors);
+        self.intents_expired += step.intents_expired;
+        self.intents_pruned += step.intents_pruned;
     }
 
     /// Whether the pass changed anything worth a line in the server log.
     pub fn did_something(&self) -> bool {
-        self.leases_expired + self.dead_lettered > 0 || self.keys_pruned + self.keys_kept + self.history_pruned > 0
+        self.leases_expired + self.dead_lettered + self.intents_expired > 0
+            || self.keys_pruned + self.keys_kept + self.history_pruned + self.intents_pruned > 0
     }
 }
 
@@ -114,10 +124,11 @@ pub enum Step {
     Prune,
     Flush,
     Warn,
+    Outbox,
 }
 
 impl Step {
-    pub const ALL: [Step; 5] = [Step::Sweep, Step::Expire, Step::Prune, Step::Flush, Step::Warn];
+    pub const ALL: [Step; 6] = [Step::Sweep, Step::Expire, Step::Prune, Step::Flush, Step::Warn, Step::Outbox];
 
     fn what(self) -> &'static str {
         match self {
@@ -126,6 +137,7 @@ impl Step {
             Step::Prune => "pruning history",
             Step::Flush => "flushing metrics",
             Step::Warn => "checking retention",
+            Step::Outbox => "sweeping and pruning the outbox",
         }
     }
 }
@@ -208,6 +220,7 @@ impl Run {
             Step::Prune => prune::history(now, batch, &retention, c),
             Step::Flush => c.metrics_flushed = crate::metrics::flush(),
             Step::Warn => retention::warnings(now, c),
+            Step::Outbox => outbox::run(now, batch, &retention, c),
         });
     }
 
@@ -249,6 +262,8 @@ fn record(pass: &Pass, started: i64) {
                 arg(pass.retention_warnings),
                 arg(pass.more),
                 arg(pass.errors.clone()),
+                arg(pass.intents_expired),
+                arg(pass.intents_pruned),
             ],
             Snap::Statement,
         );

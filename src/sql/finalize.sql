@@ -52,7 +52,8 @@ SELECT c.bucket, c.source, c.event_type, c.bucket_width, c.deliveries, c.first_c
        c.stale_tokens, c.expired_leases, c.rejected_missing_header, c.rejected_malformed_header,
        c.rejected_unsupported_version, c.rejected_no_matching_signature,
        c.rejected_timestamp_too_old, c.rejected_timestamp_too_new, c.missing_event_ids, c.ignored, c.replayed,
-       c.rejected_token_reused
+       c.rejected_token_reused, c.intents_written, c.intents_delivered, c.intent_retries, c.intents_dead_lettered,
+       c.intents_unknown, c.intent_leases_expired
   FROM webhook_dedup.claim_counts AS c
 UNION ALL
 SELECT l.bucket, l.source, l.event_type,
@@ -61,7 +62,8 @@ SELECT l.bucket, l.source, l.event_type,
        l.counts[9], l.counts[10], l.counts[11], l.counts[12], l.counts[13], l.counts[14],
        l.counts[15], l.counts[16], l.counts[17], l.counts[18], l.counts[19], l.counts[20],
        l.counts[21], l.counts[22], l.counts[23], l.counts[24], l.counts[25], l.counts[26],
-       l.counts[27], l.counts[28], l.counts[29], l.counts[30]
+       l.counts[27], l.counts[28], l.counts[29], l.counts[30], l.counts[31], l.counts[32],
+       l.counts[33], l.counts[34], l.counts[35], l.counts[36]
   FROM webhook_dedup.metrics_live_cluster() AS l;
 COMMENT ON VIEW webhook_dedup.counters IS
   'Every counter per bucket (bucket_width 1 hour: per source and event type; 1 minute: per source, event_type ''''), flushed (webhook_dedup.claim_counts) and live (shared memory, not flushed yet) as separate rows: sum them within one bucket_width (the minute rows count the last two hours again). Columns as webhook_dedup.claim_counts. Read webhook_dedup.duplicate_metrics or duplicate_metrics_by_minute instead unless you need event types.';
@@ -109,7 +111,13 @@ SELECT a.source, a.bucket, a.bucket_width,
        CASE WHEN pg_catalog.sum(a.deliveries) OPERATOR(pg_catalog.>) 0
             THEN ((pg_catalog.sum(a.duplicates_of_completed) OPERATOR(pg_catalog.+) pg_catalog.sum(a.duplicates_in_progress))
                   OPERATOR(pg_catalog./) pg_catalog.sum(a.deliveries))::double precision
-       END AS duplicate_ratio
+       END AS duplicate_ratio,
+       pg_catalog.sum(a.intents_written)::bigint AS intents_written,
+       pg_catalog.sum(a.intents_delivered)::bigint AS intents_delivered,
+       pg_catalog.sum(a.intent_retries)::bigint AS intent_retries,
+       pg_catalog.sum(a.intents_dead_lettered)::bigint AS intents_dead_lettered,
+       pg_catalog.sum(a.intents_unknown)::bigint AS intents_unknown,
+       pg_catalog.sum(a.intent_leases_expired)::bigint AS intent_leases_expired
   FROM webhook_dedup.counters AS a
  GROUP BY a.source, a.bucket, a.bucket_width;
 COMMENT ON VIEW webhook_dedup.metrics_buckets IS
@@ -123,7 +131,8 @@ SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicate
        m.rejected_missing_header, m.rejected_malformed_header, m.rejected_unsupported_version,
        m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
        m.rejected_token_reused,
-       m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio
+       m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio, m.intents_written, m.intents_delivered,
+       m.intent_retries, m.intents_dead_lettered, m.intents_unknown, m.intent_leases_expired
   FROM webhook_dedup.metrics_buckets AS m
  WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 hour'::interval;
 
@@ -135,14 +144,15 @@ SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicate
        m.rejected_missing_header, m.rejected_malformed_header, m.rejected_unsupported_version,
        m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
        m.rejected_token_reused,
-       m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio
+       m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio, m.intents_written, m.intents_delivered,
+       m.intent_retries, m.intents_dead_lettered, m.intents_unknown, m.intent_leases_expired
   FROM webhook_dedup.metrics_buckets AS m
  WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 minute'::interval
    AND m.bucket OPERATOR(pg_catalog.>=)
        pg_catalog.date_trunc('minute', pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::interval, 'UTC');
 
 COMMENT ON VIEW webhook_dedup.duplicate_metrics IS
-  'Counts per source and hour (bucket, UTC-aligned), flushed plus live: deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts (same key, different payload), completions, stale_completions, retry_later, unknown_outcome and dead_lettered (claims answered so), retries_scheduled, dead_letters (keys that became dead_lettered), marked_unknown, enqueued, drained, forgotten, resolved, stale_tokens, expired_leases (swept by maintenance), signature_rejections (webhook_receive deliveries that did not verify, = the sum of the rejected_<reason> columns; rejected_token_reused: a signed token seen before with other content, mailgun), missing_event_ids, ignored (event types the source does not accept), replayed (signed bodies re-sent under another event id, refused by the replay guard), and duplicate_ratio = duplicates / deliveries (NULL without deliveries). What a crash can lose: docs/metrics.md. Empty without shared_preload_libraries. Filter on bucket: the condition reaches the index of webhook_dedup.claim_counts.';
+  'Counts per source and hour (bucket, UTC-aligned), flushed plus live: deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts (same key, different payload), completions, stale_completions, retry_later, unknown_outcome and dead_lettered (claims answered so), retries_scheduled, dead_letters (keys that became dead_lettered), marked_unknown, enqueued, drained, forgotten, resolved, stale_tokens, expired_leases (swept by maintenance), signature_rejections (webhook_receive deliveries that did not verify, = the sum of the rejected_<reason> columns; rejected_token_reused: a signed token seen before with other content, mailgun), missing_event_ids, ignored (event types the source does not accept), replayed (signed bodies re-sent under another event id, refused by the replay guard), duplicate_ratio = duplicates / deliveries (NULL without deliveries), and the outbox''s intents_written, intents_delivered, intent_retries, intents_dead_lettered, intents_unknown and intent_leases_expired (docs/outbox.md). What a crash can lose: docs/metrics.md. Empty without shared_preload_libraries. Filter on bucket: the condition reaches the index of webhook_dedup.claim_counts.';
 COMMENT ON VIEW webhook_dedup.duplicate_metrics_by_minute IS
   'The columns of webhook_dedup.duplicate_metrics per source and minute, for the last hour (per-minute counts are kept two hours).';
 
@@ -151,7 +161,7 @@ COMMENT ON FUNCTION webhook_dedup.metrics_live() IS
 COMMENT ON FUNCTION webhook_dedup.flush_metrics() IS
   'Moves this database''s shared-memory counters into webhook_dedup.claim_counts; returns the number of (hour, source, event type) and (minute, source) entries written (0 without shared_preload_libraries). For the extension''s owner (not granted to PUBLIC): the counts are taken before they are written, so a caller who cannot write them would lose them.';
 COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
-  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, replay guards, signed tokens, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
+  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, replay guards, signed tokens, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings); (6) outbox intents whose sender''s lease lapsed are taken back (failed and due at once, dead_lettered, or unknown_outcome when their downstream is not idempotent: intents_expired) and delivered intents past their source''s retention deleted (intents_pruned). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
 COMMENT ON FUNCTION webhook_dedup.default_retention() IS
   'webhook_dedup.retention as an interval: how long history of sources without their own retention (webhook_dedup.sources.retention) is kept.';
 
@@ -462,6 +472,69 @@ $$;
 COMMENT ON FUNCTION webhook_dedup.dump_secrets(boolean) IS
   'dump_secrets(include) -> boolean: whether pg_dump dumps the rows of webhook_dedup.source_secrets (the verification keys) with the other tables; false by default, so that dumps, which often travel further than the database, hold no secret. Returns include. Executable by webhook_dedup_operator. Errors: 22004 NULL.';
 
+-- The outbox (docs/outbox.md): what waits per target, and the intents
+-- that wait for an operator. No request, response or lease token is in
+-- any view (they may carry personal data or let a reader act as a sender).
+CREATE VIEW webhook_dedup.outbox_backlog AS
+SELECT o.target,
+       pg_catalog.count(*) FILTER (WHERE o.state OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'processing', 'failed']))
+         AS undelivered,
+       pg_catalog.count(*) FILTER (WHERE o.state OPERATOR(pg_catalog.=) 'pending') AS pending,
+       pg_catalog.count(*) FILTER (WHERE o.state OPERATOR(pg_catalog.=) 'processing') AS in_flight,
+       pg_catalog.count(*) FILTER (WHERE o.state OPERATOR(pg_catalog.=) 'failed') AS failed,
+       pg_catalog.count(*) FILTER (WHERE o.due_at OPERATOR(pg_catalog.<=) pg_catalog.now()) AS due,
+       pg_catalog.count(*) FILTER (WHERE o.state OPERATOR(pg_catalog.=) 'unknown_outcome') AS unknown_outcome,
+       pg_catalog.count(*) FILTER (WHERE o.state OPERATOR(pg_catalog.=) 'dead_lettered') AS dead_lettered,
+       pg_catalog.min(o.created_at) FILTER (WHERE o.state OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'processing', 'failed']))
+         AS oldest_undelivered_at,
+       pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.min(o.created_at)
+         FILTER (WHERE o.state OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'processing', 'failed']))
+         AS oldest_undelivered_age
+  FROM webhook_dedup.outbox AS o
+ WHERE o.due_at IS NOT NULL
+ GROUP BY o.target;
+COMMENT ON VIEW webhook_dedup.outbox_backlog IS
+  'Per outbox target with intents not delivered: undelivered (= pending + in_flight + failed: still to be sent), pending (written, never taken), in_flight (leased to a sender), failed (due again at their next attempt), due (takeable now, lapsed leases included), unknown_outcome and dead_lettered (wait for an operator: webhook_dedup.outbox_unknown_outcomes, outbox_dead_letters), oldest_undelivered_at and oldest_undelivered_age (now() minus it: the lag of the target''s senders; alert on it). Targets with only delivered intents have no row. Reads the partial index outbox_open.';
+
+CREATE VIEW webhook_dedup.outbox_dead_letters AS
+SELECT o.id, o.target, o.operation, o.source, o.idem_key, o.downstream_key, o.attempt AS attempts, o.last_error,
+       o.created_at, o.updated_at
+  FROM webhook_dedup.outbox AS o
+ WHERE o.due_at IS NOT NULL AND o.state OPERATOR(pg_catalog.=) 'dead_lettered';
+COMMENT ON VIEW webhook_dedup.outbox_dead_letters IS
+  'Outbox intents that will not be sent again: out of attempts (the source''s max_attempts), failed as not retryable, or dead-lettered by an operator. id, target, operation, source and idem_key (the event), downstream_key, attempts, last_error, created_at, updated_at. An operator decides: webhook_dedup.webhook_outbox_resolve(id, ''pending'') sends it again with the same downstream key, ''completed'' closes it.';
+
+CREATE VIEW webhook_dedup.outbox_unknown_outcomes AS
+SELECT o.id, o.target, o.operation, o.source, o.idem_key, o.downstream_key, o.attempt AS attempts, o.last_error,
+       o.created_at, o.updated_at
+  FROM webhook_dedup.outbox AS o
+ WHERE o.due_at IS NOT NULL AND o.state OPERATOR(pg_catalog.=) 'unknown_outcome';
+COMMENT ON VIEW webhook_dedup.outbox_unknown_outcomes IS
+  'Outbox intents that may or may not have reached their downstream: marked by their sender (webhook_outbox_unknown: sent, answer lost), or a lapsed lease of a downstream that takes no idempotency key (downstream_idempotent = false). Never sent again automatically. Reconcile with the downstream (search it by downstream_key or the request), then webhook_dedup.webhook_outbox_resolve(id, ''completed'') or (id, ''pending''). Columns as webhook_dedup.outbox_dead_letters.';
+
+COMMENT ON FUNCTION webhook_dedup.webhook_operation_key(text, text, text, integer, text) IS
+  'webhook_dedup.webhook_operation_key(source, idem_key, operation, max_length => 255, downstream => NULL) -> text: the downstream idempotency key of one operation of an event, to send with the receiver''s own call to a payment, shipping or e-mail API: operation:source:idem_key with each part percent-encoded (RFC 3986 unreserved characters kept) when it fits max_length, else as much of the encoded operation as fits, ''-'' and the first 128 bits of SHA-256 of that plain form in hex. Deterministic (every retry, reclaim, replica and restore gives the same key), distinct for distinct (event, operation), of the characters A-Z a-z 0-9 - . _ % :. downstream names a preset of webhook_dedup.downstream_key_limits (stripe 255, square_payments 45, square_refunds 45, square_orders 192, paypal_orders 108, adyen 64) whose limit replaces max_length. Errors: 22004 a NULL argument; 22023 an empty part or one over 255 characters, max_length outside 32..255, an unknown downstream, or a max_length other than 255 that contradicts the downstream''s.';
+COMMENT ON FUNCTION webhook_dedup.downstream_key_limits_rows() IS
+  'The rows of webhook_dedup.downstream_key_limits.';
+CREATE VIEW webhook_dedup.downstream_key_limits AS
+SELECT d.downstream, d.carrier, d.max_length, d.key_retention, d.sources
+  FROM webhook_dedup.downstream_key_limits_rows() AS d;
+COMMENT ON VIEW webhook_dedup.downstream_key_limits IS
+  'The downstream APIs webhook_dedup.webhook_operation_key(..., downstream => ...) knows: downstream (the preset''s name), carrier (where the key goes: a header or a body field), max_length (characters), key_retention (how long the downstream remembers a key, as documented: a retry later than that is a new request there), sources (the documents each fact is from).';
+
+COMMENT ON FUNCTION webhook_dedup.webhook_outbox_put(text, text, uuid, text, text, jsonb, integer, text, boolean) IS
+  'webhook_dedup.webhook_outbox_put(source, idem_key, claim_token, operation, target, request, max_length => 255, downstream => NULL, downstream_idempotent => true) -> bigint: records one downstream call to make (an intent) while claim_token holds the key''s lease, in the caller''s transaction (it commits or vanishes with the business write and webhook_complete). operation names the downstream effect (refund, email:receipt), unique per key; target the senders that take it (stripe-refunds, email); request what they need. Its downstream_key is webhook_operation_key(source, idem_key, operation, max_length, downstream). Returns the intent''s id; the first intent''s id when the key has one for this operation (nothing written again); NULL when claim_token does not hold the lease (nothing written; counted as stale_tokens). downstream_idempotent => false for a downstream that takes no idempotency key: a lapsed sender lease then parks the intent as unknown_outcome instead of sending it again. Executable by webhook_dedup_receiver. Errors: P0002 unknown key; 22004 a NULL argument; 22023 key rules, an operation or target of 0 or over 255 characters, max_length or downstream as webhook_operation_key; 0A000 on a distributed install.';
+COMMENT ON FUNCTION webhook_dedup.webhook_outbox_next(text, interval, integer) IS
+  'webhook_dedup.webhook_outbox_next(target => NULL, lease => NULL, batch => 1) -> rows (id, lease_token, downstream_key, target, operation, request, attempt, lease_expires_at, source, idem_key, downstream_idempotent): up to batch due intents of target (NULL: every target), oldest due first (pending, lapsed leases, due retries), each leased to the caller for lease (NULL: its source''s lease, else webhook_dedup.default_lease) with a fresh lease_token. Send each with its downstream_key (the same on every attempt), then webhook_outbox_ack, webhook_outbox_fail or webhook_outbox_unknown with id and lease_token. An intent due again with no attempts left is dead-lettered, a lapsed lease of a downstream that is not idempotent parked as unknown_outcome; neither is returned. Intents another sender holds are skipped, not waited for (SKIP LOCKED): two senders never get one intent. Executable by webhook_dedup_receiver. Errors: 22004 NULL batch; 22023 batch outside 1..1000, a target of 0 or over 255 characters, a bad lease; 0A000 on a distributed install.';
+COMMENT ON FUNCTION webhook_dedup.webhook_outbox_ack(bigint, uuid, jsonb) IS
+  'webhook_dedup.webhook_outbox_ack(id, lease_token, response => NULL) -> boolean: the call was delivered; the intent becomes completed with response kept, and is deleted by maintenance after its source''s retention. False (nothing changed; counted as stale_tokens) when lease_token no longer holds the intent (its lease lapsed and another sender took it, or an operator resolved it). Executable by webhook_dedup_receiver. Errors: P0002 unknown intent; 22004 NULL id or lease_token; 0A000 on a distributed install.';
+COMMENT ON FUNCTION webhook_dedup.webhook_outbox_fail(bigint, uuid, text, boolean, interval) IS
+  'webhook_dedup.webhook_outbox_fail(id, lease_token, error, retryable => true, retry_after => NULL) -> text: the call failed without effect. The new state: failed (due again after retry_after, else min(30 s * 2^(attempt-1), 1 h)) while retryable and attempt < the source''s max_attempts; otherwise dead_lettered. NULL when lease_token is stale (nothing changes). error is kept as last_error. For a call whose effect is unknown use webhook_outbox_unknown. Executable by webhook_dedup_receiver. Errors: P0002 unknown intent; 22004 NULL id, lease_token or retryable; 22023 a retry_after outside 0..365 days or with months; 0A000 on a distributed install.';
+COMMENT ON FUNCTION webhook_dedup.webhook_outbox_unknown(bigint, uuid, text) IS
+  'webhook_dedup.webhook_outbox_unknown(id, lease_token, detail => NULL) -> boolean: the call was sent and its answer lost, and the downstream cannot deduplicate a repeat: the intent becomes unknown_outcome (detail in last_error) and is never sent again automatically (webhook_dedup.outbox_unknown_outcomes; an operator reconciles and calls webhook_outbox_resolve). False when lease_token is stale. Executable by webhook_dedup_receiver. Errors: P0002 unknown intent; 22004 NULL id or lease_token; 0A000 on a distributed install.';
+COMMENT ON FUNCTION webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb) IS
+  'webhook_dedup.webhook_outbox_resolve(id, new_state, response => NULL) -> text: the previous state. An operator''s decision after reconciling an intent with its downstream, from any state: completed (it was delivered; response stored when given), failed or pending (send it again now, with the same downstream key), dead_lettered (give up). A sender holding the intent is fenced out. Executable by webhook_dedup_operator. Errors: P0002 unknown intent; 22004 NULL id or new_state; 22023 another new_state; 0A000 on a distributed install.';
+
 -- Privileges (docs/security.md). The functions are the only way in: no
 -- role but the extension's owner holds a privilege on a table (the one
 -- exception: the operator role configures webhook_dedup.sources). Every
@@ -558,6 +631,13 @@ BEGIN
       ('webhook_dedup.webhook_enqueue(text, text, bytea, text, jsonb)', 'webhook_dedup_receiver'),
       ('webhook_dedup.webhook_next(text, interval, integer)', 'webhook_dedup_receiver'),
       ('webhook_dedup.webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_outbox_put(text, text, uuid, text, text, jsonb, integer, text, boolean)',
+       'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_outbox_next(text, interval, integer)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_outbox_ack(bigint, uuid, jsonb)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_outbox_fail(bigint, uuid, text, boolean, interval)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_outbox_unknown(bigint, uuid, text)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb)', 'webhook_dedup_operator'),
       ('webhook_dedup.webhook_resolve(text, text, text, jsonb)', 'webhook_dedup_operator'),
       ('webhook_dedup.webhook_forget(text, text)', 'webhook_dedup_operator'),
       ('webhook_dedup.run_maintenance()', 'webhook_dedup_operator'),
@@ -581,6 +661,12 @@ BEGIN
 END
 $$;
 GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_dedup.sources TO webhook_dedup_operator;
+-- Operators reconcile outbox intents with their downstream: they read each
+-- intent's request and response (never its lease token).
+GRANT SELECT (id, source, idem_key, operation, target, request, downstream_key, downstream_idempotent, key_attempt,
+              state, attempt, lease_expires_at, next_attempt_at, due_at, response, last_error, created_at, leased_at,
+              delivered_at, updated_at)
+  ON webhook_dedup.outbox TO webhook_dedup_operator;
 
 -- Reading: the views run with their owner's rights, so no access to
 -- webhook_dedup.keys (payloads, headers, tokens) is needed.
@@ -610,7 +696,9 @@ GRANT SELECT ON webhook_dedup.counters, webhook_dedup.metrics_buckets,
                 webhook_dedup.key_states, webhook_dedup.stuck_claims, webhook_dedup.dead_letters,
                 webhook_dedup.unknown_outcomes, webhook_dedup.conflicts, webhook_dedup.key_history,
                 webhook_dedup.lapsed_leases, webhook_dedup.queue_backlog,
-                webhook_dedup.retention_warnings, webhook_dedup.providers, webhook_dedup.maintenance_runs
+                webhook_dedup.retention_warnings, webhook_dedup.providers, webhook_dedup.maintenance_runs,
+                webhook_dedup.outbox_backlog, webhook_dedup.outbox_dead_letters,
+                webhook_dedup.outbox_unknown_outcomes, webhook_dedup.downstream_key_limits
   TO webhook_dedup_reader, pg_monitor;
 GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval),
                           webhook_dedup.metrics_live(), webhook_dedup.metrics_live_cluster(),
@@ -627,6 +715,8 @@ GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, 
 -- every claim's answer compared).
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.keys', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.payloads', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.outbox', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.outbox_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.sources', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.watermarks', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.replay_guards', '');

@@ -167,6 +167,69 @@ CREATE TYPE webhook_dedup.receive_result AS (
 COMMENT ON TYPE webhook_dedup.receive_result IS
   'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id, or refused_handshake: a handshake answer that could sign a forged delivery), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (the JSON body to answer with: the stored result of a duplicate, the handshake''s answer, {"status": outcome} or {"error": ...}; NULL for claimed and reclaimed, whose body is the caller''s own result once its work committed), secret_index (which secret verified: its position in secrets, 1-based as in webhook_verify_detail, or with secrets NULL the id of the webhook_dedup.source_secrets key), http_status and http_headers (the HTTP status and the headers, a JSON object of names and string values, to answer with: webhook_dedup.http_answer, docs/providers.md).';
 
+-- The transactional outbox (docs/outbox.md, src/outbox.rs): one row per
+-- downstream call a receiver decided on while it held a key's lease
+-- (webhook_outbox_put), written in the receiver's transaction, taken by
+-- senders with a lease (webhook_outbox_next) and finished with ack, fail
+-- or unknown. An intent runs the key state machine (the same states,
+-- leases, attempts, backoff and dead letters as webhook_dedup.keys). The
+-- unique (source, idem_key, operation) makes a second intent for the same
+-- operation of an event the first one. Intents not delivered, by target
+-- and due time, are outbox_open (the senders' index, and the views';
+-- parked intents are due at infinity); delivery times are summarised per
+-- block range in outbox_delivered (BRIN: an ack adds no B-tree entry for
+-- it), retention's.
+CREATE TABLE webhook_dedup.outbox (
+    id                    bigint      GENERATED ALWAYS AS IDENTITY,
+    source                text        COLLATE "C" NOT NULL,
+    idem_key              text        COLLATE "C" NOT NULL,
+    operation             text        COLLATE "C" NOT NULL,
+    target                text        COLLATE "C" NOT NULL,
+    request               jsonb       NOT NULL,
+    downstream_key        text        NOT NULL,
+    downstream_idempotent boolean     NOT NULL,
+    key_attempt           integer     NOT NULL,
+    state                 text        NOT NULL,
+    attempt               integer     NOT NULL DEFAULT 0,
+    lease_token           uuid,
+    lease_expires_at      timestamptz,
+    next_attempt_at       timestamptz,
+    due_at                timestamptz,
+    response              jsonb,
+    last_error            text,
+    created_at            timestamptz NOT NULL,
+    leased_at             timestamptz,
+    delivered_at          timestamptz,
+    updated_at            timestamptz NOT NULL,
+    CONSTRAINT outbox_pkey PRIMARY KEY (id),
+    CONSTRAINT outbox_operation UNIQUE (source, idem_key, operation)
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.02);
+CREATE INDEX outbox_open ON webhook_dedup.outbox (target, due_at) WHERE due_at IS NOT NULL;
+CREATE INDEX outbox_delivered ON webhook_dedup.outbox USING brin (delivered_at) WITH (autosummarize = on);
+COMMENT ON TABLE webhook_dedup.outbox IS
+  'The transactional outbox: one row (an intent) per downstream call a receiver decided on while it held a key''s lease (webhook_outbox_put), committed or rolled back with the receiver''s own writes; senders take due intents with webhook_outbox_next and finish them with webhook_outbox_ack, webhook_outbox_fail or webhook_outbox_unknown; operators resolve parked ones with webhook_outbox_resolve. Delivered intents are deleted by maintenance after their source''s retention. docs/outbox.md.';
+COMMENT ON COLUMN webhook_dedup.outbox.id IS 'Identity: the intent''s id, which the sender passes back with its lease token.';
+COMMENT ON COLUMN webhook_dedup.outbox.source IS 'The source of the key whose holder wrote the intent.';
+COMMENT ON COLUMN webhook_dedup.outbox.idem_key IS 'The key (the inbound event) whose holder wrote the intent.';
+COMMENT ON COLUMN webhook_dedup.outbox.operation IS 'What the call does, one name per downstream effect of an event (refund, email:receipt), 1-255 characters. Unique per key: a second intent for the same operation is the first.';
+COMMENT ON COLUMN webhook_dedup.outbox.target IS 'Where senders take the intent from (webhook_outbox_next(target => ...)): a name the receiver chooses, such as stripe-refunds or email, 1-255 characters.';
+COMMENT ON COLUMN webhook_dedup.outbox.request IS 'What the sender needs to make the call (jsonb, as the receiver gave it).';
+COMMENT ON COLUMN webhook_dedup.outbox.downstream_key IS 'The idempotency key to send downstream: webhook_operation_key(source, idem_key, operation, max_length) at put time; the same on every attempt.';
+COMMENT ON COLUMN webhook_dedup.outbox.downstream_idempotent IS 'Whether the downstream deduplicates by downstream_key. When false, an intent whose sender''s lease lapsed is parked as unknown_outcome instead of being sent again.';
+COMMENT ON COLUMN webhook_dedup.outbox.key_attempt IS 'The attempt of the key''s lease that wrote the intent (its fencing token).';
+COMMENT ON COLUMN webhook_dedup.outbox.state IS 'pending, processing (leased to a sender), completed (delivered), failed (due again at next_attempt_at), unknown_outcome or dead_lettered: the key state machine''s states.';
+COMMENT ON COLUMN webhook_dedup.outbox.attempt IS 'Sending attempts so far (0 while pending); grows by one with every lease webhook_outbox_next grants.';
+COMMENT ON COLUMN webhook_dedup.outbox.lease_token IS 'Token of the current (or last) sender''s lease, which ack, fail and unknown must present; NULL once delivered.';
+COMMENT ON COLUMN webhook_dedup.outbox.lease_expires_at IS 'When the sender''s lease expires; webhook_outbox_next or maintenance then takes the intent back.';
+COMMENT ON COLUMN webhook_dedup.outbox.next_attempt_at IS 'For failed intents: when a retry is due.';
+COMMENT ON COLUMN webhook_dedup.outbox.due_at IS 'When webhook_outbox_next may next take the intent: at once when written (pending), at next_attempt_at after a failure, at lease_expires_at while a sender holds it (processing); infinity for unknown_outcome and dead_lettered intents (never due; in outbox_open for the views); NULL once delivered (completed). Indexed with target (outbox_open).';
+COMMENT ON COLUMN webhook_dedup.outbox.response IS 'What webhook_outbox_ack (or an operator''s webhook_outbox_resolve) stored: the downstream''s answer.';
+COMMENT ON COLUMN webhook_dedup.outbox.last_error IS 'The last failure''s error text (or why the intent was parked).';
+COMMENT ON COLUMN webhook_dedup.outbox.created_at IS 'When the intent was written (database clock).';
+COMMENT ON COLUMN webhook_dedup.outbox.leased_at IS 'When the current (or last) sender''s lease was granted.';
+COMMENT ON COLUMN webhook_dedup.outbox.delivered_at IS 'When the intent was acknowledged (or resolved completed). Maintenance deletes a delivered intent once delivered_at plus its source''s retention (webhook_dedup.sources.retention, else webhook_dedup.retention) has passed. Summarised per block range (outbox_delivered, BRIN).';
+COMMENT ON COLUMN webhook_dedup.outbox.updated_at IS 'The intent''s last change.';
+
 -- Per-source overrides of the settings. Intervals have no months (a month
 -- has no fixed length), as every interval argument of the extension.
 CREATE TABLE webhook_dedup.sources (
@@ -362,6 +425,12 @@ CREATE TABLE webhook_dedup.claim_counts (
     ignored                        bigint NOT NULL DEFAULT 0,
     replayed                       bigint NOT NULL DEFAULT 0,
     rejected_token_reused          bigint NOT NULL DEFAULT 0,
+    intents_written                bigint NOT NULL DEFAULT 0,
+    intents_delivered              bigint NOT NULL DEFAULT 0,
+    intent_retries                 bigint NOT NULL DEFAULT 0,
+    intents_dead_lettered          bigint NOT NULL DEFAULT 0,
+    intents_unknown                bigint NOT NULL DEFAULT 0,
+    intent_leases_expired          bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (source, bucket, event_type, bucket_width)
 );
 CREATE INDEX claim_counts_bucket ON webhook_dedup.claim_counts (bucket);
@@ -398,6 +467,12 @@ COMMENT ON COLUMN webhook_dedup.claim_counts.missing_event_ids IS 'webhook_recei
 COMMENT ON COLUMN webhook_dedup.claim_counts.ignored IS 'webhook_receive deliveries that verified but whose event type the source does not accept (webhook_dedup.sources.accept_event_types; answered ignored, nothing stored).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.replayed IS 'webhook_receive deliveries whose signed body the replay guard found under another event id (webhook_dedup.replay_guards; answered from that key, nothing processed). Not counted as deliveries or duplicates: a provider''s retries carry the same id.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_token_reused IS 'webhook_receive deliveries whose signature verified but whose signed token had come before with other content (schemes whose signature covers nothing of the body: mailgun; webhook_dedup.signature_tokens): a copied signature block, refused (verified false, reject_reason token_reused), nothing written. Part of signature_rejections.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.intents_written IS 'Outbox intents written (webhook_outbox_put calls that stored a new intent; a second put of an operation is not counted).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.intents_delivered IS 'Outbox intents acknowledged by their sender (webhook_outbox_ack).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.intent_retries IS 'Outbox intents a sender failed retryably (webhook_outbox_fail: due again after the backoff).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.intents_dead_lettered IS 'Outbox intents dead-lettered: failed without retry, or out of attempts.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.intents_unknown IS 'Outbox intents parked as unknown_outcome: marked by their sender (webhook_outbox_unknown), or a lapsed lease of a downstream that is not idempotent.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.intent_leases_expired IS 'Outbox intents whose sender''s lease lapsed (taken back by webhook_outbox_next or maintenance).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.expired_leases IS 'Expired leases that maintenance moved to failed (or dead_lettered): the holder neither completed, failed nor extended in time.';
 COMMENT ON TABLE webhook_dedup.claim_counts IS
   'Claim counters flushed from shared memory by webhook_dedup.run_maintenance(): one row per hour (bucket), source and event type ('''' when unknown), and one per minute and source for the last two hours (bucket_width). Read them through webhook_dedup.duplicate_metrics and webhook_dedup.duplicate_metrics_by_minute.';
@@ -417,7 +492,9 @@ CREATE TABLE webhook_dedup.maintenance_runs (
     metrics_flushed      bigint      NOT NULL,
     retention_warnings   integer     NOT NULL,
     more                 boolean     NOT NULL,
-    errors               text[]      NOT NULL
+    errors               text[]      NOT NULL,
+    intents_expired      integer     NOT NULL DEFAULT 0,
+    intents_pruned       bigint      NOT NULL DEFAULT 0
 );
 CREATE INDEX maintenance_runs_started_at ON webhook_dedup.maintenance_runs (started_at);
 COMMENT ON TABLE webhook_dedup.maintenance_runs IS
@@ -434,4 +511,6 @@ COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS 'Watermarks, 
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.metrics_flushed IS 'Metrics entries flushed from shared memory.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.retention_warnings IS 'Sources whose retention is shorter than their provider''s retry horizon (webhook_dedup.retention_warnings).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS 'A step stopped at webhook_dedup.batch_size: the worker runs the next pass after a rest that keeps it to webhook_dedup.maintenance_duty_cycle of the time.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_expired IS 'Outbox intents whose sender''s lease lapsed, taken back (failed and due at once, dead_lettered with no attempts left, or unknown_outcome when the downstream is not idempotent).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_pruned IS 'Delivered outbox intents deleted past their source''s retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.errors IS 'One entry per step that failed (SQLSTATE and message); the pass went on with the other steps.';

@@ -34,6 +34,7 @@ pub mod citus;
 pub mod claim;
 pub mod direct;
 pub mod expiry;
+pub mod outbox;
 pub mod queue;
 pub mod replay_guards;
 pub mod secrets;

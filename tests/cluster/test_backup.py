@@ -1,5 +1,5 @@
 """A logical dump keeps the record (issue 13, fault 5): `pg_dump -Fc` of a
-database with keys in every state, payloads, sources, watermarks, conflicts,
+database with keys in every state, payloads, outbox intents, sources, watermarks, conflicts,
 flushed counts and maintenance runs, then `pg_restore` into a fresh
 database. pg_restore must exit 0 without a single error, every row of every
 table must be equal, the identity sequences must continue after the
@@ -16,7 +16,7 @@ import pytest
 
 from own_cluster import OwnCluster
 
-TABLES = ["keys", "payloads", "sources", "watermarks", "replay_guards", "conflict_log", "claim_counts",
+TABLES = ["keys", "payloads", "outbox", "sources", "watermarks", "replay_guards", "conflict_log", "claim_counts",
           "maintenance_runs"]
 
 
@@ -48,6 +48,12 @@ def fill(conn):
     conn.execute("INSERT INTO webhook_dedup.sources (source, lease, max_attempts, retention, note)"
                  " VALUES ('b', '2 minutes', 2, '40 days', 'restored too')")
     conn.execute("SELECT webhook_dedup.webhook_claim('b', 'processing', 'p1'::bytea)")
+    # outbox intents: one pending, one delivered (the processing key's)
+    for op in ("refund", "email"):
+        conn.execute("SELECT webhook_dedup.webhook_outbox_put('b', 'processing', %s, %s, %s, '{\"amount\": 5}')",
+                     (token(conn, "processing"), op, f"t-{op}"))
+    (intent, lease) = conn.execute("SELECT id, lease_token FROM webhook_dedup.webhook_outbox_next('t-email')").fetchone()
+    conn.execute("SELECT webhook_dedup.webhook_outbox_ack(%s, %s, '{\"sent\": true}')", (intent, lease))
     conn.execute("SELECT webhook_dedup.webhook_claim('b', 'completed', 'p2'::bytea)")
     conn.execute("SELECT webhook_dedup.webhook_complete('b', 'completed', %s, '{\"charge\": \"ch_1\"}')", (token(conn, "completed"),))
     conn.execute("SELECT webhook_dedup.webhook_claim('b', 'failed', 'p3'::bytea)")
@@ -163,6 +169,15 @@ def test_identity_sequences_continue(cluster, restored):
         conn.execute("SELECT webhook_dedup.webhook_claim('b', 'completed', 'third'::bytea)")
         (new,) = conn.execute("SELECT max(id) FROM webhook_dedup.conflict_log").fetchone()
         assert new > top
+        # and a new outbox intent gets a new id
+        (top,) = conn.execute("SELECT max(id) FROM webhook_dedup.outbox").fetchone()
+        tok = conn.execute("SELECT claim_token FROM webhook_dedup.keys WHERE idem_key = 'processing'").fetchone()[0]
+        new = conn.execute("SELECT webhook_dedup.webhook_outbox_put('b', 'processing', %s, 'ship', 't', '{}')",
+                           (tok,)).fetchone()[0]
+        assert new > top
+        # the restored pending intent is taken with its downstream key
+        assert conn.execute("SELECT downstream_key FROM webhook_dedup.webhook_outbox_next('t-refund')").fetchall() \
+            == [("refund:b:processing",)]
         (run,) = conn.execute("SELECT max(id) FROM webhook_dedup.maintenance_runs").fetchone()
         conn.execute("SELECT * FROM webhook_dedup.run_maintenance()")
         assert conn.execute("SELECT max(id) FROM webhook_dedup.maintenance_runs").fetchone()[0] > run

@@ -227,12 +227,16 @@ VIEW_QUERIES = [
     "SELECT * FROM webhook_dedup.duplicate_metrics_by_minute",
     "SELECT * FROM webhook_dedup.retention_warnings",
     "SELECT * FROM webhook_dedup.duplicate_rate_alerts()",
+    "SELECT * FROM webhook_dedup.outbox_backlog",
+    "SELECT * FROM webhook_dedup.outbox_dead_letters",
+    "SELECT * FROM webhook_dedup.outbox_unknown_outcomes",
 ]
 
 
 def test_no_view_scans_a_million_keys_table(cluster):
     """EXPLAIN of every view over 1,000,000 keys (0.3% of them not
-    completed), 200,000 conflicts and 200,000 hourly counts: no sequential
+    completed), 200,000 conflicts, 200,000 hourly counts and 300,000 outbox
+    intents (0.3% of them not delivered): no sequential
     scan of a table that holds rows. The plans are printed (pytest -s shows
     them)."""
     with cluster.connect() as conn:
@@ -259,11 +263,26 @@ def test_no_view_scans_a_million_keys_table(cluster):
             INSERT INTO webhook_dedup.claim_counts (bucket, source, deliveries, first_claims)
             SELECT date_trunc('hour', now()) - h * interval '1 hour', 'big' || s, 10, 9
               FROM generate_series(0, 1999) AS h, generate_series(0, 99) AS s""")
+        # 300,000 outbox intents, 0.3% of them not delivered (pending, failed,
+        # parked at infinity), over four targets
+        conn.execute("""
+            INSERT INTO webhook_dedup.outbox (source, idem_key, operation, target, request, downstream_key,
+                                              downstream_idempotent, key_attempt, state, due_at, created_at,
+                                              updated_at, delivered_at, last_error)
+            SELECT 'big', 'big:' || i, 'notify', 't' || (i % 4), '{}', 'notify:big:big%3A' || i, true, 1, s,
+                   CASE s WHEN 'completed' THEN NULL WHEN 'dead_lettered' THEN 'infinity' ELSE now() END,
+                   now(), now(), CASE WHEN s = 'completed' THEN now() END,
+                   CASE WHEN s = 'dead_lettered' THEN 'e' END
+              FROM generate_series(1, 300000) AS i,
+                   LATERAL (SELECT CASE i % 1000 WHEN 0 THEN 'dead_lettered' WHEN 1 THEN 'failed'
+                                                 WHEN 2 THEN 'pending' ELSE 'completed' END AS s) AS st""")
         conn.execute("VACUUM ANALYZE webhook_dedup.keys")
+        conn.execute("VACUUM ANALYZE webhook_dedup.outbox")
         conn.execute("ANALYZE webhook_dedup.conflict_log")
         conn.execute("ANALYZE webhook_dedup.claim_counts")
         assert one(conn, "SELECT sum(keys) FROM webhook_dedup.key_states WHERE source LIKE 'big%%'") == (3000,)
-        loaded = {"keys", "payloads", "conflict_log", "claim_counts"}
+        assert one(conn, "SELECT sum(undelivered) FROM webhook_dedup.outbox_backlog") == (600,)
+        loaded = {"keys", "payloads", "conflict_log", "claim_counts", "outbox"}
         for query in VIEW_QUERIES:
             plan = one(conn, "EXPLAIN (FORMAT JSON) " + query)[0][0]["Plan"]
             text = "\n".join(r[0] for r in conn.execute("EXPLAIN " + query).fetchall())
@@ -277,7 +296,8 @@ def test_the_postgres_exporter_queries_run_as_pg_monitor(cluster):
     pg_monitor role and returns exactly the columns its metrics name."""
     path = Path(__file__).resolve().parents[2] / "contrib" / "postgres_exporter" / "webhook_dedup.yaml"
     queries = yaml.safe_load(path.read_text())
-    assert set(queries) == {"webhook_dedup_last_hour", "webhook_dedup_open_keys", "webhook_dedup_maintenance"}
+    assert set(queries) == {"webhook_dedup_last_hour", "webhook_dedup_open_keys", "webhook_dedup_maintenance",
+                            "webhook_dedup_outbox"}
     with cluster.connect("metrics") as conn:
         conn.execute("DO $$ BEGIN CREATE ROLE exporter LOGIN IN ROLE pg_monitor;"
                      " EXCEPTION WHEN duplicate_object THEN NULL; END $$")
@@ -288,6 +308,13 @@ def test_the_postgres_exporter_queries_run_as_pg_monitor(cluster):
                         {"X-GitHub-Delivery": "d2", "X-Hub-Signature-256": "sha256=" + "00" * 32}):
             conn.execute("SELECT webhook_dedup.webhook_receive('github', '{}', %s::jsonb, ARRAY['s3cret'], source => 'exported')",
                          (json.dumps(headers),))
+        # two outbox intents of x2's holder, one taken by a sender
+        token = conn.execute("SELECT claim_token FROM webhook_dedup.keys WHERE source = 'exported' AND idem_key = 'x2'"
+                             ).fetchone()[0]
+        for op in ("refund", "email"):
+            conn.execute("SELECT webhook_dedup.webhook_outbox_put('exported', 'x2', %s, %s, 'exported-t', '{}')",
+                         (token, op))
+        conn.execute("SELECT * FROM webhook_dedup.webhook_outbox_next('exported-t')")
     with psycopg.connect(host=str(cluster.dir), port=5432, user="exporter", dbname="metrics",
                          autocommit=True) as conn:
         for name, spec in queries.items():
@@ -309,3 +336,8 @@ def test_the_postgres_exporter_queries_run_as_pg_monitor(cluster):
                 assert len(rejected) == 7, "one column per reason of webhook_verify_detail, and token_reused"
             if name == "webhook_dedup_open_keys":
                 assert ("exported", "processing", 3) in [r[:3] for r in rows]
+            if name == "webhook_dedup_outbox":
+                outbox = dict(zip(declared, {r[0]: r for r in rows}["exported-t"]))
+                assert (outbox["undelivered"], outbox["in_flight"], outbox["unknown_outcome"]) == (2, 1, 0)
+            if name == "webhook_dedup_last_hour":
+                assert exported["intents_written"] == 2

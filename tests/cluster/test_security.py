@@ -114,6 +114,24 @@ CALLS = [
     "SELECT webhook_dedup.webhook_forget('s', 'u1')",
     "SELECT * FROM webhook_dedup.webhook_enqueue('s', 'q1', 'p'::bytea)",
     "SELECT * FROM webhook_dedup.webhook_next('s')",
+    # the outbox: intents written by a key's holder, taken, acknowledged,
+    # failed, marked unknown and resolved; downstream keys
+    "SELECT * FROM webhook_dedup.webhook_claim('s', 'o1', lease => '1 hour')",
+    "SELECT webhook_dedup.webhook_outbox_put('s', 'o1', {token:o1}, 'refund', 'pay', '{}')",
+    "SELECT webhook_dedup.webhook_outbox_put('s', 'o1', {token:o1}, 'refund', 'pay', '{}')",  # the same operation
+    "SELECT webhook_dedup.webhook_outbox_put('s', 'o1', {token:o1}, 'mail', 'mail', '{}', downstream => 'stripe',"
+    " downstream_idempotent => false)",
+    "SELECT webhook_dedup.webhook_outbox_put('s', 'o1', {token:o1}, 'ship', 'ship', '{}', max_length => 40)",
+    "SELECT webhook_dedup.webhook_operation_key('s', 'o1', 'refund', downstream => 'adyen')",
+    "SELECT * FROM webhook_dedup.downstream_key_limits_rows()",
+    "SELECT * FROM webhook_dedup.webhook_outbox_next('pay', lease => '1 minute')",
+    "SELECT webhook_dedup.webhook_outbox_ack({intent:pay}, '{}')",
+    "SELECT * FROM webhook_dedup.webhook_outbox_next('mail')",
+    "SELECT webhook_dedup.webhook_outbox_unknown({intent:mail}, 'timeout')",
+    "SELECT * FROM webhook_dedup.webhook_outbox_next(batch => 5)",
+    "SELECT webhook_dedup.webhook_outbox_fail({intent:ship}, 'e', retryable => false)",
+    "SELECT webhook_dedup.webhook_outbox_resolve((SELECT o.id FROM webhook_dedup.outbox AS o"
+    " WHERE o.state OPERATOR(pg_catalog.=) 'unknown_outcome'), 'completed')",
     "SELECT * FROM webhook_dedup.webhook_advance('s', 'e1', pg_catalog.now())",
     "INSERT INTO guarded VALUES (1, pg_catalog.now()) ON CONFLICT (id) DO UPDATE SET at = EXCLUDED.at",  # the guard
     "SELECT * FROM webhook_dedup.run_maintenance()",
@@ -151,7 +169,8 @@ CALLS = [
 
 VIEWS = ["counters", "metrics_buckets", "duplicate_metrics", "duplicate_metrics_by_minute", "providers",
          "retention_warnings", "key_states", "stuck_claims", "dead_letters", "unknown_outcomes", "conflicts",
-         "key_history", "lapsed_leases", "queue_backlog"]
+         "key_history", "lapsed_leases", "queue_backlog", "outbox_backlog", "outbox_dead_letters",
+         "outbox_unknown_outcomes", "downstream_key_limits"]
 
 
 @pytest.fixture(scope="module")
@@ -183,6 +202,21 @@ def safe_connect(cluster):
                            options="-c search_path=pg_catalog,public")
 
 
+def intent(conn, target):
+    """The id and lease token of the intent of `target` a sender holds, as
+    SQL literals."""
+    (id_, tok) = conn.execute("SELECT o.id, o.lease_token FROM webhook_dedup.outbox AS o"
+                              " WHERE o.target OPERATOR(pg_catalog.=) %s"
+                              "   AND o.state OPERATOR(pg_catalog.=) 'processing'", (target,)).fetchone()
+    return f"{id_}, '{tok}'::uuid"
+
+
+def substitute(conn, call):
+    """`call` with each {token:key} and {intent:target} filled in."""
+    call = re.sub(r"\{token:(\w+)\}", lambda m: token(conn, m.group(1)), call)
+    return re.sub(r"\{intent:(\w+)\}", lambda m: intent(conn, m.group(1)), call)
+
+
 def token(conn, key):
     """Key `key`'s claim token as an SQL literal."""
     (tok,) = conn.execute("SELECT k.claim_token FROM webhook_dedup.keys AS k"
@@ -212,7 +246,7 @@ def test_every_function_as_superuser_calls_nothing_of_the_attacker(attacked):
     with attacked.connect("victim") as conn:
         assert conn.execute("SHOW search_path").fetchone()[0] == "evil, pg_catalog, public"
         for call in CALLS:
-            conn.execute(re.sub(r"\{token:(\w+)\}", lambda m: token(conn, m.group(1)), call))
+            conn.execute(substitute(conn, call))
         for view in VIEWS:
             conn.execute(f"SELECT * FROM webhook_dedup.{view}").fetchall()
         calls = conn.execute("SELECT fn, by_role FROM evil.calls").fetchall()
@@ -222,7 +256,7 @@ def test_every_function_as_superuser_calls_nothing_of_the_attacker(attacked):
 
 def fresh_keys(call):
     """`call` on keys (and a source row) of its own: k1 becomes uk1, ..."""
-    for key in ("k1", "m1", "m2", "u1", "q1"):
+    for key in ("k1", "m1", "m2", "u1", "q1", "o1"):
         call = call.replace(f"'{key}'", f"'u{key}'").replace(f"token:{key}", f"token:u{key}")
     return call.replace("('t',", "('ut',")
 
@@ -247,7 +281,7 @@ def test_every_statement_is_qualified_without_the_pin(attacked):
             for call in CALLS:
                 if "run_maintenance" in call:
                     continue  # it pins search_path in Rust as well (src/maintenance)
-                conn.execute(re.sub(r"\{token:(\w+)\}", lambda m: token(conn, m.group(1)), fresh_keys(call)))
+                conn.execute(substitute(conn, fresh_keys(call)))
             calls = conn.execute("SELECT fn, by_role FROM evil.calls").fetchall()
         finally:
             conn.execute("ROLLBACK")
@@ -603,6 +637,28 @@ ACTIONS = [
     ("read every node's live counters", "SELECT count(*) FROM webhook_dedup.metrics_live_cluster()",
      {"t_operator", "t_analyst"}),
     ("ask whether a source has history", "SELECT webhook_dedup.source_has_history('lp')", {"t_operator", "t_analyst"}),
+    # the outbox ({intent}: an intent the fixture wrote; a random lease
+    # token is stale, so the allowed calls change nothing either)
+    ("write an outbox intent", "SELECT webhook_dedup.webhook_outbox_put('lp', 'k-' || current_user,"
+     " (SELECT claim_token FROM webhook_dedup.webhook_claim('lp', 'k-' || current_user)), 'op', 'lp', '{}')",
+     {"t_receiver"}),
+    ("write an intent with a stale token", "SELECT webhook_dedup.webhook_outbox_put('lp', 'held', gen_random_uuid(),"
+     " 'op2', 'lp', '{}')", {"t_receiver"}),
+    ("take from the outbox", "SELECT * FROM webhook_dedup.webhook_outbox_next('lp-none')", {"t_receiver"}),
+    ("acknowledge an intent", "SELECT webhook_dedup.webhook_outbox_ack({intent}, gen_random_uuid())", {"t_receiver"}),
+    ("fail an intent", "SELECT webhook_dedup.webhook_outbox_fail({intent}, gen_random_uuid(), 'e')", {"t_receiver"}),
+    ("mark an intent unknown", "SELECT webhook_dedup.webhook_outbox_unknown({intent}, gen_random_uuid())",
+     {"t_receiver"}),
+    ("resolve an intent", "SELECT webhook_dedup.webhook_outbox_resolve({intent}, 'pending')", {"t_operator"}),
+    ("read intents' requests", "SELECT request, response FROM webhook_dedup.outbox", {"t_operator"}),
+    ("read the outbox backlog", "SELECT count(*) FROM webhook_dedup.outbox_backlog", {"t_operator", "t_analyst"}),
+    ("read the outbox's parked intents", "SELECT count(*) FROM webhook_dedup.outbox_unknown_outcomes"
+     " UNION ALL SELECT count(*) FROM webhook_dedup.outbox_dead_letters", {"t_operator", "t_analyst"}),
+    ("read lease tokens", "SELECT lease_token FROM webhook_dedup.outbox", set()),
+    ("write an intent by hand", "INSERT INTO webhook_dedup.outbox (source, idem_key, operation, target, request,"
+     " downstream_key, downstream_idempotent, key_attempt, state, created_at, updated_at)"
+     " VALUES ('lp', 'held', 'x', 'lp', '{}', 'x', true, 1, 'pending', now(), now())", set()),
+    ("deliver an intent by hand", "UPDATE webhook_dedup.outbox SET state = 'completed'", set()),
     ("read keys", "SELECT count(*) FROM webhook_dedup.keys", set()),
     ("read payloads", "SELECT count(*) FROM webhook_dedup.payloads", set()),
     ("write a key", "INSERT INTO webhook_dedup.keys (source, idem_key, state, first_seen_at, last_seen_at)"
@@ -614,6 +670,9 @@ ACTIONS = [
 ]
 
 
+INTENT: list = []  # the intent the fixture wrote
+
+
 @pytest.fixture(scope="module")
 def logins(connect):
     with connect() as conn:
@@ -623,6 +682,8 @@ def logins(connect):
             if role:
                 conn.execute(f"GRANT {role} TO {login}")
         tok = conn.execute("SELECT claim_token FROM webhook_dedup.webhook_claim('lp', 'held')").fetchone()[0]
+        INTENT.append(conn.execute("SELECT webhook_dedup.webhook_outbox_put('lp', 'held', %s, 'refund', 'lp', '{}')",
+                                   (tok,)).fetchone()[0])
         conn.execute("SELECT webhook_dedup.add_secret('lp', 'old-key')")
         conn.execute("SELECT webhook_dedup.webhook_claim('lp', 'gone')")
     yield
@@ -637,6 +698,7 @@ def logins(connect):
 @pytest.mark.parametrize("what,sql,allowed", ACTIONS, ids=[a[0] for a in ACTIONS])
 @pytest.mark.parametrize("login", list(LOGINS))
 def test_each_role_does_its_job_and_nothing_else(logins, login, what, sql, allowed):
+    sql = sql.replace("{intent}", str(INTENT[0]))
     with psycopg.connect(user=login, autocommit=True) as conn:
         conn.execute("BEGIN")
         try:

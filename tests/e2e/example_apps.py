@@ -3,7 +3,8 @@
 Every app follows the contract in examples/README.md: it listens on
 127.0.0.1:$PORT, answers GET /healthz once ready, receives
 POST /webhooks/{github,stripe,standard}, logs in as the role given by the
-libpq variables, and (its worker) drains webhook_next. The tests pick the
+libpq variables, (its worker) drains webhook_next, and (its sender) delivers
+the job's outbox intents to NOTIFY_URL. The tests pick the
 port, so no app needs to report one.
 """
 
@@ -27,11 +28,12 @@ STARTUP_TIMEOUT_S = 30
 
 @dataclass(frozen=True)
 class App:
-    """How to start one stack's receiver and worker (each run from `folder`)."""
+    """How to start one stack's receiver, worker and outbox sender (each run from `folder`)."""
     name: str
     folder: Path
     receiver: tuple
     worker: tuple
+    sender: tuple
     needs: tuple  # executables that must be on PATH
 
     def missing(self) -> list:
@@ -41,9 +43,12 @@ class App:
 # sys.executable: the test virtualenv, into which scripts/lib.sh installs
 # examples/fastapi/requirements.txt.
 APPS = {
-    "fastapi": App("fastapi", EXAMPLES / "fastapi", (sys.executable, "app.py"), (sys.executable, "worker.py"), ()),
-    "express": App("express", EXAMPLES / "express", ("node", "server.js"), ("node", "worker.js"), ("node",)),
-    "sinatra": App("sinatra", EXAMPLES / "sinatra", ("ruby", "app.rb"), ("ruby", "worker.rb"), ("ruby",)),
+    "fastapi": App("fastapi", EXAMPLES / "fastapi", (sys.executable, "app.py"), (sys.executable, "worker.py"),
+                   (sys.executable, "sender.py"), ()),
+    "express": App("express", EXAMPLES / "express", ("node", "server.js"), ("node", "worker.js"),
+                   ("node", "sender.js"), ("node",)),
+    "sinatra": App("sinatra", EXAMPLES / "sinatra", ("ruby", "app.rb"), ("ruby", "worker.rb"),
+                   ("ruby", "sender.rb"), ("ruby",)),
 }
 
 

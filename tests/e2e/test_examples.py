@@ -8,8 +8,11 @@ bodies, a receiver started where it cannot serve (no extension, no
 database, a role without webhook_dedup_receiver: one line, no traceback);
 and, for the worker variant, deliveries stored by the receiver and drained
 by two workers, one of which dies mid-job, and events applied with the time
-the worker reads from their body. Every valid event must
-have exactly one side effect. Every answer must be the one the database
+the worker reads from their body; and each stack's outbox sender delivering
+the job's notification to a notification service on loopback, killed
+before and after its call. Every valid event must
+have exactly one notification intent and one side effect, and each
+notification must be performed once. Every answer must be the one the database
 computed (webhook_dedup.http_answer: status, headers, body), for every
 outcome a receiver can meet: a copy in flight that waits for its slow holder
 and gets the first answer, or 503 with Retry-After when its wait ends first,
@@ -35,6 +38,7 @@ import pytest
 from support import FIXTURES, LEFT_BY_THE_HOLDER, REPO, assert_database_answer  # also puts examples/ on sys.path
 
 import deliveries
+from downstream import Downstream
 from example_apps import APPS, Process, Receiver, free_port
 from replay import FAULT_HEADER, post, tamper
 
@@ -76,13 +80,26 @@ class Shop:
             " WHERE source = %s AND idem_key = webhook_dedup.webhook_key(%s, %s)",
             (d.provider, d.provider, d.event_id)).fetchone()
 
-    def attempts(self, table: str, d: deliveries.Delivery) -> list:
-        """The claim attempt of each committed row of shop.<table> for the delivery, oldest first."""
-        assert table in ("notifications", "side_effects")
-        rows = self.conn.execute(
-            f"SELECT attempt FROM shop.{table} WHERE source = %s AND idem_key = webhook_dedup.webhook_key(%s, %s) ORDER BY id",
-            (d.provider, d.provider, d.event_id)).fetchall()
-        return [attempt for (attempt,) in rows]
+    def attempts(self, step: str, d: deliveries.Delivery) -> list:
+        """The claim attempt that committed each of the delivery's rows of a
+        step, oldest first: its notifications (step 1: outbox intents of
+        operation 'notify', by the attempt of the lease that wrote them) or
+        its rows of shop.side_effects (step 2)."""
+        if step == "notifications":
+            sql = ("SELECT key_attempt FROM webhook_dedup.outbox WHERE source = %s"
+                   " AND idem_key = webhook_dedup.webhook_key(%s, %s) AND operation = 'notify' ORDER BY id")
+        else:
+            assert step == "side_effects"
+            sql = ("SELECT attempt FROM shop.side_effects WHERE source = %s"
+                   " AND idem_key = webhook_dedup.webhook_key(%s, %s) ORDER BY id")
+        return [attempt for (attempt,) in self.conn.execute(sql, (d.provider, d.provider, d.event_id)).fetchall()]
+
+    def intent(self, d: deliveries.Delivery):
+        """(state, attempt, downstream_key, response) of the delivery's notification intent."""
+        return self.conn.execute(
+            "SELECT state, attempt, downstream_key, response FROM webhook_dedup.outbox WHERE source = %s"
+            " AND idem_key = webhook_dedup.webhook_key(%s, %s) AND operation = 'notify'",
+            (d.provider, d.provider, d.event_id)).fetchone()
 
     def exactly_once(self, d: deliveries.Delivery) -> tuple:
         return self.attempts("notifications", d), self.attempts("side_effects", d)
@@ -562,3 +579,101 @@ def test_a_worker_killed_mid_job_is_taken_over_after_its_lease(enqueuing_receive
     wait_for_state(shop, d, "completed", [doomed, survivor])
     assert shop.exactly_once(d) == expected
     assert shop.key(d) == ("completed", 2)
+
+
+# The outbox (docs/outbox.md): step 1 of the job commits the notification's
+# intent; each stack's sender delivers it to a notification service on
+# loopback (tests/e2e/downstream.py) that performs a call once per
+# Idempotency-Key and records every request.
+SENDER_LEASE_SECONDS = 1
+
+
+@pytest.fixture()
+def downstream():
+    d = Downstream()
+    yield d
+    d.close()
+
+
+@pytest.fixture()
+def senders(app, app_env, downstream, tmp_path):
+    """Starts senders of the app on demand, pointed at the test's
+    notification service; stops them all afterwards."""
+    started = []
+
+    def start(**env) -> Process:
+        log = tmp_path / f"sender{len(started)}.log"
+        env = {**app_env, "NOTIFY_URL": downstream.url, "SENDER_LEASE": f"{SENDER_LEASE_SECONDS} second", **env}
+        started.append(Process(app.sender, app.folder, env, log).start())
+        return started[-1]
+
+    yield start
+    for s in started:
+        s.stop()
+
+
+def wait_for_intent(shop: Shop, d: deliveries.Delivery, state: str, procs=()) -> tuple:
+    deadline = time.monotonic() + WORKER_DEADLINE_S
+    while time.monotonic() < deadline:
+        intent = shop.intent(d)
+        if intent and intent[0] == state:
+            return intent
+        time.sleep(0.05)
+    logs = "\n".join(p.output() for p in procs)
+    pytest.fail(f"the intent of {d.event_id} is {shop.intent(d)}, not {state}; sender output:\n{logs}", pytrace=False)
+
+
+def drain_notifications(shop: Shop, senders) -> None:
+    """Deliver the intents earlier tests left, so that a sender started next
+    takes this test's intent and no other."""
+    sender = senders()
+    deadline = time.monotonic() + WORKER_DEADLINE_S
+    while shop.conn.execute("SELECT count(*) FROM webhook_dedup.outbox WHERE target = 'notifications'"
+                            " AND state IN ('pending', 'processing', 'failed')").fetchone()[0]:
+        assert time.monotonic() < deadline, f"the backlog was not delivered:\n{sender.output()}"
+        time.sleep(0.1)
+    sender.stop()
+
+
+def notify_key(shop: Shop, d: deliveries.Delivery) -> str:
+    """The downstream key the intent of the delivery's notification must carry."""
+    return shop.conn.execute("SELECT webhook_dedup.webhook_operation_key(%s, webhook_dedup.webhook_key(%s, %s), 'notify')",
+                             (d.provider, d.provider, d.event_id)).fetchone()[0]
+
+
+def test_the_sender_delivers_each_notification_once(receiver, senders, downstream, shop):
+    d = stripe_event(shop)
+    assert [send(receiver, d).outcome for _ in range(2)] == ["claimed", "duplicate"]
+    assert shop.exactly_once(d) == ([1], [1])  # one intent, by the claim's first attempt
+    sender = senders()
+    state, attempt, key, response = wait_for_intent(shop, d, "completed", [sender])
+    assert key == notify_key(shop, d) and attempt == 1
+    mine = [(k, body) for k, body in downstream.requests if k == key]
+    assert mine == [(key, {"source": "stripe", "idem_key": f"stripe:{d.event_id}",
+                           "event_type": "payment_intent.succeeded"})]
+    assert response == downstream.performed[key]
+
+
+@pytest.mark.parametrize("fault", ["crash-after-call", "crash-before-call"])
+def test_a_sender_killed_around_the_call_delivers_once_with_one_key(receiver, senders, downstream, shop, fault):
+    """Killed after the call and before the ack, the next sender repeats the
+    call with the same key (the service performs once); killed before the
+    call, nothing is lost."""
+    drain_notifications(shop, senders)
+    d = standard_event(shop)
+    assert send(receiver, d).outcome == "claimed"
+    key = notify_key(shop, d)
+
+    doomed = senders(SENDER_FAULT=fault)
+    assert doomed.exited(WORKER_DEADLINE_S), f"the sender did not die on {fault}:\n{doomed.output()}"
+    assert shop.intent(d)[:2] == ("processing", 1), "the dead sender's lease holds the intent"
+    seen = 1 if fault == "crash-after-call" else 0
+    assert downstream.keys().count(key) == seen
+
+    survivor = senders()  # takes it once the dead sender's lease (1 s) lapsed
+    state, attempt, _, response = wait_for_intent(shop, d, "completed", [doomed, survivor])
+    assert attempt == 2
+    assert downstream.keys().count(key) == seen + 1, "the same key on every attempt"
+    assert response == downstream.performed[key], "performed once: the repeat got the first answer"
+    assert list(downstream.performed).count(key) == 1
+    assert shop.exactly_once(d) == ([1], [1]), "one intent, delivered once"

@@ -35,6 +35,9 @@ KEY_LINES = [
     "ok: worker B gets evt_2002, not the leased evt_2001",
     "ok: nothing is due while worker A holds evt_2001",
     "ok: each order was shipped once",
+    "the sender sends Idempotency-Key: refund:shop:shop%3Aevt_3001",
+    "ok: attempt 2 carries the same downstream key",
+    "ok: the current lease token acknowledges the delivery",
     "walkthrough complete",
 ]
 

@@ -61,23 +61,23 @@ def run(cmd, cwd=None, env=None):
     return done.stdout
 
 
-def install_old(workdir: Path):
-    """Build 0.1.0 from its commit and install it (a debug build: only the
-    data migration is under test), in a target directory of its own
-    (target/upgrade-0.1.0, kept between runs)."""
-    if subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{OLD_COMMIT}^{{commit}}"]).returncode != 0:
-        pytest.fail(f"commit {OLD_COMMIT} is not in this clone's history (a shallow clone?)", pytrace=False)
-    src = workdir / "v0.1.0"
+def install_old(workdir: Path, version: str = OLD_VERSION, commit: str = OLD_COMMIT):
+    """Build an old version from its commit and install it (a debug build:
+    only the data migration is under test), in a target directory of its
+    own (target/upgrade-<version>, kept between runs)."""
+    if subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"]).returncode != 0:
+        pytest.fail(f"commit {commit} is not in this clone's history (a shallow clone?)", pytrace=False)
+    src = workdir / f"v{version}"
     src.mkdir()
-    archive = subprocess.Popen(["git", "-C", str(ROOT), "archive", OLD_COMMIT], stdout=subprocess.PIPE)
+    archive = subprocess.Popen(["git", "-C", str(ROOT), "archive", commit], stdout=subprocess.PIPE)
     subprocess.run(["tar", "-x", "-C", str(src)], stdin=archive.stdout, check=True)
     assert archive.wait() == 0
     lib = Path(run([pg_config(), "--pkglibdir"]).strip()) / "webhook_dedup.so"
     lib.unlink(missing_ok=True)
-    env = dict(os.environ, CARGO_TARGET_DIR=str(ROOT / "target" / f"upgrade-{OLD_VERSION}"))
+    env = dict(os.environ, CARGO_TARGET_DIR=str(ROOT / "target" / f"upgrade-{version}"))
     run(["cargo", "pgrx", "install", "--pg-config", pg_config(), "--no-default-features", "--features", "pg15"],
         cwd=src, env=env)
-    assert (sharedir() / f"webhook_dedup--{OLD_VERSION}.sql").exists()
+    assert (sharedir() / f"webhook_dedup--{version}.sql").exists()
 
 
 def install_current():
@@ -221,6 +221,17 @@ SCHEMA = {
          WHERE NOT tgisinternal AND tgrelid IN (SELECT oid FROM pg_class
                                                  WHERE relnamespace = 'webhook_dedup'::regnamespace) ORDER BY 1, 2""",
 }
+
+
+def assert_same_schema(cluster, updated: str, fresh: str) -> None:
+    """The extension's objects in database `updated` are those of `fresh`,
+    object for object (SCHEMA)."""
+    described = {}
+    for db in (updated, fresh):
+        with psycopg.connect(host=str(cluster.dir), port=5432, user="postgres", dbname=db) as conn:
+            described[db] = {name: conn.execute(sql).fetchall() for name, sql in SCHEMA.items()}
+    for name in SCHEMA:
+        assert described[updated][name] == described[fresh][name], name
 
 
 @pytest.fixture(scope="module")
@@ -395,9 +406,4 @@ def test_the_updated_schema_is_a_fresh_install(upgraded):
         # (the update carries no function grant over: see above)
         grant(conn, "webhook_dedup.webhook_claim(text, text, bytea, interval, text)", functions=False)
         conn.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_dedup.payloads TO upgrade_receiver")
-    described = {}
-    for db in ("old", "fresh"):
-        with psycopg.connect(host=str(cluster.dir), port=5432, user="postgres", dbname=db) as conn:
-            described[db] = {name: conn.execute(sql).fetchall() for name, sql in SCHEMA.items()}
-    for name in SCHEMA:
-        assert described["old"][name] == described["fresh"][name], name
+    assert_same_schema(cluster, "old", "fresh")

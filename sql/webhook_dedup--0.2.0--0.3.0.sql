@@ -1,0 +1,409 @@
+-- webhook_dedup 0.2.0 -> 0.3.0: exactly once past the claim (issue 26,
+-- docs/outbox.md). Adds downstream idempotency keys
+-- (webhook_operation_key, webhook_dedup.downstream_key_limits) and the
+-- transactional outbox (webhook_dedup.outbox, webhook_outbox_put, _next,
+-- _ack, _fail, _unknown, _resolve, its views and counters); maintenance
+-- gains the outbox step. Nothing stored is rewritten: claim_counts and
+-- maintenance_runs gain columns with defaults (no table rewrite), every key
+-- is left as it is. Tested by tests/upgrade (from 0.2.0 and from 0.1.0
+-- through 0.2.0: the result is a fresh install's schema, object for object).
+\echo Use "ALTER EXTENSION webhook_dedup UPDATE TO '0.3.0'" to load this file. \quit
+
+-- The transactional outbox (docs/outbox.md, src/outbox.rs): one row per
+-- downstream call a receiver decided on while it held a key's lease
+-- (webhook_outbox_put), written in the receiver's transaction, taken by
+-- senders with a lease (webhook_outbox_next) and finished with ack, fail
+-- or unknown. An intent runs the key state machine (the same states,
+-- leases, attempts, backoff and dead letters as webhook_dedup.keys). The
+-- unique (source, idem_key, operation) makes a second intent for the same
+-- operation of an event the first one. Intents not delivered, by target
+-- and due time, are outbox_open (the senders' index, and the views';
+-- parked intents are due at infinity); delivery times are summarised per
+-- block range in outbox_delivered (BRIN: an ack adds no B-tree entry for
+-- it), retention's.
+CREATE TABLE webhook_dedup.outbox (
+    id                    bigint      GENERATED ALWAYS AS IDENTITY,
+    source                text        COLLATE "C" NOT NULL,
+    idem_key              text        COLLATE "C" NOT NULL,
+    operation             text        COLLATE "C" NOT NULL,
+    target                text        COLLATE "C" NOT NULL,
+    request               jsonb       NOT NULL,
+    downstream_key        text        NOT NULL,
+    downstream_idempotent boolean     NOT NULL,
+    key_attempt           integer     NOT NULL,
+    state                 text        NOT NULL,
+    attempt               integer     NOT NULL DEFAULT 0,
+    lease_token           uuid,
+    lease_expires_at      timestamptz,
+    next_attempt_at       timestamptz,
+    due_at                timestamptz,
+    response              jsonb,
+    last_error            text,
+    created_at            timestamptz NOT NULL,
+    leased_at             timestamptz,
+    delivered_at          timestamptz,
+    updated_at            timestamptz NOT NULL,
+    CONSTRAINT outbox_pkey PRIMARY KEY (id),
+    CONSTRAINT outbox_operation UNIQUE (source, idem_key, operation)
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.02);
+CREATE INDEX outbox_open ON webhook_dedup.outbox (target, due_at) WHERE due_at IS NOT NULL;
+CREATE INDEX outbox_delivered ON webhook_dedup.outbox USING brin (delivered_at) WITH (autosummarize = on);
+COMMENT ON TABLE webhook_dedup.outbox IS
+  'The transactional outbox: one row (an intent) per downstream call a receiver decided on while it held a key''s lease (webhook_outbox_put), committed or rolled back with the receiver''s own writes; senders take due intents with webhook_outbox_next and finish them with webhook_outbox_ack, webhook_outbox_fail or webhook_outbox_unknown; operators resolve parked ones with webhook_outbox_resolve. Delivered intents are deleted by maintenance after their source''s retention. docs/outbox.md.';
+COMMENT ON COLUMN webhook_dedup.outbox.id IS 'Identity: the intent''s id, which the sender passes back with its lease token.';
+COMMENT ON COLUMN webhook_dedup.outbox.source IS 'The source of the key whose holder wrote the intent.';
+COMMENT ON COLUMN webhook_dedup.outbox.idem_key IS 'The key (the inbound event) whose holder wrote the intent.';
+COMMENT ON COLUMN webhook_dedup.outbox.operation IS 'What the call does, one name per downstream effect of an event (refund, email:receipt), 1-255 characters. Unique per key: a second intent for the same operation is the first.';
+COMMENT ON COLUMN webhook_dedup.outbox.target IS 'Where senders take the intent from (webhook_outbox_next(target => ...)): a name the receiver chooses, such as stripe-refunds or email, 1-255 characters.';
+COMMENT ON COLUMN webhook_dedup.outbox.request IS 'What the sender needs to make the call (jsonb, as the receiver gave it).';
+COMMENT ON COLUMN webhook_dedup.outbox.downstream_key IS 'The idempotency key to send downstream: webhook_operation_key(source, idem_key, operation, max_length) at put time; the same on every attempt.';
+COMMENT ON COLUMN webhook_dedup.outbox.downstream_idempotent IS 'Whether the downstream deduplicates by downstream_key. When false, an intent whose sender''s lease lapsed is parked as unknown_outcome instead of being sent again.';
+COMMENT ON COLUMN webhook_dedup.outbox.key_attempt IS 'The attempt of the key''s lease that wrote the intent (its fencing token).';
+COMMENT ON COLUMN webhook_dedup.outbox.state IS 'pending, processing (leased to a sender), completed (delivered), failed (due again at next_attempt_at), unknown_outcome or dead_lettered: the key state machine''s states.';
+COMMENT ON COLUMN webhook_dedup.outbox.attempt IS 'Sending attempts so far (0 while pending); grows by one with every lease webhook_outbox_next grants.';
+COMMENT ON COLUMN webhook_dedup.outbox.lease_token IS 'Token of the current (or last) sender''s lease, which ack, fail and unknown must present; NULL once delivered.';
+COMMENT ON COLUMN webhook_dedup.outbox.lease_expires_at IS 'When the sender''s lease expires; webhook_outbox_next or maintenance then takes the intent back.';
+COMMENT ON COLUMN webhook_dedup.outbox.next_attempt_at IS 'For failed intents: when a retry is due.';
+COMMENT ON COLUMN webhook_dedup.outbox.due_at IS 'When webhook_outbox_next may next take the intent: at once when written (pending), at next_attempt_at after a failure, at lease_expires_at while a sender holds it (processing); infinity for unknown_outcome and dead_lettered intents (never due; in outbox_open for the views); NULL once delivered (completed). Indexed with target (outbox_open).';
+COMMENT ON COLUMN webhook_dedup.outbox.response IS 'What webhook_outbox_ack (or an operator''s webhook_outbox_resolve) stored: the downstream''s answer.';
+COMMENT ON COLUMN webhook_dedup.outbox.last_error IS 'The last failure''s error text (or why the intent was parked).';
+COMMENT ON COLUMN webhook_dedup.outbox.created_at IS 'When the intent was written (database clock).';
+COMMENT ON COLUMN webhook_dedup.outbox.leased_at IS 'When the current (or last) sender''s lease was granted.';
+COMMENT ON COLUMN webhook_dedup.outbox.delivered_at IS 'When the intent was acknowledged (or resolved completed). Maintenance deletes a delivered intent once delivered_at plus its source''s retention (webhook_dedup.sources.retention, else webhook_dedup.retention) has passed. Summarised per block range (outbox_delivered, BRIN).';
+COMMENT ON COLUMN webhook_dedup.outbox.updated_at IS 'The intent''s last change.';
+
+-- The outbox's counters (src/metrics.rs, Counter::ALL: appended).
+ALTER TABLE webhook_dedup.claim_counts
+    ADD COLUMN intents_written                bigint NOT NULL DEFAULT 0,
+    ADD COLUMN intents_delivered              bigint NOT NULL DEFAULT 0,
+    ADD COLUMN intent_retries                 bigint NOT NULL DEFAULT 0,
+    ADD COLUMN intents_dead_lettered          bigint NOT NULL DEFAULT 0,
+    ADD COLUMN intents_unknown                bigint NOT NULL DEFAULT 0,
+    ADD COLUMN intent_leases_expired          bigint NOT NULL DEFAULT 0;
+COMMENT ON COLUMN webhook_dedup.claim_counts.intents_written IS 'Outbox intents written (webhook_outbox_put calls that stored a new intent; a second put of an operation is not counted).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.intents_delivered IS 'Outbox intents acknowledged by their sender (webhook_outbox_ack).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.intent_retries IS 'Outbox intents a sender failed retryably (webhook_outbox_fail: due again after the backoff).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.intents_dead_lettered IS 'Outbox intents dead-lettered: failed without retry, or out of attempts.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.intents_unknown IS 'Outbox intents parked as unknown_outcome: marked by their sender (webhook_outbox_unknown), or a lapsed lease of a downstream that is not idempotent.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.intent_leases_expired IS 'Outbox intents whose sender''s lease lapsed (taken back by webhook_outbox_next or maintenance).';
+
+-- Maintenance's outbox step.
+ALTER TABLE webhook_dedup.maintenance_runs
+    ADD COLUMN intents_expired      integer     NOT NULL DEFAULT 0,
+    ADD COLUMN intents_pruned       bigint      NOT NULL DEFAULT 0;
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_expired IS 'Outbox intents whose sender''s lease lapsed, taken back (failed and due at once, dead_lettered with no attempts left, or unknown_outcome when the downstream is not idempotent).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_pruned IS 'Delivered outbox intents deleted past their source''s retention.';
+
+-- run_maintenance() returns the outbox step's counts too: a new row type.
+DROP FUNCTION webhook_dedup.run_maintenance();
+CREATE FUNCTION webhook_dedup."run_maintenance"() RETURNS TABLE (
+	"ran" bool,  /* bool */
+	"leases_expired" INT,  /* i32 */
+	"dead_lettered" INT,  /* i32 */
+	"keys_pruned" bigint,  /* i64 */
+	"keys_kept" bigint,  /* i64 */
+	"history_pruned" bigint,  /* i64 */
+	"metrics_flushed" bigint,  /* i64 */
+	"retention_warnings" INT,  /* i32 */
+	"more" bool,  /* bool */
+	"errors" TEXT[],  /* Vec < String > */
+	"intents_expired" INT,  /* i32 */
+	"intents_pruned" bigint  /* i64 */
+)
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'run_maintenance_wrapper';
+COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
+  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, replay guards, signed tokens, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings); (6) outbox intents whose sender''s lease lapsed are taken back (failed and due at once, dead_lettered, or unknown_outcome when their downstream is not idempotent: intents_expired) and delivered intents past their source''s retention deleted (intents_pruned). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
+ALTER FUNCTION webhook_dedup.run_maintenance() SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+REVOKE ALL ON FUNCTION webhook_dedup.run_maintenance() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION webhook_dedup.run_maintenance() TO webhook_dedup_operator;
+
+-- The counters' views gain the outbox's columns, at their ends.
+CREATE OR REPLACE VIEW webhook_dedup.counters AS
+SELECT c.bucket, c.source, c.event_type, c.bucket_width, c.deliveries, c.first_claims, c.reclaims,
+       c.duplicates_of_completed, c.duplicates_in_progress, c.conflicts, c.retry_later,
+       c.unknown_outcome, c.dead_lettered, c.completions, c.stale_completions, c.retries_scheduled,
+       c.dead_letters, c.marked_unknown, c.enqueued, c.drained, c.forgotten, c.resolved,
+       c.stale_tokens, c.expired_leases, c.rejected_missing_header, c.rejected_malformed_header,
+       c.rejected_unsupported_version, c.rejected_no_matching_signature,
+       c.rejected_timestamp_too_old, c.rejected_timestamp_too_new, c.missing_event_ids, c.ignored, c.replayed,
+       c.rejected_token_reused, c.intents_written, c.intents_delivered, c.intent_retries, c.intents_dead_lettered,
+       c.intents_unknown, c.intent_leases_expired
+  FROM webhook_dedup.claim_counts AS c
+UNION ALL
+SELECT l.bucket, l.source, l.event_type,
+       CASE WHEN l.minute THEN '1 minute'::interval ELSE '1 hour'::interval END, l.counts[1],
+       l.counts[2], l.counts[3], l.counts[4], l.counts[5], l.counts[6], l.counts[7], l.counts[8],
+       l.counts[9], l.counts[10], l.counts[11], l.counts[12], l.counts[13], l.counts[14],
+       l.counts[15], l.counts[16], l.counts[17], l.counts[18], l.counts[19], l.counts[20],
+       l.counts[21], l.counts[22], l.counts[23], l.counts[24], l.counts[25], l.counts[26],
+       l.counts[27], l.counts[28], l.counts[29], l.counts[30], l.counts[31], l.counts[32],
+       l.counts[33], l.counts[34], l.counts[35], l.counts[36]
+  FROM webhook_dedup.metrics_live_cluster() AS l;
+CREATE OR REPLACE VIEW webhook_dedup.metrics_buckets AS
+SELECT a.source, a.bucket, a.bucket_width,
+       pg_catalog.sum(a.deliveries)::bigint AS deliveries,
+       pg_catalog.sum(a.first_claims)::bigint AS first_claims,
+       pg_catalog.sum(a.reclaims)::bigint AS reclaims,
+       pg_catalog.sum(a.duplicates_of_completed)::bigint AS duplicates_of_completed,
+       pg_catalog.sum(a.duplicates_in_progress)::bigint AS duplicates_in_progress,
+       pg_catalog.sum(a.conflicts)::bigint AS conflicts,
+       pg_catalog.sum(a.retry_later)::bigint AS retry_later,
+       pg_catalog.sum(a.unknown_outcome)::bigint AS unknown_outcome,
+       pg_catalog.sum(a.dead_lettered)::bigint AS dead_lettered,
+       pg_catalog.sum(a.completions)::bigint AS completions,
+       pg_catalog.sum(a.stale_completions)::bigint AS stale_completions,
+       pg_catalog.sum(a.retries_scheduled)::bigint AS retries_scheduled,
+       pg_catalog.sum(a.dead_letters)::bigint AS dead_letters,
+       pg_catalog.sum(a.marked_unknown)::bigint AS marked_unknown,
+       pg_catalog.sum(a.enqueued)::bigint AS enqueued,
+       pg_catalog.sum(a.drained)::bigint AS drained,
+       pg_catalog.sum(a.forgotten)::bigint AS forgotten,
+       pg_catalog.sum(a.resolved)::bigint AS resolved,
+       pg_catalog.sum(a.stale_tokens)::bigint AS stale_tokens,
+       pg_catalog.sum(a.expired_leases)::bigint AS expired_leases,
+       pg_catalog.sum(a.rejected_missing_header)::bigint AS rejected_missing_header,
+       pg_catalog.sum(a.rejected_malformed_header)::bigint AS rejected_malformed_header,
+       pg_catalog.sum(a.rejected_unsupported_version)::bigint AS rejected_unsupported_version,
+       pg_catalog.sum(a.rejected_no_matching_signature)::bigint AS rejected_no_matching_signature,
+       pg_catalog.sum(a.rejected_timestamp_too_old)::bigint AS rejected_timestamp_too_old,
+       pg_catalog.sum(a.rejected_timestamp_too_new)::bigint AS rejected_timestamp_too_new,
+       pg_catalog.sum(a.missing_event_ids)::bigint AS missing_event_ids,
+       pg_catalog.sum(a.ignored)::bigint AS ignored,
+       pg_catalog.sum(a.replayed)::bigint AS replayed,
+       pg_catalog.sum(a.rejected_token_reused)::bigint AS rejected_token_reused,
+       (pg_catalog.sum(a.duplicates_of_completed) OPERATOR(pg_catalog.+) pg_catalog.sum(a.duplicates_in_progress))::bigint
+         AS duplicates,
+       (pg_catalog.sum(a.rejected_missing_header) OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_malformed_header)
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_unsupported_version)
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_no_matching_signature)
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_timestamp_too_old)
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_timestamp_too_new)
+        OPERATOR(pg_catalog.+) pg_catalog.sum(a.rejected_token_reused))::bigint AS signature_rejections,
+       CASE WHEN pg_catalog.sum(a.deliveries) OPERATOR(pg_catalog.>) 0
+            THEN ((pg_catalog.sum(a.duplicates_of_completed) OPERATOR(pg_catalog.+) pg_catalog.sum(a.duplicates_in_progress))
+                  OPERATOR(pg_catalog./) pg_catalog.sum(a.deliveries))::double precision
+       END AS duplicate_ratio,
+       pg_catalog.sum(a.intents_written)::bigint AS intents_written,
+       pg_catalog.sum(a.intents_delivered)::bigint AS intents_delivered,
+       pg_catalog.sum(a.intent_retries)::bigint AS intent_retries,
+       pg_catalog.sum(a.intents_dead_lettered)::bigint AS intents_dead_lettered,
+       pg_catalog.sum(a.intents_unknown)::bigint AS intents_unknown,
+       pg_catalog.sum(a.intent_leases_expired)::bigint AS intent_leases_expired
+  FROM webhook_dedup.counters AS a
+ GROUP BY a.source, a.bucket, a.bucket_width;
+CREATE OR REPLACE VIEW webhook_dedup.duplicate_metrics AS
+SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicates, m.duplicates_of_completed,
+       m.duplicates_in_progress, m.conflicts, m.completions, m.stale_completions, m.retry_later,
+       m.unknown_outcome, m.dead_lettered, m.retries_scheduled, m.dead_letters, m.marked_unknown, m.enqueued,
+       m.drained, m.forgotten, m.resolved, m.stale_tokens, m.expired_leases, m.signature_rejections,
+       m.rejected_missing_header, m.rejected_malformed_header, m.rejected_unsupported_version,
+       m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
+       m.rejected_token_reused,
+       m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio, m.intents_written, m.intents_delivered,
+       m.intent_retries, m.intents_dead_lettered, m.intents_unknown, m.intent_leases_expired
+  FROM webhook_dedup.metrics_buckets AS m
+ WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 hour'::interval;
+CREATE OR REPLACE VIEW webhook_dedup.duplicate_metrics_by_minute AS
+SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicates, m.duplicates_of_completed,
+       m.duplicates_in_progress, m.conflicts, m.completions, m.stale_completions, m.retry_later,
+       m.unknown_outcome, m.dead_lettered, m.retries_scheduled, m.dead_letters, m.marked_unknown, m.enqueued,
+       m.drained, m.forgotten, m.resolved, m.stale_tokens, m.expired_leases, m.signature_rejections,
+       m.rejected_missing_header, m.rejected_malformed_header, m.rejected_unsupported_version,
+       m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
+       m.rejected_token_reused,
+       m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio, m.intents_written, m.intents_delivered,
+       m.intent_retries, m.intents_dead_lettered, m.intents_unknown, m.intent_leases_expired
+  FROM webhook_dedup.metrics_buckets AS m
+ WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 minute'::interval
+   AND m.bucket OPERATOR(pg_catalog.>=)
+       pg_catalog.date_trunc('minute', pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::interval, 'UTC');
+COMMENT ON VIEW webhook_dedup.duplicate_metrics IS
+  'Counts per source and hour (bucket, UTC-aligned), flushed plus live: deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts (same key, different payload), completions, stale_completions, retry_later, unknown_outcome and dead_lettered (claims answered so), retries_scheduled, dead_letters (keys that became dead_lettered), marked_unknown, enqueued, drained, forgotten, resolved, stale_tokens, expired_leases (swept by maintenance), signature_rejections (webhook_receive deliveries that did not verify, = the sum of the rejected_<reason> columns; rejected_token_reused: a signed token seen before with other content, mailgun), missing_event_ids, ignored (event types the source does not accept), replayed (signed bodies re-sent under another event id, refused by the replay guard), duplicate_ratio = duplicates / deliveries (NULL without deliveries), and the outbox''s intents_written, intents_delivered, intent_retries, intents_dead_lettered, intents_unknown and intent_leases_expired (docs/outbox.md). What a crash can lose: docs/metrics.md. Empty without shared_preload_libraries. Filter on bucket: the condition reaches the index of webhook_dedup.claim_counts.';
+
+-- Downstream keys and the outbox's functions.
+CREATE FUNCTION webhook_dedup."webhook_operation_key"(
+	"source" TEXT, /* Option < & str > */
+	"idem_key" TEXT, /* Option < & str > */
+	"operation" TEXT, /* Option < & str > */
+	"max_length" INT DEFAULT 255, /* Option < i32 > */
+	"downstream" TEXT DEFAULT NULL /* Option < & str > */
+) RETURNS TEXT /* String */
+IMMUTABLE PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'webhook_operation_key_wrapper';
+CREATE FUNCTION webhook_dedup."downstream_key_limits_rows"() RETURNS TABLE (
+	"downstream" TEXT,  /* String */
+	"carrier" TEXT,  /* String */
+	"max_length" INT,  /* i32 */
+	"key_retention" TEXT,  /* String */
+	"sources" TEXT  /* String */
+)
+IMMUTABLE STRICT PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'downstream_key_limits_rows_wrapper';
+CREATE FUNCTION webhook_dedup."webhook_outbox_put"(
+	"source" TEXT, /* Option < & str > */
+	"idem_key" TEXT, /* Option < & str > */
+	"claim_token" uuid, /* Option < Uuid > */
+	"operation" TEXT, /* Option < & str > */
+	"target" TEXT, /* Option < & str > */
+	"request" jsonb, /* Option < Jsonb > */
+	"max_length" INT DEFAULT 255, /* Option < i32 > */
+	"downstream" TEXT DEFAULT NULL, /* Option < & str > */
+	"downstream_idempotent" bool DEFAULT true /* Option < bool > */
+) RETURNS bigint /* Option < i64 > */
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'webhook_outbox_put_wrapper';
+CREATE FUNCTION webhook_dedup."webhook_outbox_next"(
+	"target" TEXT DEFAULT NULL, /* Option < & str > */
+	"lease" interval DEFAULT NULL, /* Option < Interval > */
+	"batch" INT DEFAULT 1 /* Option < i32 > */
+) RETURNS TABLE (
+	"id" bigint,  /* i64 */
+	"lease_token" uuid,  /* Uuid */
+	"downstream_key" TEXT,  /* String */
+	"target" TEXT,  /* String */
+	"operation" TEXT,  /* String */
+	"request" jsonb,  /* Option < Jsonb > */
+	"attempt" INT,  /* i32 */
+	"lease_expires_at" timestamp with time zone,  /* TimestampWithTimeZone */
+	"source" TEXT,  /* String */
+	"idem_key" TEXT,  /* String */
+	"downstream_idempotent" bool  /* bool */
+)
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'webhook_outbox_next_wrapper';
+CREATE FUNCTION webhook_dedup."webhook_outbox_ack"(
+	"id" bigint, /* Option < i64 > */
+	"lease_token" uuid, /* Option < Uuid > */
+	"response" jsonb DEFAULT NULL /* Option < Jsonb > */
+) RETURNS bool /* bool */
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'webhook_outbox_ack_wrapper';
+CREATE FUNCTION webhook_dedup."webhook_outbox_fail"(
+	"id" bigint, /* Option < i64 > */
+	"lease_token" uuid, /* Option < Uuid > */
+	"error" TEXT, /* Option < & str > */
+	"retryable" bool DEFAULT true, /* Option < bool > */
+	"retry_after" interval DEFAULT NULL /* Option < Interval > */
+) RETURNS TEXT /* Option < String > */
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'webhook_outbox_fail_wrapper';
+CREATE FUNCTION webhook_dedup."webhook_outbox_unknown"(
+	"id" bigint, /* Option < i64 > */
+	"lease_token" uuid, /* Option < Uuid > */
+	"detail" TEXT DEFAULT NULL /* Option < & str > */
+) RETURNS bool /* bool */
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'webhook_outbox_unknown_wrapper';
+CREATE FUNCTION webhook_dedup."webhook_outbox_resolve"(
+	"id" bigint, /* Option < i64 > */
+	"new_state" TEXT, /* Option < & str > */
+	"response" jsonb DEFAULT NULL /* Option < Jsonb > */
+) RETURNS TEXT /* String */
+VOLATILE PARALLEL UNSAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'webhook_outbox_resolve_wrapper';
+
+-- The outbox (docs/outbox.md): what waits per target, and the intents
+-- that wait for an operator. No request, response or lease token is in
+-- any view (they may carry personal data or let a reader act as a sender).
+CREATE VIEW webhook_dedup.outbox_backlog AS
+SELECT o.target,
+       pg_catalog.count(*) FILTER (WHERE o.state OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'processing', 'failed']))
+         AS undelivered,
+       pg_catalog.count(*) FILTER (WHERE o.state OPERATOR(pg_catalog.=) 'pending') AS pending,
+       pg_catalog.count(*) FILTER (WHERE o.state OPERATOR(pg_catalog.=) 'processing') AS in_flight,
+       pg_catalog.count(*) FILTER (WHERE o.state OPERATOR(pg_catalog.=) 'failed') AS failed,
+       pg_catalog.count(*) FILTER (WHERE o.due_at OPERATOR(pg_catalog.<=) pg_catalog.now()) AS due,
+       pg_catalog.count(*) FILTER (WHERE o.state OPERATOR(pg_catalog.=) 'unknown_outcome') AS unknown_outcome,
+       pg_catalog.count(*) FILTER (WHERE o.state OPERATOR(pg_catalog.=) 'dead_lettered') AS dead_lettered,
+       pg_catalog.min(o.created_at) FILTER (WHERE o.state OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'processing', 'failed']))
+         AS oldest_undelivered_at,
+       pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.min(o.created_at)
+         FILTER (WHERE o.state OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'processing', 'failed']))
+         AS oldest_undelivered_age
+  FROM webhook_dedup.outbox AS o
+ WHERE o.due_at IS NOT NULL
+ GROUP BY o.target;
+COMMENT ON VIEW webhook_dedup.outbox_backlog IS
+  'Per outbox target with intents not delivered: undelivered (= pending + in_flight + failed: still to be sent), pending (written, never taken), in_flight (leased to a sender), failed (due again at their next attempt), due (takeable now, lapsed leases included), unknown_outcome and dead_lettered (wait for an operator: webhook_dedup.outbox_unknown_outcomes, outbox_dead_letters), oldest_undelivered_at and oldest_undelivered_age (now() minus it: the lag of the target''s senders; alert on it). Targets with only delivered intents have no row. Reads the partial index outbox_open.';
+
+CREATE VIEW webhook_dedup.outbox_dead_letters AS
+SELECT o.id, o.target, o.operation, o.source, o.idem_key, o.downstream_key, o.attempt AS attempts, o.last_error,
+       o.created_at, o.updated_at
+  FROM webhook_dedup.outbox AS o
+ WHERE o.due_at IS NOT NULL AND o.state OPERATOR(pg_catalog.=) 'dead_lettered';
+COMMENT ON VIEW webhook_dedup.outbox_dead_letters IS
+  'Outbox intents that will not be sent again: out of attempts (the source''s max_attempts), failed as not retryable, or dead-lettered by an operator. id, target, operation, source and idem_key (the event), downstream_key, attempts, last_error, created_at, updated_at. An operator decides: webhook_dedup.webhook_outbox_resolve(id, ''pending'') sends it again with the same downstream key, ''completed'' closes it.';
+
+CREATE VIEW webhook_dedup.outbox_unknown_outcomes AS
+SELECT o.id, o.target, o.operation, o.source, o.idem_key, o.downstream_key, o.attempt AS attempts, o.last_error,
+       o.created_at, o.updated_at
+  FROM webhook_dedup.outbox AS o
+ WHERE o.due_at IS NOT NULL AND o.state OPERATOR(pg_catalog.=) 'unknown_outcome';
+COMMENT ON VIEW webhook_dedup.outbox_unknown_outcomes IS
+  'Outbox intents that may or may not have reached their downstream: marked by their sender (webhook_outbox_unknown: sent, answer lost), or a lapsed lease of a downstream that takes no idempotency key (downstream_idempotent = false). Never sent again automatically. Reconcile with the downstream (search it by downstream_key or the request), then webhook_dedup.webhook_outbox_resolve(id, ''completed'') or (id, ''pending''). Columns as webhook_dedup.outbox_dead_letters.';
+
+COMMENT ON FUNCTION webhook_dedup.webhook_operation_key(text, text, text, integer, text) IS
+  'webhook_dedup.webhook_operation_key(source, idem_key, operation, max_length => 255, downstream => NULL) -> text: the downstream idempotency key of one operation of an event, to send with the receiver''s own call to a payment, shipping or e-mail API: operation:source:idem_key with each part percent-encoded (RFC 3986 unreserved characters kept) when it fits max_length, else as much of the encoded operation as fits, ''-'' and the first 128 bits of SHA-256 of that plain form in hex. Deterministic (every retry, reclaim, replica and restore gives the same key), distinct for distinct (event, operation), of the characters A-Z a-z 0-9 - . _ % :. downstream names a preset of webhook_dedup.downstream_key_limits (stripe 255, square_payments 45, square_refunds 45, square_orders 192, paypal_orders 108, adyen 64) whose limit replaces max_length. Errors: 22004 a NULL argument; 22023 an empty part or one over 255 characters, max_length outside 32..255, an unknown downstream, or a max_length other than 255 that contradicts the downstream''s.';
+COMMENT ON FUNCTION webhook_dedup.downstream_key_limits_rows() IS
+  'The rows of webhook_dedup.downstream_key_limits.';
+CREATE VIEW webhook_dedup.downstream_key_limits AS
+SELECT d.downstream, d.carrier, d.max_length, d.key_retention, d.sources
+  FROM webhook_dedup.downstream_key_limits_rows() AS d;
+COMMENT ON VIEW webhook_dedup.downstream_key_limits IS
+  'The downstream APIs webhook_dedup.webhook_operation_key(..., downstream => ...) knows: downstream (the preset''s name), carrier (where the key goes: a header or a body field), max_length (characters), key_retention (how long the downstream remembers a key, as documented: a retry later than that is a new request there), sources (the documents each fact is from).';
+
+COMMENT ON FUNCTION webhook_dedup.webhook_outbox_put(text, text, uuid, text, text, jsonb, integer, text, boolean) IS
+  'webhook_dedup.webhook_outbox_put(source, idem_key, claim_token, operation, target, request, max_length => 255, downstream => NULL, downstream_idempotent => true) -> bigint: records one downstream call to make (an intent) while claim_token holds the key''s lease, in the caller''s transaction (it commits or vanishes with the business write and webhook_complete). operation names the downstream effect (refund, email:receipt), unique per key; target the senders that take it (stripe-refunds, email); request what they need. Its downstream_key is webhook_operation_key(source, idem_key, operation, max_length, downstream). Returns the intent''s id; the first intent''s id when the key has one for this operation (nothing written again); NULL when claim_token does not hold the lease (nothing written; counted as stale_tokens). downstream_idempotent => false for a downstream that takes no idempotency key: a lapsed sender lease then parks the intent as unknown_outcome instead of sending it again. Executable by webhook_dedup_receiver. Errors: P0002 unknown key; 22004 a NULL argument; 22023 key rules, an operation or target of 0 or over 255 characters, max_length or downstream as webhook_operation_key; 0A000 on a distributed install.';
+COMMENT ON FUNCTION webhook_dedup.webhook_outbox_next(text, interval, integer) IS
+  'webhook_dedup.webhook_outbox_next(target => NULL, lease => NULL, batch => 1) -> rows (id, lease_token, downstream_key, target, operation, request, attempt, lease_expires_at, source, idem_key, downstream_idempotent): up to batch due intents of target (NULL: every target), oldest due first (pending, lapsed leases, due retries), each leased to the caller for lease (NULL: its source''s lease, else webhook_dedup.default_lease) with a fresh lease_token. Send each with its downstream_key (the same on every attempt), then webhook_outbox_ack, webhook_outbox_fail or webhook_outbox_unknown with id and lease_token. An intent due again with no attempts left is dead-lettered, a lapsed lease of a downstream that is not idempotent parked as unknown_outcome; neither is returned. Intents another sender holds are skipped, not waited for (SKIP LOCKED): two senders never get one intent. Executable by webhook_dedup_receiver. Errors: 22004 NULL batch; 22023 batch outside 1..1000, a target of 0 or over 255 characters, a bad lease; 0A000 on a distributed install.';
+COMMENT ON FUNCTION webhook_dedup.webhook_outbox_ack(bigint, uuid, jsonb) IS
+  'webhook_dedup.webhook_outbox_ack(id, lease_token, response => NULL) -> boolean: the call was delivered; the intent becomes completed with response kept, and is deleted by maintenance after its source''s retention. False (nothing changed; counted as stale_tokens) when lease_token no longer holds the intent (its lease lapsed and another sender took it, or an operator resolved it). Executable by webhook_dedup_receiver. Errors: P0002 unknown intent; 22004 NULL id or lease_token; 0A000 on a distributed install.';
+COMMENT ON FUNCTION webhook_dedup.webhook_outbox_fail(bigint, uuid, text, boolean, interval) IS
+  'webhook_dedup.webhook_outbox_fail(id, lease_token, error, retryable => true, retry_after => NULL) -> text: the call failed without effect. The new state: failed (due again after retry_after, else min(30 s * 2^(attempt-1), 1 h)) while retryable and attempt < the source''s max_attempts; otherwise dead_lettered. NULL when lease_token is stale (nothing changes). error is kept as last_error. For a call whose effect is unknown use webhook_outbox_unknown. Executable by webhook_dedup_receiver. Errors: P0002 unknown intent; 22004 NULL id, lease_token or retryable; 22023 a retry_after outside 0..365 days or with months; 0A000 on a distributed install.';
+COMMENT ON FUNCTION webhook_dedup.webhook_outbox_unknown(bigint, uuid, text) IS
+  'webhook_dedup.webhook_outbox_unknown(id, lease_token, detail => NULL) -> boolean: the call was sent and its answer lost, and the downstream cannot deduplicate a repeat: the intent becomes unknown_outcome (detail in last_error) and is never sent again automatically (webhook_dedup.outbox_unknown_outcomes; an operator reconciles and calls webhook_outbox_resolve). False when lease_token is stale. Executable by webhook_dedup_receiver. Errors: P0002 unknown intent; 22004 NULL id or lease_token; 0A000 on a distributed install.';
+COMMENT ON FUNCTION webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb) IS
+  'webhook_dedup.webhook_outbox_resolve(id, new_state, response => NULL) -> text: the previous state. An operator''s decision after reconciling an intent with its downstream, from any state: completed (it was delivered; response stored when given), failed or pending (send it again now, with the same downstream key), dead_lettered (give up). A sender holding the intent is fenced out. Executable by webhook_dedup_operator. Errors: P0002 unknown intent; 22004 NULL id or new_state; 22023 another new_state; 0A000 on a distributed install.';
+
+-- Each function that changes state, with the role that may call it (as
+-- src/sql/finalize.sql).
+DO $$
+DECLARE
+  f record;
+BEGIN
+  FOR f IN SELECT x.signature::pg_catalog.regprocedure AS fn, x.role FROM (VALUES
+      ('webhook_dedup.webhook_outbox_put(text, text, uuid, text, text, jsonb, integer, text, boolean)',
+       'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_outbox_next(text, interval, integer)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_outbox_ack(bigint, uuid, jsonb)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_outbox_fail(bigint, uuid, text, boolean, interval)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_outbox_unknown(bigint, uuid, text)', 'webhook_dedup_receiver'),
+      ('webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb)', 'webhook_dedup_operator')) AS x(signature, role)
+  LOOP
+    EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp', f.fn);
+    EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);
+    EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I', f.fn, f.role);
+  END LOOP;
+END
+$$;
+GRANT SELECT (id, source, idem_key, operation, target, request, downstream_key, downstream_idempotent, key_attempt,
+              state, attempt, lease_expires_at, next_attempt_at, due_at, response, last_error, created_at, leased_at,
+              delivered_at, updated_at)
+  ON webhook_dedup.outbox TO webhook_dedup_operator;
+GRANT SELECT ON webhook_dedup.outbox_backlog, webhook_dedup.outbox_dead_letters,
+                webhook_dedup.outbox_unknown_outcomes, webhook_dedup.downstream_key_limits
+  TO webhook_dedup_reader, pg_monitor;
+
+-- Intents are the record of what is still to be sent: pg_dump dumps them.
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.outbox', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.outbox_id_seq', '');
