@@ -117,7 +117,7 @@ COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
   'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, replay guards, signed tokens, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings); (6) outbox intents whose sender''s lease lapsed are taken back (failed and due at once, dead_lettered, or unknown_outcome when their downstream is not idempotent: intents_expired) and delivered intents past their source''s retention deleted (intents_pruned). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
 ALTER FUNCTION webhook_dedup.run_maintenance() SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 REVOKE ALL ON FUNCTION webhook_dedup.run_maintenance() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION webhook_dedup.run_maintenance() TO webhook_dedup_operator;
+-- (granted to webhook_dedup_operator below, once default privileges are undone)
 
 -- The counters' views gain the outbox's columns, at their ends.
 CREATE OR REPLACE VIEW webhook_dedup.counters AS
@@ -373,7 +373,46 @@ COMMENT ON FUNCTION webhook_dedup.webhook_outbox_fail(bigint, uuid, text, boolea
 COMMENT ON FUNCTION webhook_dedup.webhook_outbox_unknown(bigint, uuid, text) IS
   'webhook_dedup.webhook_outbox_unknown(id, lease_token, detail => NULL) -> boolean: the call was sent and its answer lost, and the downstream cannot deduplicate a repeat: the intent becomes unknown_outcome (detail in last_error) and is never sent again automatically (webhook_dedup.outbox_unknown_outcomes; an operator reconciles and calls webhook_outbox_resolve). False when lease_token is stale. Executable by webhook_dedup_receiver. Errors: P0002 unknown intent; 22004 NULL id or lease_token; 0A000 on a distributed install.';
 COMMENT ON FUNCTION webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb) IS
-  'webhook_dedup.webhook_outbox_resolve(id, new_state, response => NULL) -> text: the previous state. An operator''s decision after reconciling an intent with its downstream, from any state: completed (it was delivered; response stored when given), failed or pending (send it again now, with the same downstream key), dead_lettered (give up). A sender holding the intent is fenced out. Executable by webhook_dedup_operator. Errors: P0002 unknown intent; 22004 NULL id or new_state; 22023 another new_state; 0A000 on a distributed install.';
+  'webhook_dedup.webhook_outbox_resolve(id, new_state, response => NULL) -> text: the previous state. An operator''s decision after reconciling an intent with its downstream, from any state: completed (it was delivered; response stored when given), failed or pending (send it again now, with the same downstream key; its attempts start over), dead_lettered (give up). A sender holding the intent is fenced out. Executable by webhook_dedup_operator. Errors: P0002 unknown intent; 22004 NULL id or new_state; 22023 another new_state; 0A000 on a distributed install.';
+
+-- Nothing on the objects this update creates but what follows: what the
+-- installing role's default privileges gave is revoked, as CREATE
+-- EXTENSION revokes it on every object (src/sql/finalize.sql). Grants on
+-- the objects the update replaces in place (the counters' views) are kept.
+DO $$
+DECLARE
+  g record;
+BEGIN
+  FOR g IN SELECT DISTINCT c.oid::pg_catalog.regclass AS rel, c.relkind, a.grantee
+             FROM pg_catalog.pg_class AS c, pg_catalog.aclexplode(c.relacl) AS a
+            WHERE c.oid OPERATOR(pg_catalog.=) ANY (ARRAY['webhook_dedup.outbox', 'webhook_dedup.outbox_id_seq',
+                    'webhook_dedup.outbox_backlog', 'webhook_dedup.outbox_dead_letters',
+                    'webhook_dedup.outbox_unknown_outcomes', 'webhook_dedup.downstream_key_limits']::pg_catalog.regclass[])
+              AND a.grantee OPERATOR(pg_catalog.<>) c.relowner LOOP
+    EXECUTE pg_catalog.format('REVOKE ALL ON %s %s FROM %s',
+                              CASE WHEN g.relkind OPERATOR(pg_catalog.=) 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, g.rel,
+                              CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                   ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END);
+  END LOOP;
+  FOR g IN SELECT DISTINCT p.oid::pg_catalog.regprocedure AS fn, a.grantee
+             FROM pg_catalog.pg_proc AS p, pg_catalog.aclexplode(p.proacl) AS a
+            WHERE p.oid OPERATOR(pg_catalog.=) ANY (ARRAY[
+                    'webhook_dedup.webhook_operation_key(text, text, text, integer, text)',
+                    'webhook_dedup.downstream_key_limits_rows()',
+                    'webhook_dedup.webhook_outbox_put(text, text, uuid, text, text, jsonb, integer, text, boolean)',
+                    'webhook_dedup.webhook_outbox_next(text, interval, integer)',
+                    'webhook_dedup.webhook_outbox_ack(bigint, uuid, jsonb)',
+                    'webhook_dedup.webhook_outbox_fail(bigint, uuid, text, boolean, interval)',
+                    'webhook_dedup.webhook_outbox_unknown(bigint, uuid, text)',
+                    'webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb)',
+                    'webhook_dedup.run_maintenance()']::pg_catalog.regprocedure[])
+              AND a.grantee OPERATOR(pg_catalog.<>) p.proowner AND a.grantee OPERATOR(pg_catalog.<>) 0 LOOP
+    EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %I', g.fn, pg_catalog.pg_get_userbyid(g.grantee));
+  END LOOP;
+END
+$$;
+REVOKE ALL ON webhook_dedup.outbox, webhook_dedup.outbox_id_seq FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION webhook_dedup.run_maintenance() TO webhook_dedup_operator;
 
 -- Each function that changes state, with the role that may call it (as
 -- src/sql/finalize.sql).

@@ -87,6 +87,19 @@ pub fn lapsed(attempt: i32, max_attempts: i32, downstream_idempotent: bool, now:
     }
 }
 
+/// The attempt an intent has after an operator resolves it to `to`: sent
+/// again (`failed`, `pending`), its attempts start over, so that an intent
+/// dead-lettered after its last attempt gets the source's `max_attempts`
+/// again instead of a dead letter on its next take ([`take`] would decide
+/// `DeadLetter` for it); otherwise unchanged. An intent's attempt fences
+/// nothing (its lease token does), so it may go back.
+pub fn attempt_after_resolve(to: State, attempt: i32) -> i32 {
+    match to {
+        State::Failed | State::Pending => 0,
+        _ => attempt,
+    }
+}
+
 /// The `last_error` of an intent parked by [`Take::Park`] or
 /// [`Lapsed::UnknownOutcome`].
 pub fn parked_error(attempt: i32) -> String {
@@ -191,6 +204,23 @@ mod tests {
                 };
                 assert_eq!(by_take, by_sweep, "attempt {attempt}, idempotent {idempotent}");
             }
+        }
+    }
+
+    #[test]
+    fn an_intent_sent_again_by_an_operator_gets_its_attempts_again() {
+        // dead-lettered after its last attempt, then resolved to failed
+        let mut s = stored(State::Failed, attempt_after_resolve(State::Failed, MAX));
+        s.next_attempt_at = Some(NOW);
+        assert_eq!(take(&s, NOW, MAX, true), Take::Lease { attempt: 1, reclaimed: true });
+        let p = stored(State::Pending, attempt_after_resolve(State::Pending, MAX));
+        assert_eq!(take(&p, NOW, MAX, true), Take::Lease { attempt: 1, reclaimed: false });
+        // without the reset it would be dead-lettered again at once
+        let mut kept = stored(State::Failed, MAX);
+        kept.next_attempt_at = Some(NOW);
+        assert_eq!(take(&kept, NOW, MAX, true), Take::DeadLetter);
+        for to in [State::Completed, State::DeadLettered] {
+            assert_eq!(attempt_after_resolve(to, 7), 7);
         }
     }
 

@@ -9,9 +9,10 @@
 // downstream idempotency key as the Idempotency-Key header, and reports:
 //
 // - 2xx: webhook_outbox_ack, with the service's JSON answer;
-// - 4xx other than 408 and 429 (the request is wrong and will stay wrong):
+// - 3xx (redirects are not followed: a POST must not become a GET) and 4xx
+//   other than 408, 409 and 429 (the request is wrong and will stay wrong):
 //   webhook_outbox_fail(retryable => false), a dead letter for an operator;
-// - anything else (5xx, 408, 429, a refused connection, a timeout):
+// - anything else (5xx, 408, 409, 429, a refused connection, a timeout):
 //   webhook_outbox_fail, retried after a backoff. A timeout may come after
 //   the service acted: the retry carries the same key, and the service
 //   answers it with the first call's result instead of acting again.
@@ -31,7 +32,10 @@ const { createPool, NOTIFY_TARGET } = require('./job');
 const URL_ = process.env.NOTIFY_URL;
 const LEASE = process.env.SENDER_LEASE || '30 seconds';
 const FAULT = process.env.SENDER_FAULT || undefined;
-const BATCH = 10;
+// One intent per lease: a batch's leases start together, and a slow service
+// would let the last ones lapse while the first are sent (docs/outbox.md,
+// "One call per lease").
+const BATCH = 1;
 const IDLE_MS = 200;
 const CALL_TIMEOUT_MS = 10000; // keep it well under the lease
 
@@ -58,6 +62,7 @@ async function call(key, request) {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key },
       body: JSON.stringify(request),
+      redirect: 'manual', // a 3xx is an answer: following it would turn the POST into a GET
       signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
     });
     const text = await resp.text();
@@ -81,7 +86,9 @@ async function send(intent) {
     console.log(`${intent.downstream_key}: delivered (attempt ${intent.attempt})`);
     return;
   }
-  const retryable = status === null || status >= 500 || status === 408 || status === 429;
+  // 5xx, a timeout, 408 and 429 may pass; 409 is Stripe's "this key is in use
+  // by a request in flight"; other 4xx and 3xx will not get better
+  const retryable = status === null || status >= 500 || [408, 409, 429].includes(status);
   const { rows: [row] } = await pool.query(
     'SELECT webhook_dedup.webhook_outbox_fail($1, $2, $3, retryable => $4) AS state',
     [intent.id, intent.lease_token, status ? `HTTP ${status}` : 'no answer', retryable]);

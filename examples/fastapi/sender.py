@@ -8,9 +8,10 @@ request to the notification service at NOTIFY_URL with the intent's
 downstream idempotency key as the `Idempotency-Key` header, and reports:
 
 - 2xx: webhook_outbox_ack, with the service's JSON answer;
-- 4xx other than 408 and 429 (the request is wrong and will stay wrong):
+- 3xx (redirects are not followed: a POST must not become a GET) and 4xx
+  other than 408, 409 and 429 (the request is wrong and will stay wrong):
   webhook_outbox_fail(retryable => false), a dead letter for an operator;
-- anything else (5xx, 408, 429, a refused connection, a timeout):
+- anything else (5xx, 408, 409, 429, a refused connection, a timeout):
   webhook_outbox_fail (retried after a backoff). A timeout may come after
   the service acted: the retry carries the same key, and the service
   answers it with the first call's result instead of acting again.
@@ -42,11 +43,25 @@ from psycopg.types.json import Jsonb
 TARGET = "notifications"  # job.NOTIFY_TARGET
 LEASE = os.environ.get("SENDER_LEASE", "30 seconds")
 FAULT = os.environ.get("SENDER_FAULT")
-BATCH = 10
+# One intent per lease: a batch's leases start together, and a slow service
+# would let the last ones lapse while the first are sent (docs/outbox.md,
+# "One call per lease").
+BATCH = 1
 IDLE_SLEEP_S = 0.2
 CALL_TIMEOUT_S = 10  # keep it well under the lease
 
 log = logging.getLogger("webhook_dedup.example.sender")
+
+
+class NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx is an answer, not a place to go: following it would turn the
+    POST into a GET whose 2xx would be taken for a delivery."""
+
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+OPENER = urllib.request.build_opener(NoRedirects)
 
 
 def call(url: str, key: str, request) -> tuple:
@@ -54,14 +69,18 @@ def call(url: str, key: str, request) -> tuple:
     req = urllib.request.Request(url, data=json.dumps(request).encode(), method="POST",
                                  headers={"Content-Type": "application/json", "Idempotency-Key": key})
     try:
-        with urllib.request.urlopen(req, timeout=CALL_TIMEOUT_S) as resp:
-            body = resp.read()
-            return resp.status, json.loads(body) if body else None
+        with OPENER.open(req, timeout=CALL_TIMEOUT_S) as resp:
+            status, body = resp.status, resp.read()
     except urllib.error.HTTPError as err:
         return err.code, None
-    except (urllib.error.URLError, OSError, ValueError) as err:
+    except (urllib.error.URLError, OSError) as err:
         log.warning("%s: no answer: %s", key, err)
         return None, None
+    try:
+        answer = json.loads(body) if body else None
+    except ValueError:
+        answer = None  # a 2xx that is not JSON is still a delivery
+    return status, answer
 
 
 def die(fault: str) -> None:
@@ -82,7 +101,9 @@ def send(conn: psycopg.Connection, url: str, intent) -> None:
                      (intent.id, intent.lease_token, Jsonb(answer)))
         log.info("%s: delivered (attempt %d)", intent.downstream_key, intent.attempt)
         return
-    retryable = status is None or status >= 500 or status in (408, 429)
+    # 5xx, a timeout, 408 and 429 may pass; 409 is Stripe's "this key is in
+    # use by a request in flight"; other 4xx and 3xx will not get better
+    retryable = status is None or status >= 500 or status in (408, 409, 429)
     state = conn.execute("SELECT webhook_dedup.webhook_outbox_fail(%s, %s, %s, retryable => %s)",
                          (intent.id, intent.lease_token, f"HTTP {status}" if status else "no answer",
                           retryable)).fetchone()[0]

@@ -8,9 +8,10 @@
 # downstream idempotency key as the Idempotency-Key header, and reports:
 #
 # - 2xx: webhook_outbox_ack, with the service's JSON answer;
-# - 4xx other than 408 and 429 (the request is wrong and will stay wrong):
+# - 3xx (redirects are not followed: a POST must not become a GET) and 4xx
+#   other than 408, 409 and 429 (the request is wrong and will stay wrong):
 #   webhook_outbox_fail(retryable => false), a dead letter for an operator;
-# - anything else (5xx, 408, 429, a refused connection, a timeout):
+# - anything else (5xx, 408, 409, 429, a refused connection, a timeout):
 #   webhook_outbox_fail, retried after a backoff. A timeout may come after
 #   the service acted: the retry carries the same key, and the service
 #   answers it with the first call's result instead of acting again.
@@ -34,7 +35,10 @@ require_relative 'shop'
 URL = ENV['NOTIFY_URL']
 LEASE = ENV.fetch('SENDER_LEASE', '30 seconds')
 FAULT = ENV['SENDER_FAULT']
-BATCH = 10
+# One intent per lease: a batch's leases start together, and a slow service
+# would let the last ones lapse while the first are sent (docs/outbox.md,
+# "One call per lease").
+BATCH = 1
 IDLE_SLEEP_S = 0.2
 CALL_TIMEOUT_S = 10 # keep it well under the lease
 
@@ -50,7 +54,8 @@ end
 def call(key, request)
   uri = URI(URL)
   http = Net::HTTP.new(uri.host, uri.port)
-  http.open_timeout = http.read_timeout = CALL_TIMEOUT_S
+  http.use_ssl = uri.scheme == 'https'
+  http.open_timeout = http.read_timeout = CALL_TIMEOUT_S # Net::HTTP follows no redirect
   response = http.post(uri.request_uri, request, 'Content-Type' => 'application/json', 'Idempotency-Key' => key)
   answer = begin
     JSON.parse(response.body) if response.body && !response.body.empty?
@@ -76,7 +81,9 @@ def send_intent(conn, intent)
     puts "#{key}: delivered (attempt #{attempt})"
     return
   end
-  retryable = status.nil? || status >= 500 || [408, 429].include?(status)
+  # 5xx, a timeout, 408 and 429 may pass; 409 is Stripe's "this key is in use
+  # by a request in flight"; other 4xx and 3xx will not get better
+  retryable = status.nil? || status >= 500 || [408, 409, 429].include?(status)
   state = conn.exec_params('SELECT webhook_dedup.webhook_outbox_fail($1, $2, $3, retryable => $4)',
                            [intent['id'], intent['lease_token'], status ? "HTTP #{status}" : 'no answer',
                             retryable]).getvalue(0, 0)

@@ -322,7 +322,9 @@ fn webhook_outbox_unknown(id: Option<i64>, lease_token: Option<Uuid>, detail: de
 /// reconciling it with the downstream): `completed` (it was delivered
 /// after all; `response` stored when given), `failed` (send it again now),
 /// `dead_lettered` (give up), `pending` (send it again now, as a new
-/// intent would be). Never `processing` or `unknown_outcome`. A sender
+/// intent would be); sent again, its attempts start over
+/// ([`outbox::attempt_after_resolve`]). Never `processing` or
+/// `unknown_outcome`. A sender
 /// holding the intent is fenced out (its token stops working). Returns
 /// the previous state. Errors: P0002 unknown intent; 22004 NULL `id` or
 /// `new_state`; 22023 another `new_state`; 0A000 on a distributed install.
@@ -343,7 +345,7 @@ fn webhook_outbox_resolve(
         let found = existing(conn, id);
         let now = clock_now();
         let due_at = matches!(to, State::Failed | State::Pending).then_some(now);
-        store::resolve(conn, id, now, to, response, due_at);
+        store::resolve(conn, id, now, to, response, due_at, outbox::attempt_after_resolve(to, found.attempt));
         (found.state, found.source)
     });
     metrics::count(&source, None, Counter::Resolved, false);

@@ -174,27 +174,38 @@ mod tests {
             .as_deref(),
             Some("failed")
         );
+        // sent again, its attempts start over; the same key on every attempt
+        let (_, lease1, key, attempt) = next(Some("payments"), "1 minute", 1)[0].clone();
+        assert_eq!((key.as_str(), attempt), ("refund:ob:e4", 1));
+        let fail_now = |lease: Uuid| {
+            Spi::get_one_with_args::<String>(
+                "SELECT webhook_dedup.webhook_outbox_fail($1, $2, '503', retry_after => '0')",
+                &[id.into(), lease.into()],
+            )
+            .unwrap()
+        };
+        assert_eq!(fail_now(lease1).as_deref(), Some("failed"));
         let (_, lease2, key, attempt) = next(Some("payments"), "1 minute", 1)[0].clone();
         assert_eq!((key.as_str(), attempt), ("refund:ob:e4", 2), "the same key on every attempt");
         // the last allowed attempt fails: dead-lettered, shown, never taken
-        let failed = Spi::get_one_with_args::<String>(
-            "SELECT webhook_dedup.webhook_outbox_fail($1, $2, 'still 503')",
-            &[id.into(), lease2.into()],
-        )
-        .unwrap();
-        assert_eq!(failed.as_deref(), Some("dead_lettered"));
+        assert_eq!(fail_now(lease2).as_deref(), Some("dead_lettered"));
         assert_eq!(count("SELECT count(*) FROM webhook_dedup.outbox_dead_letters WHERE idem_key = 'e4'"), 1);
         assert!(next(None, "1 minute", 10).is_empty());
-        // the old token is stale for every call
-        let stale = Spi::get_one_with_args::<String>(
-            "SELECT webhook_dedup.webhook_outbox_fail($1, $2, 'late')",
-            &[id.into(), lease.into()],
-        )
-        .unwrap();
-        assert_eq!(stale, None);
+        // the old tokens are stale for every call
+        assert_eq!(fail_now(lease), None);
         assert!(
             error_of(&format!("SELECT webhook_dedup.webhook_outbox_resolve({id}, 'processing')")).starts_with("22023")
         );
+        // an operator retries the dead letter: it is sent, not dead-lettered again
+        assert_eq!(
+            Spi::get_one_with_args::<String>("SELECT webhook_dedup.webhook_outbox_resolve($1, 'failed')", &[id.into()])
+                .unwrap()
+                .as_deref(),
+            Some("dead_lettered")
+        );
+        let (_, lease3, _, attempt) = next(Some("payments"), "1 minute", 1)[0].clone();
+        assert_eq!(attempt, 1);
+        assert_eq!(state(id), "processing");
         assert_eq!(
             Spi::get_one_with_args::<String>(
                 "SELECT webhook_dedup.webhook_outbox_resolve($1, 'completed', '{\"by\": \"operator\"}')",
@@ -202,8 +213,9 @@ mod tests {
             )
             .unwrap()
             .as_deref(),
-            Some("dead_lettered")
+            Some("processing")
         );
+        assert!(!ack(id, lease3), "the operator's resolution fenced the sender out");
         assert_eq!(state(id), "completed");
     }
 

@@ -533,7 +533,7 @@ COMMENT ON FUNCTION webhook_dedup.webhook_outbox_fail(bigint, uuid, text, boolea
 COMMENT ON FUNCTION webhook_dedup.webhook_outbox_unknown(bigint, uuid, text) IS
   'webhook_dedup.webhook_outbox_unknown(id, lease_token, detail => NULL) -> boolean: the call was sent and its answer lost, and the downstream cannot deduplicate a repeat: the intent becomes unknown_outcome (detail in last_error) and is never sent again automatically (webhook_dedup.outbox_unknown_outcomes; an operator reconciles and calls webhook_outbox_resolve). False when lease_token is stale. Executable by webhook_dedup_receiver. Errors: P0002 unknown intent; 22004 NULL id or lease_token; 0A000 on a distributed install.';
 COMMENT ON FUNCTION webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb) IS
-  'webhook_dedup.webhook_outbox_resolve(id, new_state, response => NULL) -> text: the previous state. An operator''s decision after reconciling an intent with its downstream, from any state: completed (it was delivered; response stored when given), failed or pending (send it again now, with the same downstream key), dead_lettered (give up). A sender holding the intent is fenced out. Executable by webhook_dedup_operator. Errors: P0002 unknown intent; 22004 NULL id or new_state; 22023 another new_state; 0A000 on a distributed install.';
+  'webhook_dedup.webhook_outbox_resolve(id, new_state, response => NULL) -> text: the previous state. An operator''s decision after reconciling an intent with its downstream, from any state: completed (it was delivered; response stored when given), failed or pending (send it again now, with the same downstream key; its attempts start over), dead_lettered (give up). A sender holding the intent is fenced out. Executable by webhook_dedup_operator. Errors: P0002 unknown intent; 22004 NULL id or new_state; 22023 another new_state; 0A000 on a distributed install.';
 
 -- Privileges (docs/security.md). The functions are the only way in: no
 -- role but the extension's owner holds a privilege on a table (the one
@@ -661,8 +661,11 @@ BEGIN
 END
 $$;
 GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_dedup.sources TO webhook_dedup_operator;
+-- The outbox: nobody but its owner at the table level (an explicit ACL,
+-- as an update that revokes what default privileges gave leaves it).
 -- Operators reconcile outbox intents with their downstream: they read each
 -- intent's request and response (never its lease token).
+REVOKE ALL ON webhook_dedup.outbox, webhook_dedup.outbox_id_seq FROM PUBLIC;
 GRANT SELECT (id, source, idem_key, operation, target, request, downstream_key, downstream_idempotent, key_attempt,
               state, attempt, lease_expires_at, next_attempt_at, due_at, response, last_error, created_at, leased_at,
               delivered_at, updated_at)

@@ -67,7 +67,7 @@ static SET_STATE: Statement = Statement::new(
 );
 static RESOLVE: Statement = Statement::new(
     crate::sql_statement!("outbox_resolve.sql"),
-    &[INT8OID, TIMESTAMPTZOID, TEXTOID, JSONBOID, TIMESTAMPTZOID],
+    &[INT8OID, TIMESTAMPTZOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID],
 );
 static LAPSED: Statement = Statement::returning(
     crate::sql_statement!("maintenance_outbox_lapsed.sql"),
@@ -176,23 +176,26 @@ pub enum Put {
 /// nothing, the key is locked and read to tell a stale token (or an
 /// unknown key) from an operation that has its intent already.
 pub fn put(conn: &Conn<'_>, i: &Intent<'_>) -> Put {
-    let rows = conn.execute(
-        &PUT,
-        &[
-            arg(i.key.source),
-            arg(i.key.idem_key),
-            arg(i.claim_token),
-            arg(i.operation),
-            arg(i.target),
-            arg(i.request),
-            arg(i.downstream_key),
-            arg(i.downstream_idempotent),
-            arg(timestamptz(i.now)),
-        ],
-        Snap::Statement,
-    );
-    if rows.len() == 1 {
-        return Put::Written(rows.get(0, 1).expect("id is NOT NULL"));
+    let insert = || {
+        let rows = conn.execute(
+            &PUT,
+            &[
+                arg(i.key.source),
+                arg(i.key.idem_key),
+                arg(i.claim_token),
+                arg(i.operation),
+                arg(i.target),
+                arg(i.request),
+                arg(i.downstream_key),
+                arg(i.downstream_idempotent),
+                arg(timestamptz(i.now)),
+            ],
+            Snap::Statement,
+        );
+        (rows.len() == 1).then(|| rows.get::<i64>(0, 1).expect("id is NOT NULL"))
+    };
+    if let Some(id) = insert() {
+        return Put::Written(id);
     }
     let found: Option<KeyRow> = super::transitions::lock(conn, i.key);
     match found {
@@ -201,10 +204,16 @@ pub fn put(conn: &Conn<'_>, i: &Intent<'_>) -> Put {
         Some(_) => {
             let rows =
                 conn.execute(&FIND, &[arg(i.key.source), arg(i.key.idem_key), arg(i.operation)], Snap::Statement);
-            if rows.len() != 1 {
-                pgrx::error!("webhook_dedup: an intent that conflicted on insert is not there to read");
+            if rows.len() == 1 {
+                return Put::Existing(rows.get(0, 1).expect("id is NOT NULL"));
             }
-            Put::Existing(rows.get(0, 1).expect("id is NOT NULL"))
+            // The intent it conflicted with went in between (maintenance
+            // pruned a delivered one past retention): the key is ours and
+            // locked now, so the insert is decided by this transaction.
+            match insert() {
+                Some(id) => Put::Written(id),
+                None => pgrx::error!("webhook_dedup: an intent that conflicted on insert is not there to read"),
+            }
         }
     }
 }
@@ -260,11 +269,20 @@ pub fn set_state(conn: &Conn<'_>, id: i64, now: i64, state: State, next_attempt_
 }
 
 /// An operator's resolution of a locked intent: `to`, with `response`
-/// stored when given, due at `due_at` (failed, pending).
-pub fn resolve(conn: &Conn<'_>, id: i64, now: i64, to: State, response: Option<Jsonb>, due_at: Option<i64>) {
+/// stored when given, due at `due_at` (failed, pending), its attempt
+/// becoming `attempt`.
+pub fn resolve(
+    conn: &Conn<'_>,
+    id: i64,
+    now: i64,
+    to: State,
+    response: Option<Jsonb>,
+    due_at: Option<i64>,
+    attempt: i32,
+) {
     let rows = conn.execute(
         &RESOLVE,
-        &[arg(id), arg(timestamptz(now)), arg(to.as_str()), arg(response), arg(due_at.map(timestamptz))],
+        &[arg(id), arg(timestamptz(now)), arg(to.as_str()), arg(response), arg(due_at.map(timestamptz)), arg(attempt)],
         Snap::Statement,
     );
     super::transitions::expect_one(rows.len());

@@ -232,6 +232,16 @@ VIEW_QUERIES = [
     "SELECT * FROM webhook_dedup.outbox_unknown_outcomes",
 ]
 
+# And maintenance's outbox statements (src/sql/statements), with the
+# values of a pass: they must not read every delivered intent either.
+STATEMENTS = Path(__file__).resolve().parents[2] / "src" / "sql" / "statements"
+VIEW_QUERIES += [
+    (STATEMENTS / "maintenance_outbox_lapsed.sql").read_text()
+    .replace("$1", "now()").replace("$2", "100"),
+    (STATEMENTS / "maintenance_outbox_prune.sql").read_text()
+    .replace("$1", "now()").replace("$2", "interval '30 days'").replace("$3", "100").replace("$4", "interval '30 days'"),
+]
+
 
 def test_no_view_scans_a_million_keys_table(cluster):
     """EXPLAIN of every view over 1,000,000 keys (0.3% of them not

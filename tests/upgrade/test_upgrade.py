@@ -192,7 +192,11 @@ SCHEMA = {
          WHERE n.nspname = 'webhook_dedup' ORDER BY 1, 2""",
     "relations": """
         SELECT c.relname, c.relkind, c.reloptions::text, obj_description(c.oid, 'pg_class'),
-               (SELECT array_agg(x::text ORDER BY x::text) FROM unnest(c.relacl) x)
+               -- a NULL ACL is the default one (an update that revokes what
+               -- default privileges gave leaves the default written out)
+               (SELECT array_agg(x::text ORDER BY x::text)
+                  FROM unnest(coalesce(c.relacl, acldefault(CASE c.relkind WHEN 'S' THEN 's' ELSE 'r' END::"char",
+                                                            c.relowner))) x)
           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
          WHERE n.nspname = 'webhook_dedup' AND c.relkind <> 'S' ORDER BY 1""",
     "indexes": """
@@ -208,7 +212,7 @@ SCHEMA = {
         SELECT p.oid::regprocedure::text, pg_get_function_result(p.oid), pg_get_function_arguments(p.oid),
                p.prosrc, p.provolatile, p.proisstrict, p.proparallel, p.proconfig::text,
                obj_description(p.oid, 'pg_proc'),
-               (SELECT array_agg(x::text ORDER BY x::text) FROM unnest(p.proacl) x)
+               (SELECT array_agg(x::text ORDER BY x::text) FROM unnest(coalesce(p.proacl, acldefault('f', p.proowner))) x)
           FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
           JOIN pg_extension e ON d.refobjid = e.oid AND e.extname = 'webhook_dedup'
          WHERE p.pronamespace <> 'public'::regnamespace ORDER BY 1""",

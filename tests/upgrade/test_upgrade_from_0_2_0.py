@@ -102,11 +102,16 @@ def upgraded():
         with cluster.connect() as conn:
             conn.execute("CREATE DATABASE old")
             conn.execute("CREATE ROLE upgrade_analyst NOLOGIN")
+            conn.execute("CREATE ROLE upgrade_default NOLOGIN")
         with cluster.connect("old") as conn:
             conn.execute("CREATE EXTENSION webhook_dedup")
             assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'webhook_dedup'"
                                 ).fetchone()[0] == OLD_VERSION
             fill(conn)
+            # the installing role's default privileges: what they give the
+            # objects the update creates must be taken back
+            for kind, what in (("TABLES", "ALL"), ("SEQUENCES", "ALL"), ("FUNCTIONS", "EXECUTE")):
+                conn.execute(f"ALTER DEFAULT PRIVILEGES GRANT {what} ON {kind} TO upgrade_default")
             before = keys(conn)
             history = {name: conn.execute(sql).fetchall() for name, sql in HISTORY.items()}
         cluster.stop()
@@ -183,6 +188,26 @@ def test_a_lease_from_before_the_update_writes_an_intent(upgraded):
         assert [(t[0], t[2]) for t in taken] == [(intent, "refund:s:stepped")]
         assert conn.execute("SELECT webhook_dedup.webhook_outbox_ack(%s, %s)", (intent, taken[0][1])).fetchone()[0]
         assert conn.execute("SELECT state FROM webhook_dedup.outbox WHERE id = %s", (intent,)).fetchone()[0] == "completed"
+
+
+def test_default_privileges_give_nothing_on_the_new_objects(upgraded):
+    cluster, *_ = upgraded
+    with cluster.connect("old") as conn:
+        def has(sql, *args):
+            return conn.execute(f"SELECT {sql}", args).fetchone()[0]
+
+        for rel in ("webhook_dedup.outbox", "webhook_dedup.outbox_backlog", "webhook_dedup.outbox_unknown_outcomes"):
+            assert not has("has_table_privilege('upgrade_default', %s, 'SELECT')", rel), rel
+        assert not has("has_table_privilege('upgrade_default', 'webhook_dedup.outbox', 'UPDATE')")
+        assert not has("has_sequence_privilege('upgrade_default', 'webhook_dedup.outbox_id_seq', 'USAGE')")
+        for fn in ("webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb)", "webhook_dedup.run_maintenance()",
+                   "webhook_dedup.webhook_outbox_ack(bigint, uuid, jsonb)"):
+            assert not has("has_function_privilege('upgrade_default', %s, 'EXECUTE')", fn), fn
+        # the documented roles still have theirs
+        assert has("has_function_privilege('webhook_dedup_operator', 'webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb)',"
+                   " 'EXECUTE')")
+        assert has("has_column_privilege('webhook_dedup_operator', 'webhook_dedup.outbox', 'request', 'SELECT')")
+        assert not has("has_column_privilege('webhook_dedup_operator', 'webhook_dedup.outbox', 'lease_token', 'SELECT')")
 
 
 def test_grants_on_replaced_views_are_kept(upgraded):
