@@ -119,6 +119,11 @@ ALTER FUNCTION webhook_dedup.run_maintenance() SECURITY DEFINER SET search_path 
 REVOKE ALL ON FUNCTION webhook_dedup.run_maintenance() FROM PUBLIC;
 -- (granted to webhook_dedup_operator below, once default privileges are undone)
 
+-- A failed key an operator resolved after its last attempt gets one more
+-- (src/claim.rs, decide): webhook_next's description says so.
+COMMENT ON FUNCTION webhook_dedup.webhook_next(text, interval, integer) IS
+  'webhook_dedup.webhook_next(source => NULL, lease => NULL, batch => 1) -> rows (source, idem_key, claim_token, attempt, payload, event_type, last_step, headers): up to batch due keys (pending, expired leases, due retries), oldest first, each leased to the caller; a key whose lease expired with no attempts left is dead-lettered instead. Keys another worker or a claim holds are skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED), so two workers never get the same key and a worker cannot deadlock with a claim. Finish each with webhook_complete or webhook_fail. Errors: 22004 NULL batch; 22023 batch outside 1..1000, a bad source or lease; 40001 under REPEATABLE READ when a key changed after the snapshot.';
+
 -- The counters' views gain the outbox's columns, at their ends.
 CREATE OR REPLACE VIEW webhook_dedup.counters AS
 SELECT c.bucket, c.source, c.event_type, c.bucket_width, c.deliveries, c.first_claims, c.reclaims,

@@ -147,10 +147,15 @@ pub struct Decision {
 /// and never answered with another payload's result). A key stored without
 /// a fingerprint adopts the first one given.
 ///
-/// A key that is due again (an expired lease, a due retry) but whose
-/// `attempt` already reached `max_attempts` is dead-lettered instead of
-/// leased: a message that crashes every worker that takes it must not be
-/// redelivered forever.
+/// A key whose lease expired with an `attempt` that already reached
+/// `max_attempts` is dead-lettered instead of leased: a message that
+/// crashes every worker that takes it must not be redelivered forever. A
+/// `failed` key is due with attempts left only (`webhook_fail` and the
+/// lease sweep dead-letter the last allowed attempt, [`decide_fail`]), but
+/// for one an operator resolved to `failed` ("retry now") after its last
+/// attempt: that one gets its attempt, one more whatever its count (its
+/// attempt is the fencing token passed downstream, so it is never reset),
+/// and a failure of it is dead-lettered again.
 pub fn decide(stored: Option<&Stored>, now: i64, fingerprint: Option<&[u8]>, max_attempts: i32) -> Decision {
     let Some(stored) = stored else {
         return Decision { outcome: Outcome::Claimed, write: Write::Insert };
@@ -161,7 +166,7 @@ pub fn decide(stored: Option<&Stored>, now: i64, fingerprint: Option<&[u8]>, max
         }
     }
     let lease = |outcome| {
-        if outcome == Outcome::Reclaimed && stored.attempt >= max_attempts {
+        if outcome == Outcome::Reclaimed && stored.state == State::Processing && stored.attempt >= max_attempts {
             return Decision { outcome: Outcome::DeadLettered, write: Write::DeadLetter };
         }
         Decision { outcome, write: Write::Lease { attempt: stored.attempt + 1 } }
@@ -366,9 +371,12 @@ mod tests {
             decide(Some(&s), NOW, None, MAX),
             Decision { outcome: Outcome::DeadLettered, write: Write::DeadLetter }
         );
+        // a failed key out of attempts is one an operator resolved to
+        // failed (retry now): it gets its attempt, and its failure is final
         let mut f = stored(State::Failed);
         f.attempt = MAX;
-        assert_eq!(decide(Some(&f), NOW, None, MAX).write, Write::DeadLetter);
+        assert_eq!(decide(Some(&f), NOW, None, MAX).write, Write::Lease { attempt: MAX + 1 });
+        assert_eq!(decide_fail(MAX + 1, true, None, MAX, NOW), FailTo::DeadLettered);
         // a live lease is still just in progress, whatever the attempt
         s.lease_expires_at = Some(NOW + 1);
         assert_eq!(decide(Some(&s), NOW, None, MAX).outcome, Outcome::InProgress);

@@ -167,9 +167,8 @@ mod tests {
         assert_eq!(take(&s, NOW, MAX, false), Take::Lease { attempt: 2, reclaimed: true });
         s.next_attempt_at = Some(NOW + 1);
         assert_eq!(take(&s, NOW, MAX, false), Take::NotDue);
-        s.next_attempt_at = Some(NOW);
-        s.attempt = MAX;
-        assert_eq!(take(&s, NOW, MAX, true), Take::DeadLetter);
+        // (a failed intent out of attempts cannot be: fail dead-letters the
+        // last attempt, and an operator's resolve starts them over)
     }
 
     #[test]
@@ -215,10 +214,13 @@ mod tests {
         assert_eq!(take(&s, NOW, MAX, true), Take::Lease { attempt: 1, reclaimed: true });
         let p = stored(State::Pending, attempt_after_resolve(State::Pending, MAX));
         assert_eq!(take(&p, NOW, MAX, true), Take::Lease { attempt: 1, reclaimed: false });
-        // without the reset it would be dead-lettered again at once
+        // with the reset a failure of it is retried; without it (as a key,
+        // whose attempt is a fencing token) the one more attempt is the last
+        assert!(matches!(claim::decide_fail(1, true, None, MAX, NOW), FailTo::Failed { .. }));
         let mut kept = stored(State::Failed, MAX);
         kept.next_attempt_at = Some(NOW);
-        assert_eq!(take(&kept, NOW, MAX, true), Take::DeadLetter);
+        assert_eq!(take(&kept, NOW, MAX, true), Take::Lease { attempt: MAX + 1, reclaimed: true });
+        assert_eq!(claim::decide_fail(MAX + 1, true, None, MAX, NOW), FailTo::DeadLettered);
         for to in [State::Completed, State::DeadLettered] {
             assert_eq!(attempt_after_resolve(to, 7), 7);
         }

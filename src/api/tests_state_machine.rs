@@ -51,6 +51,22 @@ mod tests {
     }
 
     #[pg_test]
+    fn a_dead_letter_resolved_to_failed_gets_one_more_attempt() {
+        Spi::run("INSERT INTO webhook_dedup.sources (source, max_attempts) VALUES ('sm', 1)").unwrap();
+        let (_, token, attempt, _) = claim("r1", "1 minute");
+        assert_eq!(attempt, 1);
+        assert_eq!(fail("r1", token.unwrap(), true, None).as_deref(), Some("dead_lettered"));
+        // an operator retries it now: the next delivery processes it (it
+        // used to be dead-lettered again at once, out of attempts)
+        Spi::run("SELECT webhook_dedup.webhook_resolve('sm', 'r1', 'failed')").unwrap();
+        let (outcome, token, attempt, _) = claim("r1", "1 minute");
+        assert_eq!((outcome.as_str(), attempt), ("reclaimed", 2));
+        // and a failure of that attempt is final again
+        assert_eq!(fail("r1", token.unwrap(), true, None).as_deref(), Some("dead_lettered"));
+        assert_eq!(state("r1").as_deref(), Some("dead_lettered"));
+    }
+
+    #[pg_test]
     fn retryable_failures_back_off_then_dead_letter_at_max_attempts() {
         Spi::run("INSERT INTO webhook_dedup.sources (source, max_attempts) VALUES ('sm', 2)").unwrap();
         let (_, token, attempt, _) = claim("f1", "1 minute");
