@@ -3,7 +3,8 @@
 -- (webhook_operation_key, webhook_dedup.downstream_key_limits) and the
 -- transactional outbox (webhook_dedup.outbox, webhook_outbox_put, _next,
 -- _ack, _fail, _unknown, _resolve, its views and counters); maintenance
--- gains the outbox step. Nothing stored is rewritten: claim_counts and
+-- gains the outbox step; sources can be paused (webhook_dedup.pause,
+-- resume; issue 27). Nothing stored is rewritten: claim_counts and
 -- maintenance_runs gain columns with defaults (no table rewrite), every key
 -- is left as it is. Tested by tests/upgrade (from 0.2.0 and from 0.1.0
 -- through 0.2.0: the result is a fresh install's schema, object for object).
@@ -94,6 +95,18 @@ ALTER TABLE webhook_dedup.maintenance_runs
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_expired IS 'Outbox intents whose sender''s lease lapsed, taken back (failed and due at once, dead_lettered with no attempts left, or unknown_outcome when the downstream is not idempotent).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_pruned IS 'Delivered outbox intents deleted past their source''s retention.';
 
+-- Pausing a source (issue 27, docs/operations.md): the pause is recorded
+-- in the source's row.
+ALTER TABLE webhook_dedup.sources
+    ADD COLUMN paused_at            timestamptz,
+    ADD COLUMN paused_by            text,
+    ADD COLUMN pause_reason         text;
+COMMENT ON COLUMN webhook_dedup.sources.paused_at IS 'When webhook_dedup.pause paused the source (NULL: not paused). While paused, intake goes on (claims, webhook_receive and webhook_enqueue answer and store as before) and webhook_next takes none of the source''s keys: its pending and failed keys wait, due_at infinity, until webhook_dedup.resume. Written by pause and resume only (operators may not write this column).';
+COMMENT ON COLUMN webhook_dedup.sources.paused_by IS 'The session user who called webhook_dedup.pause.';
+COMMENT ON COLUMN webhook_dedup.sources.pause_reason IS 'Why, as given to webhook_dedup.pause.';
+COMMENT ON TABLE webhook_dedup.sources IS
+  'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease), max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts), retention (else webhook_dedup.retention), tolerance (webhook_receive''s replay window; else the provider''s default), provider (the profile for retention_warnings), and how webhook_receive reads the source''s deliveries: event_id_from, event_type_from, event_time_from and event_time_format, fingerprint_pointers, replay_guard, accept_event_types (docs/providers.md, "Custom sources"); and whether it is paused (paused_at, paused_by, pause_reason: webhook_dedup.pause). NULL columns fall back to the settings and the provider profile.';
+
 -- run_maintenance() returns the outbox step's counts too: a new row type.
 DROP FUNCTION webhook_dedup.run_maintenance();
 CREATE FUNCTION webhook_dedup."run_maintenance"() RETURNS TABLE (
@@ -122,7 +135,7 @@ REVOKE ALL ON FUNCTION webhook_dedup.run_maintenance() FROM PUBLIC;
 -- A failed key an operator resolved after its last attempt gets one more
 -- (src/claim.rs, decide): webhook_next's description says so.
 COMMENT ON FUNCTION webhook_dedup.webhook_next(text, interval, integer) IS
-  'webhook_dedup.webhook_next(source => NULL, lease => NULL, batch => 1) -> rows (source, idem_key, claim_token, attempt, payload, event_type, last_step, headers): up to batch due keys (pending, expired leases, due retries), oldest first, each leased to the caller; a key whose lease expired with no attempts left is dead-lettered instead. Keys another worker or a claim holds are skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED), so two workers never get the same key and a worker cannot deadlock with a claim. Finish each with webhook_complete or webhook_fail. Errors: 22004 NULL batch; 22023 batch outside 1..1000, a bad source or lease; 40001 under REPEATABLE READ when a key changed after the snapshot.';
+  'webhook_dedup.webhook_next(source => NULL, lease => NULL, batch => 1) -> rows (source, idem_key, claim_token, attempt, payload, event_type, last_step, headers): up to batch due keys (pending, expired leases, due retries), oldest first, each leased to the caller; a key whose lease expired with no attempts left is dead-lettered instead. Keys of a paused source (webhook_dedup.pause) are not taken: a pending or failed one met is parked until webhook_dedup.resume. Keys another worker or a claim holds are skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED), so two workers never get the same key and a worker cannot deadlock with a claim. Finish each with webhook_complete or webhook_fail. Errors: 22004 NULL batch; 22023 batch outside 1..1000, a bad source or lease; 40001 under REPEATABLE READ when a key changed after the snapshot.';
 
 -- The counters' views gain the outbox's columns, at their ends.
 CREATE OR REPLACE VIEW webhook_dedup.counters AS
@@ -227,6 +240,32 @@ SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicate
 COMMENT ON VIEW webhook_dedup.duplicate_metrics IS
   'Counts per source and hour (bucket, UTC-aligned), flushed plus live: deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts (same key, different payload), completions, stale_completions, retry_later, unknown_outcome and dead_lettered (claims answered so), retries_scheduled, dead_letters (keys that became dead_lettered), marked_unknown, enqueued, drained, forgotten, resolved, stale_tokens, expired_leases (swept by maintenance), signature_rejections (webhook_receive deliveries that did not verify, = the sum of the rejected_<reason> columns; rejected_token_reused: a signed token seen before with other content, mailgun), missing_event_ids, ignored (event types the source does not accept), replayed (signed bodies re-sent under another event id, refused by the replay guard), duplicate_ratio = duplicates / deliveries (NULL without deliveries), and the outbox''s intents_written, intents_delivered, intent_retries, intents_dead_lettered, intents_unknown and intent_leases_expired (docs/outbox.md). What a crash can lose: docs/metrics.md. Empty without shared_preload_libraries. Filter on bucket: the condition reaches the index of webhook_dedup.claim_counts.';
 
+-- key_states shows the paused backlog, in columns at its end.
+CREATE OR REPLACE VIEW webhook_dedup.key_states AS
+WITH open AS (
+  SELECT k.source, k.state, pg_catalog.count(*) AS keys,
+         pg_catalog.min(k.due_at) FILTER (WHERE k.due_at OPERATOR(pg_catalog.<) 'infinity'::pg_catalog.timestamptz)
+           AS oldest_due_at,
+         pg_catalog.count(*) FILTER (WHERE k.due_at OPERATOR(pg_catalog.=) 'infinity'::pg_catalog.timestamptz)
+           AS paused_keys,
+         pg_catalog.min(k.leased_at) AS oldest_leased_at,
+         pg_catalog.count(*) FILTER (WHERE k.lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now()) AS expired
+    FROM webhook_dedup.keys AS k
+   WHERE k.state OPERATOR(pg_catalog.<>) 'completed'
+   GROUP BY k.source, k.state
+)
+SELECT o.source, o.state, o.keys,
+       CASE WHEN o.state OPERATOR(pg_catalog.=) 'pending'
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) o.oldest_due_at END AS oldest_pending_age,
+       CASE WHEN o.state OPERATOR(pg_catalog.=) 'processing'
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) o.oldest_leased_at END AS oldest_lease_age,
+       CASE WHEN o.state OPERATOR(pg_catalog.=) 'processing' THEN o.expired END AS expired_leases,
+       o.paused_keys, s.paused_at
+  FROM open AS o
+  LEFT JOIN webhook_dedup.sources AS s ON s.source OPERATOR(pg_catalog.=) o.source;
+COMMENT ON VIEW webhook_dedup.key_states IS
+  'Keys not completed, per source and state (pending, processing, failed, unknown_outcome, dead_lettered; one row per state that has keys): keys (count), oldest_pending_age (pending: how long the oldest pending key has been due, now - its due_at; the queue''s backlog), oldest_lease_age (processing: now - the oldest leased_at; the longest attempt in flight), expired_leases (processing: leases past expiry not swept yet), paused_keys (pending and failed keys parked by a pause of the source until webhook_dedup.resume: the paused backlog; they are not in oldest_pending_age), paused_at (when webhook_dedup.pause paused the source; NULL when it is not paused). Read from the partial index keys_open, which holds only keys not completed, so its cost follows the open work, never the history. Completed keys are not counted here: that would read every key kept for retention (see docs/metrics.md); their flow is duplicate_metrics.completions.';
+
 -- Downstream keys and the outbox's functions.
 CREATE FUNCTION webhook_dedup."webhook_operation_key"(
 	"source" TEXT, /* Option < & str > */
@@ -316,6 +355,24 @@ CREATE FUNCTION webhook_dedup."webhook_outbox_resolve"(
 VOLATILE PARALLEL UNSAFE 
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'webhook_outbox_resolve_wrapper';
+CREATE FUNCTION webhook_dedup."pause"(
+	"source" TEXT, /* Option < & str > */
+	"reason" TEXT DEFAULT NULL /* Option < & str > */
+) RETURNS bigint /* i64 */
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'pause_wrapper';
+CREATE FUNCTION webhook_dedup."resume"(
+	"source" TEXT /* Option < & str > */
+) RETURNS bigint /* i64 */
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'resume_wrapper';
+
+COMMENT ON FUNCTION webhook_dedup.pause(text, text) IS
+  'webhook_dedup.pause(source, reason => NULL) -> bigint: pauses the source while a system its processing needs is down. Intake goes on (webhook_claim, webhook_receive and webhook_enqueue answer and store as before: claims are not refused); webhook_next takes none of its keys: its pending and failed keys are parked (due_at infinity; the count returned), and a key that becomes due later is parked by the webhook_next that meets it. Keys in flight keep their lease. Recorded in webhook_dedup.sources (paused_at, paused_by: the session user, pause_reason; a row is made for a source without one); pausing a paused source keeps its first pause and takes the new reason. key_states shows the paused backlog. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install. docs/operations.md, "Pausing a source".';
+COMMENT ON FUNCTION webhook_dedup.resume(text) IS
+  'webhook_dedup.resume(source) -> bigint: ends a pause (webhook_dedup.pause): clears paused_at, paused_by and pause_reason, and makes the parked keys due as before it (a failed key at its retry time, a pending key at its first delivery, so the oldest is taken first); returns how many. Unparks keys left parked even when the source is not paused (its row was deleted during a pause). Waits for a webhook_next that is parking a key of the source, so none stays parked. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install.';
 
 -- The outbox (docs/outbox.md): what waits per target, and the intents
 -- that wait for an operator. No request, response or lease token is in
@@ -410,6 +467,7 @@ BEGIN
                     'webhook_dedup.webhook_outbox_fail(bigint, uuid, text, boolean, interval)',
                     'webhook_dedup.webhook_outbox_unknown(bigint, uuid, text)',
                     'webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb)',
+                    'webhook_dedup.pause(text, text)', 'webhook_dedup.resume(text)',
                     'webhook_dedup.run_maintenance()']::pg_catalog.regprocedure[])
               AND a.grantee OPERATOR(pg_catalog.<>) p.proowner AND a.grantee OPERATOR(pg_catalog.<>) 0 LOOP
     EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %I', g.fn, pg_catalog.pg_get_userbyid(g.grantee));
@@ -432,7 +490,9 @@ BEGIN
       ('webhook_dedup.webhook_outbox_ack(bigint, uuid, jsonb)', 'webhook_dedup_receiver'),
       ('webhook_dedup.webhook_outbox_fail(bigint, uuid, text, boolean, interval)', 'webhook_dedup_receiver'),
       ('webhook_dedup.webhook_outbox_unknown(bigint, uuid, text)', 'webhook_dedup_receiver'),
-      ('webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb)', 'webhook_dedup_operator')) AS x(signature, role)
+      ('webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb)', 'webhook_dedup_operator'),
+      ('webhook_dedup.pause(text, text)', 'webhook_dedup_operator'),
+      ('webhook_dedup.resume(text)', 'webhook_dedup_operator')) AS x(signature, role)
   LOOP
     EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp', f.fn);
     EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);
@@ -444,6 +504,13 @@ GRANT SELECT (id, source, idem_key, operation, target, request, downstream_key, 
               state, attempt, lease_expires_at, next_attempt_at, due_at, response, last_error, created_at, leased_at,
               delivered_at, updated_at)
   ON webhook_dedup.outbox TO webhook_dedup_operator;
+REVOKE INSERT, UPDATE ON webhook_dedup.sources FROM webhook_dedup_operator;
+-- Operators configure sources with SQL, all but the pause: paused_at,
+-- paused_by and pause_reason are written by pause() and resume() only,
+-- which park and unpark the source's keys with them.
+GRANT SELECT, DELETE ON webhook_dedup.sources TO webhook_dedup_operator;
+COMMENT ON ROLE webhook_dedup_operator IS
+  'webhook_dedup: may resolve and forget keys, run maintenance, flush the counters, configure webhook_dedup.sources, pause and resume sources; reads what webhook_dedup_reader reads.';
 GRANT SELECT ON webhook_dedup.outbox_backlog, webhook_dedup.outbox_dead_letters,
                 webhook_dedup.outbox_unknown_outcomes, webhook_dedup.downstream_key_limits
   TO webhook_dedup_reader, pg_monitor;

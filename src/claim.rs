@@ -291,6 +291,13 @@ pub fn due_at(state: State, now: i64, lease_expires_at: Option<i64>, next_attemp
     }
 }
 
+/// The `due_at` of a key parked by a pause of its source
+/// (`webhook_dedup.pause`): PostgreSQL's timestamptz `'infinity'`
+/// (`TIMESTAMP_NOEND`, `i64::MAX`), after every due time in the index
+/// order, so that no take reaches it; `webhook_dedup.resume` puts the key's
+/// own due time back.
+pub const PAUSED_DUE_AT: i64 = i64::MAX;
+
 /// The longest lease: a year. A lease is a liveness bound on one attempt,
 /// not a way to park a key (that is what `dead_lettered` is for), and the
 /// bound keeps `now + lease` a finite timestamp.

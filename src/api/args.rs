@@ -21,3 +21,16 @@ pub(crate) fn key<'a>(source: Option<&'a str>, idem_key: Option<&'a str>) -> Key
 pub(crate) fn lease(lease: Interval) -> i64 {
     crate::time::duration_us(lease, "lease").and_then(crate::claim::check_lease_us).or_raise()
 }
+
+/// 0A000 on a distributed (Citus) install, for `what` runs on one server
+/// only (the outbox, pausing a source: issue 28 brings them to Citus);
+/// `hint` names the document that says so.
+pub fn one_server_only(what: &str, hint: &str) {
+    if crate::store::citus::keys_distributed() {
+        crate::error::Error::FeatureNotSupported {
+            message: format!("{what} is not available on a distributed (Citus) install of webhook_dedup"),
+            hint: Some(hint.into()),
+        }
+        .raise();
+    }
+}

@@ -13,6 +13,7 @@ pub mod key;
 pub mod maintenance;
 pub mod ordering;
 pub mod outbox;
+pub mod pause;
 pub mod queue;
 pub mod receive;
 mod rows;
@@ -32,6 +33,8 @@ mod tests_maintenance;
 mod tests_ordering;
 #[cfg(feature = "pg_test")]
 mod tests_outbox;
+#[cfg(feature = "pg_test")]
+mod tests_pause;
 #[cfg(feature = "pg_test")]
 mod tests_secrets;
 #[cfg(feature = "pg_test")]

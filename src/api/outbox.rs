@@ -23,13 +23,7 @@ use pgrx::Uuid;
 /// The outbox runs on one server; on a distributed install its intents
 /// would have to live with their keys' shards, which is not built yet.
 fn check_not_distributed() {
-    if crate::store::citus::keys_distributed() {
-        Error::FeatureNotSupported {
-            message: "the outbox is not available on a distributed (Citus) install of webhook_dedup".into(),
-            hint: Some("docs/outbox.md, \"Limits\".".into()),
-        }
-        .raise();
-    }
+    super::args::one_server_only("the outbox", "docs/outbox.md, \"Limits\".");
 }
 
 /// The intent named by a call, locked: P0002 when it does not exist.

@@ -125,43 +125,21 @@ fn webhook_next(
     let rows: Vec<NextRow> = spi::connected(|conn| {
         let now = clock_now();
         let mut out = Vec::with_capacity(batch as usize);
-        for found in store::queue::take_due(conn, now, source, batch) {
-            let key = found.key();
-            let settings = sources::settings(conn, key.source);
-            match decide(Some(&found.stored()), now, None, settings.max_attempts()) {
-                Decision { write: Write::Lease { attempt }, outcome } => {
-                    let token = store::new_token();
-                    let until = now.saturating_add(lease_us.unwrap_or_else(|| settings.default_lease_us()));
-                    store::claim::lease(conn, key, &Lease { now, attempt, token, until, event_type: None });
-                    let (payload, headers) = store::queue::payload(conn, key);
-                    counts.push((found.source.clone(), found.event_type.clone(), Counter::Drained));
-                    if outcome == Outcome::Reclaimed {
-                        counts.push((found.source.clone(), found.event_type.clone(), Counter::Reclaims));
-                    }
-                    out.push((
-                        found.source.clone(),
-                        found.idem_key.clone(),
-                        token,
-                        attempt,
-                        payload,
-                        found.event_type.clone(),
-                        found.last_step.clone(),
-                        headers,
-                    ));
+        // Keys of a paused source are set aside (parked) and the take is
+        // repeated for the rest of the batch (the keys it set aside stay
+        // locked by this transaction, so a repeated take skips them).
+        for _ in 0..MAX_TAKES {
+            let want = batch - out.len() as i32;
+            let taken = store::queue::take_due(conn, now, source, want);
+            let took = taken.len();
+            let mut set_aside = 0;
+            for found in taken {
+                if !take_one(conn, now, lease_us, &found, &mut out, &mut counts) {
+                    set_aside += 1;
                 }
-                Decision { write: Write::DeadLetter, .. } => {
-                    store::transitions::dead_letter_exhausted(conn, &found, now);
-                    counts.push((found.source.clone(), found.event_type.clone(), Counter::DeadLetters));
-                }
-                _ => {
-                    // Not due after all: its due_at disagrees with its
-                    // state. Repair it so that it stops coming back at the
-                    // head of the queue.
-                    let due = claim::due_at(found.state, now, found.lease_expires_at, found.next_attempt_at);
-                    if due != found.due_at {
-                        store::transitions::set_due(conn, key, due);
-                    }
-                }
+            }
+            if set_aside == 0 || took < want as usize || out.len() >= batch as usize {
+                break;
             }
         }
         out
@@ -170,4 +148,69 @@ fn webhook_next(
         metrics::count(source, event_type.as_deref(), *counter, false);
     }
     TableIterator::new(rows)
+}
+
+/// How many takes one `webhook_next` makes at most when keys of paused
+/// sources fill its batches (each take skips the keys the earlier ones
+/// set aside).
+const MAX_TAKES: usize = 8;
+
+/// What `webhook_next` does with one key it took locked: lease it (added to
+/// `out`), dead-letter it, repair its due time, or, when its source is
+/// paused, set it aside (false): a pending or failed key is parked
+/// ([`claim::PAUSED_DUE_AT`]) until `webhook_dedup.resume`, a processing
+/// key whose lease lapsed is left to maintenance, which makes it failed
+/// (and the next take parks it).
+fn take_one(
+    conn: &Conn<'_>,
+    now: i64,
+    lease_us: Option<i64>,
+    found: &store::KeyRow,
+    out: &mut Vec<NextRow>,
+    counts: &mut Vec<(String, Option<String>, Counter)>,
+) -> bool {
+    let key = found.key();
+    let settings = sources::settings(conn, key.source);
+    if settings.paused && !store::citus::keys_distributed() && sources::paused_locked(conn, key.source) {
+        if matches!(found.state, State::Pending | State::Failed) {
+            store::transitions::set_due(conn, key, Some(claim::PAUSED_DUE_AT));
+        }
+        return false;
+    }
+    match decide(Some(&found.stored()), now, None, settings.max_attempts()) {
+        Decision { write: Write::Lease { attempt }, outcome } => {
+            let token = store::new_token();
+            let until = now.saturating_add(lease_us.unwrap_or_else(|| settings.default_lease_us()));
+            store::claim::lease(conn, key, &Lease { now, attempt, token, until, event_type: None });
+            let (payload, headers) = store::queue::payload(conn, key);
+            counts.push((found.source.clone(), found.event_type.clone(), Counter::Drained));
+            if outcome == Outcome::Reclaimed {
+                counts.push((found.source.clone(), found.event_type.clone(), Counter::Reclaims));
+            }
+            out.push((
+                found.source.clone(),
+                found.idem_key.clone(),
+                token,
+                attempt,
+                payload,
+                found.event_type.clone(),
+                found.last_step.clone(),
+                headers,
+            ));
+        }
+        Decision { write: Write::DeadLetter, .. } => {
+            store::transitions::dead_letter_exhausted(conn, found, now);
+            counts.push((found.source.clone(), found.event_type.clone(), Counter::DeadLetters));
+        }
+        _ => {
+            // Not due after all: its due_at disagrees with its
+            // state. Repair it so that it stops coming back at the
+            // head of the queue.
+            let due = claim::due_at(found.state, now, found.lease_expires_at, found.next_attempt_at);
+            if due != found.due_at {
+                store::transitions::set_due(conn, key, due);
+            }
+        }
+    }
+    true
 }

@@ -204,12 +204,16 @@ COMMENT ON FUNCTION webhook_dedup.webhook_extend_lease(text, text, uuid, interva
   'webhook_dedup.webhook_extend_lease(source, idem_key, claim_token, lease) -> timestamptz: the new lease expiry (now + lease), or NULL when claim_token is stale (the lease was reclaimed: stop working). Errors: P0002 unknown key; 22023 a lease that is not positive, over 365 days or has months.';
 COMMENT ON FUNCTION webhook_dedup.webhook_resolve(text, text, text, jsonb) IS
   'webhook_dedup.webhook_resolve(source, idem_key, new_state, result => NULL) -> text: the previous state. For operators and reconciliation jobs, from any state to completed (result stored when given), failed (retry now), dead_lettered or pending (hand it to the queue again); a processing key''s holder is fenced out. Errors: P0002 unknown key; 22023 another new_state.';
+COMMENT ON FUNCTION webhook_dedup.pause(text, text) IS
+  'webhook_dedup.pause(source, reason => NULL) -> bigint: pauses the source while a system its processing needs is down. Intake goes on (webhook_claim, webhook_receive and webhook_enqueue answer and store as before: claims are not refused); webhook_next takes none of its keys: its pending and failed keys are parked (due_at infinity; the count returned), and a key that becomes due later is parked by the webhook_next that meets it. Keys in flight keep their lease. Recorded in webhook_dedup.sources (paused_at, paused_by: the session user, pause_reason; a row is made for a source without one); pausing a paused source keeps its first pause and takes the new reason. key_states shows the paused backlog. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install. docs/operations.md, "Pausing a source".';
+COMMENT ON FUNCTION webhook_dedup.resume(text) IS
+  'webhook_dedup.resume(source) -> bigint: ends a pause (webhook_dedup.pause): clears paused_at, paused_by and pause_reason, and makes the parked keys due as before it (a failed key at its retry time, a pending key at its first delivery, so the oldest is taken first); returns how many. Unparks keys left parked even when the source is not paused (its row was deleted during a pause). Waits for a webhook_next that is parking a key of the source, so none stays parked. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install.';
 COMMENT ON FUNCTION webhook_dedup.webhook_forget(text, text) IS
   'webhook_dedup.webhook_forget(source, idem_key) -> boolean: removes the key so that a deliberate replay is processed again; true when it existed. For operators; counted as forgotten in the metrics.';
 COMMENT ON FUNCTION webhook_dedup.webhook_enqueue(text, text, bytea, text, jsonb) IS
   'webhook_dedup.webhook_enqueue(source, idem_key, payload, event_type => NULL, headers => NULL) -> text: accepted (stored pending with its raw payload for webhook_next), duplicate (known in any state; nothing stored) or conflict (known with another payload; recorded in webhook_dedup.conflicts). Answer the provider 2xx for all three. Errors as webhook_claim; 22004 NULL payload.';
 COMMENT ON FUNCTION webhook_dedup.webhook_next(text, interval, integer) IS
-  'webhook_dedup.webhook_next(source => NULL, lease => NULL, batch => 1) -> rows (source, idem_key, claim_token, attempt, payload, event_type, last_step, headers): up to batch due keys (pending, expired leases, due retries), oldest first, each leased to the caller; a key whose lease expired with no attempts left is dead-lettered instead. Keys another worker or a claim holds are skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED), so two workers never get the same key and a worker cannot deadlock with a claim. Finish each with webhook_complete or webhook_fail. Errors: 22004 NULL batch; 22023 batch outside 1..1000, a bad source or lease; 40001 under REPEATABLE READ when a key changed after the snapshot.';
+  'webhook_dedup.webhook_next(source => NULL, lease => NULL, batch => 1) -> rows (source, idem_key, claim_token, attempt, payload, event_type, last_step, headers): up to batch due keys (pending, expired leases, due retries), oldest first, each leased to the caller; a key whose lease expired with no attempts left is dead-lettered instead. Keys of a paused source (webhook_dedup.pause) are not taken: a pending or failed one met is parked until webhook_dedup.resume. Keys another worker or a claim holds are skipped, never waited for (FOR NO KEY UPDATE SKIP LOCKED), so two workers never get the same key and a worker cannot deadlock with a claim. Finish each with webhook_complete or webhook_fail. Errors: 22004 NULL batch; 22023 batch outside 1..1000, a bad source or lease; 40001 under REPEATABLE READ when a key changed after the snapshot.';
 COMMENT ON FUNCTION webhook_dedup.webhook_claim_many(text, text[], interval, text) IS
   'webhook_dedup.webhook_claim_many(source, idem_keys, lease => NULL, event_type => NULL) -> one row per distinct key (idem_key, then the columns of webhook_claim). The keys are claimed one by one in sorted order, so transactions claiming overlapping keys in any order never deadlock: the second waits for the first and then sees its keys in_progress or completed. No payload fingerprints. Errors as webhook_claim; 22004 a NULL key.';
 CREATE VIEW webhook_dedup.providers AS
@@ -293,7 +297,10 @@ COMMENT ON VIEW webhook_dedup.retention_warnings IS
 CREATE VIEW webhook_dedup.key_states AS
 WITH open AS (
   SELECT k.source, k.state, pg_catalog.count(*) AS keys,
-         pg_catalog.min(k.due_at) AS oldest_due_at,
+         pg_catalog.min(k.due_at) FILTER (WHERE k.due_at OPERATOR(pg_catalog.<) 'infinity'::pg_catalog.timestamptz)
+           AS oldest_due_at,
+         pg_catalog.count(*) FILTER (WHERE k.due_at OPERATOR(pg_catalog.=) 'infinity'::pg_catalog.timestamptz)
+           AS paused_keys,
          pg_catalog.min(k.leased_at) AS oldest_leased_at,
          pg_catalog.count(*) FILTER (WHERE k.lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now()) AS expired
     FROM webhook_dedup.keys AS k
@@ -305,10 +312,12 @@ SELECT o.source, o.state, o.keys,
             THEN pg_catalog.now() OPERATOR(pg_catalog.-) o.oldest_due_at END AS oldest_pending_age,
        CASE WHEN o.state OPERATOR(pg_catalog.=) 'processing'
             THEN pg_catalog.now() OPERATOR(pg_catalog.-) o.oldest_leased_at END AS oldest_lease_age,
-       CASE WHEN o.state OPERATOR(pg_catalog.=) 'processing' THEN o.expired END AS expired_leases
-  FROM open AS o;
+       CASE WHEN o.state OPERATOR(pg_catalog.=) 'processing' THEN o.expired END AS expired_leases,
+       o.paused_keys, s.paused_at
+  FROM open AS o
+  LEFT JOIN webhook_dedup.sources AS s ON s.source OPERATOR(pg_catalog.=) o.source;
 COMMENT ON VIEW webhook_dedup.key_states IS
-  'Keys not completed, per source and state (pending, processing, failed, unknown_outcome, dead_lettered; one row per state that has keys): keys (count), oldest_pending_age (pending: how long the oldest pending key has been due, now - its due_at; the queue''s backlog), oldest_lease_age (processing: now - the oldest leased_at; the longest attempt in flight), expired_leases (processing: leases past expiry not swept yet). Read from the partial index keys_open, which holds only keys not completed, so its cost follows the open work, never the history. Completed keys are not counted here: that would read every key kept for retention (see docs/metrics.md); their flow is duplicate_metrics.completions.';
+  'Keys not completed, per source and state (pending, processing, failed, unknown_outcome, dead_lettered; one row per state that has keys): keys (count), oldest_pending_age (pending: how long the oldest pending key has been due, now - its due_at; the queue''s backlog), oldest_lease_age (processing: now - the oldest leased_at; the longest attempt in flight), expired_leases (processing: leases past expiry not swept yet), paused_keys (pending and failed keys parked by a pause of the source until webhook_dedup.resume: the paused backlog; they are not in oldest_pending_age), paused_at (when webhook_dedup.pause paused the source; NULL when it is not paused). Read from the partial index keys_open, which holds only keys not completed, so its cost follows the open work, never the history. Completed keys are not counted here: that would read every key kept for retention (see docs/metrics.md); their flow is duplicate_metrics.completions.';
 
 CREATE VIEW webhook_dedup.stuck_claims AS
 SELECT k.source, k.idem_key, k.event_type, k.attempt, k.leased_at, k.lease_expires_at,
@@ -544,7 +553,7 @@ COMMENT ON FUNCTION webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb) IS
 -- only by the role for its job:
 --   webhook_dedup_receiver  claim, complete, fail, checkpoint, extend, mark
 --                           unknown, receive, enqueue, next, advance;
---   webhook_dedup_operator  resolve, forget, run_maintenance, flush_metrics,
+--   webhook_dedup_operator  resolve, forget, pause, resume, run_maintenance, flush_metrics,
 --                           the rows of webhook_dedup.sources, the keys of
 --                           webhook_dedup.source_secrets (add, retire, list:
 --                           never their values); reads as below;
@@ -580,7 +589,7 @@ $$;
 COMMENT ON ROLE webhook_dedup_receiver IS
   'webhook_dedup: may claim, complete, fail, checkpoint, extend and mark keys unknown, receive, enqueue, take (webhook_next) and advance watermarks, through the functions only. Grant it to a receiver''s login role.';
 COMMENT ON ROLE webhook_dedup_operator IS
-  'webhook_dedup: may resolve and forget keys, run maintenance, flush the counters and configure webhook_dedup.sources; reads what webhook_dedup_reader reads.';
+  'webhook_dedup: may resolve and forget keys, run maintenance, flush the counters, configure webhook_dedup.sources, pause and resume sources; reads what webhook_dedup_reader reads.';
 COMMENT ON ROLE webhook_dedup_reader IS
   'webhook_dedup: may read the views of schema webhook_dedup (no payload, header or claim token is in any) and call its read-only functions.';
 GRANT webhook_dedup_reader TO webhook_dedup_operator;
@@ -640,6 +649,8 @@ BEGIN
       ('webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb)', 'webhook_dedup_operator'),
       ('webhook_dedup.webhook_resolve(text, text, text, jsonb)', 'webhook_dedup_operator'),
       ('webhook_dedup.webhook_forget(text, text)', 'webhook_dedup_operator'),
+      ('webhook_dedup.pause(text, text)', 'webhook_dedup_operator'),
+      ('webhook_dedup.resume(text)', 'webhook_dedup_operator'),
       ('webhook_dedup.run_maintenance()', 'webhook_dedup_operator'),
       ('webhook_dedup.flush_metrics()', 'webhook_dedup_operator'),
       ('webhook_dedup.add_secret(text, text, timestamptz, timestamptz, text)', 'webhook_dedup_operator'),
@@ -660,7 +671,15 @@ BEGIN
   END LOOP;
 END
 $$;
-GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_dedup.sources TO webhook_dedup_operator;
+-- Operators configure sources with SQL, all but the pause: paused_at,
+-- paused_by and pause_reason are written by pause() and resume() only,
+-- which park and unpark the source's keys with them.
+GRANT SELECT, DELETE ON webhook_dedup.sources TO webhook_dedup_operator;
+GRANT INSERT (source, lease, max_attempts, retention, tolerance, provider, note, event_id_from, event_type_from,
+              event_time_from, event_time_format, fingerprint_pointers, replay_guard, accept_event_types),
+      UPDATE (source, lease, max_attempts, retention, tolerance, provider, note, event_id_from, event_type_from,
+              event_time_from, event_time_format, fingerprint_pointers, replay_guard, accept_event_types)
+  ON webhook_dedup.sources TO webhook_dedup_operator;
 -- The outbox: nobody but its owner at the table level (an explicit ACL,
 -- as an update that revokes what default privileges gave leaves it).
 -- Operators reconcile outbox intents with their downstream: they read each

@@ -21,6 +21,8 @@ static TAKE_OF_SOURCE: Statement = Statement::returning(
 );
 static DUE_SOURCES: Statement =
     Statement::returning(crate::sql_statement!("queue_due_sources.sql"), &[TIMESTAMPTZOID, INT4OID], &["source"]);
+static PARK: Statement = Statement::returning(crate::sql_statement!("queue_park.sql"), &[TEXTOID], &["count"]);
+static UNPARK: Statement = Statement::returning(crate::sql_statement!("queue_unpark.sql"), &[TEXTOID], &["count"]);
 static PAYLOAD: Statement =
     Statement::returning(crate::sql_statement!("queue_payload.sql"), &[TEXTOID, TEXTOID], &["payload", "headers"]);
 
@@ -91,4 +93,17 @@ pub fn payload(conn: &Conn<'_>, key: Key<'_>) -> (Option<Vec<u8>>, Option<Jsonb>
         return (None, None);
     }
     (rows.get(0, 1), rows.get_jsonb(0, 2))
+}
+
+/// Park the keys of `source` that wait for `webhook_next` (pending and
+/// failed: due at [`crate::claim::PAUSED_DUE_AT`]). Returns how many.
+pub fn park(conn: &Conn<'_>, source: &str) -> i64 {
+    conn.execute(&PARK, &[arg(source)], Snap::Statement).get(0, 1).unwrap_or(0)
+}
+
+/// Make the parked keys of `source` due again as before the pause (a
+/// failed key at its retry, a pending key at its first delivery). Returns
+/// how many.
+pub fn unpark(conn: &Conn<'_>, source: &str) -> i64 {
+    conn.execute(&UNPARK, &[arg(source)], Snap::Statement).get(0, 1).unwrap_or(0)
 }

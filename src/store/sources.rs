@@ -18,7 +18,7 @@ use crate::error::{Error, OrRaise};
 use crate::intake::{Columns, SourceIntake};
 use crate::spi::{arg, Conn, Snap, Statement};
 use pgrx::datum::Interval;
-use pgrx::pg_sys::{self, TEXTOID};
+use pgrx::pg_sys::{self, TEXTOID, TIMESTAMPTZOID};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -41,8 +41,16 @@ static SETTINGS: Statement = Statement::returning(
         "replay_guard",
         "accept_event_types",
         "provider",
+        "paused",
     ],
 );
+static PAUSE: Statement = Statement::returning(
+    crate::sql_statement!("source_pause.sql"),
+    &[TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID],
+    &["paused_at"],
+);
+static RESUME: Statement = Statement::new(crate::sql_statement!("source_resume.sql"), &[TEXTOID]);
+static PAUSED: Statement = Statement::returning(crate::sql_statement!("source_paused.sql"), &[TEXTOID], &["paused"]);
 
 /// How many sources one backend keeps.
 pub const CAPACITY: usize = 1_024;
@@ -65,6 +73,9 @@ pub struct SourceSettings {
     pub intake: Option<Rc<Result<SourceIntake, String>>>,
     /// The provider profile the source names (`webhook_dedup.sources.provider`).
     pub provider: Option<Rc<str>>,
+    /// Whether `webhook_dedup.pause` paused the source (as cached: confirm
+    /// with [`paused_locked`] before acting on it).
+    pub paused: bool,
 }
 
 impl SourceSettings {
@@ -132,6 +143,7 @@ pub fn settings(conn: &Conn<'_>, source: &str) -> SourceSettings {
         configured: rows.get(0, 6).unwrap_or(false),
         intake: None,
         provider: rows.get::<String>(0, 14).map(Rc::from),
+        paused: rows.get(0, 15).unwrap_or(false),
     };
     let columns = Columns {
         event_id_from: rows.get(0, 7),
@@ -163,4 +175,30 @@ pub fn settings(conn: &Conn<'_>, source: &str) -> SourceSettings {
         });
     }
     found
+}
+
+/// Record a pause of `source` by `by` (its row made when it has none; a
+/// source paused already keeps its first pause's time and user, and takes
+/// `reason`). The row stays locked until the transaction ends. Returns
+/// when the source has been paused since.
+pub fn pause(conn: &Conn<'_>, source: &str, now: i64, by: &str, reason: Option<&str>) -> i64 {
+    let rows =
+        conn.execute(&PAUSE, &[arg(source), arg(crate::time::timestamptz(now)), arg(by), arg(reason)], Snap::Statement);
+    rows.get::<pgrx::datum::TimestampWithTimeZone>(0, 1).map(pg_sys::TimestampTz::from).expect("paused_at was set")
+}
+
+/// Clear the pause of `source` (nothing when it has no row). The row stays
+/// locked until the transaction ends, so that every transaction that held
+/// it FOR SHARE ([`paused_locked`]) has committed first.
+pub fn resume(conn: &Conn<'_>, source: &str) {
+    conn.execute(&RESUME, &[arg(source)], Snap::Statement);
+}
+
+/// Whether `source` is paused, read from its latest committed row and
+/// locked FOR SHARE until the transaction ends (a concurrent pause or
+/// resume is waited for; 40001 under REPEATABLE READ when it committed
+/// after the snapshot).
+pub fn paused_locked(conn: &Conn<'_>, source: &str) -> bool {
+    let rows = conn.execute(&PAUSED, &[arg(source)], Snap::Statement);
+    !rows.is_empty() && rows.get::<bool>(0, 1).unwrap_or(false)
 }

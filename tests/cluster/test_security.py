@@ -114,6 +114,11 @@ CALLS = [
     "SELECT webhook_dedup.webhook_forget('s', 'u1')",
     "SELECT * FROM webhook_dedup.webhook_enqueue('s', 'q1', 'p'::bytea)",
     "SELECT * FROM webhook_dedup.webhook_next('s')",
+    # a pause: keys parked, one parked by webhook_next, all given back
+    "SELECT webhook_dedup.pause('s', 'downstream down')",
+    "SELECT * FROM webhook_dedup.webhook_enqueue('s', 'q2', 'p'::bytea)",
+    "SELECT * FROM webhook_dedup.webhook_next('s')",
+    "SELECT webhook_dedup.resume('s')",
     # the outbox: intents written by a key's holder, taken, acknowledged,
     # failed, marked unknown and resolved; downstream keys
     "SELECT * FROM webhook_dedup.webhook_claim('s', 'o1', lease => '1 hour')",
@@ -624,6 +629,14 @@ ACTIONS = [
     ("flush the counters", "SELECT webhook_dedup.flush_metrics()", {"t_operator"}),
     ("configure a source", "INSERT INTO webhook_dedup.sources (source, note) VALUES ('lp-' || current_user, 'x')",
      {"t_operator"}),
+    ("change a source", "UPDATE webhook_dedup.sources SET note = 'y' WHERE source = 'lp'", {"t_operator"}),
+    ("pause a source", "SELECT webhook_dedup.pause('lp-p-' || current_user, 'crm down')", {"t_operator"}),
+    ("resume a source", "SELECT webhook_dedup.resume('lp')", {"t_operator"}),
+    # the pause is written by pause() and resume() only (they park and
+    # unpark the source's keys with it)
+    ("pause a source by hand", "UPDATE webhook_dedup.sources SET paused_at = now()", set()),
+    ("resume a source by hand", "UPDATE webhook_dedup.sources SET paused_at = NULL, paused_by = NULL", set()),
+    ("insert a paused source", "INSERT INTO webhook_dedup.sources (source, paused_at) VALUES ('lp-x', now())", set()),
     ("add a verification key", "SELECT webhook_dedup.add_secret('lp-' || current_user, 'k')", {"t_operator"}),
     ("retire a verification key", "SELECT webhook_dedup.retire_secret('lp', (SELECT min(id) FROM"
      " webhook_dedup.list_secrets('lp')))", {"t_operator"}),
@@ -685,10 +698,11 @@ def logins(connect):
         INTENT.append(conn.execute("SELECT webhook_dedup.webhook_outbox_put('lp', 'held', %s, 'refund', 'lp', '{}')",
                                    (tok,)).fetchone()[0])
         conn.execute("SELECT webhook_dedup.add_secret('lp', 'old-key')")
+        conn.execute("INSERT INTO webhook_dedup.sources (source, note) VALUES ('lp', 'x') ON CONFLICT DO NOTHING")
         conn.execute("SELECT webhook_dedup.webhook_claim('lp', 'gone')")
     yield
     with connect() as conn:
-        conn.execute("DELETE FROM webhook_dedup.sources WHERE source LIKE 'lp-%'")
+        conn.execute("DELETE FROM webhook_dedup.sources WHERE source LIKE 'lp-%' OR source = 'lp'")
         conn.execute("DELETE FROM webhook_dedup.source_secrets WHERE source LIKE 'lp%'")
         for login in LOGINS:
             conn.execute(f"DROP OWNED BY {login}")
@@ -726,9 +740,20 @@ def test_no_role_but_the_owner_holds_table_privileges(connect):
                   AND a.grantee <> c.relowner ORDER BY 1, 2, 3""").fetchall()
         assert grants == [
             ("maintenance_runs", "pg_monitor", "SELECT"), ("maintenance_runs", "webhook_dedup_reader", "SELECT"),
-            ("sources", "webhook_dedup_operator", "DELETE"), ("sources", "webhook_dedup_operator", "INSERT"),
-            ("sources", "webhook_dedup_operator", "SELECT"), ("sources", "webhook_dedup_operator", "UPDATE"),
+            ("sources", "webhook_dedup_operator", "DELETE"), ("sources", "webhook_dedup_operator", "SELECT"),
         ]
+        # the operator inserts and updates every column of a source's row
+        # but the pause's (written by pause() and resume())
+        columns = conn.execute(
+            """SELECT a.attname, x.privilege_type
+                 FROM pg_attribute a, aclexplode(a.attacl) AS x
+                WHERE a.attrelid = 'webhook_dedup.sources'::regclass AND x.grantee = 'webhook_dedup_operator'::regrole
+                ORDER BY 1, 2""").fetchall()
+        settable = {r[0] for r in conn.execute(
+            """SELECT attname FROM pg_attribute WHERE attrelid = 'webhook_dedup.sources'::regclass AND attnum > 0
+                  AND NOT attisdropped AND attname NOT IN ('paused_at', 'paused_by', 'pause_reason')""")}
+        assert len(settable) == 14
+        assert columns == sorted((c, p) for c in settable for p in ("INSERT", "UPDATE"))
         unpinned = conn.execute(
             """SELECT p.oid::regprocedure::text FROM pg_proc p
                  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
