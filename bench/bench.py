@@ -747,6 +747,79 @@ class Bench:
         self.ratio("WAL bytes per claim including its removal / plain insert, wal_compression = lz4", None,
                    "<=").samples = [(c + rem) / p]
 
+    def scenario_archive(self):
+        """The payload archive (issue 27): a claim of a 4 KiB body for a
+        source that archives it against one that does not, in tps, CPU per
+        call and WAL per claim, with the removal of what was archived both
+        ways maintenance does it (a day partition dropped whole; a shorter
+        payload retention's rows deleted in batches, and the vacuum after)."""
+        db = "bench_archive"
+        self.create_db(db)
+        with self.connect(db) as conn:
+            conn.execute("INSERT INTO webhook_dedup.sources (source, keep_payload) VALUES ('archived', true)")
+            conn.execute("SELECT * FROM webhook_dedup.run_maintenance()")  # the day partitions
+            conn.execute("CREATE TABLE bench.body AS SELECT convert_to(%s, 'UTF8') AS payload", (self.body,))
+        rounds = self.alternate(db, ["claim_archived.sql", "claim_payload.sql"])
+        self.ratio("tps webhook_claim of a 4 KiB body, archived / not archived", None, ">=").samples = [
+            r["claim_archived.sql"] / r["claim_payload.sql"] for r in rounds]
+        loops = {
+            "not archived": "PERFORM webhook_dedup.webhook_claim('bench', '{tag}-' || i, (SELECT payload FROM bench.body), "
+                            "lease => '30 seconds')",
+            "archived": "PERFORM webhook_dedup.webhook_claim('archived', '{tag}-' || i, (SELECT payload FROM bench.body), "
+                        "lease => '30 seconds')",
+        }
+        samples: dict[str, list] = {k: [] for k in loops}
+        with self.connect(db) as conn:
+            for statement in loops.values():
+                self.cpu_us(conn, statement, 300)
+            for _ in range(self.args.rounds):
+                for name, statement in loops.items():
+                    samples[name].append(self.cpu_us(conn, statement))
+        for name, s in samples.items():
+            self.say(f"CPU per claim of a 4 KiB body, {name}: {statistics.median(s):.1f} µs "
+                     f"(min {min(s):.1f}, max {max(s):.1f})")
+        self.ratio("CPU per claim of a 4 KiB body, archived / not archived", None, "<=").samples = [
+            a / n for a, n in zip(samples["archived"], samples["not archived"])]
+
+        # WAL: on a fresh database, n claims each way; then the archived
+        # rows removed as maintenance removes them
+        n = self.args.wal_keys // 4
+        per_client = n // self.args.clients
+        n = per_client * self.args.clients
+        db = "bench_archive_wal"
+        self.create_db(db)
+        with self.connect(db) as conn:
+            # 'archived' keeps a minute, 'keeper' a day: the longest payload
+            # retention is a day, so today's partition stays and archived's
+            # rows go one by one (paced removal)
+            conn.execute("INSERT INTO webhook_dedup.sources (source, keep_payload, payload_retention)"
+                         " VALUES ('archived', true, '1 minute'), ('keeper', true, '1 day')")
+            conn.execute("SELECT * FROM webhook_dedup.run_maintenance()")
+            off = self.wal_bytes(conn, lambda: self.pgbench(db, "claim_payload.sql", transactions=per_client))
+            on = self.wal_bytes(conn, lambda: self.pgbench(db, "claim_archived.sql", transactions=per_client))
+            time.sleep(61)  # every row past archived's payload retention
+
+            def paced():
+                while conn.execute("SELECT more FROM webhook_dedup.run_maintenance()").fetchone()[0]:
+                    pass
+                conn.execute("VACUUM webhook_dedup.archive")
+
+            removed = self.wal_bytes(conn, paced)
+            left = conn.execute("SELECT count(*) FROM webhook_dedup.archive WHERE source = 'archived'").fetchone()[0]
+            # the other way: the same claims again, then their day dropped
+            # whole (the statement maintenance runs once the day is past the
+            # longest payload retention)
+            self.pgbench(db, "claim_archived.sql", transactions=per_client)
+            today = conn.execute("SELECT 'archive_' || to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')").fetchone()[0]
+            dropped = self.wal_bytes(conn, lambda: conn.execute(f"DROP TABLE webhook_dedup.{today}"))
+        self.say(f"WAL bytes per claim of a 4 KiB body: not archived {off / n:.0f}, archived {on / n:.0f}; "
+                 f"removal per archived row: paced delete and vacuum {removed / n:.0f} ({left} left), "
+                 f"day partition dropped {dropped / n:.1f}")
+        self.ratio("WAL bytes per archived claim including its paced removal / claim not archived", None,
+                   "<=").samples = [(on + removed) / off]
+        self.ratio("WAL bytes per archived claim including its partition's drop / claim not archived", None,
+                   "<=").samples = [(on + dropped) / off]
+
     def scenario_bulk(self):
         db = "bench_bulk"
         self.create_db(db)
@@ -921,7 +994,7 @@ class Bench:
                 indent=2))
 
 
-SCENARIOS = ["cpu", "claim", "complete", "receive", "wait", "outbox", "aged", "large", "expiry", "wal", "bulk",
+SCENARIOS = ["cpu", "claim", "complete", "receive", "wait", "outbox", "archive", "aged", "large", "expiry", "wal", "bulk",
              "citus"]
 
 

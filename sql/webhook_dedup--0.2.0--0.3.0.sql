@@ -4,8 +4,10 @@
 -- transactional outbox (webhook_dedup.outbox, webhook_outbox_put, _next,
 -- _ack, _fail, _unknown, _resolve, its views and counters); maintenance
 -- gains the outbox step; sources can be paused (webhook_dedup.pause,
--- resume; issue 27). Nothing stored is rewritten: claim_counts and
--- maintenance_runs gain columns with defaults (no table rewrite), every key
+-- resume; issue 27), keep their payloads in an archive with its own
+-- retention (webhook_dedup.archive, redact) and be reconciled (unseen).
+-- Nothing stored is rewritten: claim_counts, maintenance_runs, sources
+-- and keys gain columns (with defaults or NULL: no table rewrite), every key
 -- is left as it is. Tested by tests/upgrade (from 0.2.0 and from 0.1.0
 -- through 0.2.0: the result is a fresh install's schema, object for object).
 \echo Use "ALTER EXTENSION webhook_dedup UPDATE TO '0.3.0'" to load this file. \quit
@@ -91,21 +93,97 @@ COMMENT ON COLUMN webhook_dedup.claim_counts.intent_leases_expired IS 'Outbox in
 -- Maintenance's outbox step.
 ALTER TABLE webhook_dedup.maintenance_runs
     ADD COLUMN intents_expired      integer     NOT NULL DEFAULT 0,
-    ADD COLUMN intents_pruned       bigint      NOT NULL DEFAULT 0;
+    ADD COLUMN intents_pruned       bigint      NOT NULL DEFAULT 0,
+    ADD COLUMN payloads_pruned      bigint      NOT NULL DEFAULT 0,
+    ADD COLUMN partitions_created   integer     NOT NULL DEFAULT 0,
+    ADD COLUMN partitions_dropped   integer     NOT NULL DEFAULT 0;
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_expired IS 'Outbox intents whose sender''s lease lapsed, taken back (failed and due at once, dead_lettered with no attempts left, or unknown_outcome when the downstream is not idempotent).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_pruned IS 'Delivered outbox intents deleted past their source''s retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.payloads_pruned IS 'Archived deliveries deleted row by row past their source''s payload_retention (sources whose payload retention is shorter than the longest: paced batches), or moved out of archive_default into their day''s partition.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_created IS 'Day partitions of webhook_dedup.archive created (ahead of time, or for rows that arrived in archive_default).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_dropped IS 'Day partitions of webhook_dedup.archive dropped whole, past the longest payload retention.';
 
 -- Pausing a source (issue 27, docs/operations.md): the pause is recorded
--- in the source's row.
+-- in the source's row; the payload archive's settings.
 ALTER TABLE webhook_dedup.sources
+    ADD COLUMN keep_payload         boolean,
+    ADD COLUMN payload_retention    interval CHECK (payload_retention >= interval '1 minute'
+                                         AND payload_retention <= interval '3650 days'
+                                         AND pg_catalog.date_part('month', payload_retention) = 0
+                                         AND pg_catalog.date_part('year', payload_retention) = 0
+                                         AND payload_retention <= retention),
     ADD COLUMN paused_at            timestamptz,
     ADD COLUMN paused_by            text,
     ADD COLUMN pause_reason         text;
+COMMENT ON COLUMN webhook_dedup.sources.keep_payload IS 'Whether the source''s deliveries are archived (webhook_dedup.archive): the raw body and headers of each key''s first delivery and of each conflicting one, from webhook_claim (given a payload), webhook_receive and webhook_enqueue. NULL or false: not archived (webhook_enqueue still stores the payload its worker needs, webhook_dedup.payloads, for as long as the key lives). Ignored on a distributed install: the archive is single-server (docs/distributed.md).';
+COMMENT ON COLUMN webhook_dedup.sources.payload_retention IS 'How long archived deliveries of the source are kept after they arrived: 1 minute to 3650 days, no months, at most retention when both are set (else cut to the key''s retention when used). NULL: the key''s retention (retention, else webhook_dedup.retention). Partitions older than the longest payload retention are dropped whole; a source with a shorter one has its rows deleted in paced batches (docs/operations.md, "The payload archive").';
 COMMENT ON COLUMN webhook_dedup.sources.paused_at IS 'When webhook_dedup.pause paused the source (NULL: not paused). While paused, intake goes on (claims, webhook_receive and webhook_enqueue answer and store as before) and webhook_next takes none of the source''s keys: its pending and failed keys wait, due_at infinity, until webhook_dedup.resume. Written by pause and resume only (operators may not write this column).';
 COMMENT ON COLUMN webhook_dedup.sources.paused_by IS 'The session user who called webhook_dedup.pause.';
 COMMENT ON COLUMN webhook_dedup.sources.pause_reason IS 'Why, as given to webhook_dedup.pause.';
 COMMENT ON TABLE webhook_dedup.sources IS
-  'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease), max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts), retention (else webhook_dedup.retention), tolerance (webhook_receive''s replay window; else the provider''s default), provider (the profile for retention_warnings), and how webhook_receive reads the source''s deliveries: event_id_from, event_type_from, event_time_from and event_time_format, fingerprint_pointers, replay_guard, accept_event_types (docs/providers.md, "Custom sources"); and whether it is paused (paused_at, paused_by, pause_reason: webhook_dedup.pause). NULL columns fall back to the settings and the provider profile.';
+  'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease), max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts), retention (else webhook_dedup.retention), tolerance (webhook_receive''s replay window; else the provider''s default), provider (the profile for retention_warnings), and how webhook_receive reads the source''s deliveries: event_id_from, event_type_from, event_time_from and event_time_format, fingerprint_pointers, replay_guard, accept_event_types (docs/providers.md, "Custom sources"); whether its deliveries are archived (keep_payload, payload_retention: webhook_dedup.archive); and whether it is paused (paused_at, paused_by, pause_reason: webhook_dedup.pause). NULL columns fall back to the settings and the provider profile.';
+
+-- The payload archive (issue 27, docs/operations.md "The payload
+-- archive", src/store/archive.rs): the raw deliveries of the sources that
+-- keep them (webhook_dedup.sources.keep_payload), for audit, export and
+-- redrive, with their own retention (payload_retention), apart from the
+-- keys, which stay narrow and live for the whole retry window. Bulky and
+-- append-only, so partitioned by day of arrival (UTC): the maintenance
+-- worker attaches each day's partition ahead of time and drops it whole
+-- once it is past the longest payload retention (no row-by-row delete, no
+-- bloat); a source whose payload retention ends earlier has its rows
+-- deleted in paced batches. The default partition catches what arrives
+-- when no day's partition exists (the worker stopped for days); the next
+-- pass moves those rows into their day's partition. One row per key's
+-- first delivery (received_at = the key's first_seen_at) and per
+-- conflicting delivery (received_at = its conflict_log.seen_at): a key's
+-- deliveries are found through those times, by the one index (source,
+-- received_at), with no index on the key (a random insert into a second
+-- B-tree was a tenth of an archived claim's CPU, perf). An archived
+-- delivery never outlives its key: its retention is at most the key's,
+-- counted from the same or an earlier time, and webhook_forget deletes
+-- it with the key.
+CREATE TABLE webhook_dedup.archive (
+    received_at timestamptz NOT NULL,
+    source      text        COLLATE "C" NOT NULL,
+    idem_key    text        COLLATE "C" NOT NULL,
+    event_id    text,
+    event_type  text,
+    conflict    boolean     NOT NULL,
+    payload     bytea       NOT NULL,
+    headers     jsonb
+) PARTITION BY RANGE (received_at);
+CREATE INDEX archive_source ON webhook_dedup.archive (source, received_at);
+CREATE TABLE webhook_dedup.archive_default PARTITION OF webhook_dedup.archive DEFAULT;
+COMMENT ON TABLE webhook_dedup.archive IS
+  'The payload archive: the raw body and headers of each key''s first delivery and of each conflicting delivery, for the sources with keep_payload (webhook_dedup.sources), kept for their payload_retention while the key itself stays for its retention. Partitioned by day of arrival (UTC, partitions archive_YYYYMMDD made ahead and dropped whole by maintenance; archive_default holds rows that arrived with no day''s partition, moved out by the next pass). Readable by the extension''s owner; operators read it through webhook_dedup.export_deliveries and erase it with webhook_dedup.redact. docs/operations.md, "The payload archive".';
+COMMENT ON COLUMN webhook_dedup.archive.received_at IS 'When the delivery arrived (database clock): the key''s first_seen_at for its first delivery, the conflict_log.seen_at of a conflicting one. The partition key.';
+COMMENT ON COLUMN webhook_dedup.archive.source IS 'The key''s source.';
+COMMENT ON COLUMN webhook_dedup.archive.idem_key IS 'The key.';
+COMMENT ON COLUMN webhook_dedup.archive.event_id IS 'The provider''s event id as webhook_receive read it (NULL from webhook_claim and webhook_enqueue, which are given the key).';
+COMMENT ON COLUMN webhook_dedup.archive.event_type IS 'The event type given with (or read from) the delivery.';
+COMMENT ON COLUMN webhook_dedup.archive.conflict IS 'false: the key''s first delivery (the content the key was processed with); true: a later delivery whose content differed (a conflict, processed by nobody).';
+COMMENT ON COLUMN webhook_dedup.archive.payload IS 'The raw body, byte for byte.';
+COMMENT ON COLUMN webhook_dedup.archive.headers IS 'The request headers as given to webhook_receive or webhook_enqueue (a JSON object), NULL for webhook_claim.';
+-- Bodies are compressed with LZ4 where the server has it (PostgreSQL 14
+-- and later built --with-lz4, as Debian's and the PGDG packages are):
+-- pglz spent a third of an archived claim's CPU compressing a 4 KiB body
+-- (perf, docs/benchmarks.md "The payload archive"); LZ4 compresses JSON
+-- several times faster at a similar ratio. A server without it keeps pglz.
+DO $$
+BEGIN
+  ALTER TABLE webhook_dedup.archive ALTER COLUMN payload SET COMPRESSION lz4;
+  ALTER TABLE webhook_dedup.archive_default ALTER COLUMN payload SET COMPRESSION lz4;
+EXCEPTION WHEN feature_not_supported THEN
+  NULL;
+END
+$$;
+-- The keys gain who and when webhook_dedup.redact erased them.
+ALTER TABLE webhook_dedup.keys
+    ADD COLUMN redacted_at      timestamptz,
+    ADD COLUMN redacted_by      text;
+COMMENT ON COLUMN webhook_dedup.keys.redacted_at IS 'When webhook_dedup.redact erased the key''s payloads, headers and stored result (NULL: never). The key stays (a tombstone: its state and fingerprint still answer duplicates and conflicts).';
+COMMENT ON COLUMN webhook_dedup.keys.redacted_by IS 'The session user who called webhook_dedup.redact.';
 
 -- run_maintenance() returns the outbox step's counts too: a new row type.
 DROP FUNCTION webhook_dedup.run_maintenance();
@@ -121,13 +199,16 @@ CREATE FUNCTION webhook_dedup."run_maintenance"() RETURNS TABLE (
 	"more" bool,  /* bool */
 	"errors" TEXT[],  /* Vec < String > */
 	"intents_expired" INT,  /* i32 */
-	"intents_pruned" bigint  /* i64 */
+	"intents_pruned" bigint,  /* i64 */
+	"payloads_pruned" bigint,  /* i64 */
+	"partitions_created" INT,  /* i32 */
+	"partitions_dropped" INT  /* i32 */
 )
 STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'run_maintenance_wrapper';
 COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
-  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, replay guards, signed tokens, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings); (6) outbox intents whose sender''s lease lapsed are taken back (failed and due at once, dead_lettered, or unknown_outcome when their downstream is not idempotent: intents_expired) and delivered intents past their source''s retention deleted (intents_pruned). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
+  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, replay guards, signed tokens, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings); (6) outbox intents whose sender''s lease lapsed are taken back (failed and due at once, dead_lettered, or unknown_outcome when their downstream is not idempotent: intents_expired) and delivered intents past their source''s retention deleted (intents_pruned); (7) the payload archive''s day partitions are made ahead (partitions_created) and dropped whole past the longest payload retention of the sources that keep payloads (partitions_dropped), and the rows of sources with a shorter payload retention deleted in paced batches (payloads_pruned). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
 ALTER FUNCTION webhook_dedup.run_maintenance() SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 REVOKE ALL ON FUNCTION webhook_dedup.run_maintenance() FROM PUBLIC;
 -- (granted to webhook_dedup_operator below, once default privileges are undone)
@@ -368,12 +449,51 @@ CREATE FUNCTION webhook_dedup."resume"(
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'resume_wrapper';
+CREATE FUNCTION webhook_dedup."redact"(
+	"source" TEXT, /* Option < & str > */
+	"idem_key" TEXT DEFAULT NULL, /* Option < & str > */
+	"before" timestamp with time zone DEFAULT NULL, /* Option < TimestampWithTimeZone > */
+	"account" TEXT DEFAULT NULL /* Option < & str > */
+) RETURNS TABLE (
+	"keys" bigint,  /* i64 */
+	"deliveries" bigint  /* i64 */
+)
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'redact_wrapper';
+CREATE FUNCTION webhook_dedup."unseen"(
+	"source" TEXT, /* Option < & str > */
+	"event_ids" TEXT[], /* :: std :: option :: Option < Array < '_, & str > > */
+	"environment" TEXT DEFAULT NULL, /* Option < & str > */
+	"account" TEXT DEFAULT NULL, /* Option < & str > */
+	"operation" TEXT DEFAULT NULL /* Option < & str > */
+) RETURNS SETOF TEXT /* String */
+STABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'unseen_wrapper';
 
 COMMENT ON FUNCTION webhook_dedup.pause(text, text) IS
   'webhook_dedup.pause(source, reason => NULL) -> bigint: pauses the source while a system its processing needs is down. Intake goes on (webhook_claim, webhook_receive and webhook_enqueue answer and store as before: claims are not refused); webhook_next takes none of its keys: its pending and failed keys are parked (due_at infinity; the count returned), and a key that becomes due later is parked by the webhook_next that meets it. Keys in flight keep their lease. Recorded in webhook_dedup.sources (paused_at, paused_by: the session user, pause_reason; a row is made for a source without one); pausing a paused source keeps its first pause and takes the new reason. key_states shows the paused backlog. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install. docs/operations.md, "Pausing a source".';
 COMMENT ON FUNCTION webhook_dedup.resume(text) IS
   'webhook_dedup.resume(source) -> bigint: ends a pause (webhook_dedup.pause): clears paused_at, paused_by and pause_reason, and makes the parked keys due as before it (a failed key at its retry time, a pending key at its first delivery, so the oldest is taken first); returns how many. Unparks keys left parked even when the source is not paused (its row was deleted during a pause). Waits for a webhook_next that is parking a key of the source, so none stays parked. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install.';
+COMMENT ON FUNCTION webhook_dedup.redact(text, text, timestamptz, text) IS
+  'webhook_dedup.redact(source, idem_key => NULL, before => NULL, account => NULL) -> (keys bigint, deliveries bigint): erases what deliveries of source carried, for exactly one scope: one key (idem_key; its archived deliveries even when the key is gone), the keys first seen before a time (before; and every delivery of the source archived before it), or the keys derived with one account (account: the third field of a webhook_key with account; a key whose account field was cut by the 255-character bound is not found). Each key keeps its state, fingerprint and times (a tombstone: later deliveries are still answered duplicate or conflict, never processed again); its result and last_error become NULL, redacted_at and redacted_by (the session user) are set (webhook_dedup.key_history); its payload for the workers (webhook_dedup.payloads) and its archived bodies and headers (webhook_dedup.archive) are deleted. keys: keys redacted; deliveries: payloads and archived deliveries erased. A key pending for a worker is then handed out without a payload. Scans the source''s keys for before and account. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 a bad source or key, not exactly one scope, an empty account, an infinite before; 0A000 on a distributed install. docs/operations.md, "Erasing payloads".';
+COMMENT ON FUNCTION webhook_dedup.unseen(text, text[], text, text, text) IS
+  'webhook_dedup.unseen(source, event_ids, environment => NULL, account => NULL, operation => NULL) -> setof text: of the provider''s event ids (as its API lists them: Stripe''s list of events, GitHub''s list of deliveries, ...), those source has no key for, in the order given, each once: events that never reached this database, or whose key is past retention. Keys are derived as webhook_receive derives them, with the same environment, account and operation. One primary-key probe per id; at most 100,000 ids per call. Enqueue what it returns (webhook_enqueue) so that the workers process it. Executable by webhook_dedup_reader (it writes nothing). Errors: 22004 NULL source, event_ids or id; 22023 a bad source, an empty id or part, too many ids. docs/operations.md, "Reconciling with the provider".';
 
+
+-- key_history shows who redacted a key, in columns at its end.
+CREATE OR REPLACE VIEW webhook_dedup.key_history AS
+SELECT k.source, k.idem_key, k.state, k.event_type, k.first_seen_at, k.last_seen_at, k.completed_at,
+       k.attempt AS attempts, k.deliveries, k.conflicts, k.last_step, k.last_error, k.result, k.leased_at,
+       k.lease_expires_at, k.next_attempt_at, k.due_at,
+       (SELECT pg_catalog.max(c.seen_at) FROM webhook_dedup.conflict_log AS c
+         WHERE c.idem_key OPERATOR(pg_catalog.=) k.idem_key AND c.source OPERATOR(pg_catalog.=) k.source)
+         AS last_conflict_at,
+       k.redacted_at, k.redacted_by
+  FROM webhook_dedup.keys AS k;
+COMMENT ON VIEW webhook_dedup.key_history IS
+  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of the primary key, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at, redacted_at and redacted_by (when and by which session user webhook_dedup.redact erased the key''s payloads and result). No payload or headers.';
 -- The outbox (docs/outbox.md): what waits per target, and the intents
 -- that wait for an operator. No request, response or lease token is in
 -- any view (they may carry personal data or let a reader act as a sender).
@@ -449,7 +569,8 @@ BEGIN
              FROM pg_catalog.pg_class AS c, pg_catalog.aclexplode(c.relacl) AS a
             WHERE c.oid OPERATOR(pg_catalog.=) ANY (ARRAY['webhook_dedup.outbox', 'webhook_dedup.outbox_id_seq',
                     'webhook_dedup.outbox_backlog', 'webhook_dedup.outbox_dead_letters',
-                    'webhook_dedup.outbox_unknown_outcomes', 'webhook_dedup.downstream_key_limits']::pg_catalog.regclass[])
+                    'webhook_dedup.outbox_unknown_outcomes', 'webhook_dedup.downstream_key_limits',
+                    'webhook_dedup.archive', 'webhook_dedup.archive_default']::pg_catalog.regclass[])
               AND a.grantee OPERATOR(pg_catalog.<>) c.relowner LOOP
     EXECUTE pg_catalog.format('REVOKE ALL ON %s %s FROM %s',
                               CASE WHEN g.relkind OPERATOR(pg_catalog.=) 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, g.rel,
@@ -468,6 +589,8 @@ BEGIN
                     'webhook_dedup.webhook_outbox_unknown(bigint, uuid, text)',
                     'webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb)',
                     'webhook_dedup.pause(text, text)', 'webhook_dedup.resume(text)',
+                    'webhook_dedup.redact(text, text, timestamptz, text)',
+                    'webhook_dedup.unseen(text, text[], text, text, text)',
                     'webhook_dedup.run_maintenance()']::pg_catalog.regprocedure[])
               AND a.grantee OPERATOR(pg_catalog.<>) p.proowner AND a.grantee OPERATOR(pg_catalog.<>) 0 LOOP
     EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %I', g.fn, pg_catalog.pg_get_userbyid(g.grantee));
@@ -492,7 +615,9 @@ BEGIN
       ('webhook_dedup.webhook_outbox_unknown(bigint, uuid, text)', 'webhook_dedup_receiver'),
       ('webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb)', 'webhook_dedup_operator'),
       ('webhook_dedup.pause(text, text)', 'webhook_dedup_operator'),
-      ('webhook_dedup.resume(text)', 'webhook_dedup_operator')) AS x(signature, role)
+      ('webhook_dedup.resume(text)', 'webhook_dedup_operator'),
+      ('webhook_dedup.redact(text, text, timestamptz, text)', 'webhook_dedup_operator'),
+      ('webhook_dedup.unseen(text, text[], text, text, text)', 'webhook_dedup_reader')) AS x(signature, role)
   LOOP
     EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp', f.fn);
     EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);
@@ -510,7 +635,9 @@ REVOKE INSERT, UPDATE ON webhook_dedup.sources FROM webhook_dedup_operator;
 -- which park and unpark the source's keys with them.
 GRANT SELECT, DELETE ON webhook_dedup.sources TO webhook_dedup_operator;
 COMMENT ON ROLE webhook_dedup_operator IS
-  'webhook_dedup: may resolve and forget keys, run maintenance, flush the counters, configure webhook_dedup.sources, pause and resume sources; reads what webhook_dedup_reader reads.';
+  'webhook_dedup: may resolve and forget keys, run maintenance, flush the counters, configure webhook_dedup.sources, pause and resume sources, erase payloads (redact); reads what webhook_dedup_reader reads.';
+COMMENT ON ROLE webhook_dedup_reader IS
+  'webhook_dedup: may read the views of schema webhook_dedup (no payload, header or claim token is in any) and call its read-only functions (unseen among them).';
 GRANT SELECT ON webhook_dedup.outbox_backlog, webhook_dedup.outbox_dead_letters,
                 webhook_dedup.outbox_unknown_outcomes, webhook_dedup.downstream_key_limits
   TO webhook_dedup_reader, pg_monitor;
@@ -518,3 +645,4 @@ GRANT SELECT ON webhook_dedup.outbox_backlog, webhook_dedup.outbox_dead_letters,
 -- Intents are the record of what is still to be sent: pg_dump dumps them.
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.outbox', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.outbox_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.archive_default', '');

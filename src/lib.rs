@@ -10,6 +10,7 @@
 //! | [`claim`] | the claim state machine: decisions and argument rules | no (pure) |
 //! | [`calendar`] | timestamps: the epoch, buckets, UTC literals | no (pure) |
 //! | [`profile`] | where each provider puts event id, type and time, how it takes answers | no (pure) |
+//! | [`archive`] | the payload archive's day partitions and retention | no (pure) |
 //! | [`answer`] | the HTTP answer to a delivery, from its outcome and provider | no (pure) |
 //! | [`operation_key`] | downstream idempotency keys derived from the inbound event | no (pure) |
 //! | [`error`] | one error type, one SQLSTATE mapping | raising only |
@@ -35,6 +36,7 @@ use pgrx::prelude::*;
 
 pub mod answer;
 pub mod api;
+pub mod archive;
 pub mod calendar;
 pub mod citus_guard;
 pub mod claim;

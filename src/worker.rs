@@ -184,12 +184,16 @@ fn log_pass(pass: &Pass) {
     if pass.did_something() || !pass.errors.is_empty() {
         pgrx::log!(
             "webhook_dedup maintenance: {} leases expired, {} dead-lettered, {} keys past retention deleted \
-             ({} kept: active since), {} history rows pruned{}",
+             ({} kept: active since), {} history rows pruned, {} archived deliveries deleted, {} archive \
+             partitions made, {} dropped{}",
             pass.leases_expired,
             pass.dead_lettered,
             pass.keys_pruned,
             pass.keys_kept,
             pass.history_pruned,
+            pass.payloads_pruned,
+            pass.partitions_created,
+            pass.partitions_dropped,
             if pass.errors.is_empty() { String::new() } else { format!("; failed: {}", pass.errors.join("; ")) }
         );
     }

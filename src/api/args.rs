@@ -34,3 +34,15 @@ pub fn one_server_only(what: &str, hint: &str) {
         .raise();
     }
 }
+
+/// The login that called (`session_user`: under SECURITY DEFINER the
+/// current user is the extension's owner), as recorded by the operator
+/// functions that say who did what (pause, redact).
+pub(crate) fn session_user() -> String {
+    // SAFETY: a catalog look-up of the session's own role, which exists
+    // (noerr = false would raise otherwise); the name is copied out.
+    unsafe {
+        let name = pgrx::pg_sys::GetUserNameFromId(pgrx::pg_sys::GetSessionUserId(), false);
+        std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned()
+    }
+}

@@ -7,6 +7,7 @@ use crate::error::{required, Error};
 use crate::jsonb::Jsonb;
 use crate::metrics::{self, Counter};
 use crate::spi::{self, Conn};
+use crate::store::archive::Archived;
 use crate::store::claim::{Delivery, Lease, Via};
 use crate::store::direct::{Col, Insert, Locked, Session, Values};
 use crate::store::transitions::Completed;
@@ -30,6 +31,21 @@ pub(crate) struct ClaimRow {
     /// `in_progress`: the holder's lease expiry; `retry_later`: the next
     /// attempt's time (microseconds since 2000); else None.
     pub retry_at: Option<i64>,
+    /// The database clock the claim decided at (microseconds): a new key's
+    /// `first_seen_at`, a conflict's `seen_at`.
+    pub at: i64,
+}
+
+impl ClaimRow {
+    /// Whether the claim's delivery is one the payload archive keeps: a new
+    /// key's first delivery, or a conflicting one.
+    pub(crate) fn archived_as(&self) -> Option<bool> {
+        match self.outcome.as_str() {
+            "claimed" => Some(false),
+            "conflict" => Some(true),
+            _ => None,
+        }
+    }
 }
 
 /// Claim one delivery of a key: returns exactly one row saying whether the
@@ -64,7 +80,14 @@ fn webhook_claim(
     let lease_us = lease.map(args::lease);
     let fingerprint = payload.map(crate::signature::ct::sha256);
     let row = spi::connected(|conn| {
-        claim_one(conn, key, fingerprint.as_ref().map(<[u8; 32]>::as_slice), None, lease_us, event_type)
+        let row = claim_one(conn, key, fingerprint.as_ref().map(<[u8; 32]>::as_slice), None, lease_us, event_type);
+        if let (Some(payload), Some(conflict)) = (payload, row.archived_as()) {
+            super::archive::keep(
+                conn,
+                &Archived { key, received_at: row.at, event_id: None, event_type, conflict, payload, headers: None },
+            );
+        }
+        row
     });
     super::rows::one_row(
         fcinfo,
@@ -195,6 +218,7 @@ pub(crate) fn claim_unless_held(
             first_seen_at: timestamptz(now),
             lease_expires_at: Some(timestamptz(until)),
             retry_at: None,
+            at: now,
         }
     };
     let (found, mut known) = match Session::open() {
@@ -287,6 +311,7 @@ pub(crate) fn claim_unless_held(
                 first_seen_at: timestamptz(first_seen_at),
                 lease_expires_at: Some(timestamptz(until)),
                 retry_at: None,
+                at: now,
             }
         }
         Write::Touch => {
@@ -308,6 +333,7 @@ pub(crate) fn claim_unless_held(
                 first_seen_at: timestamptz(found.first_seen_at),
                 lease_expires_at: found.lease_expires_at.map(timestamptz),
                 retry_at,
+                at: now,
             }
         }
         Write::DeadLetter => {
@@ -332,6 +358,7 @@ pub(crate) fn claim_unless_held(
                 first_seen_at: timestamptz(found.first_seen_at),
                 lease_expires_at: None,
                 retry_at: None,
+                at: now,
             }
         }
         Write::Insert => unreachable!("the key is known"),

@@ -31,6 +31,9 @@ mod webhook_dedup {
             name!(errors, Vec<String>),
             name!(intents_expired, i32),
             name!(intents_pruned, i64),
+            name!(payloads_pruned, i64),
+            name!(partitions_created, i32),
+            name!(partitions_dropped, i32),
         ),
     > {
         let p = crate::maintenance::run();
@@ -47,6 +50,9 @@ mod webhook_dedup {
             p.errors,
             p.intents_expired,
             p.intents_pruned,
+            p.payloads_pruned,
+            p.partitions_created,
+            p.partitions_dropped,
         ))
     }
 

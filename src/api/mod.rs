@@ -7,6 +7,7 @@
 //! functions live").
 
 pub mod answer;
+pub mod archive;
 mod args;
 pub mod claim;
 pub mod key;
@@ -16,6 +17,7 @@ pub mod outbox;
 pub mod pause;
 pub mod queue;
 pub mod receive;
+pub mod reconcile;
 mod rows;
 pub mod secrets;
 pub mod sources;
@@ -23,6 +25,8 @@ pub mod sources;
 mod tests;
 #[cfg(feature = "pg_test")]
 mod tests_answer;
+#[cfg(feature = "pg_test")]
+mod tests_archive;
 #[cfg(feature = "pg_test")]
 mod tests_intake;
 #[cfg(feature = "pg_test")]

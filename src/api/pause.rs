@@ -38,17 +38,6 @@ mod webhook_dedup {
         source
     }
 
-    /// The login that called (`session_user`: under SECURITY DEFINER the
-    /// current user is the extension's owner).
-    fn session_user() -> String {
-        // SAFETY: a catalog look-up of the session's own role, which exists
-        // (noerr = false would raise otherwise); the name is copied out.
-        unsafe {
-            let name = pg_sys::GetUserNameFromId(pg_sys::GetSessionUserId(), false);
-            std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned()
-        }
-    }
-
     /// Pause `source`: `webhook_next` takes none of its keys until
     /// `resume(source)`; intake goes on (claims, `webhook_receive`,
     /// `webhook_enqueue` answer and store as before). Records when, who
@@ -62,7 +51,7 @@ mod webhook_dedup {
     fn pause(source: Option<&str>, reason: default!(Option<&str>, "NULL")) -> i64 {
         let source = source_arg(source);
         check_not_distributed();
-        let by = session_user();
+        let by = crate::api::args::session_user();
         spi::connected(|conn| {
             sources::pause(conn, source, clock_now(), &by, reason);
             queue::park(conn, source)

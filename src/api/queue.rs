@@ -9,6 +9,7 @@ use crate::error::{required, Error, OrRaise};
 use crate::jsonb::Jsonb;
 use crate::metrics::{self, Counter};
 use crate::spi::{self, Conn};
+use crate::store::archive::Archived;
 use crate::store::claim::{Lease, Via};
 use crate::store::queue::Delivery;
 use crate::store::{self, sources, Key, Upserted};
@@ -34,13 +35,19 @@ fn webhook_enqueue(
     let key = args::key(source, idem_key);
     let payload = required(payload, "payload");
     let fingerprint = crate::signature::ct::sha256(payload);
-    spi::connected(|conn| enqueue_one(conn, key, payload, &fingerprint, None, event_type, headers)).as_str().to_string()
+    spi::connected(|conn| enqueue_one(conn, key, payload, &fingerprint, None, event_type, headers, None))
+        .as_str()
+        .to_string()
 }
 
 /// One enqueue: the body of `webhook_enqueue` and of
 /// `webhook_receive(mode => 'enqueue')`. One statement stores a new key
 /// with its payload, or locks a known one and counts the delivery; a
-/// conflicting payload is recorded with one more.
+/// conflicting payload is recorded with one more. A new key's delivery
+/// and a conflicting one are archived when the source keeps payloads
+/// (with `intake`'s event id and headers from `webhook_receive`, else
+/// `headers`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn enqueue_one(
     conn: &Conn<'_>,
     key: Key<'_>,
@@ -49,6 +56,7 @@ pub(crate) fn enqueue_one(
     raw: Option<&[u8]>,
     event_type: Option<&str>,
     headers: Option<Jsonb>,
+    intake: Option<Intake<'_>>,
 ) -> Enqueued {
     store::visible_conflict(conn, key);
     let now = clock_now();
@@ -70,8 +78,25 @@ pub(crate) fn enqueue_one(
             (outcome, counter, found.event_type)
         }
     };
+    if matches!(outcome, Enqueued::Accepted | Enqueued::Conflict) {
+        let conflict = outcome == Enqueued::Conflict;
+        let (event_id, headers) = intake.map_or((None, headers), |i| (i.event_id, i.headers));
+        super::archive::keep(
+            conn,
+            &Archived { key, received_at: now, event_id, event_type, conflict, payload, headers },
+        );
+    }
     metrics::count(key.source, label.as_deref(), counter, true);
     outcome
+}
+
+/// What `webhook_receive` read of a delivery it enqueues, for the archive.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Intake<'a> {
+    /// The provider's event id (None for a body key).
+    pub event_id: Option<&'a str>,
+    /// The request headers as given.
+    pub headers: Option<Jsonb>,
 }
 
 /// One row handed out by `webhook_next`.

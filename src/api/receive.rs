@@ -4,7 +4,7 @@
 
 use super::args;
 use super::claim::claim_unless_held;
-use super::queue::enqueue_one;
+use super::queue::{enqueue_one, Intake};
 use super::verify::{header_map, verify_sql, HmacArgs};
 use crate::answer::{self, Kind, Mode};
 use crate::claim::{Outcome, State};
@@ -16,6 +16,7 @@ use crate::metrics::{self, Counter};
 use crate::profile::{self, Body, Extracted, Fingerprint, Rules};
 use crate::signature::{self, Scheme};
 use crate::spi::{self, Conn};
+use crate::store::archive::Archived;
 use crate::store::replay_guards::{self, Guard};
 use crate::store::signature_tokens::{self, Binding, Signed};
 use crate::store::{self, sources, Key};
@@ -202,6 +203,8 @@ fn webhook_receive(
     let lease_us = lease.map(args::lease);
     let source = source.unwrap_or(scheme_parsed.name());
     crate::key::check_source(source).or_raise();
+    // as given, for the payload archive
+    let given_headers = headers;
     let headers = header_map(headers);
     // NULL: the source's keys in webhook_dedup.source_secrets
     let explicit: Option<Vec<Option<&str>>> = secrets.as_ref().map(|a| a.iter().collect());
@@ -399,6 +402,18 @@ fn webhook_receive(
                         None => wait_for_holder(conn, idem_key, content, deadline, settings.max_attempts()),
                     }
                 };
+                if let Some(conflict) = claimed.archived_as() {
+                    let archived = Archived {
+                        key: idem_key,
+                        received_at: claimed.at,
+                        event_id: (!body_hash).then_some(event_id.as_str()),
+                        event_type: event_type.as_deref(),
+                        conflict,
+                        payload: body,
+                        headers: given_headers,
+                    };
+                    super::archive::keep(conn, &archived);
+                }
                 Answer {
                     idem_key: Some(key),
                     outcome: Some(claimed.outcome),
@@ -411,8 +426,17 @@ fn webhook_receive(
                 }
             }
             Mode::Enqueue => {
-                let outcome =
-                    enqueue_one(conn, idem_key, body, content.fingerprint, content.raw, event_type.as_deref(), None);
+                let event_id = (!body_hash).then_some(event_id.as_str());
+                let outcome = enqueue_one(
+                    conn,
+                    idem_key,
+                    body,
+                    content.fingerprint,
+                    content.raw,
+                    event_type.as_deref(),
+                    None,
+                    Some(Intake { event_id, headers: given_headers }),
+                );
                 Answer { idem_key: Some(key), outcome: Some(outcome.as_str().into()), ..read }
             }
         }

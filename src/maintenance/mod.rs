@@ -12,7 +12,10 @@
 //! 5. [`retention`] warnings: sources kept for less than their provider's
 //!    retry horizon;
 //! 6. [`outbox`]: lapsed sender leases of the outbox taken back, delivered
-//!    intents past retention deleted.
+//!    intents past retention deleted;
+//! 7. [`archive`]: the payload archive's day partitions made ahead and
+//!    dropped whole past the longest payload retention, shorter payload
+//!    retentions applied in paced batches.
 //!
 //! No step waits for a key: the sweep and the expiry lock the rows they
 //! change with `SKIP LOCKED`, so a key a claim or its holder is on right
@@ -30,6 +33,7 @@
 //! the next pass has work waiting (the worker then runs it after a rest
 //! that keeps it to `webhook_dedup.maintenance_duty_cycle` of the time).
 
+pub mod archive;
 pub mod expiry;
 pub mod outbox;
 pub mod prune;
@@ -70,6 +74,9 @@ static RECORD: Statement = Statement::new(
         TEXTARRAYOID,
         INT4OID,
         INT8OID,
+        INT8OID,
+        INT4OID,
+        INT4OID,
     ],
 );
 
@@ -89,6 +96,9 @@ pub struct Pass {
     pub errors: Vec<String>,
     pub intents_expired: i32,
     pub intents_pruned: i64,
+    pub payloads_pruned: i64,
+    pub partitions_created: i32,
+    pub partitions_dropped: i32,
 }
 
 impl Pass {
@@ -104,12 +114,16 @@ impl Pass {
         self.errors.extend(step.errors);
         self.intents_expired += step.intents_expired;
         self.intents_pruned += step.intents_pruned;
+        self.payloads_pruned += step.payloads_pruned;
+        self.partitions_created += step.partitions_created;
+        self.partitions_dropped += step.partitions_dropped;
     }
 
     /// Whether the pass changed anything worth a line in the server log.
     pub fn did_something(&self) -> bool {
         self.leases_expired + self.dead_lettered + self.intents_expired > 0
-            || self.keys_pruned + self.keys_kept + self.history_pruned + self.intents_pruned > 0
+            || self.keys_pruned + self.keys_kept + self.history_pruned + self.intents_pruned + self.payloads_pruned > 0
+            || self.partitions_created + self.partitions_dropped > 0
     }
 }
 
@@ -125,10 +139,12 @@ pub enum Step {
     Flush,
     Warn,
     Outbox,
+    Archive,
 }
 
 impl Step {
-    pub const ALL: [Step; 6] = [Step::Sweep, Step::Expire, Step::Prune, Step::Flush, Step::Warn, Step::Outbox];
+    pub const ALL: [Step; 7] =
+        [Step::Sweep, Step::Expire, Step::Prune, Step::Flush, Step::Warn, Step::Outbox, Step::Archive];
 
     fn what(self) -> &'static str {
         match self {
@@ -138,6 +154,7 @@ impl Step {
             Step::Flush => "flushing metrics",
             Step::Warn => "checking retention",
             Step::Outbox => "sweeping and pruning the outbox",
+            Step::Archive => "keeping the payload archive",
         }
     }
 }
@@ -221,6 +238,7 @@ impl Run {
             Step::Flush => c.metrics_flushed = crate::metrics::flush(),
             Step::Warn => retention::warnings(now, c),
             Step::Outbox => outbox::run(now, batch, &retention, c),
+            Step::Archive => archive::run(now, batch, &retention, c),
         });
     }
 
@@ -264,6 +282,9 @@ fn record(pass: &Pass, started: i64) {
                 arg(pass.errors.clone()),
                 arg(pass.intents_expired),
                 arg(pass.intents_pruned),
+                arg(pass.payloads_pruned),
+                arg(pass.partitions_created),
+                arg(pass.partitions_dropped),
             ],
             Snap::Statement,
         );

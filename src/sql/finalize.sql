@@ -161,7 +161,7 @@ COMMENT ON FUNCTION webhook_dedup.metrics_live() IS
 COMMENT ON FUNCTION webhook_dedup.flush_metrics() IS
   'Moves this database''s shared-memory counters into webhook_dedup.claim_counts; returns the number of (hour, source, event type) and (minute, source) entries written (0 without shared_preload_libraries). For the extension''s owner (not granted to PUBLIC): the counts are taken before they are written, so a caller who cannot write them would lose them.';
 COMMENT ON FUNCTION webhook_dedup.run_maintenance() IS
-  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, replay guards, signed tokens, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings); (6) outbox intents whose sender''s lease lapsed are taken back (failed and due at once, dead_lettered, or unknown_outcome when their downstream is not idempotent: intents_expired) and delivered intents past their source''s retention deleted (intents_pruned). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
+  'One maintenance pass, what the background worker runs every webhook_dedup.maintenance_interval: (1) expired processing leases become failed, due at once (or dead_lettered with no attempts left); (2) completed keys past retention are deleted with their payloads (a key active within its source''s retention of now is kept and looked at again later: keys_kept); (3) watermarks, replay guards, signed tokens, conflicts, claim counts and maintenance runs past retention are deleted; (4) metrics are flushed; (5) sources whose retention is shorter than their provider''s retry horizon are counted (a WARNING; see webhook_dedup.retention_warnings); (6) outbox intents whose sender''s lease lapsed are taken back (failed and due at once, dead_lettered, or unknown_outcome when their downstream is not idempotent: intents_expired) and delivered intents past their source''s retention deleted (intents_pruned); (7) the payload archive''s day partitions are made ahead (partitions_created) and dropped whole past the longest payload retention of the sources that keep payloads (partitions_dropped), and the rows of sources with a shorter payload retention deleted in paced batches (payloads_pruned). Keys a claim or their holder holds right now are skipped, never waited for. One row: ran (false: another pass holds the maintenance lock, or this is a standby; nothing done), the counts of each step, more (a step stopped at webhook_dedup.batch_size: call again) and errors (one entry per step that failed and was rolled back; the others ran). Recorded in webhook_dedup.maintenance_runs. Without the worker, schedule it (pg_cron) every minute or so (expired leases are only swept by maintenance).';
 COMMENT ON FUNCTION webhook_dedup.default_retention() IS
   'webhook_dedup.retention as an interval: how long history of sources without their own retention (webhook_dedup.sources.retention) is kept.';
 
@@ -208,6 +208,10 @@ COMMENT ON FUNCTION webhook_dedup.pause(text, text) IS
   'webhook_dedup.pause(source, reason => NULL) -> bigint: pauses the source while a system its processing needs is down. Intake goes on (webhook_claim, webhook_receive and webhook_enqueue answer and store as before: claims are not refused); webhook_next takes none of its keys: its pending and failed keys are parked (due_at infinity; the count returned), and a key that becomes due later is parked by the webhook_next that meets it. Keys in flight keep their lease. Recorded in webhook_dedup.sources (paused_at, paused_by: the session user, pause_reason; a row is made for a source without one); pausing a paused source keeps its first pause and takes the new reason. key_states shows the paused backlog. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install. docs/operations.md, "Pausing a source".';
 COMMENT ON FUNCTION webhook_dedup.resume(text) IS
   'webhook_dedup.resume(source) -> bigint: ends a pause (webhook_dedup.pause): clears paused_at, paused_by and pause_reason, and makes the parked keys due as before it (a failed key at its retry time, a pending key at its first delivery, so the oldest is taken first); returns how many. Unparks keys left parked even when the source is not paused (its row was deleted during a pause). Waits for a webhook_next that is parking a key of the source, so none stays parked. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install.';
+COMMENT ON FUNCTION webhook_dedup.redact(text, text, timestamptz, text) IS
+  'webhook_dedup.redact(source, idem_key => NULL, before => NULL, account => NULL) -> (keys bigint, deliveries bigint): erases what deliveries of source carried, for exactly one scope: one key (idem_key; its archived deliveries even when the key is gone), the keys first seen before a time (before; and every delivery of the source archived before it), or the keys derived with one account (account: the third field of a webhook_key with account; a key whose account field was cut by the 255-character bound is not found). Each key keeps its state, fingerprint and times (a tombstone: later deliveries are still answered duplicate or conflict, never processed again); its result and last_error become NULL, redacted_at and redacted_by (the session user) are set (webhook_dedup.key_history); its payload for the workers (webhook_dedup.payloads) and its archived bodies and headers (webhook_dedup.archive) are deleted. keys: keys redacted; deliveries: payloads and archived deliveries erased. A key pending for a worker is then handed out without a payload. Scans the source''s keys for before and account. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 a bad source or key, not exactly one scope, an empty account, an infinite before; 0A000 on a distributed install. docs/operations.md, "Erasing payloads".';
+COMMENT ON FUNCTION webhook_dedup.unseen(text, text[], text, text, text) IS
+  'webhook_dedup.unseen(source, event_ids, environment => NULL, account => NULL, operation => NULL) -> setof text: of the provider''s event ids (as its API lists them: Stripe''s list of events, GitHub''s list of deliveries, ...), those source has no key for, in the order given, each once: events that never reached this database, or whose key is past retention. Keys are derived as webhook_receive derives them, with the same environment, account and operation. One primary-key probe per id; at most 100,000 ids per call. Enqueue what it returns (webhook_enqueue) so that the workers process it. Executable by webhook_dedup_reader (it writes nothing). Errors: 22004 NULL source, event_ids or id; 22023 a bad source, an empty id or part, too many ids. docs/operations.md, "Reconciling with the provider".';
 COMMENT ON FUNCTION webhook_dedup.webhook_forget(text, text) IS
   'webhook_dedup.webhook_forget(source, idem_key) -> boolean: removes the key so that a deliberate replay is processed again; true when it existed. For operators; counted as forgotten in the metrics.';
 COMMENT ON FUNCTION webhook_dedup.webhook_enqueue(text, text, bytea, text, jsonb) IS
@@ -379,10 +383,11 @@ SELECT k.source, k.idem_key, k.state, k.event_type, k.first_seen_at, k.last_seen
        k.lease_expires_at, k.next_attempt_at, k.due_at,
        (SELECT pg_catalog.max(c.seen_at) FROM webhook_dedup.conflict_log AS c
          WHERE c.idem_key OPERATOR(pg_catalog.=) k.idem_key AND c.source OPERATOR(pg_catalog.=) k.source)
-         AS last_conflict_at
+         AS last_conflict_at,
+       k.redacted_at, k.redacted_by
   FROM webhook_dedup.keys AS k;
 COMMENT ON VIEW webhook_dedup.key_history IS
-  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of the primary key, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at. No payload or headers.';
+  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of the primary key, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at, redacted_at and redacted_by (when and by which session user webhook_dedup.redact erased the key''s payloads and result). No payload or headers.';
 
 CREATE FUNCTION webhook_dedup.duplicate_rate_alerts(threshold double precision DEFAULT 0.02,
                                                     "window" interval DEFAULT '1 hour')
@@ -553,12 +558,14 @@ COMMENT ON FUNCTION webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb) IS
 -- only by the role for its job:
 --   webhook_dedup_receiver  claim, complete, fail, checkpoint, extend, mark
 --                           unknown, receive, enqueue, next, advance;
---   webhook_dedup_operator  resolve, forget, pause, resume, run_maintenance, flush_metrics,
+--   webhook_dedup_operator  resolve, forget, pause, resume, redact, run_maintenance, flush_metrics,
 --                           the rows of webhook_dedup.sources, the keys of
 --                           webhook_dedup.source_secrets (add, retire, list:
 --                           never their values); reads as below;
 --   webhook_dedup_reader    the views and read-only functions (also granted
---                           to pg_monitor, for exporters).
+--                           to pg_monitor, for exporters), unseen (which
+--                           reads keys as the owner, and only says which
+--                           ids have none).
 -- The roles are cluster-wide NOLOGIN group roles, created here when
 -- missing (every database of the cluster shares them; DROP EXTENSION
 -- leaves them); grant them to your login roles. Signature verification,
@@ -589,9 +596,9 @@ $$;
 COMMENT ON ROLE webhook_dedup_receiver IS
   'webhook_dedup: may claim, complete, fail, checkpoint, extend and mark keys unknown, receive, enqueue, take (webhook_next) and advance watermarks, through the functions only. Grant it to a receiver''s login role.';
 COMMENT ON ROLE webhook_dedup_operator IS
-  'webhook_dedup: may resolve and forget keys, run maintenance, flush the counters, configure webhook_dedup.sources, pause and resume sources; reads what webhook_dedup_reader reads.';
+  'webhook_dedup: may resolve and forget keys, run maintenance, flush the counters, configure webhook_dedup.sources, pause and resume sources, erase payloads (redact); reads what webhook_dedup_reader reads.';
 COMMENT ON ROLE webhook_dedup_reader IS
-  'webhook_dedup: may read the views of schema webhook_dedup (no payload, header or claim token is in any) and call its read-only functions.';
+  'webhook_dedup: may read the views of schema webhook_dedup (no payload, header or claim token is in any) and call its read-only functions (unseen among them).';
 GRANT webhook_dedup_reader TO webhook_dedup_operator;
 
 -- Nothing but what follows: every privilege on the schema's relations,
@@ -651,6 +658,8 @@ BEGIN
       ('webhook_dedup.webhook_forget(text, text)', 'webhook_dedup_operator'),
       ('webhook_dedup.pause(text, text)', 'webhook_dedup_operator'),
       ('webhook_dedup.resume(text)', 'webhook_dedup_operator'),
+      ('webhook_dedup.redact(text, text, timestamptz, text)', 'webhook_dedup_operator'),
+      ('webhook_dedup.unseen(text, text[], text, text, text)', 'webhook_dedup_reader'),
       ('webhook_dedup.run_maintenance()', 'webhook_dedup_operator'),
       ('webhook_dedup.flush_metrics()', 'webhook_dedup_operator'),
       ('webhook_dedup.add_secret(text, text, timestamptz, timestamptz, text)', 'webhook_dedup_operator'),
@@ -676,9 +685,11 @@ $$;
 -- which park and unpark the source's keys with them.
 GRANT SELECT, DELETE ON webhook_dedup.sources TO webhook_dedup_operator;
 GRANT INSERT (source, lease, max_attempts, retention, tolerance, provider, note, event_id_from, event_type_from,
-              event_time_from, event_time_format, fingerprint_pointers, replay_guard, accept_event_types),
+              event_time_from, event_time_format, fingerprint_pointers, replay_guard, accept_event_types,
+              keep_payload, payload_retention),
       UPDATE (source, lease, max_attempts, retention, tolerance, provider, note, event_id_from, event_type_from,
-              event_time_from, event_time_format, fingerprint_pointers, replay_guard, accept_event_types)
+              event_time_from, event_time_format, fingerprint_pointers, replay_guard, accept_event_types,
+              keep_payload, payload_retention)
   ON webhook_dedup.sources TO webhook_dedup_operator;
 -- The outbox: nobody but its owner at the table level (an explicit ACL,
 -- as an update that revokes what default privileges gave leaves it).
@@ -737,6 +748,9 @@ GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, 
 -- every claim's answer compared).
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.keys', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.payloads', '');
+-- (the archive's day partitions are made by maintenance, not by CREATE
+-- EXTENSION: pg_dump dumps them, and their rows, as it does any table)
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.archive_default', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.outbox', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.outbox_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.sources', '');

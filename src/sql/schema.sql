@@ -75,6 +75,8 @@ CREATE TABLE webhook_dedup.keys (
     completed_at     timestamptz,
     leased_at        timestamptz,
     expires_at       timestamptz,
+    redacted_at      timestamptz,
+    redacted_by      text,
     -- idem_key first: key_history looks keys up by idem_key alone.
     CONSTRAINT keys_pkey PRIMARY KEY (idem_key, source)
 ) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.02);
@@ -101,6 +103,8 @@ COMMENT ON COLUMN webhook_dedup.keys.last_seen_at IS 'Last activity on the key (
 COMMENT ON COLUMN webhook_dedup.keys.completed_at IS 'When the key was completed.';
 COMMENT ON COLUMN webhook_dedup.keys.leased_at IS 'When the current (or last) lease was granted (a claim, a reclaim or webhook_next).';
 COMMENT ON COLUMN webhook_dedup.keys.expires_at IS 'Completed keys: when maintenance looks at the key again, set at completion to completed_at plus the source''s retention. Maintenance deletes the key then unless it was active since (last_seen_at plus the retention is later: it looks again then). NULL for keys not completed, which never expire. Indexed (keys_expiry).';
+COMMENT ON COLUMN webhook_dedup.keys.redacted_at IS 'When webhook_dedup.redact erased the key''s payloads, headers and stored result (NULL: never). The key stays (a tombstone: its state and fingerprint still answer duplicates and conflicts).';
+COMMENT ON COLUMN webhook_dedup.keys.redacted_by IS 'The session user who called webhook_dedup.redact.';
 
 -- The queue's, the sweep's and the views' index: keys not completed (work
 -- to do, in flight or waiting for an operator) by when they are due. The
@@ -128,6 +132,62 @@ COMMENT ON COLUMN webhook_dedup.payloads.source IS 'The key''s source.';
 COMMENT ON COLUMN webhook_dedup.payloads.idem_key IS 'The key.';
 COMMENT ON COLUMN webhook_dedup.payloads.payload IS 'The raw body, byte for byte.';
 COMMENT ON COLUMN webhook_dedup.payloads.headers IS 'The request headers given to webhook_enqueue, if any.';
+
+-- The payload archive (issue 27, docs/operations.md "The payload
+-- archive", src/store/archive.rs): the raw deliveries of the sources that
+-- keep them (webhook_dedup.sources.keep_payload), for audit, export and
+-- redrive, with their own retention (payload_retention), apart from the
+-- keys, which stay narrow and live for the whole retry window. Bulky and
+-- append-only, so partitioned by day of arrival (UTC): the maintenance
+-- worker attaches each day's partition ahead of time and drops it whole
+-- once it is past the longest payload retention (no row-by-row delete, no
+-- bloat); a source whose payload retention ends earlier has its rows
+-- deleted in paced batches. The default partition catches what arrives
+-- when no day's partition exists (the worker stopped for days); the next
+-- pass moves those rows into their day's partition. One row per key's
+-- first delivery (received_at = the key's first_seen_at) and per
+-- conflicting delivery (received_at = its conflict_log.seen_at): a key's
+-- deliveries are found through those times, by the one index (source,
+-- received_at), with no index on the key (a random insert into a second
+-- B-tree was a tenth of an archived claim's CPU, perf). An archived
+-- delivery never outlives its key: its retention is at most the key's,
+-- counted from the same or an earlier time, and webhook_forget deletes
+-- it with the key.
+CREATE TABLE webhook_dedup.archive (
+    received_at timestamptz NOT NULL,
+    source      text        COLLATE "C" NOT NULL,
+    idem_key    text        COLLATE "C" NOT NULL,
+    event_id    text,
+    event_type  text,
+    conflict    boolean     NOT NULL,
+    payload     bytea       NOT NULL,
+    headers     jsonb
+) PARTITION BY RANGE (received_at);
+CREATE INDEX archive_source ON webhook_dedup.archive (source, received_at);
+CREATE TABLE webhook_dedup.archive_default PARTITION OF webhook_dedup.archive DEFAULT;
+COMMENT ON TABLE webhook_dedup.archive IS
+  'The payload archive: the raw body and headers of each key''s first delivery and of each conflicting delivery, for the sources with keep_payload (webhook_dedup.sources), kept for their payload_retention while the key itself stays for its retention. Partitioned by day of arrival (UTC, partitions archive_YYYYMMDD made ahead and dropped whole by maintenance; archive_default holds rows that arrived with no day''s partition, moved out by the next pass). Readable by the extension''s owner; operators read it through webhook_dedup.export_deliveries and erase it with webhook_dedup.redact. docs/operations.md, "The payload archive".';
+COMMENT ON COLUMN webhook_dedup.archive.received_at IS 'When the delivery arrived (database clock): the key''s first_seen_at for its first delivery, the conflict_log.seen_at of a conflicting one. The partition key.';
+COMMENT ON COLUMN webhook_dedup.archive.source IS 'The key''s source.';
+COMMENT ON COLUMN webhook_dedup.archive.idem_key IS 'The key.';
+COMMENT ON COLUMN webhook_dedup.archive.event_id IS 'The provider''s event id as webhook_receive read it (NULL from webhook_claim and webhook_enqueue, which are given the key).';
+COMMENT ON COLUMN webhook_dedup.archive.event_type IS 'The event type given with (or read from) the delivery.';
+COMMENT ON COLUMN webhook_dedup.archive.conflict IS 'false: the key''s first delivery (the content the key was processed with); true: a later delivery whose content differed (a conflict, processed by nobody).';
+COMMENT ON COLUMN webhook_dedup.archive.payload IS 'The raw body, byte for byte.';
+COMMENT ON COLUMN webhook_dedup.archive.headers IS 'The request headers as given to webhook_receive or webhook_enqueue (a JSON object), NULL for webhook_claim.';
+-- Bodies are compressed with LZ4 where the server has it (PostgreSQL 14
+-- and later built --with-lz4, as Debian's and the PGDG packages are):
+-- pglz spent a third of an archived claim's CPU compressing a 4 KiB body
+-- (perf, docs/benchmarks.md "The payload archive"); LZ4 compresses JSON
+-- several times faster at a similar ratio. A server without it keeps pglz.
+DO $$
+BEGIN
+  ALTER TABLE webhook_dedup.archive ALTER COLUMN payload SET COMPRESSION lz4;
+  ALTER TABLE webhook_dedup.archive_default ALTER COLUMN payload SET COMPRESSION lz4;
+EXCEPTION WHEN feature_not_supported THEN
+  NULL;
+END
+$$;
 
 -- The rows webhook_claim and webhook_receive return. Named composite types
 -- rather than RETURNS TABLE: a function returning one row of a named type
@@ -256,6 +316,13 @@ CREATE TABLE webhook_dedup.sources (
     fingerprint_pointers text[],
     replay_guard         boolean,
     accept_event_types   text[],
+    -- The payload archive (webhook_dedup.archive):
+    keep_payload         boolean,
+    payload_retention    interval CHECK (payload_retention >= interval '1 minute'
+                                         AND payload_retention <= interval '3650 days'
+                                         AND pg_catalog.date_part('month', payload_retention) = 0
+                                         AND pg_catalog.date_part('year', payload_retention) = 0
+                                         AND payload_retention <= retention),
     -- Pause (webhook_dedup.pause and resume; written by them only):
     paused_at            timestamptz,
     paused_by            text,
@@ -275,11 +342,13 @@ COMMENT ON COLUMN webhook_dedup.sources.event_time_format IS 'How the event time
 COMMENT ON COLUMN webhook_dedup.sources.fingerprint_pointers IS 'What the key''s fingerprint covers (a later delivery of the key with another fingerprint is a conflict): JSON pointers (RFC 6901; at most 64) whose values are hashed as one RFC 8785 canonical JSON object, so that what the provider changes between attempts (attempt counters, delivery metadata) is left out; an empty array: the raw body bytes. NULL: the provider profile''s rule (webhook_dedup.providers.fingerprint), else the raw body.';
 COMMENT ON COLUMN webhook_dedup.sources.replay_guard IS 'Whether webhook_receive claims a replay guard per delivery (webhook_dedup.replay_guards): a signed body already received under another event id is answered duplicate instead of being processed again. For sources whose event id the signature does not cover. NULL: on for github, shopify, linear and twilio (their ids are in headers they do not sign) and for a source whose event_id_from is a header its scheme does not sign (a generic hmac source), else off.';
 COMMENT ON COLUMN webhook_dedup.sources.accept_event_types IS 'The event types the source wants (at most 1000 entries; an entry ending in * matches every type starting with what precedes it, e.g. invoice.*). Other verified deliveries, and deliveries without an event type, are answered outcome ignored: nothing stored, counted as ignored. NULL: every type.';
+COMMENT ON COLUMN webhook_dedup.sources.keep_payload IS 'Whether the source''s deliveries are archived (webhook_dedup.archive): the raw body and headers of each key''s first delivery and of each conflicting one, from webhook_claim (given a payload), webhook_receive and webhook_enqueue. NULL or false: not archived (webhook_enqueue still stores the payload its worker needs, webhook_dedup.payloads, for as long as the key lives). Ignored on a distributed install: the archive is single-server (docs/distributed.md).';
+COMMENT ON COLUMN webhook_dedup.sources.payload_retention IS 'How long archived deliveries of the source are kept after they arrived: 1 minute to 3650 days, no months, at most retention when both are set (else cut to the key''s retention when used). NULL: the key''s retention (retention, else webhook_dedup.retention). Partitions older than the longest payload retention are dropped whole; a source with a shorter one has its rows deleted in paced batches (docs/operations.md, "The payload archive").';
 COMMENT ON COLUMN webhook_dedup.sources.paused_at IS 'When webhook_dedup.pause paused the source (NULL: not paused). While paused, intake goes on (claims, webhook_receive and webhook_enqueue answer and store as before) and webhook_next takes none of the source''s keys: its pending and failed keys wait, due_at infinity, until webhook_dedup.resume. Written by pause and resume only (operators may not write this column).';
 COMMENT ON COLUMN webhook_dedup.sources.paused_by IS 'The session user who called webhook_dedup.pause.';
 COMMENT ON COLUMN webhook_dedup.sources.pause_reason IS 'Why, as given to webhook_dedup.pause.';
 COMMENT ON TABLE webhook_dedup.sources IS
-  'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease), max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts), retention (else webhook_dedup.retention), tolerance (webhook_receive''s replay window; else the provider''s default), provider (the profile for retention_warnings), and how webhook_receive reads the source''s deliveries: event_id_from, event_type_from, event_time_from and event_time_format, fingerprint_pointers, replay_guard, accept_event_types (docs/providers.md, "Custom sources"); and whether it is paused (paused_at, paused_by, pause_reason: webhook_dedup.pause). NULL columns fall back to the settings and the provider profile.';
+  'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease), max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts), retention (else webhook_dedup.retention), tolerance (webhook_receive''s replay window; else the provider''s default), provider (the profile for retention_warnings), and how webhook_receive reads the source''s deliveries: event_id_from, event_type_from, event_time_from and event_time_format, fingerprint_pointers, replay_guard, accept_event_types (docs/providers.md, "Custom sources"); whether its deliveries are archived (keep_payload, payload_retention: webhook_dedup.archive); and whether it is paused (paused_at, paused_by, pause_reason: webhook_dedup.pause). NULL columns fall back to the settings and the provider profile.';
 
 -- Deliveries whose payload differed from the key's fingerprint: one row
 -- each, for inspection.
@@ -501,7 +570,10 @@ CREATE TABLE webhook_dedup.maintenance_runs (
     more                 boolean     NOT NULL,
     errors               text[]      NOT NULL,
     intents_expired      integer     NOT NULL DEFAULT 0,
-    intents_pruned       bigint      NOT NULL DEFAULT 0
+    intents_pruned       bigint      NOT NULL DEFAULT 0,
+    payloads_pruned      bigint      NOT NULL DEFAULT 0,
+    partitions_created   integer     NOT NULL DEFAULT 0,
+    partitions_dropped   integer     NOT NULL DEFAULT 0
 );
 CREATE INDEX maintenance_runs_started_at ON webhook_dedup.maintenance_runs (started_at);
 COMMENT ON TABLE webhook_dedup.maintenance_runs IS
@@ -520,4 +592,7 @@ COMMENT ON COLUMN webhook_dedup.maintenance_runs.retention_warnings IS 'Sources 
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS 'A step stopped at webhook_dedup.batch_size: the worker runs the next pass after a rest that keeps it to webhook_dedup.maintenance_duty_cycle of the time.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_expired IS 'Outbox intents whose sender''s lease lapsed, taken back (failed and due at once, dead_lettered with no attempts left, or unknown_outcome when the downstream is not idempotent).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_pruned IS 'Delivered outbox intents deleted past their source''s retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.payloads_pruned IS 'Archived deliveries deleted row by row past their source''s payload_retention (sources whose payload retention is shorter than the longest: paced batches), or moved out of archive_default into their day''s partition.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_created IS 'Day partitions of webhook_dedup.archive created (ahead of time, or for rows that arrived in archive_default).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_dropped IS 'Day partitions of webhook_dedup.archive dropped whole, past the longest payload retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.errors IS 'One entry per step that failed (SQLSTATE and message); the pass went on with the other steps.';

@@ -82,7 +82,7 @@ use std::cell::Cell;
 /// schema declares it NOT NULL (the others are written NULL by some
 /// transition, so a NOT NULL added to them would need the check the
 /// executor makes and this module does not).
-const COLUMNS: [(&str, Oid, bool, bool); 20] = [
+const COLUMNS: [(&str, Oid, bool, bool); 22] = [
     ("source", pg_sys::TEXTOID, true, true),
     ("idem_key", pg_sys::TEXTOID, true, true),
     ("state", pg_sys::TEXTOID, true, true),
@@ -103,6 +103,8 @@ const COLUMNS: [(&str, Oid, bool, bool); 20] = [
     ("completed_at", pg_sys::TIMESTAMPTZOID, false, false),
     ("leased_at", pg_sys::TIMESTAMPTZOID, true, false),
     ("expires_at", pg_sys::TIMESTAMPTZOID, false, false),
+    ("redacted_at", pg_sys::TIMESTAMPTZOID, false, false),
+    ("redacted_by", pg_sys::TEXTOID, false, false),
 ];
 
 /// A column of `webhook_dedup.keys` (an index into [`COLUMNS`]).
@@ -128,6 +130,8 @@ pub enum Col {
     CompletedAt,
     LeasedAt,
     ExpiresAt,
+    RedactedAt,
+    RedactedBy,
 }
 
 /// Where each of [`COLUMNS`] is in the table (0-based attribute index).
@@ -381,8 +385,10 @@ pub enum Insert {
     Known(pg_sys::ItemPointerData),
 }
 
-/// What [`Session::lock`] found.
+/// What [`Session::lock`] found. (Returned once per claim, on the stack:
+/// no box for the row's values.)
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum Locked {
     /// The row, locked until the transaction ends; its values, and the
     /// TID of the version locked (the one to update).

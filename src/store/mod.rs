@@ -29,6 +29,7 @@
 //! [`visible_conflict`] gives the first delivery the same 40001 with this
 //! extension's message when the key was stored after that snapshot.
 
+pub mod archive;
 pub mod cache;
 pub mod citus;
 pub mod claim;

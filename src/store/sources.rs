@@ -42,6 +42,8 @@ static SETTINGS: Statement = Statement::returning(
         "accept_event_types",
         "provider",
         "paused",
+        "keep_payload",
+        "payload_retention",
     ],
 );
 static PAUSE: Statement = Statement::returning(
@@ -76,6 +78,11 @@ pub struct SourceSettings {
     /// Whether `webhook_dedup.pause` paused the source (as cached: confirm
     /// with [`paused_locked`] before acting on it).
     pub paused: bool,
+    /// Whether the source's deliveries are archived
+    /// (`webhook_dedup.sources.keep_payload`).
+    pub keep_payload: bool,
+    /// How long they are (`payload_retention`; None: the key's retention).
+    pub payload_retention: Option<Interval>,
 }
 
 impl SourceSettings {
@@ -144,6 +151,8 @@ pub fn settings(conn: &Conn<'_>, source: &str) -> SourceSettings {
         intake: None,
         provider: rows.get::<String>(0, 14).map(Rc::from),
         paused: rows.get(0, 15).unwrap_or(false),
+        keep_payload: rows.get(0, 16).unwrap_or(false),
+        payload_retention: rows.get(0, 17),
     };
     let columns = Columns {
         event_id_from: rows.get(0, 7),

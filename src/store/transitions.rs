@@ -31,8 +31,11 @@ static RESOLVE: Statement = Statement::new(
     crate::sql_statement!("key_resolve.sql"),
     &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID],
 );
-static FORGET: Statement =
-    Statement::returning(crate::sql_statement!("key_forget.sql"), &[TEXTOID, TEXTOID], &["event_type"]);
+static FORGET: Statement = Statement::returning(
+    crate::sql_statement!("key_forget.sql"),
+    &[TEXTOID, TEXTOID],
+    &["event_type", "first_seen_at"],
+);
 static SET_DUE: Statement =
     Statement::new(crate::sql_statement!("key_set_due.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID]);
 
@@ -195,13 +198,20 @@ pub fn resolve(conn: &Conn<'_>, key: Key<'_>, r: &Resolution) {
     expect_one(rows.len());
 }
 
-/// Delete the key and its payload. `None` when there was no such key;
-/// else the key's event type.
+/// Delete the key and its payload (and, on one server, its archived
+/// deliveries). `None` when there was no such key; else the key's event
+/// type.
 pub fn forget(conn: &Conn<'_>, key: Key<'_>) -> Option<Option<String>> {
     let rows = conn.execute(&FORGET, &[arg(key.source), arg(key.idem_key)], Snap::Statement);
     if rows.is_empty() {
         super::visible_conflict(conn, key);
         return None;
+    }
+    if !super::citus::keys_distributed() {
+        let first_seen_at: Option<pgrx::datum::TimestampWithTimeZone> = rows.get(0, 2);
+        if let Some(at) = first_seen_at {
+            super::archive::forget(conn, key, at);
+        }
     }
     Some(rows.get(0, 1))
 }

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 
 
 def _require(names):
@@ -116,3 +117,12 @@ def wait_for(what: str, probe, timeout_s: float, every_s: float = 0.2, detail=No
             more = f": {detail()}" if detail else ""
             pytest.fail(f"timed out after {timeout_s} s waiting for {what}{more}", pytrace=False)
         time.sleep(every_s)
+
+
+def set_and_reload(conn, setting: str, value):
+    """ALTER SYSTEM SET `setting` (or RESET, for None) and reload."""
+    if value is None:
+        conn.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.SQL(setting)))
+    else:
+        conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.SQL(setting), sql.Literal(value)))
+    conn.execute("SELECT pg_reload_conf()")

@@ -139,6 +139,18 @@ CALLS = [
     " WHERE o.state OPERATOR(pg_catalog.=) 'unknown_outcome'), 'completed')",
     "SELECT * FROM webhook_dedup.webhook_advance('s', 'e1', pg_catalog.now())",
     "INSERT INTO guarded VALUES (1, pg_catalog.now()) ON CONFLICT (id) DO UPDATE SET at = EXCLUDED.at",  # the guard
+    # the payload archive: a first delivery and a conflict archived (a pass
+    # makes the day partitions), then erased by each scope; reconciliation
+    "INSERT INTO webhook_dedup.sources (source, keep_payload, payload_retention) VALUES ('a', true, '1 hour')"
+    " ON CONFLICT (source) DO NOTHING",
+    "SELECT * FROM webhook_dedup.webhook_claim('a', 'a1', 'p'::bytea)",
+    "SELECT * FROM webhook_dedup.run_maintenance()",
+    "SELECT * FROM webhook_dedup.webhook_claim('a', 'a1', 'q'::bytea)",
+    "SELECT * FROM webhook_dedup.webhook_enqueue('a', 'a2', 'p'::bytea)",
+    "SELECT * FROM webhook_dedup.redact('a', idem_key => 'a1')",
+    "SELECT * FROM webhook_dedup.redact('a', account => 'acct')",
+    "SELECT * FROM webhook_dedup.redact('a', before => pg_catalog.now())",
+    "SELECT * FROM webhook_dedup.unseen('a', ARRAY['a1', 'a9'])",
     "SELECT * FROM webhook_dedup.run_maintenance()",
     "SELECT webhook_dedup.flush_metrics()",
     "SELECT * FROM webhook_dedup.metrics_live()",
@@ -637,6 +649,19 @@ ACTIONS = [
     ("pause a source by hand", "UPDATE webhook_dedup.sources SET paused_at = now()", set()),
     ("resume a source by hand", "UPDATE webhook_dedup.sources SET paused_at = NULL, paused_by = NULL", set()),
     ("insert a paused source", "INSERT INTO webhook_dedup.sources (source, paused_at) VALUES ('lp-x', now())", set()),
+    # the payload archive: operators configure it and erase from it; nobody
+    # reads it directly (docs/security.md)
+    ("keep a source's payloads", "INSERT INTO webhook_dedup.sources (source, keep_payload, payload_retention)"
+     " VALUES ('lp-a-' || current_user, true, '1 day')", {"t_operator"}),
+    ("redact a key", "SELECT * FROM webhook_dedup.redact('lp', idem_key => 'held')", {"t_operator"}),
+    ("redact a source's past", "SELECT * FROM webhook_dedup.redact('lp', before => now())", {"t_operator"}),
+    ("redact an account", "SELECT * FROM webhook_dedup.redact('lp', account => 'a')", {"t_operator"}),
+    ("read the archive", "SELECT payload, headers FROM webhook_dedup.archive", set()),
+    ("read the archive's default partition", "SELECT payload FROM webhook_dedup.archive_default", set()),
+    ("erase the archive by hand", "DELETE FROM webhook_dedup.archive", set()),
+    ("mark a key redacted by hand", "UPDATE webhook_dedup.keys SET redacted_at = now()", set()),
+    ("ask which events never came", "SELECT * FROM webhook_dedup.unseen('lp', ARRAY['x'])",
+     {"t_operator", "t_analyst"}),
     ("add a verification key", "SELECT webhook_dedup.add_secret('lp-' || current_user, 'k')", {"t_operator"}),
     ("retire a verification key", "SELECT webhook_dedup.retire_secret('lp', (SELECT min(id) FROM"
      " webhook_dedup.list_secrets('lp')))", {"t_operator"}),
@@ -752,7 +777,7 @@ def test_no_role_but_the_owner_holds_table_privileges(connect):
         settable = {r[0] for r in conn.execute(
             """SELECT attname FROM pg_attribute WHERE attrelid = 'webhook_dedup.sources'::regclass AND attnum > 0
                   AND NOT attisdropped AND attname NOT IN ('paused_at', 'paused_by', 'pause_reason')""")}
-        assert len(settable) == 14
+        assert len(settable) == 16
         assert columns == sorted((c, p) for c in settable for p in ("INSERT", "UPDATE"))
         unpinned = conn.execute(
             """SELECT p.oid::regprocedure::text FROM pg_proc p

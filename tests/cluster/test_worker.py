@@ -14,9 +14,8 @@ import re
 import time
 
 import pytest
-from psycopg import sql
 
-from own_cluster import OwnCluster, wait_for
+from own_cluster import OwnCluster, set_and_reload, wait_for
 
 WORKER = "webhook_dedup maintenance"
 RESTART_S = 5  # src/worker.rs RESTART_AFTER
@@ -46,15 +45,6 @@ def worker_pid(conn):
 def worker_runs(conn) -> int:
     return conn.execute("SELECT count(*) FROM webhook_dedup.maintenance_runs WHERE application_name = %s",
                         (WORKER,)).fetchone()[0]
-
-
-def set_and_reload(conn, setting, value):
-    """ALTER SYSTEM SET (or RESET, for None) and reload."""
-    if value is None:
-        conn.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.SQL(setting)))
-    else:
-        conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.SQL(setting), sql.Literal(value)))
-    conn.execute("SELECT pg_reload_conf()")
 
 
 def test_the_worker_waits_for_the_extension_then_runs(cluster):

@@ -28,6 +28,7 @@ end, and 0.1.0's install script removed.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -227,13 +228,24 @@ SCHEMA = {
 }
 
 
+# The payload archive's day partitions (and their indexes) are made by the
+# maintenance worker at run time, for the days around now, whichever way the
+# extension was installed: not part of the schema compared.
+DAY_PARTITION = re.compile(r"\barchive_\d{8}")
+
+
+def of_a_day_partition(row) -> bool:
+    return any(isinstance(v, str) and DAY_PARTITION.search(v) for v in row)
+
+
 def assert_same_schema(cluster, updated: str, fresh: str) -> None:
     """The extension's objects in database `updated` are those of `fresh`,
     object for object (SCHEMA)."""
     described = {}
     for db in (updated, fresh):
         with psycopg.connect(host=str(cluster.dir), port=5432, user="postgres", dbname=db) as conn:
-            described[db] = {name: conn.execute(sql).fetchall() for name, sql in SCHEMA.items()}
+            described[db] = {name: [r for r in conn.execute(sql).fetchall() if not of_a_day_partition(r)]
+                             for name, sql in SCHEMA.items()}
     for name in SCHEMA:
         assert described[updated][name] == described[fresh][name], name
 

@@ -1,0 +1,122 @@
+//! The payload archive's SQL surface (issue 27, docs/operations.md "The
+//! payload archive"): what the intake functions archive
+//! ([`keep`]), and the operator's erasure, `webhook_dedup.redact`.
+//!
+//! The rules:
+//!
+//! - A source with `keep_payload` archives the raw body and headers of each
+//!   key's first delivery (the content it was processed with) and of each
+//!   conflicting delivery, in the caller's transaction (a claim rolled back
+//!   archives nothing). Duplicates, replays and refused deliveries are not
+//!   archived: the first copy is.
+//! - `redact` erases what a key's deliveries carried (the archived bodies
+//!   and headers, the payload kept for the workers, the stored result and
+//!   the last error) and keeps the key itself, so that a later delivery of
+//!   the same event is still answered from its state (duplicate, conflict)
+//!   instead of being processed again (GDPR Art. 17 erasure without
+//!   re-processing). Who and when are recorded on the key
+//!   (`redacted_by`, `redacted_at`, shown by `key_history`).
+
+use crate::spi::Conn;
+use crate::store::archive::{self as store, Archived};
+use crate::store::sources;
+
+/// Archive `a` when its source keeps payloads (`keep_payload`, read from
+/// the cached settings: no statement for a source that does not). Nothing
+/// on a distributed install (the archive is single-server, issue 28).
+pub(crate) fn keep(conn: &Conn<'_>, a: &Archived<'_>) {
+    if sources::settings(conn, a.key.source).keep_payload && !crate::store::citus::keys_distributed() {
+        store::insert(conn, a);
+    }
+}
+
+#[pgrx::pg_schema]
+mod webhook_dedup {
+    use crate::error::{required, Error, OrRaise};
+    use crate::spi::{self, arg, Snap, Statement};
+    use crate::time::{clock_now, micros, timestamptz};
+    use pgrx::datum::TimestampWithTimeZone;
+    use pgrx::pg_sys::{TEXTOID, TIMESTAMPTZOID};
+    use pgrx::prelude::*;
+
+    static BY_KEY: Statement = Statement::returning(
+        crate::sql_statement!("redact_key.sql"),
+        &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID],
+        &["keys", "deliveries"],
+    );
+    static BEFORE: Statement = Statement::returning(
+        crate::sql_statement!("redact_before.sql"),
+        &[TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID],
+        &["keys", "deliveries"],
+    );
+    static BY_ACCOUNT: Statement = Statement::returning(
+        crate::sql_statement!("redact_account.sql"),
+        &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID],
+        &["keys", "deliveries"],
+    );
+
+    /// Erase what the deliveries of some keys of `source` carried, keeping
+    /// the keys: exactly one scope of
+    ///
+    /// - `idem_key`: that key (its archived deliveries even when the key
+    ///   itself is gone);
+    /// - `before`: every key first seen before that time, and every
+    ///   delivery of the source archived before it;
+    /// - `account`: every key derived with that account
+    ///   (`webhook_key(..., account => ...)`, `webhook_receive(account =>
+    ///   ...)`; a key over 255 characters whose account field was cut by
+    ///   the bound is not found: redact it by key).
+    ///
+    /// Each key's `result` and `last_error` become NULL and
+    /// `redacted_at`/`redacted_by` (the session user) are set; its payload
+    /// for the workers and its archived bodies and headers are deleted. The
+    /// key's state, fingerprint and times stay, so duplicates and conflicts
+    /// are still answered from it; a key pending for a worker is handed out
+    /// without a payload. One row: `keys` redacted and `deliveries`
+    /// erased. For operators. Errors: 22004 NULL source; 22023 a bad
+    /// source, not exactly one scope, an empty key or account, an infinite
+    /// `before`; 0A000 on a distributed install.
+    #[pg_extern(volatile, parallel_unsafe)]
+    fn redact(
+        source: Option<&str>,
+        idem_key: default!(Option<&str>, "NULL"),
+        before: default!(Option<TimestampWithTimeZone>, "NULL"),
+        account: default!(Option<&str>, "NULL"),
+    ) -> TableIterator<'static, (name!(keys, i64), name!(deliveries, i64))> {
+        let source = required(source, "source");
+        crate::key::check_source(source).or_raise();
+        let scopes = usize::from(idem_key.is_some()) + usize::from(before.is_some()) + usize::from(account.is_some());
+        if scopes != 1 {
+            Error::invalid("redact takes exactly one of idem_key, before and account").raise();
+        }
+        crate::api::args::one_server_only("redaction", "docs/operations.md, \"Erasing payloads\".");
+        let by = crate::api::args::session_user();
+        let now = timestamptz(clock_now());
+        let rows = spi::connected(|conn| {
+            let rows = if let Some(idem_key) = idem_key {
+                crate::key::check_bounded("idem_key", idem_key).or_raise();
+                conn.execute(&BY_KEY, &[arg(source), arg(idem_key), arg(now), arg(by.as_str())], Snap::Statement)
+            } else if let Some(before) = before {
+                let before = micros(before, "before").or_raise();
+                conn.execute(
+                    &BEFORE,
+                    &[arg(source), arg(timestamptz(before)), arg(now), arg(by.as_str())],
+                    Snap::Statement,
+                )
+            } else {
+                let account = account.expect("one scope is given");
+                if account.is_empty() {
+                    Error::invalid("account must not be empty").raise();
+                }
+                let field = crate::key::escape_part(account);
+                conn.execute(
+                    &BY_ACCOUNT,
+                    &[arg(source), arg(field.as_str()), arg(now), arg(by.as_str())],
+                    Snap::Statement,
+                )
+            };
+            (rows.get::<i64>(0, 1).unwrap_or(0), rows.get::<i64>(0, 2).unwrap_or(0))
+        });
+        TableIterator::once(rows)
+    }
+}

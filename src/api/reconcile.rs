@@ -1,0 +1,69 @@
+//! Reconciliation (issue 27, docs/operations.md "Reconciling with the
+//! provider"): the nightly job lists what the provider sent (Stripe's list
+//! of events, GitHub's list of deliveries, ...) and asks which of those
+//! events never reached this database. The keys are kept for the whole
+//! retry window, payload or not, so the answer is one primary-key probe per
+//! id, derived exactly as `webhook_receive` derives the key.
+
+#[pgrx::pg_schema]
+mod webhook_dedup {
+    use crate::error::{required, Error, OrRaise};
+    use crate::key::{derive, Parts};
+    use crate::spi::{self, arg, Snap, Statement};
+    use pgrx::datum::Array;
+    use pgrx::pg_sys::{TEXTARRAYOID, TEXTOID};
+    use pgrx::prelude::*;
+    use std::collections::HashSet;
+
+    static UNSEEN: Statement = Statement::returning(
+        crate::sql_statement!("reconcile_unseen.sql"),
+        &[TEXTOID, TEXTARRAYOID, TEXTARRAYOID],
+        &["event_id"],
+    );
+
+    /// The most ids one call takes: a day of a busy source, listed by a
+    /// provider's API in pages, fits; a longer list goes in several calls.
+    const MAX_IDS: usize = 100_000;
+
+    /// Of the provider's `event_ids` (as its API lists them), those that
+    /// `source` has no key for: events that never reached this database
+    /// (or whose key is past retention). Keys are derived as
+    /// `webhook_receive` derives them, with the same `environment`,
+    /// `account` and `operation` (NULL: none), so pass what the receiver
+    /// passes. In the order given, each once. Feed what it returns back
+    /// through `webhook_enqueue` (the event fetched from the provider's
+    /// API), so that the workers process it. For readers (it writes
+    /// nothing). Errors: 22004 NULL source or event_ids, or a NULL id;
+    /// 22023 a bad source, an empty id or part, more than 100,000 ids.
+    #[pg_extern(stable, parallel_safe)]
+    fn unseen(
+        source: Option<&str>,
+        event_ids: Option<Array<'_, &str>>,
+        environment: default!(Option<&str>, "NULL"),
+        account: default!(Option<&str>, "NULL"),
+        operation: default!(Option<&str>, "NULL"),
+    ) -> SetOfIterator<'static, String> {
+        let source = required(source, "source");
+        crate::key::check_source(source).or_raise();
+        let event_ids = required(event_ids, "event_ids");
+        if event_ids.len() > MAX_IDS {
+            Error::invalid(format!("event_ids has {} entries; the limit is {MAX_IDS}", event_ids.len())).raise();
+        }
+        let mut seen = HashSet::new();
+        let (mut ids, mut keys) = (Vec::new(), Vec::new());
+        for id in event_ids.iter() {
+            let id = required(id, "an element of event_ids");
+            if !seen.insert(id) {
+                continue;
+            }
+            let parts = Parts { source, event_id: id, environment, account, operation, body_hash: false };
+            keys.push(derive(&parts).or_raise());
+            ids.push(id.to_owned());
+        }
+        let unseen: Vec<String> = spi::connected(|conn| {
+            let rows = conn.execute(&UNSEEN, &[arg(source), arg(ids), arg(keys)], Snap::Statement);
+            (0..rows.len()).filter_map(|r| rows.get::<String>(r, 1)).collect()
+        });
+        SetOfIterator::new(unseen)
+    }
+}

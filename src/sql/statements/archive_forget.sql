@@ -1,0 +1,13 @@
+-- webhook_forget's second statement (single server): the forgotten key's
+-- archived deliveries go with it, the first at its first_seen_at and each
+-- conflicting one at its conflict_log.seen_at (an archived delivery never
+-- outlives its key: webhook_dedup.archive), so that a later redact finds
+-- every archived delivery through the key's times.
+-- $1 source, $2 idem_key, $3 the key's first_seen_at.
+DELETE FROM webhook_dedup.archive AS a
+ USING (SELECT $3::pg_catalog.timestamptz AS at
+        UNION
+        SELECT c.seen_at FROM webhook_dedup.conflict_log AS c
+         WHERE c.idem_key OPERATOR(pg_catalog.=) $2 AND c.source OPERATOR(pg_catalog.=) $1) AS arrivals
+ WHERE a.source OPERATOR(pg_catalog.=) $1 AND a.received_at OPERATOR(pg_catalog.=) arrivals.at
+   AND a.idem_key OPERATOR(pg_catalog.=) $2

@@ -1,0 +1,139 @@
+"""The payload archive against a real cluster with the maintenance worker
+(issue 27, item 1): the worker makes the day partitions ahead on its own,
+deletes a shorter payload retention's rows in paced batches of batch_size
+across passes, and drops an old partition whole; a partition drop waits
+for no receiver (a claim transaction that archived holds the archive: the
+pass gives up after its lock_timeout, the claim commits unharmed, a later
+pass drops it); the archive survives a crash with what committed.
+
+Every wait is a bounded poll (own_cluster.wait_for).
+"""
+
+import datetime
+
+import pytest
+from psycopg import sql
+
+from own_cluster import OwnCluster, set_and_reload, wait_for
+
+WORKER = "webhook_dedup maintenance"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = OwnCluster({})
+    try:
+        with c.connect() as conn:
+            conn.execute("CREATE DATABASE wd")
+            conn.execute("ALTER SYSTEM SET webhook_dedup.database = 'wd'")
+            conn.execute("ALTER SYSTEM SET webhook_dedup.maintenance_interval = '1s'")
+        c.stop()  # webhook_dedup.database is read at server start
+        c.start()
+        with c.connect("wd") as conn:
+            conn.execute("CREATE EXTENSION webhook_dedup")
+            conn.execute("INSERT INTO webhook_dedup.sources (source, keep_payload, payload_retention)"
+                         " VALUES ('long', true, '3 days'), ('short', true, '1 hour')")
+        yield c
+    finally:
+        c.destroy()
+
+
+def day_partitions(conn) -> list:
+    return [r[0] for r in conn.execute(
+        """SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+            WHERE i.inhparent = 'webhook_dedup.archive'::regclass AND c.relname <> 'archive_default'
+            ORDER BY 1""").fetchall()]
+
+
+def name_of(day: datetime.date) -> str:
+    return "archive_" + day.strftime("%Y%m%d")
+
+
+def utc_today(conn) -> datetime.date:
+    return conn.execute("SELECT (now() AT TIME ZONE 'UTC')::date").fetchone()[0]
+
+
+def test_the_worker_makes_the_days_ahead(cluster):
+    with cluster.connect("wd") as conn:
+        today = utc_today(conn)
+        wanted = [name_of(today + datetime.timedelta(days=d)) for d in range(4)]
+        wait_for("the day partitions", lambda: all(n in day_partitions(conn) for n in wanted), 20)
+        # a delivery lands in today's partition, not the default one
+        conn.execute("SELECT webhook_dedup.webhook_claim('long', 'today', 'x'::bytea)")
+        where = conn.execute("SELECT tableoid::regclass::text FROM webhook_dedup.archive WHERE idem_key = 'today'"
+                             ).fetchone()[0]
+        assert where == f"webhook_dedup.{name_of(today)}"
+
+
+def test_a_shorter_payload_retention_goes_in_paced_batches(cluster):
+    with cluster.connect("wd") as conn:
+        set_and_reload(conn, "webhook_dedup.batch_size", "2")
+        try:
+            first_run = conn.execute("SELECT coalesce(max(id), 0) FROM webhook_dedup.maintenance_runs").fetchone()[0]
+            # seven deliveries of 'short' two hours old (distinct times), one
+            # of 'long' as old: only short's go
+            conn.execute("""INSERT INTO webhook_dedup.archive
+                            SELECT now() - interval '2 hours' + g * interval '1 ms', 'short', 'old-' || g, NULL, NULL,
+                                   false, 'x', NULL
+                              FROM generate_series(1, 7) AS g""")
+            conn.execute("""INSERT INTO webhook_dedup.archive
+                            VALUES (now() - interval '2 hours', 'long', 'kept', NULL, NULL, false, 'x', NULL)""")
+            left = lambda: conn.execute(
+                "SELECT count(*) FROM webhook_dedup.archive WHERE source = 'short' AND idem_key LIKE 'old-%'"
+            ).fetchone()[0]
+            wait_for("short's old deliveries gone", lambda: left() == 0, 30)
+            runs = conn.execute(
+                """SELECT payloads_pruned, more FROM webhook_dedup.maintenance_runs
+                    WHERE id > %s AND payloads_pruned > 0 ORDER BY id""", (first_run,)).fetchall()
+            # at most a batch per pass, so several passes, each but the last
+            # saying there is more
+            assert [p for p, _ in runs] == [2, 2, 2, 1], runs
+            assert [m for _, m in runs][:3] == [True, True, True]
+            assert conn.execute("SELECT count(*) FROM webhook_dedup.archive WHERE idem_key = 'kept'").fetchone()[0] == 1
+        finally:
+            set_and_reload(conn, "webhook_dedup.batch_size", None)
+
+
+def test_a_drop_waits_for_no_receiver_and_goes_later(cluster):
+    with cluster.connect("wd") as conn:
+        old_day = utc_today(conn) - datetime.timedelta(days=10)
+        old = name_of(old_day)
+        # an old day's partition, past the longest payload retention (3 days)
+        conn.execute(sql.SQL("CREATE TABLE webhook_dedup.{} PARTITION OF webhook_dedup.archive"
+                             " FOR VALUES FROM ({}) TO ({})").format(
+            sql.Identifier(old), sql.Literal(f"{old_day} 00:00+00"),
+            sql.Literal(f"{old_day + datetime.timedelta(days=1)} 00:00+00")))
+        last = conn.execute("SELECT coalesce(max(id), 0) FROM webhook_dedup.maintenance_runs").fetchone()[0]
+        with cluster.connect("wd") as receiver:
+            # a receiver's transaction that archived a delivery, still open
+            receiver.execute("BEGIN")
+            receiver.execute("SELECT webhook_dedup.webhook_claim('long', 'held-open', 'x'::bytea)")
+            failed = lambda: conn.execute(
+                """SELECT count(*) FROM webhook_dedup.maintenance_runs
+                    WHERE id > %s AND array_to_string(errors, ' ') LIKE '%%keeping the payload archive%%'""",
+                (last,)).fetchone()[0]
+            wait_for("a pass that gave up on the drop", lambda: failed() >= 2, 30)
+            assert old in day_partitions(conn), "not dropped while the receiver holds the archive"
+            # the receiver was never in the way of anything: it goes on
+            receiver.execute("SELECT webhook_dedup.webhook_claim('long', 'held-open-2', 'y'::bytea)")
+            receiver.execute("COMMIT")
+        wait_for("the old partition dropped", lambda: old not in day_partitions(conn), 30)
+        assert conn.execute("SELECT count(*) FROM webhook_dedup.archive WHERE idem_key LIKE 'held-open%'"
+                            ).fetchone()[0] == 2
+        errors = conn.execute(
+            """SELECT errors FROM webhook_dedup.maintenance_runs
+                WHERE id > %s AND array_to_string(errors, ' ') LIKE '%%keeping the payload archive%%' LIMIT 1""",
+            (last,)).fetchone()[0]
+        assert "55P03" in " ".join(errors) or "lock timeout" in " ".join(errors), errors
+
+
+def test_what_committed_survives_a_crash(cluster):
+    with cluster.connect("wd") as conn:
+        conn.execute("SELECT webhook_dedup.webhook_claim('long', 'before-crash', 'kept bytes'::bytea)")
+    cluster.stop(mode="immediate")
+    cluster.start()
+    with cluster.connect("wd") as conn:
+        row = conn.execute("SELECT payload FROM webhook_dedup.archive WHERE idem_key = 'before-crash'").fetchone()
+        assert bytes(row[0]) == b"kept bytes"
+        wait_for("a pass after the crash", lambda: conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = %s", (WORKER,)).fetchone()[0] == 1, 20)
