@@ -5,7 +5,9 @@
 -- _ack, _fail, _unknown, _resolve, its views and counters); maintenance
 -- gains the outbox step; sources can be paused (webhook_dedup.pause,
 -- resume; issue 27), keep their payloads in an archive with its own
--- retention (webhook_dedup.archive, redact) and be reconciled (unseen).
+-- retention (webhook_dedup.archive, redact, export_deliveries), be
+-- redriven in bulk (redrive, cancel_redrive, redrive_runs) and be
+-- reconciled (unseen).
 -- Nothing stored is rewritten: claim_counts, maintenance_runs, sources
 -- and keys gain columns (with defaults or NULL: no table rewrite), every key
 -- is left as it is. Tested by tests/upgrade (from 0.2.0 and from 0.1.0
@@ -96,12 +98,14 @@ ALTER TABLE webhook_dedup.maintenance_runs
     ADD COLUMN intents_pruned       bigint      NOT NULL DEFAULT 0,
     ADD COLUMN payloads_pruned      bigint      NOT NULL DEFAULT 0,
     ADD COLUMN partitions_created   integer     NOT NULL DEFAULT 0,
-    ADD COLUMN partitions_dropped   integer     NOT NULL DEFAULT 0;
+    ADD COLUMN partitions_dropped   integer     NOT NULL DEFAULT 0,
+    ADD COLUMN keys_redriven        bigint      NOT NULL DEFAULT 0;
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_expired IS 'Outbox intents whose sender''s lease lapsed, taken back (failed and due at once, dead_lettered with no attempts left, or unknown_outcome when the downstream is not idempotent).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_pruned IS 'Delivered outbox intents deleted past their source''s retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.payloads_pruned IS 'Archived deliveries deleted row by row past their source''s payload_retention (sources whose payload retention is shorter than the longest: paced batches), or moved out of archive_default into their day''s partition.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_created IS 'Day partitions of webhook_dedup.archive created (ahead of time, or for rows that arrived in archive_default).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_dropped IS 'Day partitions of webhook_dedup.archive dropped whole, past the longest payload retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_redriven IS 'Keys bulk redrives (webhook_dedup.redrive) moved back to due, or skipped as changed, gone or without a payload.';
 
 -- Pausing a source (issue 27, docs/operations.md): the pause is recorded
 -- in the source's row; the payload archive's settings.
@@ -181,9 +185,74 @@ $$;
 -- The keys gain who and when webhook_dedup.redact erased them.
 ALTER TABLE webhook_dedup.keys
     ADD COLUMN redacted_at      timestamptz,
-    ADD COLUMN redacted_by      text;
+    ADD COLUMN redacted_by      text,
+    ADD COLUMN redriven_at      timestamptz,
+    ADD COLUMN redrive_run      bigint;
 COMMENT ON COLUMN webhook_dedup.keys.redacted_at IS 'When webhook_dedup.redact erased the key''s payloads, headers and stored result (NULL: never). The key stays (a tombstone: its state and fingerprint still answer duplicates and conflicts).';
 COMMENT ON COLUMN webhook_dedup.keys.redacted_by IS 'The session user who called webhook_dedup.redact.';
+COMMENT ON COLUMN webhook_dedup.keys.redriven_at IS 'When a bulk redrive (webhook_dedup.redrive) last made the key due again (NULL: never).';
+COMMENT ON COLUMN webhook_dedup.keys.redrive_run IS 'Which run did (webhook_dedup.redrive_runs.id).';
+
+-- Bulk redrive (issue 27, src/api/redrive.rs, src/maintenance/redrive.rs):
+-- one row per run of webhook_dedup.redrive, and one per key it matched,
+-- which the maintenance worker moves back to due in paced batches. Read
+-- through the view webhook_dedup.redrive_runs; pruned with the source's
+-- retention once finished.
+CREATE TABLE webhook_dedup.redrives (
+    id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source       text        COLLATE "C" NOT NULL,
+    states       text[]      NOT NULL,
+    conflicts    boolean     NOT NULL,
+    since        timestamptz,
+    "until"      timestamptz,
+    event_types  text[],
+    max_keys     bigint,
+    created_at   timestamptz NOT NULL,
+    created_by   text        NOT NULL,
+    status       text        NOT NULL,
+    matched      bigint      NOT NULL,
+    moved        bigint      NOT NULL DEFAULT 0,
+    skipped      bigint      NOT NULL DEFAULT 0,
+    finished_at  timestamptz,
+    cancelled_by text
+);
+CREATE INDEX redrives_running ON webhook_dedup.redrives (id) WHERE status = 'running';
+COMMENT ON TABLE webhook_dedup.redrives IS
+  'One row per bulk redrive (webhook_dedup.redrive): what it matched, who started it, how far the maintenance worker got. Read it through webhook_dedup.redrive_runs.';
+COMMENT ON COLUMN webhook_dedup.redrives.id IS 'Identity: the run id redrive returns and cancel_redrive takes.';
+COMMENT ON COLUMN webhook_dedup.redrives.source IS 'The source whose keys the run moves.';
+COMMENT ON COLUMN webhook_dedup.redrives.states IS 'The key states it matched (dead_lettered, failed, unknown_outcome).';
+COMMENT ON COLUMN webhook_dedup.redrives.conflicts IS 'Whether it also matched keys with an archived conflicting delivery (state conflict), to process that delivery.';
+COMMENT ON COLUMN webhook_dedup.redrives.since IS 'Keys first seen (conflicts: received) at or after this time; NULL: no bound.';
+COMMENT ON COLUMN webhook_dedup.redrives."until" IS 'Keys first seen (conflicts: received) before this time; NULL: no bound.';
+COMMENT ON COLUMN webhook_dedup.redrives.event_types IS 'The event types matched; NULL: every type.';
+COMMENT ON COLUMN webhook_dedup.redrives.max_keys IS 'The most keys the run matched; NULL: no limit.';
+COMMENT ON COLUMN webhook_dedup.redrives.created_at IS 'When redrive started the run (database clock).';
+COMMENT ON COLUMN webhook_dedup.redrives.created_by IS 'The session user who called redrive.';
+COMMENT ON COLUMN webhook_dedup.redrives.status IS 'running (maintenance moves its keys), done (every key moved or skipped) or cancelled (cancel_redrive: the keys not moved yet stay as they are).';
+COMMENT ON COLUMN webhook_dedup.redrives.matched IS 'Keys matched when the run started.';
+COMMENT ON COLUMN webhook_dedup.redrives.moved IS 'Keys made due again so far (pending, with their payload for webhook_next).';
+COMMENT ON COLUMN webhook_dedup.redrives.skipped IS 'Keys left as they were: changed since they matched (a live delivery or an operator got there first), gone, or without a payload to process (not archived, past payload retention, or redacted).';
+COMMENT ON COLUMN webhook_dedup.redrives.finished_at IS 'When the run was done or cancelled.';
+COMMENT ON COLUMN webhook_dedup.redrives.cancelled_by IS 'The session user who called cancel_redrive.';
+
+CREATE TABLE webhook_dedup.redrive_keys (
+    run         bigint      NOT NULL,
+    n           bigint      NOT NULL,
+    idem_key    text        COLLATE "C" NOT NULL,
+    conflict_at timestamptz,
+    outcome     text,
+    PRIMARY KEY (run, n)
+);
+CREATE INDEX redrive_keys_todo ON webhook_dedup.redrive_keys (run, n) WHERE outcome IS NULL;
+COMMENT ON TABLE webhook_dedup.redrive_keys IS
+  'The keys each bulk redrive matched, in the order it moves them (n), and what became of each (outcome NULL: not yet; moved; skipped: changed, gone or no_payload). Deleted with their run.';
+COMMENT ON COLUMN webhook_dedup.redrive_keys.run IS 'The run (webhook_dedup.redrives.id).';
+COMMENT ON COLUMN webhook_dedup.redrive_keys.n IS 'The key''s place in the run: oldest first.';
+COMMENT ON COLUMN webhook_dedup.redrive_keys.idem_key IS 'The key (of the run''s source).';
+COMMENT ON COLUMN webhook_dedup.redrive_keys.conflict_at IS 'For a conflict: the received_at of the archived conflicting delivery to process; NULL: the key''s own payload.';
+COMMENT ON COLUMN webhook_dedup.redrive_keys.outcome IS 'NULL (to do), moved, or skipped: changed (no longer as matched), gone (the key was deleted), no_payload (none archived or queued: nothing for webhook_next to hand over).';
+
 
 -- run_maintenance() returns the outbox step's counts too: a new row type.
 DROP FUNCTION webhook_dedup.run_maintenance();
@@ -202,7 +271,8 @@ CREATE FUNCTION webhook_dedup."run_maintenance"() RETURNS TABLE (
 	"intents_pruned" bigint,  /* i64 */
 	"payloads_pruned" bigint,  /* i64 */
 	"partitions_created" INT,  /* i32 */
-	"partitions_dropped" INT  /* i32 */
+	"partitions_dropped" INT,  /* i32 */
+	"keys_redriven" bigint  /* i64 */
 )
 STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
@@ -471,18 +541,111 @@ CREATE FUNCTION webhook_dedup."unseen"(
 STABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'unseen_wrapper';
+CREATE FUNCTION webhook_dedup."redrive"(
+	"source" TEXT, /* Option < & str > */
+	"states" TEXT[] DEFAULT ARRAY['dead_lettered'], /* :: std :: option :: Option < Array < '_, & str > > */
+	"since" timestamp with time zone DEFAULT NULL, /* Option < TimestampWithTimeZone > */
+	"until" timestamp with time zone DEFAULT NULL, /* Option < TimestampWithTimeZone > */
+	"event_types" TEXT[] DEFAULT NULL, /* :: std :: option :: Option < Array < '_, & str > > */
+	"max" bigint DEFAULT NULL, /* Option < i64 > */
+	"dry_run" bool DEFAULT false /* Option < bool > */
+) RETURNS TABLE (
+	"run" bigint,  /* Option < i64 > */
+	"matched" bigint  /* i64 */
+)
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'redrive_wrapper';
+CREATE FUNCTION webhook_dedup."cancel_redrive"(
+	"run" bigint /* Option < i64 > */
+) RETURNS bigint /* i64 */
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'cancel_redrive_wrapper';
 
 COMMENT ON FUNCTION webhook_dedup.pause(text, text) IS
   'webhook_dedup.pause(source, reason => NULL) -> bigint: pauses the source while a system its processing needs is down. Intake goes on (webhook_claim, webhook_receive and webhook_enqueue answer and store as before: claims are not refused); webhook_next takes none of its keys: its pending and failed keys are parked (due_at infinity; the count returned), and a key that becomes due later is parked by the webhook_next that meets it. Keys in flight keep their lease. Recorded in webhook_dedup.sources (paused_at, paused_by: the session user, pause_reason; a row is made for a source without one); pausing a paused source keeps its first pause and takes the new reason. key_states shows the paused backlog. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install. docs/operations.md, "Pausing a source".';
 COMMENT ON FUNCTION webhook_dedup.resume(text) IS
   'webhook_dedup.resume(source) -> bigint: ends a pause (webhook_dedup.pause): clears paused_at, paused_by and pause_reason, and makes the parked keys due as before it (a failed key at its retry time, a pending key at its first delivery, so the oldest is taken first); returns how many. Unparks keys left parked even when the source is not paused (its row was deleted during a pause). Waits for a webhook_next that is parking a key of the source, so none stays parked. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install.';
 COMMENT ON FUNCTION webhook_dedup.redact(text, text, timestamptz, text) IS
-  'webhook_dedup.redact(source, idem_key => NULL, before => NULL, account => NULL) -> (keys bigint, deliveries bigint): erases what deliveries of source carried, for exactly one scope: one key (idem_key; its archived deliveries even when the key is gone), the keys first seen before a time (before; and every delivery of the source archived before it), or the keys derived with one account (account: the third field of a webhook_key with account; a key whose account field was cut by the 255-character bound is not found). Each key keeps its state, fingerprint and times (a tombstone: later deliveries are still answered duplicate or conflict, never processed again); its result and last_error become NULL, redacted_at and redacted_by (the session user) are set (webhook_dedup.key_history); its payload for the workers (webhook_dedup.payloads) and its archived bodies and headers (webhook_dedup.archive) are deleted. keys: keys redacted; deliveries: payloads and archived deliveries erased. A key pending for a worker is then handed out without a payload. Scans the source''s keys for before and account. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 a bad source or key, not exactly one scope, an empty account, an infinite before; 0A000 on a distributed install. docs/operations.md, "Erasing payloads".';
+  'webhook_dedup.redact(source, idem_key => NULL, before => NULL, account => NULL) -> (keys bigint, deliveries bigint): erases what deliveries of source carried, for exactly one scope: one key (idem_key; its archived deliveries even when the key is gone), the keys first seen before a time (before; and every delivery of the source archived before it), or the keys derived with one account (account: the third field of a webhook_key with account; a key whose account field was cut by the 255-character bound is not found). Each key keeps its state, fingerprint and times (a tombstone: later deliveries are still answered duplicate or conflict, never processed again); its result becomes NULL, redacted_at and redacted_by (the session user) are set (webhook_dedup.key_history); its payload for the workers (webhook_dedup.payloads) and its archived bodies and headers (webhook_dedup.archive) are deleted. A key waiting for a worker (pending, or failed with its payload queued) cannot be processed without it: it becomes dead_lettered, last_error payload erased by webhook_dedup.redact (else last_error becomes NULL). keys: keys redacted; deliveries: payloads and archived deliveries erased. Scans the source''s keys for before and account. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 a bad source or key, not exactly one scope, an empty account, an infinite before; 0A000 on a distributed install. docs/operations.md, "Erasing payloads".';
 COMMENT ON FUNCTION webhook_dedup.unseen(text, text[], text, text, text) IS
   'webhook_dedup.unseen(source, event_ids, environment => NULL, account => NULL, operation => NULL) -> setof text: of the provider''s event ids (as its API lists them: Stripe''s list of events, GitHub''s list of deliveries, ...), those source has no key for, in the order given, each once: events that never reached this database, or whose key is past retention. Keys are derived as webhook_receive derives them, with the same environment, account and operation. One primary-key probe per id; at most 100,000 ids per call. Enqueue what it returns (webhook_enqueue) so that the workers process it. Executable by webhook_dedup_reader (it writes nothing). Errors: 22004 NULL source, event_ids or id; 22023 a bad source, an empty id or part, too many ids. docs/operations.md, "Reconciling with the provider".';
+COMMENT ON FUNCTION webhook_dedup.redrive(text, text[], timestamptz, timestamptz, text[], bigint, boolean) IS
+  'webhook_dedup.redrive(source, states => ARRAY[''dead_lettered''], since => NULL, until => NULL, event_types => NULL, max => NULL, dry_run => false) -> (run bigint, matched bigint): after a fix, moves keys of source back to due so that the workers (webhook_next) process them again with their payload. states: dead_lettered (the default), failed, unknown_outcome (only when named: its effect may have happened), conflict (keys whose latest conflicting delivery is archived: that delivery is processed and becomes the key''s content). since, until: first seen (a conflict: received) in [since, until); event_types; max: at most this many, oldest first. dry_run: count, change nothing (run NULL). A real run is recorded (webhook_dedup.redrive_runs) and the maintenance worker moves its keys, webhook_dedup.batch_size per pass, skipping a paused source until it is resumed: each key, under its row lock, is skipped when a live delivery or an operator changed it since it matched (so no key is processed twice), when it is gone, or when there is no payload for the workers (claimed, not enqueued, and not archived: keep_payload; or redacted, or past its payload retention); else its payload is put in the queue (from the archive) and it becomes pending, due now, with redriven_at and redrive_run set (key_history). Executable by webhook_dedup_operator. Errors: 22004 NULL source, states, a state or dry_run; 22023 a bad source, no state or another one, since not before until, an infinite time, max below 1; 0A000 on a distributed install. docs/operations.md, "Redriving after a fix".';
+COMMENT ON FUNCTION webhook_dedup.cancel_redrive(bigint) IS
+  'webhook_dedup.cancel_redrive(run) -> bigint: stops a running bulk redrive (status cancelled, cancelled_by the session user); the keys it has not moved stay as they are, a batch being moved finishes first. Returns the keys it moved. A finished run is left as it is. Executable by webhook_dedup_operator. Errors: 22004 NULL run; P0002 unknown run; 0A000 on a distributed install.';
+
+-- The payload archive's export (issue 27, docs/operations.md "Replaying
+-- into staging"): a source's archived deliveries in a documented, stable
+-- format, for audit and for replaying real events into staging
+-- (examples/replay/resend.py). Runs as the extension's owner (the archive
+-- is the owner's alone); executable by webhook_dedup_operator (granted
+-- below).
+CREATE FUNCTION webhook_dedup.export_deliveries(source text, since timestamptz, "until" timestamptz,
+                                                event_types text[] DEFAULT NULL, states text[] DEFAULT NULL,
+                                                include_conflicts boolean DEFAULT false,
+                                                "max" integer DEFAULT 10000)
+RETURNS TABLE (received_at timestamptz, idem_key text, event_id text, event_type text, conflict boolean,
+               state text, payload bytea, headers jsonb, delivery jsonb)
+LANGUAGE plpgsql STABLE
+AS $fn$
+DECLARE
+  bad text;
+BEGIN
+  IF source IS NULL OR since IS NULL OR "until" IS NULL OR include_conflicts IS NULL OR "max" IS NULL THEN
+    RAISE EXCEPTION 'webhook_dedup.export_deliveries: source, since, until, include_conflicts and max must not be NULL'
+      USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  IF NOT pg_catalog.isfinite(since) OR NOT pg_catalog.isfinite("until") OR since OPERATOR(pg_catalog.>=) "until" THEN
+    RAISE EXCEPTION 'webhook_dedup.export_deliveries: since and until must be finite, since before until'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF "max" OPERATOR(pg_catalog.<) 1 OR "max" OPERATOR(pg_catalog.>) 100000 THEN
+    RAISE EXCEPTION 'webhook_dedup.export_deliveries: max must be between 1 and 100000 (page by received_at)'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  SELECT x INTO bad FROM pg_catalog.unnest(states) AS x
+   WHERE x IS NULL OR x OPERATOR(pg_catalog.<>) ALL (ARRAY['pending', 'processing', 'completed', 'failed',
+                                                           'unknown_outcome', 'dead_lettered'])
+   LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'webhook_dedup.export_deliveries: unknown state "%"', bad
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  RETURN QUERY
+    SELECT a.received_at, a.idem_key::text, a.event_id, a.event_type, a.conflict, k.state, a.payload, a.headers,
+           pg_catalog.jsonb_build_object(
+             'format', 'webhook_dedup.delivery/1',
+             'source', a.source::text,
+             'scheme', COALESCE(s.provider, a.source::text),
+             'idem_key', a.idem_key::text,
+             'event_id', a.event_id,
+             'event_type', a.event_type,
+             'received_at', pg_catalog.to_char(a.received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+             'conflict', a.conflict,
+             'state', k.state,
+             'headers', a.headers,
+             'body_base64', pg_catalog.translate(pg_catalog.encode(a.payload, 'base64'), E'\n', ''))
+      FROM webhook_dedup.archive AS a
+      LEFT JOIN webhook_dedup.keys AS k
+        ON k.idem_key OPERATOR(pg_catalog.=) a.idem_key AND k.source OPERATOR(pg_catalog.=) a.source
+      LEFT JOIN webhook_dedup.sources AS s ON s.source OPERATOR(pg_catalog.=) a.source
+     WHERE a.source OPERATOR(pg_catalog.=) export_deliveries.source
+       AND a.received_at OPERATOR(pg_catalog.>=) since AND a.received_at OPERATOR(pg_catalog.<) "until"
+       AND (event_types IS NULL OR a.event_type OPERATOR(pg_catalog.=) ANY (event_types))
+       AND (states IS NULL OR k.state OPERATOR(pg_catalog.=) ANY (states))
+       AND (include_conflicts OR NOT a.conflict)
+     ORDER BY a.received_at, a.idem_key
+     LIMIT "max";
+END
+$fn$;
+COMMENT ON FUNCTION webhook_dedup.export_deliveries(text, timestamptz, timestamptz, text[], text[], boolean, integer) IS
+  'webhook_dedup.export_deliveries(source, since, until, event_types => NULL, states => NULL, include_conflicts => false, max => 10000) -> rows (received_at, idem_key, event_id, event_type, conflict, state, payload, headers, delivery): the source''s archived deliveries (webhook_dedup.archive) that arrived in [since, until), oldest first, at most max (1 to 100000: page by received_at): each key''s first delivery, and the conflicting ones with include_conflicts; filtered by event type and by the key''s state now (NULL state: the key is gone). payload is the raw body, byte for byte; delivery is the same as one JSON document in the stable format webhook_dedup.delivery/1: format, source, scheme (the source''s provider, else its name), idem_key, event_id (NULL when not read by webhook_receive), event_type, received_at (RFC 3339, UTC, microseconds), conflict, state, headers (as given), body_base64 (the raw body, RFC 4648 base64). One line of JSON Lines each: psql -At -c "SELECT delivery FROM webhook_dedup.export_deliveries(...)" > deliveries.jsonl, replayed into staging by examples/replay/resend.py. Executable by webhook_dedup_operator (readers never see payloads). Errors: 22004 a NULL argument but the filters; 22023 since not before until, an infinite time, max outside 1..100000, an unknown state. docs/operations.md, "Replaying into staging".';
 
 
--- key_history shows who redacted a key, in columns at its end.
+-- key_history shows who redacted a key and which redrive moved it, in
+-- columns at its end; the redrives' progress.
 CREATE OR REPLACE VIEW webhook_dedup.key_history AS
 SELECT k.source, k.idem_key, k.state, k.event_type, k.first_seen_at, k.last_seen_at, k.completed_at,
        k.attempt AS attempts, k.deliveries, k.conflicts, k.last_step, k.last_error, k.result, k.leased_at,
@@ -490,10 +653,19 @@ SELECT k.source, k.idem_key, k.state, k.event_type, k.first_seen_at, k.last_seen
        (SELECT pg_catalog.max(c.seen_at) FROM webhook_dedup.conflict_log AS c
          WHERE c.idem_key OPERATOR(pg_catalog.=) k.idem_key AND c.source OPERATOR(pg_catalog.=) k.source)
          AS last_conflict_at,
-       k.redacted_at, k.redacted_by
+       k.redacted_at, k.redacted_by, k.redriven_at, k.redrive_run
   FROM webhook_dedup.keys AS k;
 COMMENT ON VIEW webhook_dedup.key_history IS
-  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of the primary key, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at, redacted_at and redacted_by (when and by which session user webhook_dedup.redact erased the key''s payloads and result). No payload or headers.';
+  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of the primary key, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at, redacted_at and redacted_by (when and by which session user webhook_dedup.redact erased the key''s payloads and result), redriven_at and redrive_run (when and by which bulk redrive, webhook_dedup.redrive_runs, the key was last made due again). No payload or headers.';
+CREATE VIEW webhook_dedup.redrive_runs AS
+SELECT r.id, r.source::text AS source,
+       CASE WHEN r.conflicts THEN r.states OPERATOR(pg_catalog.||) 'conflict'::text ELSE r.states END AS states,
+       r.since, r."until", r.event_types, r.max_keys, r.status, r.matched, r.moved, r.skipped,
+       r.matched OPERATOR(pg_catalog.-) r.moved OPERATOR(pg_catalog.-) r.skipped AS remaining,
+       r.created_at, r.created_by, r.finished_at, r.cancelled_by
+  FROM webhook_dedup.redrives AS r;
+COMMENT ON VIEW webhook_dedup.redrive_runs IS
+  'One row per bulk redrive (webhook_dedup.redrive), newest last: id (what cancel_redrive takes), source, states (as named: dead_lettered, failed, unknown_outcome, conflict), since, until, event_types, max_keys, status (running: the maintenance worker moves its keys, batch_size a pass; done; cancelled), matched (keys when it started), moved (made due again: webhook_next hands them out with their payload), skipped (changed since they matched, gone, or without a payload), remaining, created_at, created_by, finished_at, cancelled_by. Finished runs are pruned after their source''s retention.';
 -- The outbox (docs/outbox.md): what waits per target, and the intents
 -- that wait for an operator. No request, response or lease token is in
 -- any view (they may carry personal data or let a reader act as a sender).
@@ -570,7 +742,9 @@ BEGIN
             WHERE c.oid OPERATOR(pg_catalog.=) ANY (ARRAY['webhook_dedup.outbox', 'webhook_dedup.outbox_id_seq',
                     'webhook_dedup.outbox_backlog', 'webhook_dedup.outbox_dead_letters',
                     'webhook_dedup.outbox_unknown_outcomes', 'webhook_dedup.downstream_key_limits',
-                    'webhook_dedup.archive', 'webhook_dedup.archive_default']::pg_catalog.regclass[])
+                    'webhook_dedup.archive', 'webhook_dedup.archive_default', 'webhook_dedup.redrives',
+                    'webhook_dedup.redrives_id_seq', 'webhook_dedup.redrive_keys',
+                    'webhook_dedup.redrive_runs']::pg_catalog.regclass[])
               AND a.grantee OPERATOR(pg_catalog.<>) c.relowner LOOP
     EXECUTE pg_catalog.format('REVOKE ALL ON %s %s FROM %s',
                               CASE WHEN g.relkind OPERATOR(pg_catalog.=) 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, g.rel,
@@ -591,6 +765,9 @@ BEGIN
                     'webhook_dedup.pause(text, text)', 'webhook_dedup.resume(text)',
                     'webhook_dedup.redact(text, text, timestamptz, text)',
                     'webhook_dedup.unseen(text, text[], text, text, text)',
+                    'webhook_dedup.export_deliveries(text, timestamptz, timestamptz, text[], text[], boolean, integer)',
+                    'webhook_dedup.redrive(text, text[], timestamptz, timestamptz, text[], bigint, boolean)',
+                    'webhook_dedup.cancel_redrive(bigint)',
                     'webhook_dedup.run_maintenance()']::pg_catalog.regprocedure[])
               AND a.grantee OPERATOR(pg_catalog.<>) p.proowner AND a.grantee OPERATOR(pg_catalog.<>) 0 LOOP
     EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %I', g.fn, pg_catalog.pg_get_userbyid(g.grantee));
@@ -617,7 +794,12 @@ BEGIN
       ('webhook_dedup.pause(text, text)', 'webhook_dedup_operator'),
       ('webhook_dedup.resume(text)', 'webhook_dedup_operator'),
       ('webhook_dedup.redact(text, text, timestamptz, text)', 'webhook_dedup_operator'),
-      ('webhook_dedup.unseen(text, text[], text, text, text)', 'webhook_dedup_reader')) AS x(signature, role)
+      ('webhook_dedup.unseen(text, text[], text, text, text)', 'webhook_dedup_reader'),
+      ('webhook_dedup.export_deliveries(text, timestamptz, timestamptz, text[], text[], boolean, integer)',
+       'webhook_dedup_operator'),
+      ('webhook_dedup.redrive(text, text[], timestamptz, timestamptz, text[], bigint, boolean)',
+       'webhook_dedup_operator'),
+      ('webhook_dedup.cancel_redrive(bigint)', 'webhook_dedup_operator')) AS x(signature, role)
   LOOP
     EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp', f.fn);
     EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);
@@ -639,10 +821,14 @@ COMMENT ON ROLE webhook_dedup_operator IS
 COMMENT ON ROLE webhook_dedup_reader IS
   'webhook_dedup: may read the views of schema webhook_dedup (no payload, header or claim token is in any) and call its read-only functions (unseen among them).';
 GRANT SELECT ON webhook_dedup.outbox_backlog, webhook_dedup.outbox_dead_letters,
-                webhook_dedup.outbox_unknown_outcomes, webhook_dedup.downstream_key_limits
+                webhook_dedup.outbox_unknown_outcomes, webhook_dedup.downstream_key_limits,
+                webhook_dedup.redrive_runs
   TO webhook_dedup_reader, pg_monitor;
 
 -- Intents are the record of what is still to be sent: pg_dump dumps them.
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.outbox', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.outbox_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.archive_default', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redrives', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redrives_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redrive_keys', '');

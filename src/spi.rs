@@ -42,6 +42,9 @@ pub struct Statement {
     /// Whether the statement asks for the generic plan from the first
     /// execution (`CURSOR_OPT_GENERIC_PLAN`; [`Statement::generic_plan`]).
     generic: bool,
+    /// Whether every execution is planned for its arguments
+    /// (`CURSOR_OPT_CUSTOM_PLAN`; [`Statement::custom_plan`]).
+    always_custom: bool,
 }
 
 // SAFETY: a Postgres backend runs its extension code on one thread; the
@@ -59,6 +62,7 @@ impl Statement {
             plan: Cell::new(None),
             custom: Cell::new(false),
             generic: false,
+            always_custom: false,
         }
     }
 
@@ -77,6 +81,7 @@ impl Statement {
             plan: Cell::new(None),
             custom: Cell::new(false),
             generic: false,
+            always_custom: false,
         }
     }
 
@@ -90,6 +95,16 @@ impl Statement {
     /// planner (docs/benchmarks.md).
     pub const fn generic_plan(mut self) -> Self {
         self.generic = true;
+        self
+    }
+
+    /// The same statement, planned afresh for the arguments of every
+    /// execution: for a rare statement whose arguments choose between
+    /// conditions (`$1 IS NULL OR ...`), so that each execution's plan keeps
+    /// only the conditions it was given and uses their indexes (a generic
+    /// plan would keep them all). `webhook_dedup.redact`'s scopes.
+    pub const fn custom_plan(mut self) -> Self {
+        self.always_custom = true;
         self
     }
 
@@ -134,7 +149,7 @@ impl Statement {
     /// prepared again when that answer changes (`distribute()` ran while
     /// this backend had its plans).
     fn plan(&self, _conn: &Conn<'_>) -> NonNull<pg_sys::_SPI_plan> {
-        let custom = crate::store::citus::plans_must_be_custom();
+        let custom = self.always_custom || crate::store::citus::plans_must_be_custom();
         if let Some(plan) = self.plan.get() {
             if self.custom.get() == custom {
                 return plan;

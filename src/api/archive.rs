@@ -11,7 +11,8 @@
 //!   archived: the first copy is.
 //! - `redact` erases what a key's deliveries carried (the archived bodies
 //!   and headers, the payload kept for the workers, the stored result and
-//!   the last error) and keeps the key itself, so that a later delivery of
+//!   the last error) and keeps the key itself (dead-lettering a key that
+//!   waited for a worker with the payload erased), so that a later delivery of
 //!   the same event is still answered from its state (duplicate, conflict)
 //!   instead of being processed again (GDPR Art. 17 erasure without
 //!   re-processing). Who and when are recorded on the key
@@ -39,21 +40,12 @@ mod webhook_dedup {
     use pgrx::pg_sys::{TEXTOID, TIMESTAMPTZOID};
     use pgrx::prelude::*;
 
-    static BY_KEY: Statement = Statement::returning(
-        crate::sql_statement!("redact_key.sql"),
-        &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID],
+    static REDACT: Statement = Statement::returning(
+        crate::sql_statement!("redact.sql"),
+        &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, TEXTOID],
         &["keys", "deliveries"],
-    );
-    static BEFORE: Statement = Statement::returning(
-        crate::sql_statement!("redact_before.sql"),
-        &[TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID],
-        &["keys", "deliveries"],
-    );
-    static BY_ACCOUNT: Statement = Statement::returning(
-        crate::sql_statement!("redact_account.sql"),
-        &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID],
-        &["keys", "deliveries"],
-    );
+    )
+    .custom_plan();
 
     /// Erase what the deliveries of some keys of `source` carried, keeping
     /// the keys: exactly one scope of
@@ -71,8 +63,10 @@ mod webhook_dedup {
     /// `redacted_at`/`redacted_by` (the session user) are set; its payload
     /// for the workers and its archived bodies and headers are deleted. The
     /// key's state, fingerprint and times stay, so duplicates and conflicts
-    /// are still answered from it; a key pending for a worker is handed out
-    /// without a payload. One row: `keys` redacted and `deliveries`
+    /// are still answered from it; but a key waiting for a worker
+    /// (`pending`, or `failed` with its payload queued) cannot be processed
+    /// without its payload: it becomes `dead_lettered` (`last_error` says
+    /// why), never handed out empty. One row: `keys` redacted and `deliveries`
     /// erased. For operators. Errors: 22004 NULL source; 22023 a bad
     /// source, not exactly one scope, an empty key or account, an infinite
     /// `before`; 0A000 on a distributed install.
@@ -92,29 +86,22 @@ mod webhook_dedup {
         crate::api::args::one_server_only("redaction", "docs/operations.md, \"Erasing payloads\".");
         let by = crate::api::args::session_user();
         let now = timestamptz(clock_now());
+        if let Some(idem_key) = idem_key {
+            crate::key::check_bounded("idem_key", idem_key).or_raise();
+        }
+        let before = before.map(|b| timestamptz(micros(b, "before").or_raise()));
+        let account = account.map(|a| {
+            if a.is_empty() {
+                Error::invalid("account must not be empty").raise();
+            }
+            crate::key::escape_part(a)
+        });
         let rows = spi::connected(|conn| {
-            let rows = if let Some(idem_key) = idem_key {
-                crate::key::check_bounded("idem_key", idem_key).or_raise();
-                conn.execute(&BY_KEY, &[arg(source), arg(idem_key), arg(now), arg(by.as_str())], Snap::Statement)
-            } else if let Some(before) = before {
-                let before = micros(before, "before").or_raise();
-                conn.execute(
-                    &BEFORE,
-                    &[arg(source), arg(timestamptz(before)), arg(now), arg(by.as_str())],
-                    Snap::Statement,
-                )
-            } else {
-                let account = account.expect("one scope is given");
-                if account.is_empty() {
-                    Error::invalid("account must not be empty").raise();
-                }
-                let field = crate::key::escape_part(account);
-                conn.execute(
-                    &BY_ACCOUNT,
-                    &[arg(source), arg(field.as_str()), arg(now), arg(by.as_str())],
-                    Snap::Statement,
-                )
-            };
+            let rows = conn.execute(
+                &REDACT,
+                &[arg(source), arg(idem_key), arg(before), arg(account.as_deref()), arg(now), arg(by.as_str())],
+                Snap::Statement,
+            );
             (rows.get::<i64>(0, 1).unwrap_or(0), rows.get::<i64>(0, 2).unwrap_or(0))
         });
         TableIterator::once(rows)

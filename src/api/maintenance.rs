@@ -34,6 +34,7 @@ mod webhook_dedup {
             name!(payloads_pruned, i64),
             name!(partitions_created, i32),
             name!(partitions_dropped, i32),
+            name!(keys_redriven, i64),
         ),
     > {
         let p = crate::maintenance::run();
@@ -53,6 +54,7 @@ mod webhook_dedup {
             p.payloads_pruned,
             p.partitions_created,
             p.partitions_dropped,
+            p.keys_redriven,
         ))
     }
 

@@ -18,6 +18,7 @@ pub mod pause;
 pub mod queue;
 pub mod receive;
 pub mod reconcile;
+pub mod redrive;
 mod rows;
 pub mod secrets;
 pub mod sources;
@@ -39,6 +40,8 @@ mod tests_ordering;
 mod tests_outbox;
 #[cfg(feature = "pg_test")]
 mod tests_pause;
+#[cfg(feature = "pg_test")]
+mod tests_redrive;
 #[cfg(feature = "pg_test")]
 mod tests_secrets;
 #[cfg(feature = "pg_test")]

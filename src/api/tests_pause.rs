@@ -9,6 +9,7 @@
 #[pgrx::pg_schema]
 mod tests {
     use crate::api::tests::tests::error_of;
+    use crate::api::tests_support::{i64_of, text_of};
     use pgrx::prelude::*;
 
     fn enqueue(source: &str, key: &str) {
@@ -28,14 +29,6 @@ mod tests {
             .map(|r| r.get::<String>(1).unwrap().unwrap())
             .collect()
         })
-    }
-
-    fn i64_of(sql: &str) -> i64 {
-        Spi::get_one::<i64>(sql).unwrap().unwrap_or(-1)
-    }
-
-    fn text_of(sql: &str) -> Option<String> {
-        Spi::get_one::<String>(sql).unwrap()
     }
 
     fn due(source: &str, key: &str) -> String {

@@ -19,3 +19,18 @@ pub(crate) fn signed(scheme: &str, body: &[u8], secret: &str, at_unix: i64, sign
     map.extend(extra.as_object().unwrap().clone());
     Value::Object(map)
 }
+
+/// Run `sql` (a statement whose result is not needed).
+pub(crate) fn run(sql: &str) {
+    Spi::run(sql).unwrap();
+}
+
+/// The first column of the first row of `sql` as a bigint (-1 for NULL).
+pub(crate) fn i64_of(sql: &str) -> i64 {
+    Spi::get_one::<i64>(sql).unwrap().unwrap_or(-1)
+}
+
+/// The first column of the first row of `sql` as text.
+pub(crate) fn text_of(sql: &str) -> Option<String> {
+    Spi::get_one::<String>(sql).unwrap()
+}

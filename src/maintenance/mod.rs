@@ -13,7 +13,9 @@
 //!    retry horizon;
 //! 6. [`outbox`]: lapsed sender leases of the outbox taken back, delivered
 //!    intents past retention deleted;
-//! 7. [`archive`]: the payload archive's day partitions made ahead and
+//! 7. [`redrive`]: the keys of running bulk redrives moved back to due,
+//!    in paced batches;
+//! 8. [`archive`]: the payload archive's day partitions made ahead and
 //!    dropped whole past the longest payload retention, shorter payload
 //!    retentions applied in paced batches.
 //!
@@ -37,6 +39,7 @@ pub mod archive;
 pub mod expiry;
 pub mod outbox;
 pub mod prune;
+pub mod redrive;
 pub mod retention;
 pub mod sweep;
 
@@ -77,6 +80,7 @@ static RECORD: Statement = Statement::new(
         INT8OID,
         INT4OID,
         INT4OID,
+        INT8OID,
     ],
 );
 
@@ -99,6 +103,7 @@ pub struct Pass {
     pub payloads_pruned: i64,
     pub partitions_created: i32,
     pub partitions_dropped: i32,
+    pub keys_redriven: i64,
 }
 
 impl Pass {
@@ -117,6 +122,7 @@ impl Pass {
         self.payloads_pruned += step.payloads_pruned;
         self.partitions_created += step.partitions_created;
         self.partitions_dropped += step.partitions_dropped;
+        self.keys_redriven += step.keys_redriven;
     }
 
     /// Whether the pass changed anything worth a line in the server log.
@@ -124,6 +130,7 @@ impl Pass {
         self.leases_expired + self.dead_lettered + self.intents_expired > 0
             || self.keys_pruned + self.keys_kept + self.history_pruned + self.intents_pruned + self.payloads_pruned > 0
             || self.partitions_created + self.partitions_dropped > 0
+            || self.keys_redriven > 0
     }
 }
 
@@ -139,12 +146,13 @@ pub enum Step {
     Flush,
     Warn,
     Outbox,
+    Redrive,
     Archive,
 }
 
 impl Step {
-    pub const ALL: [Step; 7] =
-        [Step::Sweep, Step::Expire, Step::Prune, Step::Flush, Step::Warn, Step::Outbox, Step::Archive];
+    pub const ALL: [Step; 8] =
+        [Step::Sweep, Step::Expire, Step::Prune, Step::Flush, Step::Warn, Step::Outbox, Step::Redrive, Step::Archive];
 
     fn what(self) -> &'static str {
         match self {
@@ -154,6 +162,7 @@ impl Step {
             Step::Flush => "flushing metrics",
             Step::Warn => "checking retention",
             Step::Outbox => "sweeping and pruning the outbox",
+            Step::Redrive => "moving redriven keys",
             Step::Archive => "keeping the payload archive",
         }
     }
@@ -238,6 +247,7 @@ impl Run {
             Step::Flush => c.metrics_flushed = crate::metrics::flush(),
             Step::Warn => retention::warnings(now, c),
             Step::Outbox => outbox::run(now, batch, &retention, c),
+            Step::Redrive => redrive::run(now, batch, &retention, c),
             Step::Archive => archive::run(now, batch, &retention, c),
         });
     }
@@ -285,6 +295,7 @@ fn record(pass: &Pass, started: i64) {
                 arg(pass.payloads_pruned),
                 arg(pass.partitions_created),
                 arg(pass.partitions_dropped),
+                arg(pass.keys_redriven),
             ],
             Snap::Statement,
         );

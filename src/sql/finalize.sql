@@ -209,9 +209,13 @@ COMMENT ON FUNCTION webhook_dedup.pause(text, text) IS
 COMMENT ON FUNCTION webhook_dedup.resume(text) IS
   'webhook_dedup.resume(source) -> bigint: ends a pause (webhook_dedup.pause): clears paused_at, paused_by and pause_reason, and makes the parked keys due as before it (a failed key at its retry time, a pending key at its first delivery, so the oldest is taken first); returns how many. Unparks keys left parked even when the source is not paused (its row was deleted during a pause). Waits for a webhook_next that is parking a key of the source, so none stays parked. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install.';
 COMMENT ON FUNCTION webhook_dedup.redact(text, text, timestamptz, text) IS
-  'webhook_dedup.redact(source, idem_key => NULL, before => NULL, account => NULL) -> (keys bigint, deliveries bigint): erases what deliveries of source carried, for exactly one scope: one key (idem_key; its archived deliveries even when the key is gone), the keys first seen before a time (before; and every delivery of the source archived before it), or the keys derived with one account (account: the third field of a webhook_key with account; a key whose account field was cut by the 255-character bound is not found). Each key keeps its state, fingerprint and times (a tombstone: later deliveries are still answered duplicate or conflict, never processed again); its result and last_error become NULL, redacted_at and redacted_by (the session user) are set (webhook_dedup.key_history); its payload for the workers (webhook_dedup.payloads) and its archived bodies and headers (webhook_dedup.archive) are deleted. keys: keys redacted; deliveries: payloads and archived deliveries erased. A key pending for a worker is then handed out without a payload. Scans the source''s keys for before and account. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 a bad source or key, not exactly one scope, an empty account, an infinite before; 0A000 on a distributed install. docs/operations.md, "Erasing payloads".';
+  'webhook_dedup.redact(source, idem_key => NULL, before => NULL, account => NULL) -> (keys bigint, deliveries bigint): erases what deliveries of source carried, for exactly one scope: one key (idem_key; its archived deliveries even when the key is gone), the keys first seen before a time (before; and every delivery of the source archived before it), or the keys derived with one account (account: the third field of a webhook_key with account; a key whose account field was cut by the 255-character bound is not found). Each key keeps its state, fingerprint and times (a tombstone: later deliveries are still answered duplicate or conflict, never processed again); its result becomes NULL, redacted_at and redacted_by (the session user) are set (webhook_dedup.key_history); its payload for the workers (webhook_dedup.payloads) and its archived bodies and headers (webhook_dedup.archive) are deleted. A key waiting for a worker (pending, or failed with its payload queued) cannot be processed without it: it becomes dead_lettered, last_error payload erased by webhook_dedup.redact (else last_error becomes NULL). keys: keys redacted; deliveries: payloads and archived deliveries erased. Scans the source''s keys for before and account. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 a bad source or key, not exactly one scope, an empty account, an infinite before; 0A000 on a distributed install. docs/operations.md, "Erasing payloads".';
 COMMENT ON FUNCTION webhook_dedup.unseen(text, text[], text, text, text) IS
   'webhook_dedup.unseen(source, event_ids, environment => NULL, account => NULL, operation => NULL) -> setof text: of the provider''s event ids (as its API lists them: Stripe''s list of events, GitHub''s list of deliveries, ...), those source has no key for, in the order given, each once: events that never reached this database, or whose key is past retention. Keys are derived as webhook_receive derives them, with the same environment, account and operation. One primary-key probe per id; at most 100,000 ids per call. Enqueue what it returns (webhook_enqueue) so that the workers process it. Executable by webhook_dedup_reader (it writes nothing). Errors: 22004 NULL source, event_ids or id; 22023 a bad source, an empty id or part, too many ids. docs/operations.md, "Reconciling with the provider".';
+COMMENT ON FUNCTION webhook_dedup.redrive(text, text[], timestamptz, timestamptz, text[], bigint, boolean) IS
+  'webhook_dedup.redrive(source, states => ARRAY[''dead_lettered''], since => NULL, until => NULL, event_types => NULL, max => NULL, dry_run => false) -> (run bigint, matched bigint): after a fix, moves keys of source back to due so that the workers (webhook_next) process them again with their payload. states: dead_lettered (the default), failed, unknown_outcome (only when named: its effect may have happened), conflict (keys whose latest conflicting delivery is archived: that delivery is processed and becomes the key''s content). since, until: first seen (a conflict: received) in [since, until); event_types; max: at most this many, oldest first. dry_run: count, change nothing (run NULL). A real run is recorded (webhook_dedup.redrive_runs) and the maintenance worker moves its keys, webhook_dedup.batch_size per pass, skipping a paused source until it is resumed: each key, under its row lock, is skipped when a live delivery or an operator changed it since it matched (so no key is processed twice), when it is gone, or when there is no payload for the workers (claimed, not enqueued, and not archived: keep_payload; or redacted, or past its payload retention); else its payload is put in the queue (from the archive) and it becomes pending, due now, with redriven_at and redrive_run set (key_history). Executable by webhook_dedup_operator. Errors: 22004 NULL source, states, a state or dry_run; 22023 a bad source, no state or another one, since not before until, an infinite time, max below 1; 0A000 on a distributed install. docs/operations.md, "Redriving after a fix".';
+COMMENT ON FUNCTION webhook_dedup.cancel_redrive(bigint) IS
+  'webhook_dedup.cancel_redrive(run) -> bigint: stops a running bulk redrive (status cancelled, cancelled_by the session user); the keys it has not moved stay as they are, a batch being moved finishes first. Returns the keys it moved. A finished run is left as it is. Executable by webhook_dedup_operator. Errors: 22004 NULL run; P0002 unknown run; 0A000 on a distributed install.';
 COMMENT ON FUNCTION webhook_dedup.webhook_forget(text, text) IS
   'webhook_dedup.webhook_forget(source, idem_key) -> boolean: removes the key so that a deliberate replay is processed again; true when it existed. For operators; counted as forgotten in the metrics.';
 COMMENT ON FUNCTION webhook_dedup.webhook_enqueue(text, text, bytea, text, jsonb) IS
@@ -384,10 +388,88 @@ SELECT k.source, k.idem_key, k.state, k.event_type, k.first_seen_at, k.last_seen
        (SELECT pg_catalog.max(c.seen_at) FROM webhook_dedup.conflict_log AS c
          WHERE c.idem_key OPERATOR(pg_catalog.=) k.idem_key AND c.source OPERATOR(pg_catalog.=) k.source)
          AS last_conflict_at,
-       k.redacted_at, k.redacted_by
+       k.redacted_at, k.redacted_by, k.redriven_at, k.redrive_run
   FROM webhook_dedup.keys AS k;
 COMMENT ON VIEW webhook_dedup.key_history IS
-  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of the primary key, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at, redacted_at and redacted_by (when and by which session user webhook_dedup.redact erased the key''s payloads and result). No payload or headers.';
+  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of the primary key, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at, redacted_at and redacted_by (when and by which session user webhook_dedup.redact erased the key''s payloads and result), redriven_at and redrive_run (when and by which bulk redrive, webhook_dedup.redrive_runs, the key was last made due again). No payload or headers.';
+
+-- Bulk redrives and their progress (issue 27, webhook_dedup.redrive).
+CREATE VIEW webhook_dedup.redrive_runs AS
+SELECT r.id, r.source::text AS source,
+       CASE WHEN r.conflicts THEN r.states OPERATOR(pg_catalog.||) 'conflict'::text ELSE r.states END AS states,
+       r.since, r."until", r.event_types, r.max_keys, r.status, r.matched, r.moved, r.skipped,
+       r.matched OPERATOR(pg_catalog.-) r.moved OPERATOR(pg_catalog.-) r.skipped AS remaining,
+       r.created_at, r.created_by, r.finished_at, r.cancelled_by
+  FROM webhook_dedup.redrives AS r;
+COMMENT ON VIEW webhook_dedup.redrive_runs IS
+  'One row per bulk redrive (webhook_dedup.redrive), newest last: id (what cancel_redrive takes), source, states (as named: dead_lettered, failed, unknown_outcome, conflict), since, until, event_types, max_keys, status (running: the maintenance worker moves its keys, batch_size a pass; done; cancelled), matched (keys when it started), moved (made due again: webhook_next hands them out with their payload), skipped (changed since they matched, gone, or without a payload), remaining, created_at, created_by, finished_at, cancelled_by. Finished runs are pruned after their source''s retention.';
+
+-- The payload archive's export (issue 27, docs/operations.md "Replaying
+-- into staging"): a source's archived deliveries in a documented, stable
+-- format, for audit and for replaying real events into staging
+-- (examples/replay/resend.py). Runs as the extension's owner (the archive
+-- is the owner's alone); executable by webhook_dedup_operator (granted
+-- below).
+CREATE FUNCTION webhook_dedup.export_deliveries(source text, since timestamptz, "until" timestamptz,
+                                                event_types text[] DEFAULT NULL, states text[] DEFAULT NULL,
+                                                include_conflicts boolean DEFAULT false,
+                                                "max" integer DEFAULT 10000)
+RETURNS TABLE (received_at timestamptz, idem_key text, event_id text, event_type text, conflict boolean,
+               state text, payload bytea, headers jsonb, delivery jsonb)
+LANGUAGE plpgsql STABLE
+AS $fn$
+DECLARE
+  bad text;
+BEGIN
+  IF source IS NULL OR since IS NULL OR "until" IS NULL OR include_conflicts IS NULL OR "max" IS NULL THEN
+    RAISE EXCEPTION 'webhook_dedup.export_deliveries: source, since, until, include_conflicts and max must not be NULL'
+      USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  IF NOT pg_catalog.isfinite(since) OR NOT pg_catalog.isfinite("until") OR since OPERATOR(pg_catalog.>=) "until" THEN
+    RAISE EXCEPTION 'webhook_dedup.export_deliveries: since and until must be finite, since before until'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF "max" OPERATOR(pg_catalog.<) 1 OR "max" OPERATOR(pg_catalog.>) 100000 THEN
+    RAISE EXCEPTION 'webhook_dedup.export_deliveries: max must be between 1 and 100000 (page by received_at)'
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  SELECT x INTO bad FROM pg_catalog.unnest(states) AS x
+   WHERE x IS NULL OR x OPERATOR(pg_catalog.<>) ALL (ARRAY['pending', 'processing', 'completed', 'failed',
+                                                           'unknown_outcome', 'dead_lettered'])
+   LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'webhook_dedup.export_deliveries: unknown state "%"', bad
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  RETURN QUERY
+    SELECT a.received_at, a.idem_key::text, a.event_id, a.event_type, a.conflict, k.state, a.payload, a.headers,
+           pg_catalog.jsonb_build_object(
+             'format', 'webhook_dedup.delivery/1',
+             'source', a.source::text,
+             'scheme', COALESCE(s.provider, a.source::text),
+             'idem_key', a.idem_key::text,
+             'event_id', a.event_id,
+             'event_type', a.event_type,
+             'received_at', pg_catalog.to_char(a.received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+             'conflict', a.conflict,
+             'state', k.state,
+             'headers', a.headers,
+             'body_base64', pg_catalog.translate(pg_catalog.encode(a.payload, 'base64'), E'\n', ''))
+      FROM webhook_dedup.archive AS a
+      LEFT JOIN webhook_dedup.keys AS k
+        ON k.idem_key OPERATOR(pg_catalog.=) a.idem_key AND k.source OPERATOR(pg_catalog.=) a.source
+      LEFT JOIN webhook_dedup.sources AS s ON s.source OPERATOR(pg_catalog.=) a.source
+     WHERE a.source OPERATOR(pg_catalog.=) export_deliveries.source
+       AND a.received_at OPERATOR(pg_catalog.>=) since AND a.received_at OPERATOR(pg_catalog.<) "until"
+       AND (event_types IS NULL OR a.event_type OPERATOR(pg_catalog.=) ANY (event_types))
+       AND (states IS NULL OR k.state OPERATOR(pg_catalog.=) ANY (states))
+       AND (include_conflicts OR NOT a.conflict)
+     ORDER BY a.received_at, a.idem_key
+     LIMIT "max";
+END
+$fn$;
+COMMENT ON FUNCTION webhook_dedup.export_deliveries(text, timestamptz, timestamptz, text[], text[], boolean, integer) IS
+  'webhook_dedup.export_deliveries(source, since, until, event_types => NULL, states => NULL, include_conflicts => false, max => 10000) -> rows (received_at, idem_key, event_id, event_type, conflict, state, payload, headers, delivery): the source''s archived deliveries (webhook_dedup.archive) that arrived in [since, until), oldest first, at most max (1 to 100000: page by received_at): each key''s first delivery, and the conflicting ones with include_conflicts; filtered by event type and by the key''s state now (NULL state: the key is gone). payload is the raw body, byte for byte; delivery is the same as one JSON document in the stable format webhook_dedup.delivery/1: format, source, scheme (the source''s provider, else its name), idem_key, event_id (NULL when not read by webhook_receive), event_type, received_at (RFC 3339, UTC, microseconds), conflict, state, headers (as given), body_base64 (the raw body, RFC 4648 base64). One line of JSON Lines each: psql -At -c "SELECT delivery FROM webhook_dedup.export_deliveries(...)" > deliveries.jsonl, replayed into staging by examples/replay/resend.py. Executable by webhook_dedup_operator (readers never see payloads). Errors: 22004 a NULL argument but the filters; 22023 since not before until, an infinite time, max outside 1..100000, an unknown state. docs/operations.md, "Replaying into staging".';
 
 CREATE FUNCTION webhook_dedup.duplicate_rate_alerts(threshold double precision DEFAULT 0.02,
                                                     "window" interval DEFAULT '1 hour')
@@ -558,7 +640,9 @@ COMMENT ON FUNCTION webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb) IS
 -- only by the role for its job:
 --   webhook_dedup_receiver  claim, complete, fail, checkpoint, extend, mark
 --                           unknown, receive, enqueue, next, advance;
---   webhook_dedup_operator  resolve, forget, pause, resume, redact, run_maintenance, flush_metrics,
+--   webhook_dedup_operator  resolve, forget, pause, resume, redact, export, redrive and
+--                           its cancel, run_maintenance,
+--                           flush_metrics,
 --                           the rows of webhook_dedup.sources, the keys of
 --                           webhook_dedup.source_secrets (add, retire, list:
 --                           never their values); reads as below;
@@ -660,6 +744,11 @@ BEGIN
       ('webhook_dedup.resume(text)', 'webhook_dedup_operator'),
       ('webhook_dedup.redact(text, text, timestamptz, text)', 'webhook_dedup_operator'),
       ('webhook_dedup.unseen(text, text[], text, text, text)', 'webhook_dedup_reader'),
+      ('webhook_dedup.export_deliveries(text, timestamptz, timestamptz, text[], text[], boolean, integer)',
+       'webhook_dedup_operator'),
+      ('webhook_dedup.redrive(text, text[], timestamptz, timestamptz, text[], bigint, boolean)',
+       'webhook_dedup_operator'),
+      ('webhook_dedup.cancel_redrive(bigint)', 'webhook_dedup_operator'),
       ('webhook_dedup.run_maintenance()', 'webhook_dedup_operator'),
       ('webhook_dedup.flush_metrics()', 'webhook_dedup_operator'),
       ('webhook_dedup.add_secret(text, text, timestamptz, timestamptz, text)', 'webhook_dedup_operator'),
@@ -731,7 +820,8 @@ GRANT SELECT ON webhook_dedup.counters, webhook_dedup.metrics_buckets,
                 webhook_dedup.lapsed_leases, webhook_dedup.queue_backlog,
                 webhook_dedup.retention_warnings, webhook_dedup.providers, webhook_dedup.maintenance_runs,
                 webhook_dedup.outbox_backlog, webhook_dedup.outbox_dead_letters,
-                webhook_dedup.outbox_unknown_outcomes, webhook_dedup.downstream_key_limits
+                webhook_dedup.outbox_unknown_outcomes, webhook_dedup.downstream_key_limits,
+                webhook_dedup.redrive_runs
   TO webhook_dedup_reader, pg_monitor;
 GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval),
                           webhook_dedup.metrics_live(), webhook_dedup.metrics_live_cluster(),
@@ -751,6 +841,9 @@ SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.payloads', '');
 -- (the archive's day partitions are made by maintenance, not by CREATE
 -- EXTENSION: pg_dump dumps them, and their rows, as it does any table)
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.archive_default', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redrives', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redrives_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redrive_keys', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.outbox', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.outbox_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.sources', '');

@@ -77,6 +77,8 @@ CREATE TABLE webhook_dedup.keys (
     expires_at       timestamptz,
     redacted_at      timestamptz,
     redacted_by      text,
+    redriven_at      timestamptz,
+    redrive_run      bigint,
     -- idem_key first: key_history looks keys up by idem_key alone.
     CONSTRAINT keys_pkey PRIMARY KEY (idem_key, source)
 ) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.02);
@@ -105,6 +107,8 @@ COMMENT ON COLUMN webhook_dedup.keys.leased_at IS 'When the current (or last) le
 COMMENT ON COLUMN webhook_dedup.keys.expires_at IS 'Completed keys: when maintenance looks at the key again, set at completion to completed_at plus the source''s retention. Maintenance deletes the key then unless it was active since (last_seen_at plus the retention is later: it looks again then). NULL for keys not completed, which never expire. Indexed (keys_expiry).';
 COMMENT ON COLUMN webhook_dedup.keys.redacted_at IS 'When webhook_dedup.redact erased the key''s payloads, headers and stored result (NULL: never). The key stays (a tombstone: its state and fingerprint still answer duplicates and conflicts).';
 COMMENT ON COLUMN webhook_dedup.keys.redacted_by IS 'The session user who called webhook_dedup.redact.';
+COMMENT ON COLUMN webhook_dedup.keys.redriven_at IS 'When a bulk redrive (webhook_dedup.redrive) last made the key due again (NULL: never).';
+COMMENT ON COLUMN webhook_dedup.keys.redrive_run IS 'Which run did (webhook_dedup.redrive_runs.id).';
 
 -- The queue's, the sweep's and the views' index: keys not completed (work
 -- to do, in flight or waiting for an operator) by when they are due. The
@@ -289,6 +293,66 @@ COMMENT ON COLUMN webhook_dedup.outbox.created_at IS 'When the intent was writte
 COMMENT ON COLUMN webhook_dedup.outbox.leased_at IS 'When the current (or last) sender''s lease was granted.';
 COMMENT ON COLUMN webhook_dedup.outbox.delivered_at IS 'When the intent was acknowledged (or resolved completed). Maintenance deletes a delivered intent once delivered_at plus its source''s retention (webhook_dedup.sources.retention, else webhook_dedup.retention) has passed. Summarised per block range (outbox_delivered, BRIN).';
 COMMENT ON COLUMN webhook_dedup.outbox.updated_at IS 'The intent''s last change.';
+
+-- Bulk redrive (issue 27, src/api/redrive.rs, src/maintenance/redrive.rs):
+-- one row per run of webhook_dedup.redrive, and one per key it matched,
+-- which the maintenance worker moves back to due in paced batches. Read
+-- through the view webhook_dedup.redrive_runs; pruned with the source's
+-- retention once finished.
+CREATE TABLE webhook_dedup.redrives (
+    id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source       text        COLLATE "C" NOT NULL,
+    states       text[]      NOT NULL,
+    conflicts    boolean     NOT NULL,
+    since        timestamptz,
+    "until"      timestamptz,
+    event_types  text[],
+    max_keys     bigint,
+    created_at   timestamptz NOT NULL,
+    created_by   text        NOT NULL,
+    status       text        NOT NULL,
+    matched      bigint      NOT NULL,
+    moved        bigint      NOT NULL DEFAULT 0,
+    skipped      bigint      NOT NULL DEFAULT 0,
+    finished_at  timestamptz,
+    cancelled_by text
+);
+CREATE INDEX redrives_running ON webhook_dedup.redrives (id) WHERE status = 'running';
+COMMENT ON TABLE webhook_dedup.redrives IS
+  'One row per bulk redrive (webhook_dedup.redrive): what it matched, who started it, how far the maintenance worker got. Read it through webhook_dedup.redrive_runs.';
+COMMENT ON COLUMN webhook_dedup.redrives.id IS 'Identity: the run id redrive returns and cancel_redrive takes.';
+COMMENT ON COLUMN webhook_dedup.redrives.source IS 'The source whose keys the run moves.';
+COMMENT ON COLUMN webhook_dedup.redrives.states IS 'The key states it matched (dead_lettered, failed, unknown_outcome).';
+COMMENT ON COLUMN webhook_dedup.redrives.conflicts IS 'Whether it also matched keys with an archived conflicting delivery (state conflict), to process that delivery.';
+COMMENT ON COLUMN webhook_dedup.redrives.since IS 'Keys first seen (conflicts: received) at or after this time; NULL: no bound.';
+COMMENT ON COLUMN webhook_dedup.redrives."until" IS 'Keys first seen (conflicts: received) before this time; NULL: no bound.';
+COMMENT ON COLUMN webhook_dedup.redrives.event_types IS 'The event types matched; NULL: every type.';
+COMMENT ON COLUMN webhook_dedup.redrives.max_keys IS 'The most keys the run matched; NULL: no limit.';
+COMMENT ON COLUMN webhook_dedup.redrives.created_at IS 'When redrive started the run (database clock).';
+COMMENT ON COLUMN webhook_dedup.redrives.created_by IS 'The session user who called redrive.';
+COMMENT ON COLUMN webhook_dedup.redrives.status IS 'running (maintenance moves its keys), done (every key moved or skipped) or cancelled (cancel_redrive: the keys not moved yet stay as they are).';
+COMMENT ON COLUMN webhook_dedup.redrives.matched IS 'Keys matched when the run started.';
+COMMENT ON COLUMN webhook_dedup.redrives.moved IS 'Keys made due again so far (pending, with their payload for webhook_next).';
+COMMENT ON COLUMN webhook_dedup.redrives.skipped IS 'Keys left as they were: changed since they matched (a live delivery or an operator got there first), gone, or without a payload to process (not archived, past payload retention, or redacted).';
+COMMENT ON COLUMN webhook_dedup.redrives.finished_at IS 'When the run was done or cancelled.';
+COMMENT ON COLUMN webhook_dedup.redrives.cancelled_by IS 'The session user who called cancel_redrive.';
+
+CREATE TABLE webhook_dedup.redrive_keys (
+    run         bigint      NOT NULL,
+    n           bigint      NOT NULL,
+    idem_key    text        COLLATE "C" NOT NULL,
+    conflict_at timestamptz,
+    outcome     text,
+    PRIMARY KEY (run, n)
+);
+CREATE INDEX redrive_keys_todo ON webhook_dedup.redrive_keys (run, n) WHERE outcome IS NULL;
+COMMENT ON TABLE webhook_dedup.redrive_keys IS
+  'The keys each bulk redrive matched, in the order it moves them (n), and what became of each (outcome NULL: not yet; moved; skipped: changed, gone or no_payload). Deleted with their run.';
+COMMENT ON COLUMN webhook_dedup.redrive_keys.run IS 'The run (webhook_dedup.redrives.id).';
+COMMENT ON COLUMN webhook_dedup.redrive_keys.n IS 'The key''s place in the run: oldest first.';
+COMMENT ON COLUMN webhook_dedup.redrive_keys.idem_key IS 'The key (of the run''s source).';
+COMMENT ON COLUMN webhook_dedup.redrive_keys.conflict_at IS 'For a conflict: the received_at of the archived conflicting delivery to process; NULL: the key''s own payload.';
+COMMENT ON COLUMN webhook_dedup.redrive_keys.outcome IS 'NULL (to do), moved, or skipped: changed (no longer as matched), gone (the key was deleted), no_payload (none archived or queued: nothing for webhook_next to hand over).';
 
 -- Per-source overrides of the settings. Intervals have no months (a month
 -- has no fixed length), as every interval argument of the extension.
@@ -573,7 +637,8 @@ CREATE TABLE webhook_dedup.maintenance_runs (
     intents_pruned       bigint      NOT NULL DEFAULT 0,
     payloads_pruned      bigint      NOT NULL DEFAULT 0,
     partitions_created   integer     NOT NULL DEFAULT 0,
-    partitions_dropped   integer     NOT NULL DEFAULT 0
+    partitions_dropped   integer     NOT NULL DEFAULT 0,
+    keys_redriven        bigint      NOT NULL DEFAULT 0
 );
 CREATE INDEX maintenance_runs_started_at ON webhook_dedup.maintenance_runs (started_at);
 COMMENT ON TABLE webhook_dedup.maintenance_runs IS
@@ -595,4 +660,5 @@ COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_pruned IS 'Delivered ou
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.payloads_pruned IS 'Archived deliveries deleted row by row past their source''s payload_retention (sources whose payload retention is shorter than the longest: paced batches), or moved out of archive_default into their day''s partition.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_created IS 'Day partitions of webhook_dedup.archive created (ahead of time, or for rows that arrived in archive_default).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_dropped IS 'Day partitions of webhook_dedup.archive dropped whole, past the longest payload retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_redriven IS 'Keys bulk redrives (webhook_dedup.redrive) moved back to due, or skipped as changed, gone or without a payload.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.errors IS 'One entry per step that failed (SQLSTATE and message); the pass went on with the other steps.';

@@ -33,11 +33,6 @@ static PRUNE_SOURCE: Statement = Statement::returning(
 );
 static FORGET: Statement =
     Statement::new(crate::sql_statement!("archive_forget.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID]);
-static FIRST_DELIVERY: Statement = Statement::returning(
-    crate::sql_statement!("archive_first_delivery.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID],
-    &["payload", "headers"],
-);
 
 /// One delivery to archive.
 #[derive(Debug, Clone, Copy)]
@@ -76,21 +71,6 @@ pub fn insert(conn: &Conn<'_>, a: &Archived<'_>) {
 /// first seen at `first_seen_at` (its first delivery, and its conflicts').
 pub fn forget(conn: &Conn<'_>, key: Key<'_>, first_seen_at: TimestampWithTimeZone) {
     conn.execute(&FORGET, &[arg(key.source), arg(key.idem_key), arg(first_seen_at)], Snap::Statement);
-}
-
-/// The archived first delivery of `key`, which arrived at `first_seen_at`:
-/// (payload, headers), or None when it was not archived, was erased or is
-/// past its retention.
-pub fn first_delivery(conn: &Conn<'_>, key: Key<'_>, first_seen_at: i64) -> Option<(Vec<u8>, Option<Jsonb>)> {
-    let rows = conn.execute(
-        &FIRST_DELIVERY,
-        &[arg(key.source), arg(key.idem_key), arg(timestamptz(first_seen_at))],
-        Snap::Statement,
-    );
-    if rows.is_empty() {
-        return None;
-    }
-    Some((rows.get(0, 1).expect("payload is NOT NULL"), rows.get_jsonb(0, 2)))
 }
 
 /// The names of the archive's partitions (day partitions and the default).

@@ -82,7 +82,7 @@ use std::cell::Cell;
 /// schema declares it NOT NULL (the others are written NULL by some
 /// transition, so a NOT NULL added to them would need the check the
 /// executor makes and this module does not).
-const COLUMNS: [(&str, Oid, bool, bool); 22] = [
+const COLUMNS: [(&str, Oid, bool, bool); 24] = [
     ("source", pg_sys::TEXTOID, true, true),
     ("idem_key", pg_sys::TEXTOID, true, true),
     ("state", pg_sys::TEXTOID, true, true),
@@ -105,6 +105,8 @@ const COLUMNS: [(&str, Oid, bool, bool); 22] = [
     ("expires_at", pg_sys::TIMESTAMPTZOID, false, false),
     ("redacted_at", pg_sys::TIMESTAMPTZOID, false, false),
     ("redacted_by", pg_sys::TEXTOID, false, false),
+    ("redriven_at", pg_sys::TIMESTAMPTZOID, false, false),
+    ("redrive_run", pg_sys::INT8OID, false, false),
 ];
 
 /// A column of `webhook_dedup.keys` (an index into [`COLUMNS`]).
@@ -132,6 +134,8 @@ pub enum Col {
     ExpiresAt,
     RedactedAt,
     RedactedBy,
+    RedrivenAt,
+    RedriveRun,
 }
 
 /// Where each of [`COLUMNS`] is in the table (0-based attribute index).

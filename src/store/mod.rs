@@ -37,6 +37,7 @@ pub mod direct;
 pub mod expiry;
 pub mod outbox;
 pub mod queue;
+pub mod redrive;
 pub mod replay_guards;
 pub mod secrets;
 pub mod signature_tokens;

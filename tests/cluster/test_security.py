@@ -151,6 +151,16 @@ CALLS = [
     "SELECT * FROM webhook_dedup.redact('a', account => 'acct')",
     "SELECT * FROM webhook_dedup.redact('a', before => pg_catalog.now())",
     "SELECT * FROM webhook_dedup.unseen('a', ARRAY['a1', 'a9'])",
+    # export and bulk redrive: a dead letter with its archived payload,
+    # counted, redriven (the pass moves it), a second run cancelled
+    "SELECT * FROM webhook_dedup.webhook_claim('a', 'a3', 'p'::bytea)",
+    "SELECT webhook_dedup.webhook_fail('a', 'a3', {token:a3}, 'e', retryable => false)",
+    "SELECT * FROM webhook_dedup.export_deliveries('a', pg_catalog.now() OPERATOR(pg_catalog.-) '1 day'::interval,"
+    " pg_catalog.clock_timestamp(), include_conflicts => true)",
+    "SELECT * FROM webhook_dedup.redrive('a', dry_run => true)",
+    "SELECT * FROM webhook_dedup.redrive('a', ARRAY['dead_lettered', 'conflict'])",
+    "SELECT * FROM webhook_dedup.run_maintenance()",
+    "SELECT webhook_dedup.cancel_redrive((SELECT pg_catalog.max(r.id) FROM webhook_dedup.redrives AS r))",
     "SELECT * FROM webhook_dedup.run_maintenance()",
     "SELECT webhook_dedup.flush_metrics()",
     "SELECT * FROM webhook_dedup.metrics_live()",
@@ -187,7 +197,7 @@ CALLS = [
 VIEWS = ["counters", "metrics_buckets", "duplicate_metrics", "duplicate_metrics_by_minute", "providers",
          "retention_warnings", "key_states", "stuck_claims", "dead_letters", "unknown_outcomes", "conflicts",
          "key_history", "lapsed_leases", "queue_backlog", "outbox_backlog", "outbox_dead_letters",
-         "outbox_unknown_outcomes", "downstream_key_limits"]
+         "outbox_unknown_outcomes", "downstream_key_limits", "redrive_runs"]
 
 
 @pytest.fixture(scope="module")
@@ -660,6 +670,14 @@ ACTIONS = [
     ("read the archive's default partition", "SELECT payload FROM webhook_dedup.archive_default", set()),
     ("erase the archive by hand", "DELETE FROM webhook_dedup.archive", set()),
     ("mark a key redacted by hand", "UPDATE webhook_dedup.keys SET redacted_at = now()", set()),
+    ("export archived deliveries", "SELECT count(*) FROM webhook_dedup.export_deliveries('lp', now() - interval"
+     " '1 day', now())", {"t_operator"}),
+    ("count a redrive", "SELECT * FROM webhook_dedup.redrive('lp', dry_run => true)", {"t_operator"}),
+    ("start a redrive", "SELECT * FROM webhook_dedup.redrive('lp')", {"t_operator"}),
+    ("cancel a redrive", "SELECT webhook_dedup.cancel_redrive({redrive})", {"t_operator"}),
+    ("read redrive progress", "SELECT count(*) FROM webhook_dedup.redrive_runs", {"t_operator", "t_analyst"}),
+    ("start a redrive by hand", "INSERT INTO webhook_dedup.redrives (source, states, conflicts, created_at,"
+     " created_by, status, matched) VALUES ('lp', '{}', false, now(), 'me', 'running', 0)", set()),
     ("ask which events never came", "SELECT * FROM webhook_dedup.unseen('lp', ARRAY['x'])",
      {"t_operator", "t_analyst"}),
     ("add a verification key", "SELECT webhook_dedup.add_secret('lp-' || current_user, 'k')", {"t_operator"}),
@@ -709,6 +727,7 @@ ACTIONS = [
 
 
 INTENT: list = []  # the intent the fixture wrote
+REDRIVE: list = []  # the redrive run the fixture started
 
 
 @pytest.fixture(scope="module")
@@ -725,6 +744,7 @@ def logins(connect):
         conn.execute("SELECT webhook_dedup.add_secret('lp', 'old-key')")
         conn.execute("INSERT INTO webhook_dedup.sources (source, note) VALUES ('lp', 'x') ON CONFLICT DO NOTHING")
         conn.execute("SELECT webhook_dedup.webhook_claim('lp', 'gone')")
+        REDRIVE.append(conn.execute("SELECT run FROM webhook_dedup.redrive('lp')").fetchone()[0])
     yield
     with connect() as conn:
         conn.execute("DELETE FROM webhook_dedup.sources WHERE source LIKE 'lp-%' OR source = 'lp'")
@@ -737,7 +757,7 @@ def logins(connect):
 @pytest.mark.parametrize("what,sql,allowed", ACTIONS, ids=[a[0] for a in ACTIONS])
 @pytest.mark.parametrize("login", list(LOGINS))
 def test_each_role_does_its_job_and_nothing_else(logins, login, what, sql, allowed):
-    sql = sql.replace("{intent}", str(INTENT[0]))
+    sql = sql.replace("{intent}", str(INTENT[0])).replace("{redrive}", str(REDRIVE[0]))
     with psycopg.connect(user=login, autocommit=True) as conn:
         conn.execute("BEGIN")
         try:
