@@ -84,13 +84,15 @@ ALTER TABLE webhook_dedup.claim_counts
     ADD COLUMN intent_retries                 bigint NOT NULL DEFAULT 0,
     ADD COLUMN intents_dead_lettered          bigint NOT NULL DEFAULT 0,
     ADD COLUMN intents_unknown                bigint NOT NULL DEFAULT 0,
-    ADD COLUMN intent_leases_expired          bigint NOT NULL DEFAULT 0;
+    ADD COLUMN intent_leases_expired          bigint NOT NULL DEFAULT 0,
+    ADD COLUMN reconciled                     bigint NOT NULL DEFAULT 0;
 COMMENT ON COLUMN webhook_dedup.claim_counts.intents_written IS 'Outbox intents written (webhook_outbox_put calls that stored a new intent; a second put of an operation is not counted).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.intents_delivered IS 'Outbox intents acknowledged by their sender (webhook_outbox_ack).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.intent_retries IS 'Outbox intents a sender failed retryably (webhook_outbox_fail: due again after the backoff).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.intents_dead_lettered IS 'Outbox intents dead-lettered: failed without retry, or out of attempts.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.intents_unknown IS 'Outbox intents parked as unknown_outcome: marked by their sender (webhook_outbox_unknown), or a lapsed lease of a downstream that is not idempotent.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.intent_leases_expired IS 'Outbox intents whose sender''s lease lapsed (taken back by webhook_outbox_next or maintenance).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.reconciled IS 'Events the provider sent that never arrived, enqueued by a reconciliation job (webhook_dedup.reconcile answered accepted; not counted as enqueued): a leaky endpoint (webhook_dedup.duplicate_rate_alerts, alert reconciled_rate).';
 
 -- Maintenance's outbox step.
 ALTER TABLE webhook_dedup.maintenance_runs
@@ -142,7 +144,7 @@ COMMENT ON TABLE webhook_dedup.sources IS
 -- first delivery (received_at = the key's first_seen_at) and per
 -- conflicting delivery (received_at = its conflict_log.seen_at): a key's
 -- deliveries are found through those times, by the one index (source,
--- received_at), with no index on the key (a random insert into a second
+-- received_at) of each partition, with no index on the key (a random insert into a second
 -- B-tree was a tenth of an archived claim's CPU, perf). An archived
 -- delivery never outlives its key: its retention is at most the key's,
 -- counted from the same or an earlier time, and webhook_forget deletes
@@ -157,8 +159,14 @@ CREATE TABLE webhook_dedup.archive (
     payload     bytea       NOT NULL,
     headers     jsonb
 ) PARTITION BY RANGE (received_at);
-CREATE INDEX archive_source ON webhook_dedup.archive (source, received_at);
+-- Each partition has its own index (source, received_at), made with it
+-- (archive_default_source here, archive_YYYYMMDD_source by maintenance),
+-- and the archive none of its own: a partitioned index would be the
+-- extension's, and pg_restore, attaching a dumped day partition to it,
+-- would make the partition's index a second time (the dump's CREATE
+-- INDEX of it then fails). Queries on the archive use each partition's.
 CREATE TABLE webhook_dedup.archive_default PARTITION OF webhook_dedup.archive DEFAULT;
+CREATE INDEX archive_default_source ON webhook_dedup.archive_default (source, received_at);
 COMMENT ON TABLE webhook_dedup.archive IS
   'The payload archive: the raw body and headers of each key''s first delivery and of each conflicting delivery, for the sources with keep_payload (webhook_dedup.sources), kept for their payload_retention while the key itself stays for its retention. Partitioned by day of arrival (UTC, partitions archive_YYYYMMDD made ahead and dropped whole by maintenance; archive_default holds rows that arrived with no day''s partition, moved out by the next pass). Readable by the extension''s owner; operators read it through webhook_dedup.export_deliveries and erase it with webhook_dedup.redact. docs/operations.md, "The payload archive".';
 COMMENT ON COLUMN webhook_dedup.archive.received_at IS 'When the delivery arrived (database clock): the key''s first_seen_at for its first delivery, the conflict_log.seen_at of a conflicting one. The partition key.';
@@ -187,11 +195,13 @@ ALTER TABLE webhook_dedup.keys
     ADD COLUMN redacted_at      timestamptz,
     ADD COLUMN redacted_by      text,
     ADD COLUMN redriven_at      timestamptz,
-    ADD COLUMN redrive_run      bigint;
+    ADD COLUMN redrive_run      bigint,
+    ADD COLUMN reconciled_at    timestamptz;
 COMMENT ON COLUMN webhook_dedup.keys.redacted_at IS 'When webhook_dedup.redact erased the key''s payloads, headers and stored result (NULL: never). The key stays (a tombstone: its state and fingerprint still answer duplicates and conflicts).';
 COMMENT ON COLUMN webhook_dedup.keys.redacted_by IS 'The session user who called webhook_dedup.redact.';
 COMMENT ON COLUMN webhook_dedup.keys.redriven_at IS 'When a bulk redrive (webhook_dedup.redrive) last made the key due again (NULL: never).';
 COMMENT ON COLUMN webhook_dedup.keys.redrive_run IS 'Which run did (webhook_dedup.redrive_runs.id).';
+COMMENT ON COLUMN webhook_dedup.keys.reconciled_at IS 'When a reconciliation job enqueued the key''s event (webhook_dedup.reconcile): the provider sent it, the endpoint never got it (NULL: it arrived as a delivery).';
 
 -- Bulk redrive (issue 27, src/api/redrive.rs, src/maintenance/redrive.rs):
 -- one row per run of webhook_dedup.redrive, and one per key it matched,
@@ -298,7 +308,7 @@ SELECT c.bucket, c.source, c.event_type, c.bucket_width, c.deliveries, c.first_c
        c.rejected_unsupported_version, c.rejected_no_matching_signature,
        c.rejected_timestamp_too_old, c.rejected_timestamp_too_new, c.missing_event_ids, c.ignored, c.replayed,
        c.rejected_token_reused, c.intents_written, c.intents_delivered, c.intent_retries, c.intents_dead_lettered,
-       c.intents_unknown, c.intent_leases_expired
+       c.intents_unknown, c.intent_leases_expired, c.reconciled
   FROM webhook_dedup.claim_counts AS c
 UNION ALL
 SELECT l.bucket, l.source, l.event_type,
@@ -308,7 +318,7 @@ SELECT l.bucket, l.source, l.event_type,
        l.counts[15], l.counts[16], l.counts[17], l.counts[18], l.counts[19], l.counts[20],
        l.counts[21], l.counts[22], l.counts[23], l.counts[24], l.counts[25], l.counts[26],
        l.counts[27], l.counts[28], l.counts[29], l.counts[30], l.counts[31], l.counts[32],
-       l.counts[33], l.counts[34], l.counts[35], l.counts[36]
+       l.counts[33], l.counts[34], l.counts[35], l.counts[36], l.counts[37]
   FROM webhook_dedup.metrics_live_cluster() AS l;
 CREATE OR REPLACE VIEW webhook_dedup.metrics_buckets AS
 SELECT a.source, a.bucket, a.bucket_width,
@@ -359,7 +369,8 @@ SELECT a.source, a.bucket, a.bucket_width,
        pg_catalog.sum(a.intent_retries)::bigint AS intent_retries,
        pg_catalog.sum(a.intents_dead_lettered)::bigint AS intents_dead_lettered,
        pg_catalog.sum(a.intents_unknown)::bigint AS intents_unknown,
-       pg_catalog.sum(a.intent_leases_expired)::bigint AS intent_leases_expired
+       pg_catalog.sum(a.intent_leases_expired)::bigint AS intent_leases_expired,
+       pg_catalog.sum(a.reconciled)::bigint AS reconciled
   FROM webhook_dedup.counters AS a
  GROUP BY a.source, a.bucket, a.bucket_width;
 CREATE OR REPLACE VIEW webhook_dedup.duplicate_metrics AS
@@ -371,7 +382,7 @@ SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicate
        m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
        m.rejected_token_reused,
        m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio, m.intents_written, m.intents_delivered,
-       m.intent_retries, m.intents_dead_lettered, m.intents_unknown, m.intent_leases_expired
+       m.intent_retries, m.intents_dead_lettered, m.intents_unknown, m.intent_leases_expired, m.reconciled
   FROM webhook_dedup.metrics_buckets AS m
  WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 hour'::interval;
 CREATE OR REPLACE VIEW webhook_dedup.duplicate_metrics_by_minute AS
@@ -383,13 +394,13 @@ SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicate
        m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
        m.rejected_token_reused,
        m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio, m.intents_written, m.intents_delivered,
-       m.intent_retries, m.intents_dead_lettered, m.intents_unknown, m.intent_leases_expired
+       m.intent_retries, m.intents_dead_lettered, m.intents_unknown, m.intent_leases_expired, m.reconciled
   FROM webhook_dedup.metrics_buckets AS m
  WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 minute'::interval
    AND m.bucket OPERATOR(pg_catalog.>=)
        pg_catalog.date_trunc('minute', pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::interval, 'UTC');
 COMMENT ON VIEW webhook_dedup.duplicate_metrics IS
-  'Counts per source and hour (bucket, UTC-aligned), flushed plus live: deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts (same key, different payload), completions, stale_completions, retry_later, unknown_outcome and dead_lettered (claims answered so), retries_scheduled, dead_letters (keys that became dead_lettered), marked_unknown, enqueued, drained, forgotten, resolved, stale_tokens, expired_leases (swept by maintenance), signature_rejections (webhook_receive deliveries that did not verify, = the sum of the rejected_<reason> columns; rejected_token_reused: a signed token seen before with other content, mailgun), missing_event_ids, ignored (event types the source does not accept), replayed (signed bodies re-sent under another event id, refused by the replay guard), duplicate_ratio = duplicates / deliveries (NULL without deliveries), and the outbox''s intents_written, intents_delivered, intent_retries, intents_dead_lettered, intents_unknown and intent_leases_expired (docs/outbox.md). What a crash can lose: docs/metrics.md. Empty without shared_preload_libraries. Filter on bucket: the condition reaches the index of webhook_dedup.claim_counts.';
+  'Counts per source and hour (bucket, UTC-aligned), flushed plus live: deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts (same key, different payload), completions, stale_completions, retry_later, unknown_outcome and dead_lettered (claims answered so), retries_scheduled, dead_letters (keys that became dead_lettered), marked_unknown, enqueued, drained, forgotten, resolved, stale_tokens, expired_leases (swept by maintenance), signature_rejections (webhook_receive deliveries that did not verify, = the sum of the rejected_<reason> columns; rejected_token_reused: a signed token seen before with other content, mailgun), missing_event_ids, ignored (event types the source does not accept), replayed (signed bodies re-sent under another event id, refused by the replay guard), duplicate_ratio = duplicates / deliveries (NULL without deliveries), and the outbox''s intents_written, intents_delivered, intent_retries, intents_dead_lettered, intents_unknown and intent_leases_expired (docs/outbox.md), and reconciled (events the provider sent that never arrived, enqueued by a reconciliation job with webhook_dedup.reconcile: a source with many is a leaky endpoint). What a crash can lose: docs/metrics.md. Empty without shared_preload_libraries. Filter on bucket: the condition reaches the index of webhook_dedup.claim_counts.';
 
 -- key_states shows the paused backlog, in columns at its end.
 CREATE OR REPLACE VIEW webhook_dedup.key_states AS
@@ -562,6 +573,19 @@ CREATE FUNCTION webhook_dedup."cancel_redrive"(
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'cancel_redrive_wrapper';
+CREATE FUNCTION webhook_dedup."reconcile"(
+	"source" TEXT, /* Option < & str > */
+	"event_id" TEXT, /* Option < & str > */
+	"payload" bytea, /* Option < & [u8] > */
+	"event_type" TEXT DEFAULT NULL, /* Option < & str > */
+	"headers" jsonb DEFAULT NULL, /* Option < crate :: jsonb :: Jsonb > */
+	"environment" TEXT DEFAULT NULL, /* Option < & str > */
+	"account" TEXT DEFAULT NULL, /* Option < & str > */
+	"operation" TEXT DEFAULT NULL /* Option < & str > */
+) RETURNS TEXT /* String */
+VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'reconcile_wrapper';
 
 COMMENT ON FUNCTION webhook_dedup.pause(text, text) IS
   'webhook_dedup.pause(source, reason => NULL) -> bigint: pauses the source while a system its processing needs is down. Intake goes on (webhook_claim, webhook_receive and webhook_enqueue answer and store as before: claims are not refused); webhook_next takes none of its keys: its pending and failed keys are parked (due_at infinity; the count returned), and a key that becomes due later is parked by the webhook_next that meets it. Keys in flight keep their lease. Recorded in webhook_dedup.sources (paused_at, paused_by: the session user, pause_reason; a row is made for a source without one); pausing a paused source keeps its first pause and takes the new reason. key_states shows the paused backlog. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install. docs/operations.md, "Pausing a source".';
@@ -575,6 +599,8 @@ COMMENT ON FUNCTION webhook_dedup.redrive(text, text[], timestamptz, timestamptz
   'webhook_dedup.redrive(source, states => ARRAY[''dead_lettered''], since => NULL, until => NULL, event_types => NULL, max => NULL, dry_run => false) -> (run bigint, matched bigint): after a fix, moves keys of source back to due so that the workers (webhook_next) process them again with their payload. states: dead_lettered (the default), failed, unknown_outcome (only when named: its effect may have happened), conflict (keys whose latest conflicting delivery is archived: that delivery is processed and becomes the key''s content). since, until: first seen (a conflict: received) in [since, until); event_types; max: at most this many, oldest first. dry_run: count, change nothing (run NULL). A real run is recorded (webhook_dedup.redrive_runs) and the maintenance worker moves its keys, webhook_dedup.batch_size per pass, skipping a paused source until it is resumed: each key, under its row lock, is skipped when a live delivery or an operator changed it since it matched (so no key is processed twice), when it is gone, or when there is no payload for the workers (claimed, not enqueued, and not archived: keep_payload; or redacted, or past its payload retention); else its payload is put in the queue (from the archive) and it becomes pending, due now, with redriven_at and redrive_run set (key_history). Executable by webhook_dedup_operator. Errors: 22004 NULL source, states, a state or dry_run; 22023 a bad source, no state or another one, since not before until, an infinite time, max below 1; 0A000 on a distributed install. docs/operations.md, "Redriving after a fix".';
 COMMENT ON FUNCTION webhook_dedup.cancel_redrive(bigint) IS
   'webhook_dedup.cancel_redrive(run) -> bigint: stops a running bulk redrive (status cancelled, cancelled_by the session user); the keys it has not moved stay as they are, a batch being moved finishes first. Returns the keys it moved. A finished run is left as it is. Executable by webhook_dedup_operator. Errors: 22004 NULL run; P0002 unknown run; 0A000 on a distributed install.';
+COMMENT ON FUNCTION webhook_dedup.reconcile(text, text, bytea, text, jsonb, text, text, text) IS
+  'webhook_dedup.reconcile(source, event_id, payload, event_type => NULL, headers => NULL, environment => NULL, account => NULL, operation => NULL) -> text: enqueues an event a reconciliation job fetched from the provider''s API because it never arrived (webhook_dedup.unseen): stored as webhook_enqueue stores a delivery (pending for webhook_next, with payload and headers; archived when the source keeps payloads) under the key webhook_receive derives from event_id with the same environment, account and operation, and marked reconciled_at on the key (key_history). accepted: counted as reconciled (webhook_dedup.duplicate_metrics; not as a delivery), which duplicate_rate_alerts reports as reconciled_above_threshold; duplicate or conflict: the key exists by then (it arrived meanwhile; counted on the key as a delivery of it, nothing else stored). Executable by webhook_dedup_receiver. Errors: 22004 NULL source, event_id or payload; 22023 a bad source, an empty id or part. docs/operations.md, "Reconciling with the provider".';
 
 -- The payload archive's export (issue 27, docs/operations.md "Replaying
 -- into staging"): a source's archived deliveries in a documented, stable
@@ -644,6 +670,77 @@ COMMENT ON FUNCTION webhook_dedup.export_deliveries(text, timestamptz, timestamp
   'webhook_dedup.export_deliveries(source, since, until, event_types => NULL, states => NULL, include_conflicts => false, max => 10000) -> rows (received_at, idem_key, event_id, event_type, conflict, state, payload, headers, delivery): the source''s archived deliveries (webhook_dedup.archive) that arrived in [since, until), oldest first, at most max (1 to 100000: page by received_at): each key''s first delivery, and the conflicting ones with include_conflicts; filtered by event type and by the key''s state now (NULL state: the key is gone). payload is the raw body, byte for byte; delivery is the same as one JSON document in the stable format webhook_dedup.delivery/1: format, source, scheme (the source''s provider, else its name), idem_key, event_id (NULL when not read by webhook_receive), event_type, received_at (RFC 3339, UTC, microseconds), conflict, state, headers (as given), body_base64 (the raw body, RFC 4648 base64). One line of JSON Lines each: psql -At -c "SELECT delivery FROM webhook_dedup.export_deliveries(...)" > deliveries.jsonl, replayed into staging by examples/replay/resend.py. Executable by webhook_dedup_operator (readers never see payloads). Errors: 22004 a NULL argument but the filters; 22023 since not before until, an infinite time, max outside 1..100000, an unknown state. docs/operations.md, "Replaying into staging".';
 
 
+-- duplicate_rate_alerts gains the reconciled_above_threshold alert and a
+-- column: a new row type (grants a DBA gave on it must be given again).
+DROP FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval);
+CREATE FUNCTION webhook_dedup.duplicate_rate_alerts(threshold double precision DEFAULT 0.02,
+                                                    "window" interval DEFAULT '1 hour')
+RETURNS TABLE (source text, alert text, deliveries bigint, duplicates bigint, duplicate_ratio double precision,
+               previous_duplicates bigint, reconciled bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET TimeZone = 'UTC'  -- buckets are UTC-aligned; so are the windows
+AS $fn$
+DECLARE
+  width interval;
+  unit text;
+BEGIN
+  IF threshold IS NULL OR "window" IS NULL THEN
+    RAISE EXCEPTION 'webhook_dedup.duplicate_rate_alerts: threshold and window must not be NULL'
+      USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  IF threshold < 0 OR threshold > 1 THEN  -- NaN sorts above 1 in PostgreSQL
+    RAISE EXCEPTION 'webhook_dedup.duplicate_rate_alerts: threshold must be between 0 and 1, not %', threshold
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF "window" < interval '1 minute' OR "window" > interval '366 days' THEN
+    RAISE EXCEPTION 'webhook_dedup.duplicate_rate_alerts: window must be between 1 minute and 366 days, not %', "window"
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- Windows up to an hour use the per-minute counts (kept two hours, so
+  -- the previous window is there too); longer ones the hourly counts.
+  IF "window" <= interval '1 hour' THEN
+    width := interval '1 minute'; unit := 'minute';
+  ELSE
+    width := interval '1 hour'; unit := 'hour';
+  END IF;
+  RETURN QUERY
+  WITH b AS (
+    SELECT m.source, m.bucket, m.deliveries, m.duplicates, m.reconciled
+      FROM webhook_dedup.metrics_buckets AS m
+     WHERE m.bucket_width = width
+       AND m.bucket >= date_trunc(unit, now() - 2 * "window")
+  ), w AS (
+    SELECT b.source,
+           coalesce(sum(b.deliveries) FILTER (WHERE b.bucket >= date_trunc(unit, now() - "window")), 0)::bigint AS d,
+           coalesce(sum(b.duplicates) FILTER (WHERE b.bucket >= date_trunc(unit, now() - "window")), 0)::bigint AS dup,
+           coalesce(sum(b.duplicates) FILTER (WHERE b.bucket < date_trunc(unit, now() - "window")), 0)::bigint AS prev,
+           coalesce(sum(b.reconciled) FILTER (WHERE b.bucket >= date_trunc(unit, now() - "window")), 0)::bigint AS rec
+      FROM b GROUP BY b.source
+  )
+  SELECT w.source,
+         CASE WHEN w.dup = 0 THEN 'duplicates_stopped' ELSE 'ratio_above_threshold' END,
+         w.d, w.dup,
+         CASE WHEN w.d > 0 THEN w.dup::double precision / w.d END,
+         w.prev, w.rec
+    FROM w
+   WHERE (w.d > 0 AND w.dup::double precision / w.d > threshold)
+      OR (w.dup = 0 AND w.prev > 0)
+  UNION ALL
+  -- a leaky endpoint: events the provider sent that a reconciliation job
+  -- had to enqueue (webhook_dedup.reconcile), against all it sent
+  SELECT w.source, 'reconciled_above_threshold', w.d, w.dup,
+         CASE WHEN w.d > 0 THEN w.dup::double precision / w.d END,
+         w.prev, w.rec
+    FROM w
+   WHERE w.rec > 0 AND w.rec::double precision / (w.d + w.rec) > threshold
+   ORDER BY 1, 2;
+END
+$fn$;
+COMMENT ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval) IS
+  'duplicate_rate_alerts(threshold => 0.02, "window" => ''1 hour'') -> rows (source, alert, deliveries, duplicates, duplicate_ratio, previous_duplicates, reconciled). alert ratio_above_threshold: duplicates / deliveries over the window is above threshold (providers are retrying: the receiver is slow or failing). alert duplicates_stopped: no duplicates in the window after some in the window before it (deduplication may have stopped working, or traffic stopped: see deliveries). alert reconciled_above_threshold: reconciled / (deliveries + reconciled) is above threshold: events the provider sent never arrived and a reconciliation job enqueued them (webhook_dedup.reconcile): a leaky endpoint (a proxy or a firewall dropping requests, a receiver answering 2xx before storing). Windows are aligned to buckets: per minute up to 1 hour, else per hour (the window starts at the bucket holding now() - window). Errors: 22004 a NULL argument; 22023 threshold outside 0..1, window outside 1 minute..366 days.';
+REVOKE ALL ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval) FROM PUBLIC;
+
 -- key_history shows who redacted a key and which redrive moved it, in
 -- columns at its end; the redrives' progress.
 CREATE OR REPLACE VIEW webhook_dedup.key_history AS
@@ -653,10 +750,10 @@ SELECT k.source, k.idem_key, k.state, k.event_type, k.first_seen_at, k.last_seen
        (SELECT pg_catalog.max(c.seen_at) FROM webhook_dedup.conflict_log AS c
          WHERE c.idem_key OPERATOR(pg_catalog.=) k.idem_key AND c.source OPERATOR(pg_catalog.=) k.source)
          AS last_conflict_at,
-       k.redacted_at, k.redacted_by, k.redriven_at, k.redrive_run
+       k.redacted_at, k.redacted_by, k.redriven_at, k.redrive_run, k.reconciled_at
   FROM webhook_dedup.keys AS k;
 COMMENT ON VIEW webhook_dedup.key_history IS
-  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of the primary key, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at, redacted_at and redacted_by (when and by which session user webhook_dedup.redact erased the key''s payloads and result), redriven_at and redrive_run (when and by which bulk redrive, webhook_dedup.redrive_runs, the key was last made due again). No payload or headers.';
+  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of the primary key, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at, redacted_at and redacted_by (when and by which session user webhook_dedup.redact erased the key''s payloads and result), redriven_at and redrive_run (when and by which bulk redrive, webhook_dedup.redrive_runs, the key was last made due again), reconciled_at (when a reconciliation job enqueued its event, which never arrived: webhook_dedup.reconcile). No payload or headers.';
 CREATE VIEW webhook_dedup.redrive_runs AS
 SELECT r.id, r.source::text AS source,
        CASE WHEN r.conflicts THEN r.states OPERATOR(pg_catalog.||) 'conflict'::text ELSE r.states END AS states,
@@ -768,6 +865,8 @@ BEGIN
                     'webhook_dedup.export_deliveries(text, timestamptz, timestamptz, text[], text[], boolean, integer)',
                     'webhook_dedup.redrive(text, text[], timestamptz, timestamptz, text[], bigint, boolean)',
                     'webhook_dedup.cancel_redrive(bigint)',
+                    'webhook_dedup.reconcile(text, text, bytea, text, jsonb, text, text, text)',
+                    'webhook_dedup.duplicate_rate_alerts(double precision, interval)',
                     'webhook_dedup.run_maintenance()']::pg_catalog.regprocedure[])
               AND a.grantee OPERATOR(pg_catalog.<>) p.proowner AND a.grantee OPERATOR(pg_catalog.<>) 0 LOOP
     EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %I', g.fn, pg_catalog.pg_get_userbyid(g.grantee));
@@ -776,6 +875,8 @@ END
 $$;
 REVOKE ALL ON webhook_dedup.outbox, webhook_dedup.outbox_id_seq FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION webhook_dedup.run_maintenance() TO webhook_dedup_operator;
+GRANT EXECUTE ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval)
+  TO webhook_dedup_reader, pg_monitor;
 
 -- Each function that changes state, with the role that may call it (as
 -- src/sql/finalize.sql).
@@ -799,7 +900,9 @@ BEGIN
        'webhook_dedup_operator'),
       ('webhook_dedup.redrive(text, text[], timestamptz, timestamptz, text[], bigint, boolean)',
        'webhook_dedup_operator'),
-      ('webhook_dedup.cancel_redrive(bigint)', 'webhook_dedup_operator')) AS x(signature, role)
+      ('webhook_dedup.cancel_redrive(bigint)', 'webhook_dedup_operator'),
+      ('webhook_dedup.reconcile(text, text, bytea, text, jsonb, text, text, text)', 'webhook_dedup_receiver'))
+      AS x(signature, role)
   LOOP
     EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp', f.fn);
     EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);

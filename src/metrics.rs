@@ -49,7 +49,7 @@
 //! or to copy fixed-size entries into a buffer allocated beforehand; no
 //! allocation, SPI or ereport happens under it.
 //!
-//! The table takes 4.6 MiB (2,048 entries of 2,336 bytes), so it is zeroed
+//! The table takes 4.6 MiB (2,048 entries of 2,344 bytes), so it is zeroed
 //! in place in shared memory and never built or copied on a stack (it is
 //! not `Copy`; an entry, 2.3 KB, is).
 
@@ -185,10 +185,13 @@ pub enum Counter {
     IntentsUnknown,
     /// Outbox intents whose sender's lease lapsed.
     IntentLeasesExpired,
+    /// Events the provider sent that never arrived, enqueued by a
+    /// reconciliation job (`webhook_dedup.reconcile`): a leaky endpoint.
+    Reconciled,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 36] = [
+    pub const ALL: [Counter; 37] = [
         Counter::Deliveries,
         Counter::FirstClaims,
         Counter::Reclaims,
@@ -225,6 +228,7 @@ impl Counter {
         Counter::IntentsDeadLettered,
         Counter::IntentsUnknown,
         Counter::IntentLeasesExpired,
+        Counter::Reconciled,
     ];
 
     /// The `webhook_dedup.claim_counts` column this counter is flushed to.
@@ -266,6 +270,7 @@ impl Counter {
             Counter::IntentsDeadLettered => "intents_dead_lettered",
             Counter::IntentsUnknown => "intents_unknown",
             Counter::IntentLeasesExpired => "intent_leases_expired",
+            Counter::Reconciled => "reconciled",
         }
     }
 
@@ -438,7 +443,7 @@ impl Stored {
     }
 }
 
-/// One counter set (2,336 bytes: copied one at a time, never a table's
+/// One counter set (2,344 bytes: copied one at a time, never a table's
 /// worth on a stack).
 #[derive(Clone, Copy)]
 #[repr(C)]

@@ -60,8 +60,11 @@ pub(crate) fn enqueue_one(
 ) -> Enqueued {
     store::visible_conflict(conn, key);
     let now = clock_now();
-    let delivery = Delivery { key, now, payload, fingerprint, event_type, headers };
+    let reconciled = intake.is_some_and(|i| i.reconciled);
+    let delivery = Delivery { key, now, payload, fingerprint, event_type, headers, reconciled };
     let (outcome, counter, label) = match store::queue::enqueue(conn, &delivery) {
+        // a reconciled event never arrived as a delivery: counted apart
+        Upserted::Inserted if reconciled => (Enqueued::Accepted, Counter::Reconciled, event_type.map(str::to_string)),
         Upserted::Inserted => (Enqueued::Accepted, Counter::Enqueued, event_type.map(str::to_string)),
         Upserted::Known(found) => {
             let given = super::claim::same_bytes(found.fingerprint.as_deref(), Some(fingerprint), raw);
@@ -86,17 +89,21 @@ pub(crate) fn enqueue_one(
             &Archived { key, received_at: now, event_id, event_type, conflict, payload, headers },
         );
     }
-    metrics::count(key.source, label.as_deref(), counter, true);
+    metrics::count(key.source, label.as_deref(), counter, !reconciled);
     outcome
 }
 
-/// What `webhook_receive` read of a delivery it enqueues, for the archive.
+/// What `webhook_receive` (or `webhook_dedup.reconcile`) read of a delivery
+/// it enqueues, for the archive and the metrics.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Intake<'a> {
     /// The provider's event id (None for a body key).
     pub event_id: Option<&'a str>,
     /// The request headers as given.
     pub headers: Option<Jsonb>,
+    /// Enqueued by a reconciliation job (`webhook_dedup.reconcile`), not
+    /// received as a delivery.
+    pub reconciled: bool,
 }
 
 /// One row handed out by `webhook_next`.

@@ -435,7 +435,7 @@ fn webhook_receive(
                     content.raw,
                     event_type.as_deref(),
                     None,
-                    Some(Intake { event_id, headers: given_headers }),
+                    Some(Intake { event_id, headers: given_headers, reconciled: false }),
                 );
                 Answer { idem_key: Some(key), outcome: Some(outcome.as_str().into()), ..read }
             }

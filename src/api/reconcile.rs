@@ -1,9 +1,13 @@
 //! Reconciliation (issue 27, docs/operations.md "Reconciling with the
 //! provider"): the nightly job lists what the provider sent (Stripe's list
 //! of events, GitHub's list of deliveries, ...) and asks which of those
-//! events never reached this database. The keys are kept for the whole
-//! retry window, payload or not, so the answer is one primary-key probe per
-//! id, derived exactly as `webhook_receive` derives the key.
+//! events never reached this database (`unseen`). The keys are kept for the
+//! whole retry window, payload or not, so the answer is one primary-key
+//! probe per id, derived exactly as `webhook_receive` derives the key. The
+//! job then fetches each missed event from the provider's API and hands it
+//! to `reconcile`, which enqueues it for the workers through the enqueue
+//! path (`webhook_enqueue`'s), marked as reconciled on the key and counted
+//! apart in the metrics (`reconciled`: a leaky endpoint).
 
 #[pgrx::pg_schema]
 mod webhook_dedup {
@@ -14,6 +18,46 @@ mod webhook_dedup {
     use pgrx::pg_sys::{TEXTARRAYOID, TEXTOID};
     use pgrx::prelude::*;
     use std::collections::HashSet;
+
+    /// Enqueue an event a reconciliation job fetched from the provider's
+    /// API because it never arrived (`unseen`): stored as
+    /// `webhook_enqueue` stores a delivery (pending, with `payload` and
+    /// `headers`, archived when the source keeps payloads), under the key
+    /// `webhook_receive` would have derived from `event_id` (with the same
+    /// `environment`, `account` and `operation`), and marked
+    /// `reconciled_at` on the key. Returns `accepted` (counted as
+    /// `reconciled`, not as a delivery), or `duplicate` / `conflict` when
+    /// the key exists by then (it arrived meanwhile: counted on the key as
+    /// a delivery of it, nothing else stored). For receivers (the job
+    /// enqueues as a receiver does). Errors: 22004 NULL source, event_id or
+    /// payload; 22023 a bad source, an empty id or part.
+    #[pg_extern(volatile, parallel_unsafe)]
+    #[allow(clippy::too_many_arguments)]
+    fn reconcile(
+        source: Option<&str>,
+        event_id: Option<&str>,
+        payload: Option<&[u8]>,
+        event_type: default!(Option<&str>, "NULL"),
+        headers: default!(Option<crate::jsonb::Jsonb>, "NULL"),
+        environment: default!(Option<&str>, "NULL"),
+        account: default!(Option<&str>, "NULL"),
+        operation: default!(Option<&str>, "NULL"),
+    ) -> String {
+        let source = required(source, "source");
+        crate::key::check_source(source).or_raise();
+        let event_id = required(event_id, "event_id");
+        let payload = required(payload, "payload");
+        let parts = Parts { source, event_id, environment, account, operation, body_hash: false };
+        let idem_key = derive(&parts).or_raise();
+        let key = crate::store::Key { source, idem_key: &idem_key };
+        let fingerprint = crate::signature::ct::sha256(payload);
+        let intake = crate::api::queue::Intake { event_id: Some(event_id), headers, reconciled: true };
+        spi::connected(|conn| {
+            crate::api::queue::enqueue_one(conn, key, payload, &fingerprint, None, event_type, headers, Some(intake))
+        })
+        .as_str()
+        .to_string()
+    }
 
     static UNSEEN: Statement = Statement::returning(
         crate::sql_statement!("reconcile_unseen.sql"),
@@ -31,8 +75,8 @@ mod webhook_dedup {
     /// `webhook_receive` derives them, with the same `environment`,
     /// `account` and `operation` (NULL: none), so pass what the receiver
     /// passes. In the order given, each once. Feed what it returns back
-    /// through `webhook_enqueue` (the event fetched from the provider's
-    /// API), so that the workers process it. For readers (it writes
+    /// through `reconcile` (the event fetched from the provider's API), so
+    /// that the workers process it. For readers (it writes
     /// nothing). Errors: 22004 NULL source or event_ids, or a NULL id;
     /// 22023 a bad source, an empty id or part, more than 100,000 ids.
     #[pg_extern(stable, parallel_safe)]

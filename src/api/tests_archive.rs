@@ -343,6 +343,59 @@ mod tests {
     }
 
     #[pg_test]
+    fn a_reconciled_event_is_enqueued_marked_and_counted_apart() {
+        // (a source of its own: the shared counters outlive each test)
+        let source = "reconcile-pgtest";
+        let unseen = |ids: &str| texts(&format!("SELECT * FROM webhook_dedup.unseen('{source}', ARRAY[{ids}])"));
+        assert_eq!(unseen("'evt_1', 'evt_2'"), vec!["evt_1".to_string(), "evt_2".to_string()]);
+        let reconcile = |id: &str| {
+            text_of(&format!(
+                "SELECT webhook_dedup.reconcile('{source}', '{id}', '{{\"id\": \"{id}\"}}'::bytea, 'invoice.paid')"
+            ))
+        };
+        assert_eq!(reconcile("evt_2").as_deref(), Some("accepted"));
+        assert_eq!(unseen("'evt_1', 'evt_2'"), vec!["evt_1".to_string()]);
+        // the key webhook_receive would have derived, marked reconciled
+        assert_eq!(
+            i64_of(&format!(
+                "SELECT count(*) FROM webhook_dedup.key_history
+                  WHERE idem_key = webhook_dedup.webhook_key('{source}', 'evt_2') AND source = '{source}'
+                    AND state = 'pending' AND reconciled_at IS NOT NULL"
+            )),
+            1
+        );
+        // the workers get it with its payload
+        assert_eq!(
+            text_of(&format!("SELECT convert_from(payload, 'UTF8') FROM webhook_dedup.webhook_next('{source}')")),
+            Some("{\"id\": \"evt_2\"}".into())
+        );
+        // a second reconcile of the same event finds the key
+        assert_eq!(reconcile("evt_2").as_deref(), Some("duplicate"));
+        // counted as reconciled, not as a delivery; a leaky endpoint alert
+        assert_eq!(
+            text_of(&format!(
+                "SELECT sum(reconciled) || ' ' || sum(enqueued) FROM webhook_dedup.duplicate_metrics WHERE source = '{source}'"
+            )),
+            Some("1 0".into())
+        );
+        assert_eq!(
+            i64_of(&format!(
+                "SELECT count(*) FROM webhook_dedup.duplicate_rate_alerts(0.5, '1 hour')
+                  WHERE source = '{source}' AND alert = 'reconciled_above_threshold' AND reconciled = 1"
+            )),
+            1
+        );
+        for (sql, state) in [
+            (format!("SELECT webhook_dedup.reconcile('{source}', NULL, 'x'::bytea)"), "22004"),
+            (format!("SELECT webhook_dedup.reconcile('{source}', '', 'x'::bytea)"), "22023"),
+            (format!("SELECT webhook_dedup.reconcile('{source}', 'e', NULL)"), "22004"),
+        ] {
+            let e = error_of(&sql);
+            assert!(e.starts_with(state), "{sql}: {e}");
+        }
+    }
+
+    #[pg_test]
     fn unseen_says_which_listed_ids_have_no_key() {
         run("SELECT webhook_dedup.webhook_claim('stripe', webhook_dedup.webhook_key('stripe', 'evt_1'))");
         run("SELECT webhook_dedup.webhook_claim('stripe', webhook_dedup.webhook_key('stripe', 'evt_3', account => 'acct_9'))");

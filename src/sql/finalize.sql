@@ -53,7 +53,7 @@ SELECT c.bucket, c.source, c.event_type, c.bucket_width, c.deliveries, c.first_c
        c.rejected_unsupported_version, c.rejected_no_matching_signature,
        c.rejected_timestamp_too_old, c.rejected_timestamp_too_new, c.missing_event_ids, c.ignored, c.replayed,
        c.rejected_token_reused, c.intents_written, c.intents_delivered, c.intent_retries, c.intents_dead_lettered,
-       c.intents_unknown, c.intent_leases_expired
+       c.intents_unknown, c.intent_leases_expired, c.reconciled
   FROM webhook_dedup.claim_counts AS c
 UNION ALL
 SELECT l.bucket, l.source, l.event_type,
@@ -63,7 +63,7 @@ SELECT l.bucket, l.source, l.event_type,
        l.counts[15], l.counts[16], l.counts[17], l.counts[18], l.counts[19], l.counts[20],
        l.counts[21], l.counts[22], l.counts[23], l.counts[24], l.counts[25], l.counts[26],
        l.counts[27], l.counts[28], l.counts[29], l.counts[30], l.counts[31], l.counts[32],
-       l.counts[33], l.counts[34], l.counts[35], l.counts[36]
+       l.counts[33], l.counts[34], l.counts[35], l.counts[36], l.counts[37]
   FROM webhook_dedup.metrics_live_cluster() AS l;
 COMMENT ON VIEW webhook_dedup.counters IS
   'Every counter per bucket (bucket_width 1 hour: per source and event type; 1 minute: per source, event_type ''''), flushed (webhook_dedup.claim_counts) and live (shared memory, not flushed yet) as separate rows: sum them within one bucket_width (the minute rows count the last two hours again). Columns as webhook_dedup.claim_counts. Read webhook_dedup.duplicate_metrics or duplicate_metrics_by_minute instead unless you need event types.';
@@ -117,7 +117,8 @@ SELECT a.source, a.bucket, a.bucket_width,
        pg_catalog.sum(a.intent_retries)::bigint AS intent_retries,
        pg_catalog.sum(a.intents_dead_lettered)::bigint AS intents_dead_lettered,
        pg_catalog.sum(a.intents_unknown)::bigint AS intents_unknown,
-       pg_catalog.sum(a.intent_leases_expired)::bigint AS intent_leases_expired
+       pg_catalog.sum(a.intent_leases_expired)::bigint AS intent_leases_expired,
+       pg_catalog.sum(a.reconciled)::bigint AS reconciled
   FROM webhook_dedup.counters AS a
  GROUP BY a.source, a.bucket, a.bucket_width;
 COMMENT ON VIEW webhook_dedup.metrics_buckets IS
@@ -132,7 +133,7 @@ SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicate
        m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
        m.rejected_token_reused,
        m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio, m.intents_written, m.intents_delivered,
-       m.intent_retries, m.intents_dead_lettered, m.intents_unknown, m.intent_leases_expired
+       m.intent_retries, m.intents_dead_lettered, m.intents_unknown, m.intent_leases_expired, m.reconciled
   FROM webhook_dedup.metrics_buckets AS m
  WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 hour'::interval;
 
@@ -145,14 +146,14 @@ SELECT m.source, m.bucket, m.deliveries, m.first_claims, m.reclaims, m.duplicate
        m.rejected_no_matching_signature, m.rejected_timestamp_too_old, m.rejected_timestamp_too_new,
        m.rejected_token_reused,
        m.missing_event_ids, m.ignored, m.replayed, m.duplicate_ratio, m.intents_written, m.intents_delivered,
-       m.intent_retries, m.intents_dead_lettered, m.intents_unknown, m.intent_leases_expired
+       m.intent_retries, m.intents_dead_lettered, m.intents_unknown, m.intent_leases_expired, m.reconciled
   FROM webhook_dedup.metrics_buckets AS m
  WHERE m.bucket_width OPERATOR(pg_catalog.=) '1 minute'::interval
    AND m.bucket OPERATOR(pg_catalog.>=)
        pg_catalog.date_trunc('minute', pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::interval, 'UTC');
 
 COMMENT ON VIEW webhook_dedup.duplicate_metrics IS
-  'Counts per source and hour (bucket, UTC-aligned), flushed plus live: deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts (same key, different payload), completions, stale_completions, retry_later, unknown_outcome and dead_lettered (claims answered so), retries_scheduled, dead_letters (keys that became dead_lettered), marked_unknown, enqueued, drained, forgotten, resolved, stale_tokens, expired_leases (swept by maintenance), signature_rejections (webhook_receive deliveries that did not verify, = the sum of the rejected_<reason> columns; rejected_token_reused: a signed token seen before with other content, mailgun), missing_event_ids, ignored (event types the source does not accept), replayed (signed bodies re-sent under another event id, refused by the replay guard), duplicate_ratio = duplicates / deliveries (NULL without deliveries), and the outbox''s intents_written, intents_delivered, intent_retries, intents_dead_lettered, intents_unknown and intent_leases_expired (docs/outbox.md). What a crash can lose: docs/metrics.md. Empty without shared_preload_libraries. Filter on bucket: the condition reaches the index of webhook_dedup.claim_counts.';
+  'Counts per source and hour (bucket, UTC-aligned), flushed plus live: deliveries (webhook_claim and webhook_enqueue calls), first_claims, reclaims (after an expired lease or a due retry, by a claim or webhook_next), duplicates (= duplicates_of_completed + duplicates_in_progress), conflicts (same key, different payload), completions, stale_completions, retry_later, unknown_outcome and dead_lettered (claims answered so), retries_scheduled, dead_letters (keys that became dead_lettered), marked_unknown, enqueued, drained, forgotten, resolved, stale_tokens, expired_leases (swept by maintenance), signature_rejections (webhook_receive deliveries that did not verify, = the sum of the rejected_<reason> columns; rejected_token_reused: a signed token seen before with other content, mailgun), missing_event_ids, ignored (event types the source does not accept), replayed (signed bodies re-sent under another event id, refused by the replay guard), duplicate_ratio = duplicates / deliveries (NULL without deliveries), and the outbox''s intents_written, intents_delivered, intent_retries, intents_dead_lettered, intents_unknown and intent_leases_expired (docs/outbox.md), and reconciled (events the provider sent that never arrived, enqueued by a reconciliation job with webhook_dedup.reconcile: a source with many is a leaky endpoint). What a crash can lose: docs/metrics.md. Empty without shared_preload_libraries. Filter on bucket: the condition reaches the index of webhook_dedup.claim_counts.';
 COMMENT ON VIEW webhook_dedup.duplicate_metrics_by_minute IS
   'The columns of webhook_dedup.duplicate_metrics per source and minute, for the last hour (per-minute counts are kept two hours).';
 
@@ -212,6 +213,8 @@ COMMENT ON FUNCTION webhook_dedup.redact(text, text, timestamptz, text) IS
   'webhook_dedup.redact(source, idem_key => NULL, before => NULL, account => NULL) -> (keys bigint, deliveries bigint): erases what deliveries of source carried, for exactly one scope: one key (idem_key; its archived deliveries even when the key is gone), the keys first seen before a time (before; and every delivery of the source archived before it), or the keys derived with one account (account: the third field of a webhook_key with account; a key whose account field was cut by the 255-character bound is not found). Each key keeps its state, fingerprint and times (a tombstone: later deliveries are still answered duplicate or conflict, never processed again); its result becomes NULL, redacted_at and redacted_by (the session user) are set (webhook_dedup.key_history); its payload for the workers (webhook_dedup.payloads) and its archived bodies and headers (webhook_dedup.archive) are deleted. A key waiting for a worker (pending, or failed with its payload queued) cannot be processed without it: it becomes dead_lettered, last_error payload erased by webhook_dedup.redact (else last_error becomes NULL). keys: keys redacted; deliveries: payloads and archived deliveries erased. Scans the source''s keys for before and account. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 a bad source or key, not exactly one scope, an empty account, an infinite before; 0A000 on a distributed install. docs/operations.md, "Erasing payloads".';
 COMMENT ON FUNCTION webhook_dedup.unseen(text, text[], text, text, text) IS
   'webhook_dedup.unseen(source, event_ids, environment => NULL, account => NULL, operation => NULL) -> setof text: of the provider''s event ids (as its API lists them: Stripe''s list of events, GitHub''s list of deliveries, ...), those source has no key for, in the order given, each once: events that never reached this database, or whose key is past retention. Keys are derived as webhook_receive derives them, with the same environment, account and operation. One primary-key probe per id; at most 100,000 ids per call. Enqueue what it returns (webhook_enqueue) so that the workers process it. Executable by webhook_dedup_reader (it writes nothing). Errors: 22004 NULL source, event_ids or id; 22023 a bad source, an empty id or part, too many ids. docs/operations.md, "Reconciling with the provider".';
+COMMENT ON FUNCTION webhook_dedup.reconcile(text, text, bytea, text, jsonb, text, text, text) IS
+  'webhook_dedup.reconcile(source, event_id, payload, event_type => NULL, headers => NULL, environment => NULL, account => NULL, operation => NULL) -> text: enqueues an event a reconciliation job fetched from the provider''s API because it never arrived (webhook_dedup.unseen): stored as webhook_enqueue stores a delivery (pending for webhook_next, with payload and headers; archived when the source keeps payloads) under the key webhook_receive derives from event_id with the same environment, account and operation, and marked reconciled_at on the key (key_history). accepted: counted as reconciled (webhook_dedup.duplicate_metrics; not as a delivery), which duplicate_rate_alerts reports as reconciled_above_threshold; duplicate or conflict: the key exists by then (it arrived meanwhile; counted on the key as a delivery of it, nothing else stored). Executable by webhook_dedup_receiver. Errors: 22004 NULL source, event_id or payload; 22023 a bad source, an empty id or part. docs/operations.md, "Reconciling with the provider".';
 COMMENT ON FUNCTION webhook_dedup.redrive(text, text[], timestamptz, timestamptz, text[], bigint, boolean) IS
   'webhook_dedup.redrive(source, states => ARRAY[''dead_lettered''], since => NULL, until => NULL, event_types => NULL, max => NULL, dry_run => false) -> (run bigint, matched bigint): after a fix, moves keys of source back to due so that the workers (webhook_next) process them again with their payload. states: dead_lettered (the default), failed, unknown_outcome (only when named: its effect may have happened), conflict (keys whose latest conflicting delivery is archived: that delivery is processed and becomes the key''s content). since, until: first seen (a conflict: received) in [since, until); event_types; max: at most this many, oldest first. dry_run: count, change nothing (run NULL). A real run is recorded (webhook_dedup.redrive_runs) and the maintenance worker moves its keys, webhook_dedup.batch_size per pass, skipping a paused source until it is resumed: each key, under its row lock, is skipped when a live delivery or an operator changed it since it matched (so no key is processed twice), when it is gone, or when there is no payload for the workers (claimed, not enqueued, and not archived: keep_payload; or redacted, or past its payload retention); else its payload is put in the queue (from the archive) and it becomes pending, due now, with redriven_at and redrive_run set (key_history). Executable by webhook_dedup_operator. Errors: 22004 NULL source, states, a state or dry_run; 22023 a bad source, no state or another one, since not before until, an infinite time, max below 1; 0A000 on a distributed install. docs/operations.md, "Redriving after a fix".';
 COMMENT ON FUNCTION webhook_dedup.cancel_redrive(bigint) IS
@@ -388,10 +391,10 @@ SELECT k.source, k.idem_key, k.state, k.event_type, k.first_seen_at, k.last_seen
        (SELECT pg_catalog.max(c.seen_at) FROM webhook_dedup.conflict_log AS c
          WHERE c.idem_key OPERATOR(pg_catalog.=) k.idem_key AND c.source OPERATOR(pg_catalog.=) k.source)
          AS last_conflict_at,
-       k.redacted_at, k.redacted_by, k.redriven_at, k.redrive_run
+       k.redacted_at, k.redacted_by, k.redriven_at, k.redrive_run, k.reconciled_at
   FROM webhook_dedup.keys AS k;
 COMMENT ON VIEW webhook_dedup.key_history IS
-  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of the primary key, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at, redacted_at and redacted_by (when and by which session user webhook_dedup.redact erased the key''s payloads and result), redriven_at and redrive_run (when and by which bulk redrive, webhook_dedup.redrive_runs, the key was last made due again). No payload or headers.';
+  'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of the primary key, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at, redacted_at and redacted_by (when and by which session user webhook_dedup.redact erased the key''s payloads and result), redriven_at and redrive_run (when and by which bulk redrive, webhook_dedup.redrive_runs, the key was last made due again), reconciled_at (when a reconciliation job enqueued its event, which never arrived: webhook_dedup.reconcile). No payload or headers.';
 
 -- Bulk redrives and their progress (issue 27, webhook_dedup.redrive).
 CREATE VIEW webhook_dedup.redrive_runs AS
@@ -474,7 +477,7 @@ COMMENT ON FUNCTION webhook_dedup.export_deliveries(text, timestamptz, timestamp
 CREATE FUNCTION webhook_dedup.duplicate_rate_alerts(threshold double precision DEFAULT 0.02,
                                                     "window" interval DEFAULT '1 hour')
 RETURNS TABLE (source text, alert text, deliveries bigint, duplicates bigint, duplicate_ratio double precision,
-               previous_duplicates bigint)
+               previous_duplicates bigint, reconciled bigint)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET TimeZone = 'UTC'  -- buckets are UTC-aligned; so are the windows
@@ -504,7 +507,7 @@ BEGIN
   END IF;
   RETURN QUERY
   WITH b AS (
-    SELECT m.source, m.bucket, m.deliveries, m.duplicates
+    SELECT m.source, m.bucket, m.deliveries, m.duplicates, m.reconciled
       FROM webhook_dedup.metrics_buckets AS m
      WHERE m.bucket_width = width
        AND m.bucket >= date_trunc(unit, now() - 2 * "window")
@@ -512,22 +515,31 @@ BEGIN
     SELECT b.source,
            coalesce(sum(b.deliveries) FILTER (WHERE b.bucket >= date_trunc(unit, now() - "window")), 0)::bigint AS d,
            coalesce(sum(b.duplicates) FILTER (WHERE b.bucket >= date_trunc(unit, now() - "window")), 0)::bigint AS dup,
-           coalesce(sum(b.duplicates) FILTER (WHERE b.bucket < date_trunc(unit, now() - "window")), 0)::bigint AS prev
+           coalesce(sum(b.duplicates) FILTER (WHERE b.bucket < date_trunc(unit, now() - "window")), 0)::bigint AS prev,
+           coalesce(sum(b.reconciled) FILTER (WHERE b.bucket >= date_trunc(unit, now() - "window")), 0)::bigint AS rec
       FROM b GROUP BY b.source
   )
   SELECT w.source,
          CASE WHEN w.dup = 0 THEN 'duplicates_stopped' ELSE 'ratio_above_threshold' END,
          w.d, w.dup,
          CASE WHEN w.d > 0 THEN w.dup::double precision / w.d END,
-         w.prev
+         w.prev, w.rec
     FROM w
    WHERE (w.d > 0 AND w.dup::double precision / w.d > threshold)
       OR (w.dup = 0 AND w.prev > 0)
-   ORDER BY w.source;
+  UNION ALL
+  -- a leaky endpoint: events the provider sent that a reconciliation job
+  -- had to enqueue (webhook_dedup.reconcile), against all it sent
+  SELECT w.source, 'reconciled_above_threshold', w.d, w.dup,
+         CASE WHEN w.d > 0 THEN w.dup::double precision / w.d END,
+         w.prev, w.rec
+    FROM w
+   WHERE w.rec > 0 AND w.rec::double precision / (w.d + w.rec) > threshold
+   ORDER BY 1, 2;
 END
 $fn$;
 COMMENT ON FUNCTION webhook_dedup.duplicate_rate_alerts(double precision, interval) IS
-  'duplicate_rate_alerts(threshold => 0.02, "window" => ''1 hour'') -> rows (source, alert, deliveries, duplicates, duplicate_ratio, previous_duplicates). alert ratio_above_threshold: duplicates / deliveries over the window is above threshold (providers are retrying: the receiver is slow or failing). alert duplicates_stopped: no duplicates in the window after some in the window before it (deduplication may have stopped working, or traffic stopped: see deliveries). Windows are aligned to buckets: per minute up to 1 hour, else per hour (the window starts at the bucket holding now() - window). Errors: 22004 a NULL argument; 22023 threshold outside 0..1, window outside 1 minute..366 days.';
+  'duplicate_rate_alerts(threshold => 0.02, "window" => ''1 hour'') -> rows (source, alert, deliveries, duplicates, duplicate_ratio, previous_duplicates, reconciled). alert ratio_above_threshold: duplicates / deliveries over the window is above threshold (providers are retrying: the receiver is slow or failing). alert duplicates_stopped: no duplicates in the window after some in the window before it (deduplication may have stopped working, or traffic stopped: see deliveries). alert reconciled_above_threshold: reconciled / (deliveries + reconciled) is above threshold: events the provider sent never arrived and a reconciliation job enqueued them (webhook_dedup.reconcile): a leaky endpoint (a proxy or a firewall dropping requests, a receiver answering 2xx before storing). Windows are aligned to buckets: per minute up to 1 hour, else per hour (the window starts at the bucket holding now() - window). Errors: 22004 a NULL argument; 22023 threshold outside 0..1, window outside 1 minute..366 days.';
 
 -- Opting in to dumps of the verification keys (they are left out by
 -- default, docs/operations.md "Backups"). pg_extension_config_dump works
@@ -639,7 +651,7 @@ COMMENT ON FUNCTION webhook_dedup.webhook_outbox_resolve(bigint, text, jsonb) IS
 -- statements name every object schema-qualified as well), and is executable
 -- only by the role for its job:
 --   webhook_dedup_receiver  claim, complete, fail, checkpoint, extend, mark
---                           unknown, receive, enqueue, next, advance;
+--                           unknown, receive, enqueue, reconcile, next, advance;
 --   webhook_dedup_operator  resolve, forget, pause, resume, redact, export, redrive and
 --                           its cancel, run_maintenance,
 --                           flush_metrics,
@@ -749,6 +761,7 @@ BEGIN
       ('webhook_dedup.redrive(text, text[], timestamptz, timestamptz, text[], bigint, boolean)',
        'webhook_dedup_operator'),
       ('webhook_dedup.cancel_redrive(bigint)', 'webhook_dedup_operator'),
+      ('webhook_dedup.reconcile(text, text, bytea, text, jsonb, text, text, text)', 'webhook_dedup_receiver'),
       ('webhook_dedup.run_maintenance()', 'webhook_dedup_operator'),
       ('webhook_dedup.flush_metrics()', 'webhook_dedup_operator'),
       ('webhook_dedup.add_secret(text, text, timestamptz, timestamptz, text)', 'webhook_dedup_operator'),

@@ -79,6 +79,7 @@ CREATE TABLE webhook_dedup.keys (
     redacted_by      text,
     redriven_at      timestamptz,
     redrive_run      bigint,
+    reconciled_at    timestamptz,
     -- idem_key first: key_history looks keys up by idem_key alone.
     CONSTRAINT keys_pkey PRIMARY KEY (idem_key, source)
 ) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.02);
@@ -109,6 +110,7 @@ COMMENT ON COLUMN webhook_dedup.keys.redacted_at IS 'When webhook_dedup.redact e
 COMMENT ON COLUMN webhook_dedup.keys.redacted_by IS 'The session user who called webhook_dedup.redact.';
 COMMENT ON COLUMN webhook_dedup.keys.redriven_at IS 'When a bulk redrive (webhook_dedup.redrive) last made the key due again (NULL: never).';
 COMMENT ON COLUMN webhook_dedup.keys.redrive_run IS 'Which run did (webhook_dedup.redrive_runs.id).';
+COMMENT ON COLUMN webhook_dedup.keys.reconciled_at IS 'When a reconciliation job enqueued the key''s event (webhook_dedup.reconcile): the provider sent it, the endpoint never got it (NULL: it arrived as a delivery).';
 
 -- The queue's, the sweep's and the views' index: keys not completed (work
 -- to do, in flight or waiting for an operator) by when they are due. The
@@ -152,7 +154,7 @@ COMMENT ON COLUMN webhook_dedup.payloads.headers IS 'The request headers given t
 -- first delivery (received_at = the key's first_seen_at) and per
 -- conflicting delivery (received_at = its conflict_log.seen_at): a key's
 -- deliveries are found through those times, by the one index (source,
--- received_at), with no index on the key (a random insert into a second
+-- received_at) of each partition, with no index on the key (a random insert into a second
 -- B-tree was a tenth of an archived claim's CPU, perf). An archived
 -- delivery never outlives its key: its retention is at most the key's,
 -- counted from the same or an earlier time, and webhook_forget deletes
@@ -167,8 +169,14 @@ CREATE TABLE webhook_dedup.archive (
     payload     bytea       NOT NULL,
     headers     jsonb
 ) PARTITION BY RANGE (received_at);
-CREATE INDEX archive_source ON webhook_dedup.archive (source, received_at);
+-- Each partition has its own index (source, received_at), made with it
+-- (archive_default_source here, archive_YYYYMMDD_source by maintenance),
+-- and the archive none of its own: a partitioned index would be the
+-- extension's, and pg_restore, attaching a dumped day partition to it,
+-- would make the partition's index a second time (the dump's CREATE
+-- INDEX of it then fails). Queries on the archive use each partition's.
 CREATE TABLE webhook_dedup.archive_default PARTITION OF webhook_dedup.archive DEFAULT;
+CREATE INDEX archive_default_source ON webhook_dedup.archive_default (source, received_at);
 COMMENT ON TABLE webhook_dedup.archive IS
   'The payload archive: the raw body and headers of each key''s first delivery and of each conflicting delivery, for the sources with keep_payload (webhook_dedup.sources), kept for their payload_retention while the key itself stays for its retention. Partitioned by day of arrival (UTC, partitions archive_YYYYMMDD made ahead and dropped whole by maintenance; archive_default holds rows that arrived with no day''s partition, moved out by the next pass). Readable by the extension''s owner; operators read it through webhook_dedup.export_deliveries and erase it with webhook_dedup.redact. docs/operations.md, "The payload archive".';
 COMMENT ON COLUMN webhook_dedup.archive.received_at IS 'When the delivery arrived (database clock): the key''s first_seen_at for its first delivery, the conflict_log.seen_at of a conflicting one. The partition key.';
@@ -571,6 +579,7 @@ CREATE TABLE webhook_dedup.claim_counts (
     intents_dead_lettered          bigint NOT NULL DEFAULT 0,
     intents_unknown                bigint NOT NULL DEFAULT 0,
     intent_leases_expired          bigint NOT NULL DEFAULT 0,
+    reconciled                     bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (source, bucket, event_type, bucket_width)
 );
 CREATE INDEX claim_counts_bucket ON webhook_dedup.claim_counts (bucket);
@@ -613,6 +622,7 @@ COMMENT ON COLUMN webhook_dedup.claim_counts.intent_retries IS 'Outbox intents a
 COMMENT ON COLUMN webhook_dedup.claim_counts.intents_dead_lettered IS 'Outbox intents dead-lettered: failed without retry, or out of attempts.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.intents_unknown IS 'Outbox intents parked as unknown_outcome: marked by their sender (webhook_outbox_unknown), or a lapsed lease of a downstream that is not idempotent.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.intent_leases_expired IS 'Outbox intents whose sender''s lease lapsed (taken back by webhook_outbox_next or maintenance).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.reconciled IS 'Events the provider sent that never arrived, enqueued by a reconciliation job (webhook_dedup.reconcile answered accepted; not counted as enqueued): a leaky endpoint (webhook_dedup.duplicate_rate_alerts, alert reconciled_rate).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.expired_leases IS 'Expired leases that maintenance moved to failed (or dead_lettered): the holder neither completed, failed nor extended in time.';
 COMMENT ON TABLE webhook_dedup.claim_counts IS
   'Claim counters flushed from shared memory by webhook_dedup.run_maintenance(): one row per hour (bucket), source and event type ('''' when unknown), and one per minute and source for the last two hours (bucket_width). Read them through webhook_dedup.duplicate_metrics and webhook_dedup.duplicate_metrics_by_minute.';

@@ -115,7 +115,7 @@ pub fn prune_source(conn: &Conn<'_>, source: &str, cutoff: i64, batch: i64) -> i
 
 /// Create the partition of `day` (its name from [`crate::archive`]),
 /// moving into it the rows of the default partition that belong to it,
-/// then attach it: `ATTACH PARTITION` takes SHARE UPDATE EXCLUSIVE on the
+/// with its index (source, received_at), then attach it: `ATTACH PARTITION` takes SHARE UPDATE EXCLUSIVE on the
 /// archive (claims that archive go on) and ACCESS EXCLUSIVE on the default
 /// partition, which it scans for rows of the new range (none are left).
 pub fn create_partition(day: i64) {
@@ -132,6 +132,7 @@ pub fn create_partition(day: i64) {
            RETURNING d.received_at, d.source, d.idem_key, d.event_id, d.event_type, d.conflict, d.payload, d.headers)
          INSERT INTO webhook_dedup.{name} (received_at, source, idem_key, event_id, event_type, conflict, payload, headers)
            SELECT * FROM moved;
+         CREATE INDEX {name}_source ON webhook_dedup.{name} (source, received_at);
          ALTER TABLE webhook_dedup.archive ATTACH PARTITION webhook_dedup.{name} FOR VALUES FROM ('{from}') TO ('{to}');
          DO $$
          DECLARE

@@ -82,7 +82,7 @@ use std::cell::Cell;
 /// schema declares it NOT NULL (the others are written NULL by some
 /// transition, so a NOT NULL added to them would need the check the
 /// executor makes and this module does not).
-const COLUMNS: [(&str, Oid, bool, bool); 24] = [
+const COLUMNS: [(&str, Oid, bool, bool); 25] = [
     ("source", pg_sys::TEXTOID, true, true),
     ("idem_key", pg_sys::TEXTOID, true, true),
     ("state", pg_sys::TEXTOID, true, true),
@@ -107,6 +107,7 @@ const COLUMNS: [(&str, Oid, bool, bool); 24] = [
     ("redacted_by", pg_sys::TEXTOID, false, false),
     ("redriven_at", pg_sys::TIMESTAMPTZOID, false, false),
     ("redrive_run", pg_sys::INT8OID, false, false),
+    ("reconciled_at", pg_sys::TIMESTAMPTZOID, false, false),
 ];
 
 /// A column of `webhook_dedup.keys` (an index into [`COLUMNS`]).
@@ -136,6 +137,7 @@ pub enum Col {
     RedactedBy,
     RedrivenAt,
     RedriveRun,
+    ReconciledAt,
 }
 
 /// Where each of [`COLUMNS`] is in the table (0-based attribute index).

@@ -9,7 +9,7 @@ use pgrx::pg_sys::{BYTEAOID, INT4OID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 
 static ENQUEUE: Statement = Statement::returning(
     crate::sql_statement!("queue_enqueue.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, BYTEAOID, BYTEAOID, TEXTOID, JSONBOID],
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, BYTEAOID, BYTEAOID, TEXTOID, JSONBOID, TIMESTAMPTZOID],
     UPSERTED,
 );
 static TAKE: Statement =
@@ -36,6 +36,9 @@ pub struct Delivery<'a> {
     pub fingerprint: &'a [u8],
     pub event_type: Option<&'a str>,
     pub headers: Option<Jsonb>,
+    /// A reconciliation job's enqueue (`webhook_dedup.reconcile`): the
+    /// key records it (`reconciled_at` = `now`).
+    pub reconciled: bool,
 }
 
 /// Store the key as `pending` (due now) with its payload, or lock the known
@@ -52,6 +55,7 @@ pub fn enqueue(conn: &Conn<'_>, d: &Delivery<'_>) -> Upserted {
             arg(d.fingerprint),
             arg(d.event_type),
             arg(d.headers),
+            arg(d.reconciled.then(|| timestamptz(d.now))),
         ],
         Snap::Statement,
     );

@@ -1,6 +1,7 @@
 """A logical dump keeps the record (issue 13, fault 5): `pg_dump -Fc` of a
 database with keys in every state, payloads, outbox intents, sources, watermarks, conflicts,
-flushed counts and maintenance runs, then `pg_restore` into a fresh
+flushed counts, maintenance runs, the payload archive (its day partitions and
+its default one) and a bulk redrive, then `pg_restore` into a fresh
 database. pg_restore must exit 0 without a single error, every row of every
 table must be equal, the identity sequences must continue after the
 restored rows, and every key must answer a claim as it did before the dump
@@ -17,7 +18,7 @@ import pytest
 from own_cluster import OwnCluster
 
 TABLES = ["keys", "payloads", "outbox", "sources", "watermarks", "replay_guards", "conflict_log", "claim_counts",
-          "maintenance_runs"]
+          "maintenance_runs", "archive", "redrives", "redrive_keys"]
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +46,13 @@ def token(conn, key):
 
 def fill(conn):
     """Keys in every state, and a row in every other table."""
-    conn.execute("INSERT INTO webhook_dedup.sources (source, lease, max_attempts, retention, note)"
-                 " VALUES ('b', '2 minutes', 2, '40 days', 'restored too')")
+    conn.execute("INSERT INTO webhook_dedup.sources (source, lease, max_attempts, retention, note, keep_payload)"
+                 " VALUES ('b', '2 minutes', 2, '40 days', 'restored too', true)")
+    # the payload archive: day partitions made by maintenance (the first
+    # deliveries below land in them), and one row in its default partition
+    conn.execute("SELECT * FROM webhook_dedup.run_maintenance()")
+    conn.execute("INSERT INTO webhook_dedup.archive VALUES (now() - interval '30 days', 'b', 'old', NULL, NULL,"
+                 " false, 'x', NULL)")
     conn.execute("SELECT webhook_dedup.webhook_claim('b', 'processing', 'p1'::bytea)")
     # outbox intents: one pending, one delivered (the processing key's)
     for op in ("refund", "email"):
@@ -69,8 +75,14 @@ def fill(conn):
     conn.execute("""SELECT * FROM webhook_dedup.webhook_receive('github', '{"zen": 1}'::bytea,
                       webhook_dedup.webhook_sign('github', '{"zen": 1}'::bytea, %s) || '{"X-GitHub-Delivery": "g1"}', source => 'b')""",
                  (SECRET,))
+    # a bulk redrive, cancelled before it moved anything
+    run = conn.execute("SELECT run FROM webhook_dedup.redrive('b')").fetchone()[0]
+    conn.execute("SELECT webhook_dedup.cancel_redrive(%s)", (run,))
     conn.execute("SELECT webhook_dedup.flush_metrics()")
     conn.execute("SELECT * FROM webhook_dedup.run_maintenance()")
+    partitions = conn.execute("SELECT count(*) FROM pg_inherits WHERE inhparent = 'webhook_dedup.archive'::regclass"
+                              ).fetchone()[0]
+    assert partitions >= 5, "today, three days ahead and the default"
     states = {s for (s,) in conn.execute("SELECT state FROM webhook_dedup.keys").fetchall()}
     assert states == {"pending", "processing", "completed", "failed", "unknown_outcome", "dead_lettered"}
 

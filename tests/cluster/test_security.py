@@ -151,6 +151,7 @@ CALLS = [
     "SELECT * FROM webhook_dedup.redact('a', account => 'acct')",
     "SELECT * FROM webhook_dedup.redact('a', before => pg_catalog.now())",
     "SELECT * FROM webhook_dedup.unseen('a', ARRAY['a1', 'a9'])",
+    "SELECT webhook_dedup.reconcile('a', 'a9', 'p'::bytea, event_type => 't')",
     # export and bulk redrive: a dead letter with its archived payload,
     # counted, redriven (the pass moves it), a second run cancelled
     "SELECT * FROM webhook_dedup.webhook_claim('a', 'a3', 'p'::bytea)",
@@ -678,6 +679,8 @@ ACTIONS = [
     ("read redrive progress", "SELECT count(*) FROM webhook_dedup.redrive_runs", {"t_operator", "t_analyst"}),
     ("start a redrive by hand", "INSERT INTO webhook_dedup.redrives (source, states, conflicts, created_at,"
      " created_by, status, matched) VALUES ('lp', '{}', false, now(), 'me', 'running', 0)", set()),
+    ("enqueue a reconciled event", "SELECT webhook_dedup.reconcile('lp', 'r-' || current_user, 'p'::bytea)",
+     {"t_receiver"}),
     ("ask which events never came", "SELECT * FROM webhook_dedup.unseen('lp', ARRAY['x'])",
      {"t_operator", "t_analyst"}),
     ("add a verification key", "SELECT webhook_dedup.add_secret('lp-' || current_user, 'k')", {"t_operator"}),

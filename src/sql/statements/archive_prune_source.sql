@@ -1,7 +1,7 @@
 -- Paced removal (src/maintenance/archive.rs): delete the oldest archived
 -- deliveries of source $1 that arrived before $2, about $3 of them (the
 -- rows up to the $3-th oldest's arrival time, so a few more when several
--- arrived in the same microsecond). Index archive_source, per partition.
+-- arrived in the same microsecond). Each partition's index (source, received_at).
 -- Returns how many.
 WITH edge AS (
   SELECT a.received_at FROM webhook_dedup.archive AS a

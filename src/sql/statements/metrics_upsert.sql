@@ -9,11 +9,11 @@ INSERT INTO webhook_dedup.claim_counts AS c
      rejected_missing_header, rejected_malformed_header, rejected_unsupported_version,
      rejected_no_matching_signature, rejected_timestamp_too_old, rejected_timestamp_too_new,
      missing_event_ids, ignored, replayed, rejected_token_reused, intents_written, intents_delivered,
-     intent_retries, intents_dead_lettered, intents_unknown, intent_leases_expired)
+     intent_retries, intents_dead_lettered, intents_unknown, intent_leases_expired, reconciled)
   VALUES ($1, $2, $3, $4::interval, $5[1], $5[2], $5[3], $5[4], $5[5], $5[6], $5[7], $5[8], $5[9], $5[10],
           $5[11], $5[12], $5[13], $5[14], $5[15], $5[16], $5[17], $5[18], $5[19], $5[20],
           $5[21], $5[22], $5[23], $5[24], $5[25], $5[26], $5[27], $5[28], $5[29], $5[30],
-          $5[31], $5[32], $5[33], $5[34], $5[35], $5[36])
+          $5[31], $5[32], $5[33], $5[34], $5[35], $5[36], $5[37])
   ON CONFLICT (source, bucket, event_type, bucket_width) DO UPDATE SET
     deliveries = c.deliveries OPERATOR(pg_catalog.+) EXCLUDED.deliveries,
     first_claims = c.first_claims OPERATOR(pg_catalog.+) EXCLUDED.first_claims,
@@ -52,4 +52,5 @@ INSERT INTO webhook_dedup.claim_counts AS c
     intent_retries = c.intent_retries OPERATOR(pg_catalog.+) EXCLUDED.intent_retries,
     intents_dead_lettered = c.intents_dead_lettered OPERATOR(pg_catalog.+) EXCLUDED.intents_dead_lettered,
     intents_unknown = c.intents_unknown OPERATOR(pg_catalog.+) EXCLUDED.intents_unknown,
-    intent_leases_expired = c.intent_leases_expired OPERATOR(pg_catalog.+) EXCLUDED.intent_leases_expired
+    intent_leases_expired = c.intent_leases_expired OPERATOR(pg_catalog.+) EXCLUDED.intent_leases_expired,
+    reconciled = c.reconciled OPERATOR(pg_catalog.+) EXCLUDED.reconciled

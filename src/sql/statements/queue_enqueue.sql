@@ -4,12 +4,13 @@
 -- src/claim.rs to decide (duplicate or conflict). A payload left behind by
 -- a key deleted by hand is replaced.
 -- $1 source, $2 idem_key, $3 now, $4 payload, $5 fingerprint,
--- $6 event_type, $7 headers.
+-- $6 event_type, $7 headers, $8 reconciled_at (a reconciliation job's
+-- enqueue, webhook_dedup.reconcile; NULL for a delivery).
 -- Returns inserted (as claim_upsert.sql) and the key row (store::KeyRow).
 WITH upserted AS (
   INSERT INTO webhook_dedup.keys AS k
-      (source, idem_key, state, attempt, due_at, fingerprint, event_type, first_seen_at, last_seen_at)
-    VALUES ($1, $2, 'pending', 0, $3, $5, $6, $3, $3)
+      (source, idem_key, state, attempt, due_at, fingerprint, event_type, first_seen_at, last_seen_at, reconciled_at)
+    VALUES ($1, $2, 'pending', 0, $3, $5, $6, $3, $3, $8)
     ON CONFLICT (idem_key, source) DO UPDATE
       SET deliveries = k.deliveries OPERATOR(pg_catalog.+) 1,
           last_seen_at = EXCLUDED.last_seen_at,

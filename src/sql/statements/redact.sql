@@ -11,7 +11,8 @@
 -- goes cannot be processed any more: dead-lettered, not handed out empty.
 -- Its payload for the workers and its archived deliveries are deleted:
 -- the first at the key's first_seen_at, each conflicting one at its
--- conflict_log.seen_at (index archive_source, one day's partition each).
+-- conflict_log.seen_at (each partition's index (source, received_at), one
+-- day's partition each).
 -- Deliveries whose key is gone (past retention, until their day's
 -- partition is dropped) are found by a scan of the source's archive: by
 -- key, by time, by account.
