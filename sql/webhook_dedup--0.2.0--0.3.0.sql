@@ -7,7 +7,7 @@
 -- resume; issue 27), keep their payloads in an archive with its own
 -- retention (webhook_dedup.archive, redact, export_deliveries), be
 -- redriven in bulk (redrive, cancel_redrive, redrive_runs) and be
--- reconciled (unseen).
+-- reconciled (unseen, reconcile).
 -- Nothing stored is rewritten: claim_counts, maintenance_runs, sources
 -- and keys gain columns (with defaults or NULL: no table rewrite), every key
 -- is left as it is. Tested by tests/upgrade (from 0.2.0 and from 0.1.0
@@ -104,7 +104,7 @@ ALTER TABLE webhook_dedup.maintenance_runs
     ADD COLUMN keys_redriven        bigint      NOT NULL DEFAULT 0;
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_expired IS 'Outbox intents whose sender''s lease lapsed, taken back (failed and due at once, dead_lettered with no attempts left, or unknown_outcome when the downstream is not idempotent).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_pruned IS 'Delivered outbox intents deleted past their source''s retention.';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.payloads_pruned IS 'Archived deliveries deleted row by row past their source''s payload_retention (sources whose payload retention is shorter than the longest: paced batches), or moved out of archive_default into their day''s partition.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.payloads_pruned IS 'Archived deliveries deleted row by row: past their source''s payload_retention (sources whose payload retention is shorter than the longest: paced batches), or in archive_default past every retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_created IS 'Day partitions of webhook_dedup.archive created (ahead of time, or for rows that arrived in archive_default).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_dropped IS 'Day partitions of webhook_dedup.archive dropped whole, past the longest payload retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_redriven IS 'Keys bulk redrives (webhook_dedup.redrive) moved back to due, or skipped as changed, gone or without a payload.';

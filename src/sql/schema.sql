@@ -667,7 +667,7 @@ COMMENT ON COLUMN webhook_dedup.maintenance_runs.retention_warnings IS 'Sources 
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS 'A step stopped at webhook_dedup.batch_size: the worker runs the next pass after a rest that keeps it to webhook_dedup.maintenance_duty_cycle of the time.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_expired IS 'Outbox intents whose sender''s lease lapsed, taken back (failed and due at once, dead_lettered with no attempts left, or unknown_outcome when the downstream is not idempotent).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_pruned IS 'Delivered outbox intents deleted past their source''s retention.';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.payloads_pruned IS 'Archived deliveries deleted row by row past their source''s payload_retention (sources whose payload retention is shorter than the longest: paced batches), or moved out of archive_default into their day''s partition.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.payloads_pruned IS 'Archived deliveries deleted row by row: past their source''s payload_retention (sources whose payload retention is shorter than the longest: paced batches), or in archive_default past every retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_created IS 'Day partitions of webhook_dedup.archive created (ahead of time, or for rows that arrived in archive_default).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_dropped IS 'Day partitions of webhook_dedup.archive dropped whole, past the longest payload retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_redriven IS 'Keys bulk redrives (webhook_dedup.redrive) moved back to due, or skipped as changed, gone or without a payload.';

@@ -1,7 +1,8 @@
 """The payload archive against a real cluster with the maintenance worker
-(issue 27, item 1): the worker makes the day partitions ahead on its own,
-deletes a shorter payload retention's rows in paced batches of batch_size
-across passes, and drops an old partition whole; a partition drop waits
+(issue 27, item 1): the worker makes the day partitions ahead on its own;
+a shorter payload retention's rows go in paced batches of batch_size, one
+batch a pass (counted pass by pass by hand, then by the worker), and an
+old partition is dropped whole; a partition drop waits
 for no receiver (a claim transaction that archived holds the archive: the
 pass gives up after its lock_timeout, the claim commits unharmed, a later
 pass drops it); the archive survives a crash with what committed.
@@ -66,48 +67,74 @@ def test_the_worker_makes_the_days_ahead(cluster):
 
 
 def test_a_shorter_payload_retention_goes_in_paced_batches(cluster):
-    with cluster.connect("wd") as conn:
+    """Passes by hand in a database of its own (the worker runs in wd), so
+    that each pass's batch is the one counted: batch_size 2."""
+    with cluster.connect() as conn:
+        conn.execute("CREATE DATABASE paced")
         set_and_reload(conn, "webhook_dedup.batch_size", "2")
-        try:
-            first_run = conn.execute("SELECT coalesce(max(id), 0) FROM webhook_dedup.maintenance_runs").fetchone()[0]
-            # seven deliveries of 'short' two hours old (distinct times), one
-            # of 'long' as old: only short's go
+    try:
+        with cluster.connect("paced") as conn:  # a new session: batch_size 2
+            conn.execute("CREATE EXTENSION webhook_dedup")
+            conn.execute("INSERT INTO webhook_dedup.sources (source, keep_payload, payload_retention)"
+                         " VALUES ('long', true, '3 days'), ('short', true, '1 hour')")
+            conn.execute("SELECT webhook_dedup.run_maintenance()")
+            # seven deliveries of 'short' two hours old (distinct times; in
+            # yesterday's day when run just after midnight: its partition
+            # is made then, and they are moved into it), one of 'long'
             conn.execute("""INSERT INTO webhook_dedup.archive
                             SELECT now() - interval '2 hours' + g * interval '1 ms', 'short', 'old-' || g, NULL, NULL,
                                    false, 'x', NULL
                               FROM generate_series(1, 7) AS g""")
             conn.execute("""INSERT INTO webhook_dedup.archive
                             VALUES (now() - interval '2 hours', 'long', 'kept', NULL, NULL, false, 'x', NULL)""")
-            left = lambda: conn.execute(
-                "SELECT count(*) FROM webhook_dedup.archive WHERE source = 'short' AND idem_key LIKE 'old-%'"
-            ).fetchone()[0]
-            wait_for("short's old deliveries gone", lambda: left() == 0, 30)
-            runs = conn.execute(
-                """SELECT payloads_pruned, more FROM webhook_dedup.maintenance_runs
-                    WHERE id > %s AND payloads_pruned > 0 ORDER BY id""", (first_run,)).fetchall()
-            # at most a batch per pass, so several passes, each but the last
-            # saying there is more
-            assert [p for p, _ in runs] == [2, 2, 2, 1], runs
-            assert [m for _, m in runs][:3] == [True, True, True]
-            assert conn.execute("SELECT count(*) FROM webhook_dedup.archive WHERE idem_key = 'kept'").fetchone()[0] == 1
-        finally:
+            passes = []
+            for _ in range(6):
+                ran, pruned, more = conn.execute(
+                    "SELECT ran, payloads_pruned, more FROM webhook_dedup.run_maintenance()").fetchone()
+                assert ran
+                passes.append((pruned, more))
+            # a batch per pass, each but the last saying there is more
+            assert passes == [(2, True), (2, True), (2, True), (1, False), (0, False), (0, False)]
+            assert conn.execute("SELECT idem_key FROM webhook_dedup.archive").fetchall() == [("kept",)]
+    finally:
+        with cluster.connect() as conn:
             set_and_reload(conn, "webhook_dedup.batch_size", None)
+            conn.execute("DROP DATABASE paced WITH (FORCE)")
+
+
+def test_the_worker_applies_a_shorter_payload_retention(cluster):
+    with cluster.connect("wd") as conn:
+        conn.execute("""INSERT INTO webhook_dedup.archive
+                        SELECT now() - interval '2 hours' + g * interval '1 ms', 'short', 'w-' || g, NULL, NULL,
+                               false, 'x', NULL
+                          FROM generate_series(1, 5) AS g""")
+        conn.execute("""INSERT INTO webhook_dedup.archive
+                        VALUES (now() - interval '2 hours', 'long', 'w-kept', NULL, NULL, false, 'x', NULL)""")
+        wait_for("short's old deliveries gone", lambda: conn.execute(
+            "SELECT count(*) FROM webhook_dedup.archive WHERE source = 'short' AND idem_key LIKE 'w-%'"
+        ).fetchone()[0] == 0, 30)
+        assert conn.execute("SELECT count(*) FROM webhook_dedup.archive WHERE idem_key = 'w-kept'").fetchone()[0] == 1
 
 
 def test_a_drop_waits_for_no_receiver_and_goes_later(cluster):
     with cluster.connect("wd") as conn:
         old_day = utc_today(conn) - datetime.timedelta(days=10)
         old = name_of(old_day)
-        # an old day's partition, past the longest payload retention (3 days)
-        conn.execute(sql.SQL("CREATE TABLE webhook_dedup.{} PARTITION OF webhook_dedup.archive"
-                             " FOR VALUES FROM ({}) TO ({})").format(
-            sql.Identifier(old), sql.Literal(f"{old_day} 00:00+00"),
-            sql.Literal(f"{old_day + datetime.timedelta(days=1)} 00:00+00")))
-        last = conn.execute("SELECT coalesce(max(id), 0) FROM webhook_dedup.maintenance_runs").fetchone()[0]
         with cluster.connect("wd") as receiver:
             # a receiver's transaction that archived a delivery, still open
             receiver.execute("BEGIN")
             receiver.execute("SELECT webhook_dedup.webhook_claim('long', 'held-open', 'x'::bytea)")
+            # then an old day's partition, past the longest payload retention
+            # (3 days), attached as maintenance attaches one (SHARE UPDATE
+            # EXCLUSIVE on the archive: the receiver is not in its way); no
+            # pass can drop it before the receiver holds the archive
+            conn.execute(sql.SQL("CREATE TABLE webhook_dedup.{} (LIKE webhook_dedup.archive)").format(
+                sql.Identifier(old)))
+            conn.execute(sql.SQL("ALTER TABLE webhook_dedup.archive ATTACH PARTITION webhook_dedup.{}"
+                                 " FOR VALUES FROM ({}) TO ({})").format(
+                sql.Identifier(old), sql.Literal(f"{old_day} 00:00+00"),
+                sql.Literal(f"{old_day + datetime.timedelta(days=1)} 00:00+00")))
+            last = conn.execute("SELECT coalesce(max(id), 0) FROM webhook_dedup.maintenance_runs").fetchone()[0]
             failed = lambda: conn.execute(
                 """SELECT count(*) FROM webhook_dedup.maintenance_runs
                     WHERE id > %s AND array_to_string(errors, ' ') LIKE '%%keeping the payload archive%%'""",
