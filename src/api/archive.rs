@@ -46,6 +46,12 @@ mod webhook_dedup {
         &["keys", "deliveries"],
     )
     .custom_plan();
+    static LOCK: Statement = Statement::returning(
+        crate::sql_statement!("redact_lock.sql"),
+        &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID],
+        &["locked"],
+    )
+    .custom_plan();
 
     /// Erase what the deliveries of some keys of `source` carried, keeping
     /// the keys: exactly one scope of
@@ -97,6 +103,7 @@ mod webhook_dedup {
             crate::key::escape_part(a)
         });
         let rows = spi::connected(|conn| {
+            conn.execute(&LOCK, &[arg(source), arg(idem_key), arg(before), arg(account.as_deref())], Snap::Statement);
             let rows = conn.execute(
                 &REDACT,
                 &[arg(source), arg(idem_key), arg(before), arg(account.as_deref()), arg(now), arg(by.as_str())],

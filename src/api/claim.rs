@@ -34,16 +34,21 @@ pub(crate) struct ClaimRow {
     /// The database clock the claim decided at (microseconds): a new key's
     /// `first_seen_at`, a conflict's `seen_at`.
     pub at: i64,
+    /// The claim stored the key (its first delivery), not only leased it
+    /// (a pending key is `claimed` too).
+    pub inserted: bool,
 }
 
 impl ClaimRow {
-    /// Whether the claim's delivery is one the payload archive keeps: a new
-    /// key's first delivery, or a conflicting one.
+    /// Whether the claim's delivery is one the payload archive keeps
+    /// (`Some(conflict)`): a new key's first delivery (false), or a
+    /// conflicting one (true). Not a pending key's claim: its first
+    /// delivery was archived when it was stored.
     pub(crate) fn archived_as(&self) -> Option<bool> {
-        match self.outcome.as_str() {
-            "claimed" => Some(false),
-            "conflict" => Some(true),
-            _ => None,
+        if self.inserted {
+            Some(false)
+        } else {
+            (self.outcome == "conflict").then_some(true)
         }
     }
 }
@@ -219,6 +224,7 @@ pub(crate) fn claim_unless_held(
             lease_expires_at: Some(timestamptz(until)),
             retry_at: None,
             at: now,
+            inserted: true,
         }
     };
     let (found, mut known) = match Session::open() {
@@ -312,6 +318,7 @@ pub(crate) fn claim_unless_held(
                 lease_expires_at: Some(timestamptz(until)),
                 retry_at: None,
                 at: now,
+                inserted: false,
             }
         }
         Write::Touch => {
@@ -334,6 +341,7 @@ pub(crate) fn claim_unless_held(
                 lease_expires_at: found.lease_expires_at.map(timestamptz),
                 retry_at,
                 at: now,
+                inserted: false,
             }
         }
         Write::DeadLetter => {
@@ -359,6 +367,7 @@ pub(crate) fn claim_unless_held(
                 lease_expires_at: None,
                 retry_at: None,
                 at: now,
+                inserted: false,
             }
         }
         Write::Insert => unreachable!("the key is known"),

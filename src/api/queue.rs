@@ -211,10 +211,17 @@ fn take_one(
     }
     match decide(Some(&found.stored()), now, None, settings.max_attempts()) {
         Decision { write: Write::Lease { attempt }, outcome } => {
+            let store::queue::Queued { payload, headers, redacted } = store::queue::payload(conn, key);
+            if payload.is_none() && redacted {
+                // its deliveries were erased while it was in flight: there
+                // is nothing to hand a worker
+                store::queue::dead_letter_erased(conn, key);
+                counts.push((found.source.clone(), found.event_type.clone(), Counter::DeadLetters));
+                return true;
+            }
             let token = store::new_token();
             let until = now.saturating_add(lease_us.unwrap_or_else(|| settings.default_lease_us()));
             store::claim::lease(conn, key, &Lease { now, attempt, token, until, event_type: None });
-            let (payload, headers) = store::queue::payload(conn, key);
             counts.push((found.source.clone(), found.event_type.clone(), Counter::Drained));
             if outcome == Outcome::Reclaimed {
                 counts.push((found.source.clone(), found.event_type.clone(), Counter::Reclaims));

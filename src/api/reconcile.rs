@@ -13,6 +13,8 @@
 mod webhook_dedup {
     use crate::error::{required, Error, OrRaise};
     use crate::key::{derive, Parts};
+    use crate::profile::{Body, Fingerprint, Rules};
+    use crate::signature::Scheme;
     use crate::spi::{self, arg, Snap, Statement};
     use pgrx::datum::Array;
     use pgrx::pg_sys::{TEXTARRAYOID, TEXTOID};
@@ -25,11 +27,15 @@ mod webhook_dedup {
     /// `headers`, archived when the source keeps payloads), under the key
     /// `webhook_receive` would have derived from `event_id` (with the same
     /// `environment`, `account` and `operation`), and marked
-    /// `reconciled_at` on the key. Returns `accepted` (counted as
-    /// `reconciled`, not as a delivery), or `duplicate` / `conflict` when
-    /// the key exists by then (it arrived meanwhile: counted on the key as
-    /// a delivery of it, nothing else stored). For receivers (the job
-    /// enqueues as a receiver does). Errors: 22004 NULL source, event_id or
+    /// `reconciled_at` on the key. The source's rules apply as in
+    /// `webhook_receive` (its provider's, or its name's, profile and its
+    /// `webhook_dedup.sources` intake): an event type it does not accept is
+    /// `ignored` (nothing stored), and the fingerprint covers what its rule
+    /// covers, so the provider's own later retry is a duplicate. Returns
+    /// `accepted` (counted as `reconciled`, not as a delivery), `ignored`,
+    /// or `duplicate` / `conflict` when the key exists by then (it arrived
+    /// meanwhile: counted on the key as a delivery of it, nothing else
+    /// stored). For receivers (the job enqueues as a receiver does). Errors: 22004 NULL source, event_id or
     /// payload; 22023 a bad source, an empty id or part.
     #[pg_extern(volatile, parallel_unsafe)]
     #[allow(clippy::too_many_arguments)]
@@ -50,13 +56,41 @@ mod webhook_dedup {
         let parts = Parts { source, event_id, environment, account, operation, body_hash: false };
         let idem_key = derive(&parts).or_raise();
         let key = crate::store::Key { source, idem_key: &idem_key };
-        let fingerprint = crate::signature::ct::sha256(payload);
-        let intake = crate::api::queue::Intake { event_id: Some(event_id), headers, reconciled: true };
         spi::connected(|conn| {
-            crate::api::queue::enqueue_one(conn, key, payload, &fingerprint, None, event_type, headers, Some(intake))
+            // the source's own rules, as webhook_receive applies them: the
+            // event types it accepts, and what its fingerprint covers (so
+            // that the provider's own retry of the event, later, is its
+            // duplicate and not a conflict)
+            let settings = crate::store::sources::settings(conn, source);
+            let intake = settings.intake();
+            if intake.is_some_and(|i| !i.accepts(event_type)) {
+                return "ignored".to_string();
+            }
+            let scheme = Scheme::parse(settings.provider.as_deref().unwrap_or(source)).ok();
+            let fingerprint = match scheme {
+                Some(scheme) => {
+                    let rules = match intake {
+                        Some(intake) => intake.apply(Rules::of(scheme), scheme),
+                        None => Rules::of(scheme),
+                    };
+                    rules.fingerprint.fingerprint_signed(&Body::new(payload), None)
+                }
+                None => Fingerprint::raw(payload),
+            };
+            let raw = (!fingerprint.is_raw()).then(|| Fingerprint::raw(payload));
+            let intake = crate::api::queue::Intake { event_id: Some(event_id), headers, reconciled: true };
+            let outcome = crate::api::queue::enqueue_one(
+                conn,
+                key,
+                payload,
+                fingerprint.as_bytes(),
+                raw.as_ref().map(Fingerprint::as_bytes),
+                event_type,
+                headers,
+                Some(intake),
+            );
+            outcome.as_str().to_string()
         })
-        .as_str()
-        .to_string()
     }
 
     static UNSEEN: Statement = Statement::returning(
@@ -74,7 +108,9 @@ mod webhook_dedup {
     /// (or whose key is past retention). Keys are derived as
     /// `webhook_receive` derives them, with the same `environment`,
     /// `account` and `operation` (NULL: none), so pass what the receiver
-    /// passes. In the order given, each once. Feed what it returns back
+    /// passes. In the order given, each once. An event of a type the source
+    /// does not accept (`accept_event_types`) never has a key: it is listed
+    /// too (`reconcile` answers it `ignored`). Feed what it returns back
     /// through `reconcile` (the event fetched from the provider's API), so
     /// that the workers process it. For readers (it writes
     /// nothing). Errors: 22004 NULL source or event_ids, or a NULL id;

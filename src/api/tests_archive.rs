@@ -67,6 +67,42 @@ mod tests {
     }
 
     #[pg_test]
+    fn a_claim_of_a_pending_key_archives_nothing_more() {
+        keep("ar", "1 day");
+        // enqueued (archived once), then claimed by a provider's retry
+        // while still pending: the claim is not a first delivery
+        run("SELECT webhook_dedup.webhook_enqueue('ar', 'p', 'body'::bytea)");
+        assert_eq!(
+            text_of("SELECT outcome FROM webhook_dedup.webhook_claim('ar', 'p', 'body'::bytea)").as_deref(),
+            Some("claimed")
+        );
+        assert_eq!(archived("ar", "p"), vec![(false, "body".into())]);
+        // so a redaction finds every archived copy
+        run("SELECT webhook_dedup.redact('ar', idem_key => 'p')");
+        assert!(archived("ar", "p").is_empty());
+    }
+
+    #[pg_test]
+    fn a_key_redacted_while_processed_is_dead_lettered_when_due_again() {
+        keep("ar", "1 day");
+        run("SELECT webhook_dedup.webhook_enqueue('ar', 'held', 'secret'::bytea)");
+        let token =
+            Spi::get_one::<pgrx::Uuid>("SELECT claim_token FROM webhook_dedup.webhook_next('ar')").unwrap().unwrap();
+        run("SELECT webhook_dedup.redact('ar', idem_key => 'held')");
+        // its holder had the payload; it fails, the key is due again
+        Spi::run_with_args(
+            "SELECT webhook_dedup.webhook_fail('ar', 'held', $1, 'e', retry_after => '0 s')",
+            &[token.into()],
+        )
+        .unwrap();
+        assert_eq!(i64_of("SELECT count(*) FROM webhook_dedup.webhook_next('ar')"), 0, "never handed out empty");
+        assert_eq!(
+            text_of("SELECT state || ' ' || last_error FROM webhook_dedup.keys WHERE idem_key = 'held'").as_deref(),
+            Some("dead_lettered payload erased by webhook_dedup.redact")
+        );
+    }
+
+    #[pg_test]
     fn nothing_is_archived_for_a_source_that_does_not_keep_payloads() {
         run("INSERT INTO webhook_dedup.sources (source, keep_payload) VALUES ('off', false)");
         run("SELECT webhook_dedup.webhook_claim('off', 'k', 'x'::bytea)");
@@ -384,6 +420,32 @@ mod tests {
                   WHERE source = '{source}' AND alert = 'reconciled_above_threshold' AND reconciled = 1"
             )),
             1
+        );
+        // a source's rules apply: its accepted types, its fingerprint rule
+        // (Stripe's covers /type and /data: a retry Stripe re-rendered, or
+        // the API's copy, is the same event)
+        run("INSERT INTO webhook_dedup.sources (source, provider, accept_event_types)
+             VALUES ('stripe-rc', 'stripe', ARRAY['invoice.*'])");
+        assert_eq!(
+            text_of(r#"SELECT webhook_dedup.reconcile('stripe-rc', 'evt_9', '{"id":"evt_9","type":"charge.x"}'::bytea, 'charge.x')"#)
+                .as_deref(),
+            Some("ignored")
+        );
+        assert_eq!(
+            text_of(
+                r#"SELECT webhook_dedup.reconcile('stripe-rc', 'evt_8',
+                     '{"id":"evt_8","type":"invoice.paid","data":{"o":1},"pending_webhooks":0}'::bytea, 'invoice.paid')"#
+            )
+            .as_deref(),
+            Some("accepted")
+        );
+        assert_eq!(
+            text_of(
+                r#"SELECT webhook_dedup.reconcile('stripe-rc', 'evt_8',
+                     '{"id":"evt_8","type":"invoice.paid","data":{"o":1},"pending_webhooks":3}'::bytea, 'invoice.paid')"#
+            )
+            .as_deref(),
+            Some("duplicate")
         );
         for (sql, state) in [
             (format!("SELECT webhook_dedup.reconcile('{source}', NULL, 'x'::bytea)"), "22004"),

@@ -185,6 +185,54 @@ mod tests {
             text_of("SELECT outcome FROM webhook_dedup.webhook_claim('rd', 'k', 'version 2'::bytea)"),
             Some("conflict".into())
         );
+        // done once: a second run finds nothing to do
+        let token = Spi::get_one::<pgrx::Uuid>("SELECT claim_token FROM webhook_dedup.keys WHERE idem_key = 'k'")
+            .unwrap()
+            .unwrap();
+        Spi::run_with_args("SELECT webhook_dedup.webhook_complete('rd', 'k', $1)", &[token.into()]).unwrap();
+        assert_eq!(i64_of("SELECT matched FROM webhook_dedup.redrive('rd', ARRAY['conflict'], dry_run => true)"), 0);
+    }
+
+    #[pg_test]
+    fn a_conflict_is_not_redriven_from_unknown_outcome_and_forgets_the_old_checkpoint() {
+        run("INSERT INTO webhook_dedup.sources (source, keep_payload) VALUES ('rd', true)");
+        for (key, state) in [("u", "unknown_outcome"), ("d", "dead_lettered")] {
+            let token = Spi::get_one_with_args::<pgrx::Uuid>(
+                "SELECT claim_token FROM webhook_dedup.webhook_claim('rd', $1, 'v1'::bytea)",
+                &[key.into()],
+            )
+            .unwrap()
+            .unwrap();
+            Spi::run_with_args(
+                "SELECT webhook_dedup.webhook_checkpoint('rd', $1, $2, 'step-of-v1')",
+                &[key.into(), token.into()],
+            )
+            .unwrap();
+            if state == "unknown_outcome" {
+                Spi::run_with_args(
+                    "SELECT webhook_dedup.webhook_mark_unknown('rd', $1, $2)",
+                    &[key.into(), token.into()],
+                )
+                .unwrap();
+            } else {
+                Spi::run_with_args(
+                    "SELECT webhook_dedup.webhook_fail('rd', $1, $2, 'e', retryable => false)",
+                    &[key.into(), token.into()],
+                )
+                .unwrap();
+            }
+            Spi::run_with_args("SELECT webhook_dedup.webhook_claim('rd', $1, 'v2'::bytea)", &[key.into()]).unwrap();
+        }
+        // the unknown outcome is not a settled key: only the dead letter
+        assert_eq!(i64_of("SELECT matched FROM webhook_dedup.redrive('rd', ARRAY['conflict'], dry_run => true)"), 1);
+        run("SELECT webhook_dedup.redrive('rd', ARRAY['conflict'])");
+        pass();
+        assert_eq!((state("u"), state("d")), ("unknown_outcome".into(), "pending".into()));
+        assert_eq!(
+            text_of("SELECT coalesce(last_step, 'none') FROM webhook_dedup.webhook_next('rd')").as_deref(),
+            Some("none"),
+            "the new content starts from the beginning"
+        );
     }
 
     #[pg_test]

@@ -155,10 +155,11 @@ COMMENT ON COLUMN webhook_dedup.payloads.headers IS 'The request headers given t
 -- conflicting delivery (received_at = its conflict_log.seen_at): a key's
 -- deliveries are found through those times, by the one index (source,
 -- received_at) of each partition, with no index on the key (a random insert into a second
--- B-tree was a tenth of an archived claim's CPU, perf). An archived
--- delivery never outlives its key: its retention is at most the key's,
--- counted from the same or an earlier time, and webhook_forget deletes
--- it with the key.
+-- B-tree was a tenth of an archived claim's CPU, perf). A key's payload
+-- retention is at most its retention and counts from its first delivery,
+-- but partitions go by whole days: an archived delivery can outlive its
+-- key by up to a day (webhook_dedup.redact then finds it by a scan of the
+-- source's deliveries); webhook_forget deletes a key's with it.
 CREATE TABLE webhook_dedup.archive (
     received_at timestamptz NOT NULL,
     source      text        COLLATE "C" NOT NULL,
@@ -622,7 +623,7 @@ COMMENT ON COLUMN webhook_dedup.claim_counts.intent_retries IS 'Outbox intents a
 COMMENT ON COLUMN webhook_dedup.claim_counts.intents_dead_lettered IS 'Outbox intents dead-lettered: failed without retry, or out of attempts.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.intents_unknown IS 'Outbox intents parked as unknown_outcome: marked by their sender (webhook_outbox_unknown), or a lapsed lease of a downstream that is not idempotent.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.intent_leases_expired IS 'Outbox intents whose sender''s lease lapsed (taken back by webhook_outbox_next or maintenance).';
-COMMENT ON COLUMN webhook_dedup.claim_counts.reconciled IS 'Events the provider sent that never arrived, enqueued by a reconciliation job (webhook_dedup.reconcile answered accepted; not counted as enqueued): a leaky endpoint (webhook_dedup.duplicate_rate_alerts, alert reconciled_rate).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.reconciled IS 'Events the provider sent that never arrived, enqueued by a reconciliation job (webhook_dedup.reconcile answered accepted; not counted as enqueued): a leaky endpoint (webhook_dedup.duplicate_rate_alerts, alert reconciled_above_threshold).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.expired_leases IS 'Expired leases that maintenance moved to failed (or dead_lettered): the holder neither completed, failed nor extended in time.';
 COMMENT ON TABLE webhook_dedup.claim_counts IS
   'Claim counters flushed from shared memory by webhook_dedup.run_maintenance(): one row per hour (bucket), source and event type ('''' when unknown), and one per minute and source for the last two hours (bucket_width). Read them through webhook_dedup.duplicate_metrics and webhook_dedup.duplicate_metrics_by_minute.';

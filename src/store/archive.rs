@@ -115,9 +115,13 @@ pub fn prune_source(conn: &Conn<'_>, source: &str, cutoff: i64, batch: i64) -> i
 
 /// Create the partition of `day` (its name from [`crate::archive`]),
 /// moving into it the rows of the default partition that belong to it,
-/// with its index (source, received_at), then attach it: `ATTACH PARTITION` takes SHARE UPDATE EXCLUSIVE on the
-/// archive (claims that archive go on) and ACCESS EXCLUSIVE on the default
-/// partition, which it scans for rows of the new range (none are left).
+/// with its index (source, received_at), then attach it. The default
+/// partition is locked EXCLUSIVE first (reads go on; an insert routed to it
+/// waits, at most the pass's lock_timeout): a row of the day inserted
+/// between the move and the attach would make the attach fail.
+/// `ATTACH PARTITION` takes SHARE UPDATE EXCLUSIVE on the archive (claims
+/// that archive go on) and ACCESS EXCLUSIVE on the default partition,
+/// which it scans for rows of the new range (none are left).
 pub fn create_partition(day: i64) {
     let name = crate::archive::partition_name(day);
     let from = crate::calendar::utc_literal(crate::archive::day_start(day));
@@ -126,6 +130,7 @@ pub fn create_partition(day: i64) {
     // caller text reaches this SQL.
     let sql = format!(
         "CREATE TABLE webhook_dedup.{name} (LIKE webhook_dedup.archive INCLUDING DEFAULTS INCLUDING STORAGE INCLUDING COMPRESSION);
+         LOCK TABLE webhook_dedup.archive_default IN EXCLUSIVE MODE;
          WITH moved AS (
            DELETE FROM webhook_dedup.archive_default AS d
             WHERE d.received_at OPERATOR(pg_catalog.>=) '{from}' AND d.received_at OPERATOR(pg_catalog.<) '{to}'

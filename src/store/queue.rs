@@ -23,8 +23,13 @@ static DUE_SOURCES: Statement =
     Statement::returning(crate::sql_statement!("queue_due_sources.sql"), &[TIMESTAMPTZOID, INT4OID], &["source"]);
 static PARK: Statement = Statement::returning(crate::sql_statement!("queue_park.sql"), &[TEXTOID], &["count"]);
 static UNPARK: Statement = Statement::returning(crate::sql_statement!("queue_unpark.sql"), &[TEXTOID], &["count"]);
-static PAYLOAD: Statement =
-    Statement::returning(crate::sql_statement!("queue_payload.sql"), &[TEXTOID, TEXTOID], &["payload", "headers"]);
+static PAYLOAD: Statement = Statement::returning(
+    crate::sql_statement!("queue_payload.sql"),
+    &[TEXTOID, TEXTOID],
+    &["payload", "headers", "redacted"],
+);
+static DEAD_LETTER_ERASED: Statement =
+    Statement::new(crate::sql_statement!("queue_dead_letter_erased.sql"), &[TEXTOID, TEXTOID]);
 
 /// A delivery to store for the workers.
 #[derive(Debug, Clone, Copy)]
@@ -90,13 +95,28 @@ pub fn take_due(conn: &Conn<'_>, now: i64, source: Option<&str>, limit: i32) -> 
     taken
 }
 
-/// The payload and headers stored for a key, if any.
-pub fn payload(conn: &Conn<'_>, key: Key<'_>) -> (Option<Vec<u8>>, Option<Jsonb>) {
+/// What the queue holds for a key: its payload and headers, if any.
+pub struct Queued {
+    pub payload: Option<Vec<u8>>,
+    pub headers: Option<Jsonb>,
+    /// `webhook_dedup.redact` erased the key's deliveries.
+    pub redacted: bool,
+}
+
+/// The payload and headers stored for a key, if any, and whether it was
+/// redacted.
+pub fn payload(conn: &Conn<'_>, key: Key<'_>) -> Queued {
     let rows = conn.execute(&PAYLOAD, &[arg(key.source), arg(key.idem_key)], Snap::Statement);
     if rows.is_empty() {
-        return (None, None);
+        return Queued { payload: None, headers: None, redacted: false };
     }
-    (rows.get(0, 1), rows.get_jsonb(0, 2))
+    Queued { payload: rows.get(0, 1), headers: rows.get_jsonb(0, 2), redacted: rows.get(0, 3).unwrap_or(false) }
+}
+
+/// Dead-letter the locked `key`, whose payload a redaction erased.
+pub fn dead_letter_erased(conn: &Conn<'_>, key: Key<'_>) {
+    let rows = conn.execute(&DEAD_LETTER_ERASED, &[arg(key.source), arg(key.idem_key)], Snap::Statement);
+    super::transitions::expect_one(rows.len());
 }
 
 /// Park the keys of `source` that wait for `webhook_next` (pending and

@@ -35,8 +35,8 @@ static TODO: Statement = Statement::returning(
 );
 static LOCK_KEY: Statement = Statement::returning(
     crate::sql_statement!("redrive_lock_key.sql"),
-    &[TEXTOID, TEXTOID],
-    &["state", "first_seen_at", "queued"],
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID],
+    &["state", "first_seen_at", "queued", "redacted", "done"],
 );
 static KEY_EXISTS: Statement =
     Statement::returning(crate::sql_statement!("redrive_key_exists.sql"), &[TEXTOID, TEXTOID], &["present"]);
@@ -147,18 +147,24 @@ pub fn todo(conn: &Conn<'_>, run: i64, limit: i64) -> Vec<Item> {
 /// A key as a redrive found it.
 #[derive(Debug, Clone)]
 pub enum Found {
-    /// Locked until the transaction ends: its state, first arrival, and
-    /// whether the queue has its payload.
-    Locked { state: String, first_seen_at: i64, queued: bool },
+    /// Locked until the transaction ends: its state, first arrival,
+    /// whether the queue has its payload, whether it was redacted, and
+    /// (a conflict) whether it has the conflict's content already.
+    Locked { state: String, first_seen_at: i64, queued: bool, redacted: bool, done: bool },
     /// Held by another transaction right now.
     Held,
     /// Deleted.
     Gone,
 }
 
-/// Lock `key` if nobody holds it.
-pub fn lock(conn: &Conn<'_>, key: Key<'_>) -> Found {
-    let rows = conn.execute(&LOCK_KEY, &[arg(key.source), arg(key.idem_key)], Snap::Statement);
+/// Lock `key` if nobody holds it (`conflict_at`: the conflict a run would
+/// process).
+pub fn lock(conn: &Conn<'_>, key: Key<'_>, conflict_at: Option<i64>) -> Found {
+    let rows = conn.execute(
+        &LOCK_KEY,
+        &[arg(key.source), arg(key.idem_key), arg(conflict_at.map(timestamptz))],
+        Snap::Statement,
+    );
     if !rows.is_empty() {
         return Found::Locked {
             state: rows.get(0, 1).expect("state is NOT NULL"),
@@ -167,6 +173,8 @@ pub fn lock(conn: &Conn<'_>, key: Key<'_>) -> Found {
                 .map(pg_sys::TimestampTz::from)
                 .expect("first_seen_at is NOT NULL"),
             queued: rows.get(0, 3).unwrap_or(false),
+            redacted: rows.get(0, 4).unwrap_or(false),
+            done: rows.get(0, 5).unwrap_or(false),
         };
     }
     let rows = conn.execute(&KEY_EXISTS, &[arg(key.source), arg(key.idem_key)], Snap::Statement);

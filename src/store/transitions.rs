@@ -202,6 +202,10 @@ pub fn resolve(conn: &Conn<'_>, key: Key<'_>, r: &Resolution) {
 /// deliveries). `None` when there was no such key; else the key's event
 /// type.
 pub fn forget(conn: &Conn<'_>, key: Key<'_>) -> Option<Option<String>> {
+    // Locked first, so that the delete (a later statement, a newer
+    // snapshot) sees what a writer it waited for committed: a redrive's
+    // payload for the key would otherwise be left behind, keyless.
+    lock(conn, key)?;
     let rows = conn.execute(&FORGET, &[arg(key.source), arg(key.idem_key)], Snap::Statement);
     if rows.is_empty() {
         super::visible_conflict(conn, key);

@@ -1,8 +1,7 @@
 -- webhook_forget's second statement (single server): the forgotten key's
 -- archived deliveries go with it, the first at its first_seen_at and each
--- conflicting one at its conflict_log.seen_at (an archived delivery never
--- outlives its key: webhook_dedup.archive), so that a later redact finds
--- every archived delivery through the key's times.
+-- conflicting one at its conflict_log.seen_at, so that no archived
+-- delivery is left of the key (a later key of the same id is another).
 -- $1 source, $2 idem_key, $3 the key's first_seen_at.
 DELETE FROM webhook_dedup.archive AS a
  USING (SELECT $3::pg_catalog.timestamptz AS at

@@ -14,8 +14,9 @@
 -- conflict_log.seen_at (each partition's index (source, received_at), one
 -- day's partition each).
 -- Deliveries whose key is gone (past retention, until their day's
--- partition is dropped) are found by a scan of the source's archive: by
--- key, by time, by account.
+-- partition is dropped; or an earlier key of the same id, gone before this
+-- one was made) are found by a scan of the source's archive: by key (the
+-- deliveries before the key's first), by time, by account.
 -- Returns keys (redacted) and deliveries (payloads and archived rows erased).
 WITH red AS (
   UPDATE webhook_dedup.keys AS k
@@ -58,8 +59,9 @@ WITH red AS (
 ), swept AS (
   DELETE FROM webhook_dedup.archive AS a
    WHERE a.source OPERATOR(pg_catalog.=) $1
-     AND (($2::pg_catalog.text IS NOT NULL AND NOT EXISTS (SELECT FROM red)
-           AND a.idem_key OPERATOR(pg_catalog.=) $2)
+     AND (($2::pg_catalog.text IS NOT NULL AND a.idem_key OPERATOR(pg_catalog.=) $2
+           AND (NOT EXISTS (SELECT FROM red)
+                OR a.received_at OPERATOR(pg_catalog.<) (SELECT pg_catalog.min(r.first_seen_at) FROM red AS r)))
           OR ($3::pg_catalog.timestamptz IS NOT NULL AND a.received_at OPERATOR(pg_catalog.<) $3)
           OR ($4::pg_catalog.text IS NOT NULL
               AND pg_catalog.split_part(a.idem_key, ':', 3) OPERATOR(pg_catalog.=) $4

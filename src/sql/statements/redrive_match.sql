@@ -2,8 +2,9 @@
 -- matches, oldest first, at most $7 (NULL: all): keys of source $1 in one
 -- of the states $2 (never completed ones: the open keys, index keys_open),
 -- first seen in [$4, $5) (NULL: no bound), of the event types $6 (NULL:
--- any); and with $3, keys in no such state whose latest conflicting
--- delivery in [$4, $5) is archived (to process that delivery). A dry run
+-- any); and with $3, keys in no such state, settled (completed,
+-- dead_lettered, failed), whose latest conflicting delivery in [$4, $5) is
+-- archived and is not their content already (to process that delivery). A dry run
 -- ($8 true) counts them; a real one records the run (webhook_dedup.redrives,
 -- status running, created by $10 at $9) and its keys in order
 -- (webhook_dedup.redrive_keys), for maintenance to move.
@@ -20,7 +21,7 @@ WITH matched AS MATERIALIZED (
          AND ($6::pg_catalog.text[] IS NULL OR k.event_type OPERATOR(pg_catalog.=) ANY ($6))
       UNION ALL
       SELECT c.idem_key, c.seen_at, c.seen_at
-        FROM (SELECT DISTINCT ON (l.idem_key) l.idem_key, l.seen_at
+        FROM (SELECT DISTINCT ON (l.idem_key) l.idem_key, l.seen_at, l.fingerprint
                 FROM webhook_dedup.conflict_log AS l
                WHERE $3 AND l.source OPERATOR(pg_catalog.=) $1
                  AND ($4::pg_catalog.timestamptz IS NULL OR l.seen_at OPERATOR(pg_catalog.>=) $4)
@@ -29,6 +30,8 @@ WITH matched AS MATERIALIZED (
         JOIN webhook_dedup.keys AS k
           ON k.idem_key OPERATOR(pg_catalog.=) c.idem_key AND k.source OPERATOR(pg_catalog.=) $1
        WHERE NOT (k.state OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.text[]))
+         AND k.state OPERATOR(pg_catalog.=) ANY (ARRAY['completed', 'dead_lettered', 'failed'])
+         AND k.fingerprint IS DISTINCT FROM c.fingerprint
          AND ($6::pg_catalog.text[] IS NULL OR k.event_type OPERATOR(pg_catalog.=) ANY ($6))
          AND EXISTS (SELECT FROM webhook_dedup.archive AS a
                       WHERE a.source OPERATOR(pg_catalog.=) $1 AND a.received_at OPERATOR(pg_catalog.=) c.seen_at
