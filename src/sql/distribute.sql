@@ -99,7 +99,8 @@ BEGIN
   -- claim_token or fingerprint; payloads, headers and secrets stay out of
   -- reach), the conflicts, the counts and the per-source settings.
   GRANT SELECT (source, idem_key, state, event_type, attempt, leased_at, lease_expires_at, next_attempt_at, due_at,
-                last_step, last_error, deliveries, conflicts, result, first_seen_at, last_seen_at, completed_at)
+                last_step, last_error, deliveries, conflicts, result, first_seen_at, last_seen_at, completed_at,
+                redacted_at, redacted_by, redriven_at, redrive_run, reconciled_at)
     ON webhook_dedup.keys TO webhook_dedup_reader, pg_monitor;
   GRANT SELECT ON webhook_dedup.conflict_log, webhook_dedup.claim_counts, webhook_dedup.sources
     TO webhook_dedup_reader, pg_monitor;
