@@ -910,8 +910,81 @@ class Bench:
                 spent = {n: server_cpu_seconds(d) - before[n] for n, d in servers[name].items()}
                 self.say(f"CPU per claim, {name}: {sum(spent.values()) / claims * 1e6:.0f} µs in all ("
                          + ", ".join(f"{n} {v / claims * 1e6:.0f} µs" for n, v in spent.items()) + ")")
+            self.citus_one_connection(cluster, servers)
         finally:
             cluster.destroy()
+
+    def citus_one_connection(self, cluster, servers) -> None:
+        """Issue 28, item 1: the claims of one connection, one autocommitted
+        call at a time (as a receiver makes them), through the coordinator
+        and with the client on the worker that owns the source, against one
+        server: CPU per claim of every process of every node, and the
+        private memory (RssAnon, /proc/PID/status) of the backend that
+        serves them, before and after (the Citus local plan cache grows it
+        with every execution, citusdata/citus#8783)."""
+        n = self.args.citus_claims
+        source = "mem-1"
+        with cluster.connect() as conn:
+            owner_port = conn.execute(
+                "SELECT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)"
+                " WHERE p.shardid = get_shard_id_for_distribution_column('webhook_dedup.keys', %s::text)",
+                (source,)).fetchone()[0]
+        owner = next(w for w in cluster.workers if w.port == owner_port)
+
+        def rss_anon_kb(pid: int) -> int:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1])
+            raise SystemExit(f"no RssAnon for {pid}")
+
+        def run(label, conn, serving_pid, nodes, db_source):
+            claim = "SELECT outcome FROM webhook_dedup.webhook_claim(%s, %s)"
+            for i in range(200):  # warm: plans, caches, the serving connection
+                conn.execute(claim, (db_source, f"warm-{label}-{i}"))
+            pid = serving_pid()
+            before_kb = rss_anon_kb(pid)
+            cpu = {name: server_cpu_seconds(d) for name, d in nodes.items()}
+            for i in range(n):
+                conn.execute(claim, (db_source, f"{label}-{i}"))
+            spent = {name: server_cpu_seconds(d) - cpu[name] for name, d in nodes.items()}
+            after_kb = rss_anon_kb(pid)
+            total = sum(spent.values()) / n * 1e6
+            self.say(f"{n} claims of one connection, {label}: CPU per claim {total:.0f} µs in all ("
+                     + ", ".join(f"{k} {v / n * 1e6:.0f} µs" for k, v in spent.items())
+                     + f"); the serving backend's private memory {before_kb / 1024:.0f} MB -> "
+                     f"{after_kb / 1024:.0f} MB ({(after_kb - before_kb) / n:.1f} KB per claim)")
+            return total, (after_kb - before_kb) / 1024
+
+        results = {}
+        if servers.get("one server"):
+            with self.connect("bench_citus") as conn:
+                own = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+                results["one server"] = run("one server", conn, lambda: own, servers["one server"], source)
+        with cluster.connect() as conn:
+            gpid = conn.execute("SELECT citus_backend_gpid()").fetchone()[0]
+
+            def serving():
+                with owner.connect() as w:
+                    row = w.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+                                    (f"citus_internal gpid={gpid}",)).fetchone()
+                if not row:
+                    raise SystemExit("no backend on the owner serves the coordinator's connection")
+                return row[0]
+
+            results["through the coordinator"] = run("through the coordinator", conn, serving,
+                                                     servers["Citus coordinator"], source)
+        with owner.connect() as conn:
+            own = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+            results["client on the owner worker"] = run("client on the owner worker", conn, lambda: own,
+                                                        servers["Citus coordinator"], source)
+        if "one server" in results:
+            base = results["one server"][0]
+            for label in ("through the coordinator", "client on the owner worker"):
+                self.ratio(f"CPU per claim of one connection, {label} (all nodes) / one server", None,
+                           "<=").samples = [results[label][0] / base]
+        for label in ("through the coordinator", "client on the owner worker"):
+            self.ratio(f"growth of the serving backend's private memory over {n} claims, {label}", None, "<=",
+                       unit=" MB").samples = [results[label][1]]
 
     def scenario_layouts(self):
         """The storage layouts prototyped before choosing (bench/layouts/,
@@ -1013,6 +1086,8 @@ def main():
     p.add_argument("--expired-keys", type=int, default=1_000_000)
     p.add_argument("--aged-per-day", type=int, default=50_000)
     p.add_argument("--wal-keys", type=int, default=100_000)
+    p.add_argument("--citus-claims", type=int, default=20_000,
+                   help="claims of one connection in the citus scenario's memory probe")
     p.add_argument("--json", help="also write the results to this file")
     args = p.parse_args()
     scenarios = args.scenarios or SCENARIOS
