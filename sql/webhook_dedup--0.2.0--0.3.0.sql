@@ -7,7 +7,8 @@
 -- resume; issue 27), keep their payloads in an archive with its own
 -- retention (webhook_dedup.archive, redact, export_deliveries), be
 -- redriven in bulk (redrive, cancel_redrive, redrive_runs) and be
--- reconciled (unseen, reconcile).
+-- reconciled (unseen, reconcile); a distributed install says which node
+-- holds a source (source_node; issue 28).
 -- Nothing stored is rewritten: claim_counts, maintenance_runs, sources
 -- and keys gain columns (with defaults or NULL: no table rewrite), every key
 -- is left as it is. Tested by tests/upgrade (from 0.2.0 and from 0.1.0
@@ -587,6 +588,17 @@ CREATE FUNCTION webhook_dedup."reconcile"(
 VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'reconcile_wrapper';
+CREATE FUNCTION webhook_dedup."source_node"(
+	"source" TEXT /* Option < & str > */
+) RETURNS TABLE (
+	"node_name" TEXT,  /* String */
+	"node_port" INT,  /* i32 */
+	"group_id" INT,  /* i32 */
+	"shard_id" bigint  /* i64 */
+)
+STABLE PARALLEL SAFE 
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'source_node_wrapper';
 
 COMMENT ON FUNCTION webhook_dedup.pause(text, text) IS
   'webhook_dedup.pause(source, reason => NULL) -> bigint: pauses the source while a system its processing needs is down. Intake goes on (webhook_claim, webhook_receive and webhook_enqueue answer and store as before: claims are not refused); webhook_next takes none of its keys: its pending and failed keys are parked (due_at infinity; the count returned), and a key that becomes due later is parked by the webhook_next that meets it. Keys in flight keep their lease. Recorded in webhook_dedup.sources (paused_at, paused_by: the session user, pause_reason; a row is made for a source without one); pausing a paused source keeps its first pause and takes the new reason. key_states shows the paused backlog. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install. docs/operations.md, "Pausing a source".';
@@ -602,6 +614,8 @@ COMMENT ON FUNCTION webhook_dedup.cancel_redrive(bigint) IS
   'webhook_dedup.cancel_redrive(run) -> bigint: stops a running bulk redrive (status cancelled, cancelled_by the session user); the keys it has not moved stay as they are, a batch being moved finishes first. Returns the keys it moved. A finished run is left as it is. Executable by webhook_dedup_operator. Errors: 22004 NULL run; P0002 unknown run; 0A000 on a distributed install.';
 COMMENT ON FUNCTION webhook_dedup.reconcile(text, text, bytea, text, jsonb, text, text, text) IS
   'webhook_dedup.reconcile(source, event_id, payload, event_type => NULL, headers => NULL, environment => NULL, account => NULL, operation => NULL) -> text: enqueues an event a reconciliation job fetched from the provider''s API because it never arrived (webhook_dedup.unseen): stored as webhook_enqueue stores a delivery (pending for webhook_next, with payload and headers; archived when the source keeps payloads) under the key webhook_receive derives from event_id with the same environment, account and operation, and marked reconciled_at on the key (key_history). accepted: counted as reconciled (webhook_dedup.duplicate_metrics; not as a delivery), which duplicate_rate_alerts reports as reconciled_above_threshold; duplicate or conflict: the key exists by then (it arrived meanwhile; counted on the key as a delivery of it, nothing else stored). Executable by webhook_dedup_receiver. Errors: 22004 NULL source, event_id or payload; 22023 a bad source, an empty id or part. docs/operations.md, "Reconciling with the provider".';
+COMMENT ON FUNCTION webhook_dedup.source_node(text) IS
+  'source_node(source) -> rows (node_name, node_port, group_id, shard_id): on a distributed install (Citus), the primary node that holds source''s shard of webhook_dedup.keys (one row; one per placement of a replicated shard), from the Citus metadata of the node it runs on. A receiver or a per-node pooler that sends a source''s calls there saves the coordinator''s planning and round trip, and the calls write the shard directly (the local-shard fast path). No row on a server that is not distributed. A route can go stale when a shard moves: a call that reaches a node without the shard is still delegated to the right one (one hop more); ask again then. Executable by webhook_dedup_receiver, webhook_dedup_operator and webhook_dedup_reader. Errors: 22004 NULL source; 22023 an empty source, one over 255 characters or the reserved (overflow). docs/distributed.md.';
 
 -- The payload archive's export (issue 27, docs/operations.md "Replaying
 -- into staging"): a source's archived deliveries in a documented, stable
@@ -1003,6 +1017,7 @@ BEGIN
                     'webhook_dedup.pause(text, text)', 'webhook_dedup.resume(text)',
                     'webhook_dedup.redact(text, text, timestamptz, text)',
                     'webhook_dedup.unseen(text, text[], text, text, text)',
+                    'webhook_dedup.source_node(text)',
                     'webhook_dedup.export_deliveries(text, timestamptz, timestamptz, text[], text[], boolean, integer)',
                     'webhook_dedup.redrive(text, text[], timestamptz, timestamptz, text[], bigint, boolean)',
                     'webhook_dedup.cancel_redrive(bigint)',
@@ -1037,6 +1052,7 @@ BEGIN
       ('webhook_dedup.resume(text)', 'webhook_dedup_operator'),
       ('webhook_dedup.redact(text, text, timestamptz, text)', 'webhook_dedup_operator'),
       ('webhook_dedup.unseen(text, text[], text, text, text)', 'webhook_dedup_reader'),
+      ('webhook_dedup.source_node(text)', 'webhook_dedup_receiver'),
       ('webhook_dedup.export_deliveries(text, timestamptz, timestamptz, text[], text[], boolean, integer)',
        'webhook_dedup_operator'),
       ('webhook_dedup.redrive(text, text[], timestamptz, timestamptz, text[], bigint, boolean)',
@@ -1051,6 +1067,7 @@ BEGIN
   END LOOP;
 END
 $$;
+GRANT EXECUTE ON FUNCTION webhook_dedup.source_node(text) TO webhook_dedup_operator, webhook_dedup_reader;
 GRANT SELECT (id, source, idem_key, operation, target, request, downstream_key, downstream_idempotent, key_attempt,
               state, attempt, lease_expires_at, next_attempt_at, due_at, response, last_error, created_at, leased_at,
               delivered_at, updated_at)

@@ -45,7 +45,22 @@ pub struct Statement {
     /// Whether every execution is planned for its arguments
     /// (`CURSOR_OPT_CUSTOM_PLAN`; [`Statement::custom_plan`]).
     always_custom: bool,
+    /// Whether it names a shard relation instead of a Citus table
+    /// ([`Statement::on_relation`]): no Citus plan cache is involved, so
+    /// its plans are kept as on one server.
+    on_shard: bool,
 }
+
+thread_local! {
+    /// The statements made by [`Statement::on_relation`], by (statement,
+    /// relation oid).
+    static ON_RELATIONS: std::cell::RefCell<std::collections::HashMap<(usize, u32), &'static Statement>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// How many statements on shard relations a backend keeps (each holds its
+/// text and its plan: a node holds a few dozen shards of a table).
+const ON_RELATIONS_KEPT: usize = 256;
 
 // SAFETY: a Postgres backend runs its extension code on one thread; the
 // Cell is never touched from another thread (pgrx's thread check enforces
@@ -63,6 +78,7 @@ impl Statement {
             custom: Cell::new(false),
             generic: false,
             always_custom: false,
+            on_shard: false,
         }
     }
 
@@ -82,6 +98,7 @@ impl Statement {
             custom: Cell::new(false),
             generic: false,
             always_custom: false,
+            on_shard: false,
         }
     }
 
@@ -106,6 +123,51 @@ impl Statement {
     pub const fn custom_plan(mut self) -> Self {
         self.always_custom = true;
         self
+    }
+
+    /// This statement with `table` (schema-qualified, as its SQL names it)
+    /// replaced by the relation `relid`, a shard of that table on this
+    /// node (the local-shard fast path, `crate::store::local_shard`): the
+    /// same SQL on the shard, planned by PostgreSQL alone (a shard is not a
+    /// Citus table) and kept like every statement, one per relation. None
+    /// when the backend keeps [`ON_RELATIONS_KEPT`] already, or `relid` is
+    /// gone: the caller runs the statement on `table`.
+    pub fn on_relation(&'static self, table: &str, relid: pg_sys::Oid) -> Option<&'static Statement> {
+        let key = (self as *const Statement as usize, relid.to_u32());
+        if let Some(kept) = ON_RELATIONS.with_borrow(|kept| kept.get(&key).copied()) {
+            return Some(kept);
+        }
+        if ON_RELATIONS.with_borrow(|kept| kept.len()) >= ON_RELATIONS_KEPT {
+            return None;
+        }
+        // SAFETY: catalog look-ups by oid (NULL for a relation that is
+        // gone); quote_identifier returns its argument or a palloc'd copy.
+        let name = unsafe {
+            let rel = pg_sys::get_rel_name(relid);
+            let schema = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
+            if rel.is_null() || schema.is_null() {
+                return None;
+            }
+            format!(
+                "{}.{}",
+                CStr::from_ptr(pg_sys::quote_identifier(schema)).to_str().ok()?,
+                CStr::from_ptr(pg_sys::quote_identifier(rel)).to_str().ok()?
+            )
+        };
+        let sql = replace_table(self.sql.to_str().ok()?, table, &name)?;
+        let statement: &'static Statement = Box::leak(Box::new(Statement {
+            sql: Box::leak(std::ffi::CString::new(sql).ok()?.into_boxed_c_str()),
+            argtypes: self.argtypes,
+            columns: self.columns,
+            checked: Cell::new(self.columns.is_empty()),
+            plan: Cell::new(None),
+            custom: Cell::new(false),
+            generic: self.generic,
+            always_custom: self.always_custom,
+            on_shard: true,
+        }));
+        ON_RELATIONS.with_borrow_mut(|kept| kept.insert(key, statement));
+        Some(statement)
     }
 
     /// Check the result's column names against `columns` (once).
@@ -149,7 +211,7 @@ impl Statement {
     /// prepared again when that answer changes (`distribute()` ran while
     /// this backend had its plans).
     fn plan(&self, _conn: &Conn<'_>) -> NonNull<pg_sys::_SPI_plan> {
-        let custom = self.always_custom || crate::store::citus::plans_must_be_custom();
+        let custom = self.always_custom || (!self.on_shard && crate::store::citus::plans_must_be_custom());
         if let Some(plan) = self.plan.get() {
             if self.custom.get() == custom {
                 return plan;
@@ -404,6 +466,25 @@ impl Drop for PlanCacheModeAuto {
     }
 }
 
+/// `sql` with every mention of the table `table` (schema-qualified: a
+/// mention is `table` not followed by a character of an identifier)
+/// replaced by `by`; None when it does not mention it.
+fn replace_table(sql: &str, table: &str, by: &str) -> Option<String> {
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut rest = sql;
+    let mut found = false;
+    while let Some(at) = rest.find(table) {
+        let after = &rest[at + table.len()..];
+        let whole = !after.starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$');
+        out.push_str(&rest[..at]);
+        out.push_str(if whole { by } else { table });
+        found |= whole;
+        rest = after;
+    }
+    out.push_str(rest);
+    found.then_some(out)
+}
+
 /// The text of `src/sql/statements/<file>` as a `&'static CStr`, checked at
 /// compile time (the SQL of every kept statement lives in a `.sql` file).
 #[macro_export]
@@ -416,4 +497,27 @@ macro_rules! sql_statement {
             Err(_) => panic!(concat!($file, " contains a NUL byte")),
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replace_table;
+
+    #[test]
+    fn a_table_is_replaced_where_it_is_named_whole() {
+        let sql = "INSERT INTO webhook_dedup.replay_guards AS g (source) VALUES ($1)\n\
+                   ON CONFLICT DO NOTHING; SELECT * FROM webhook_dedup.replay_guards_x, webhook_dedup.replay_guards";
+        assert_eq!(
+            replace_table(sql, "webhook_dedup.replay_guards", "webhook_dedup.replay_guards_102040").as_deref(),
+            Some(
+                "INSERT INTO webhook_dedup.replay_guards_102040 AS g (source) VALUES ($1)\n\
+                 ON CONFLICT DO NOTHING; SELECT * FROM webhook_dedup.replay_guards_x, webhook_dedup.replay_guards_102040"
+            )
+        );
+        assert_eq!(replace_table("SELECT 1 FROM webhook_dedup.keys", "webhook_dedup.replay_guards", "x"), None);
+        assert_eq!(
+            replace_table("SELECT 1 FROM webhook_dedup.replay_guards2", "webhook_dedup.replay_guards", "x"),
+            None
+        );
+    }
 }

@@ -23,7 +23,7 @@ pub(crate) fn lease(lease: Interval) -> i64 {
 }
 
 /// 0A000 on a distributed (Citus) install, for `what` runs on one server
-/// only (the outbox, pausing a source: issue 28 brings them to Citus);
+/// only (the outbox, pausing a source, the payload archive: not yet on Citus);
 /// `hint` names the document that says so.
 pub fn one_server_only(what: &str, hint: &str) {
     if crate::store::citus::keys_distributed() {

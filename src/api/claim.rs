@@ -227,7 +227,7 @@ pub(crate) fn claim_unless_held(
             inserted: true,
         }
     };
-    let (found, mut known) = match Session::open() {
+    let (found, mut known) = match Session::open(conn, key.source) {
         // claim_upsert.sql is INSERT ... ON CONFLICT DO UPDATE, which the
         // executor refuses at its start on a table published for updates
         // without a replica identity, even for a key that turns out new
@@ -540,7 +540,7 @@ fn webhook_complete(
     let completed = spi::connected(|conn| {
         let retention = sources::settings(conn, key.source).retention_us();
         let expires_at = now.saturating_add(retention);
-        match Session::open() {
+        match Session::open(conn, key.source) {
             Some(session) => complete_direct(conn, session, key, token, now, result, expires_at),
             None => store::transitions::complete(conn, key, token, now, result, expires_at),
         }

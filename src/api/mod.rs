@@ -19,6 +19,7 @@ pub mod queue;
 pub mod receive;
 pub mod reconcile;
 pub mod redrive;
+pub mod routing;
 mod rows;
 pub mod secrets;
 pub mod sources;
@@ -42,6 +43,8 @@ mod tests_outbox;
 mod tests_pause;
 #[cfg(feature = "pg_test")]
 mod tests_redrive;
+#[cfg(feature = "pg_test")]
+mod tests_routing;
 #[cfg(feature = "pg_test")]
 mod tests_secrets;
 #[cfg(feature = "pg_test")]

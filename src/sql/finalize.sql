@@ -211,6 +211,8 @@ COMMENT ON FUNCTION webhook_dedup.resume(text) IS
   'webhook_dedup.resume(source) -> bigint: ends a pause (webhook_dedup.pause): clears paused_at, paused_by and pause_reason, and makes the parked keys due as before it (a failed key at its retry time, a pending key at its first delivery, so the oldest is taken first); returns how many. Unparks keys left parked even when the source is not paused (its row was deleted during a pause). Waits for a webhook_next that is parking a key of the source, so none stays parked. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install.';
 COMMENT ON FUNCTION webhook_dedup.redact(text, text, timestamptz, text) IS
   'webhook_dedup.redact(source, idem_key => NULL, before => NULL, account => NULL) -> (keys bigint, deliveries bigint): erases what deliveries of source carried, for exactly one scope: one key (idem_key; its archived deliveries even when the key is gone), the keys first seen before a time (before; and every delivery of the source archived before it), or the keys derived with one account (account: the third field of a webhook_key with account; a key whose account field was cut by the 255-character bound is not found), and the archived deliveries of that key, time or account whose key is gone. Each key keeps its state, fingerprint and times (a tombstone: later deliveries are still answered duplicate or conflict, never processed again); its result becomes NULL, redacted_at and redacted_by (the session user) are set (webhook_dedup.key_history); its payload for the workers (webhook_dedup.payloads) and its archived bodies and headers (webhook_dedup.archive) are deleted. A key waiting for a worker (pending, or failed with its payload queued) cannot be processed without it: it becomes dead_lettered, last_error payload erased by webhook_dedup.redact (else last_error becomes NULL). keys: keys redacted; deliveries: payloads and archived deliveries erased. before and account scan the keys table (its primary key leads with idem_key) and the source''s archived deliveries. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 a bad source or key, not exactly one scope, an empty account, an infinite before; 0A000 on a distributed install. docs/operations.md, "Erasing payloads".';
+COMMENT ON FUNCTION webhook_dedup.source_node(text) IS
+  'source_node(source) -> rows (node_name, node_port, group_id, shard_id): on a distributed install (Citus), the primary node that holds source''s shard of webhook_dedup.keys (one row; one per placement of a replicated shard), from the Citus metadata of the node it runs on. A receiver or a per-node pooler that sends a source''s calls there saves the coordinator''s planning and round trip, and the calls write the shard directly (the local-shard fast path). No row on a server that is not distributed. A route can go stale when a shard moves: a call that reaches a node without the shard is still delegated to the right one (one hop more); ask again then. Executable by webhook_dedup_receiver, webhook_dedup_operator and webhook_dedup_reader. Errors: 22004 NULL source; 22023 an empty source, one over 255 characters or the reserved (overflow). docs/distributed.md.';
 COMMENT ON FUNCTION webhook_dedup.unseen(text, text[], text, text, text) IS
   'webhook_dedup.unseen(source, event_ids, environment => NULL, account => NULL, operation => NULL) -> setof text: of the provider''s event ids (as its API lists them: Stripe''s list of events, GitHub''s list of deliveries, ...), those source has no key for, in the order given, each once: events that never reached this database, or whose key is past retention. Keys are derived as webhook_receive derives them, with the same environment, account and operation. One primary-key probe per id; at most 100,000 ids per call. Enqueue what it returns (webhook_enqueue) so that the workers process it. Executable by webhook_dedup_reader (it writes nothing). Errors: 22004 NULL source, event_ids or id; 22023 a bad source, an empty id or part, too many ids. docs/operations.md, "Reconciling with the provider".';
 COMMENT ON FUNCTION webhook_dedup.reconcile(text, text, bytea, text, jsonb, text, text, text) IS
@@ -767,7 +769,8 @@ BEGIN
       ('webhook_dedup.add_secret(text, text, timestamptz, timestamptz, text)', 'webhook_dedup_operator'),
       ('webhook_dedup.retire_secret(text, integer, timestamptz)', 'webhook_dedup_operator'),
       ('webhook_dedup.list_secrets(text)', 'webhook_dedup_operator'),
-      ('webhook_dedup.dump_secrets(boolean)', 'webhook_dedup_operator')) AS x(signature, role)
+      ('webhook_dedup.dump_secrets(boolean)', 'webhook_dedup_operator'),
+      ('webhook_dedup.source_node(text)', 'webhook_dedup_receiver')) AS x(signature, role)
   LOOP
     EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp', f.fn);
     EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);
@@ -782,6 +785,9 @@ BEGIN
   END LOOP;
 END
 $$;
+-- Which node holds a source: receivers route by it, operators and readers
+-- look (EXECUTE for webhook_dedup_receiver above).
+GRANT EXECUTE ON FUNCTION webhook_dedup.source_node(text) TO webhook_dedup_operator, webhook_dedup_reader;
 -- Operators configure sources with SQL, all but the pause: paused_at,
 -- paused_by and pause_reason are written by pause() and resume() only,
 -- which park and unpark the source's keys with them.

@@ -1,8 +1,10 @@
 //! Invalidation of what this backend caches about the extension's tables
 //! (per-source settings, [`super::sources`]; their verification keys,
-//! [`super::secrets`]; the layout of the keys table, [`super::direct`]), following PostgreSQL's own caches: a relation cache
-//! invalidation of a watched table (or of every relation, after the shared
-//! invalidation queue overflowed) bumps [`generation`], and a cache built
+//! [`super::secrets`]; the layout of the keys table or of its local shards,
+//! [`super::direct`]; the source's shard, [`super::local_shard`]),
+//! following PostgreSQL's own caches: a relation cache invalidation of a
+//! watched table (or of every relation, after the shared invalidation
+//! queue overflowed) bumps [`generation`], and a cache built
 //! under an older generation is dropped before it is used.
 //!
 //! Invalidations reach a backend when it starts a transaction or takes a
@@ -23,7 +25,16 @@ thread_local! {
     /// invalidation count).
     static OIDS: Cell<[u32; WATCHED]> = const { Cell::new([0; WATCHED]) };
     static REGISTERED: Cell<bool> = const { Cell::new(false) };
+    /// Further relations whose invalidation counts: the shards of the keys
+    /// table this node holds, once written directly (Citus,
+    /// [`super::local_shard`]); 0 where free.
+    static SHARDS: Cell<[u32; SHARDS_WATCHED]> = const { Cell::new([0; SHARDS_WATCHED]) };
 }
+
+/// How many shards [`watch_shard`] remembers (a node holds 16 of the 32
+/// shards of a cluster of two workers; past this many, every invalidation
+/// counts).
+const SHARDS_WATCHED: usize = 64;
 
 /// A watched table.
 #[derive(Debug, Clone, Copy)]
@@ -38,7 +49,13 @@ pub enum Table {
 /// allocation, no error, no panic (hence no `pg_guard`).
 unsafe extern "C-unwind" fn invalidated(_arg: pg_sys::Datum, relid: pg_sys::Oid) {
     let oids = OIDS.get();
-    if relid == pg_sys::InvalidOid || oids.contains(&0) || oids.contains(&relid.to_u32()) {
+    let shards = SHARDS.get();
+    if relid == pg_sys::InvalidOid
+        || oids.contains(&0)
+        || oids.contains(&relid.to_u32())
+        || shards[SHARDS_WATCHED - 1] != 0
+        || shards.contains(&relid.to_u32())
+    {
         GENERATION.set(GENERATION.get().wrapping_add(1));
     }
 }
@@ -59,6 +76,21 @@ pub fn watch(table: Table, oid: pg_sys::Oid) {
     let mut oids = OIDS.get();
     oids[table as usize] = oid.to_u32();
     OIDS.set(oids);
+}
+
+/// Remember the oid of a shard of the keys table: its own invalidations
+/// (DDL on the shard alone) count too. When more than [`SHARDS_WATCHED`]
+/// are remembered, every invalidation counts.
+pub fn watch_shard(oid: pg_sys::Oid) {
+    let mut shards = SHARDS.get();
+    let oid = oid.to_u32();
+    if shards.contains(&oid) {
+        return;
+    }
+    if let Some(free) = shards.iter_mut().find(|s| **s == 0) {
+        *free = oid;
+        SHARDS.set(shards);
+    }
 }
 
 /// Send a relation cache invalidation for `relid`: every backend drops what

@@ -105,26 +105,33 @@ pub fn keeps_local_plans(version: Option<Version>) -> bool {
 }
 
 thread_local! {
-    /// This backend's answer to [`generic_plans_grow`] (Citus is loaded
-    /// at most once per backend, so it never changes).
-    static GROWS: Cell<Option<bool>> = const { Cell::new(None) };
+    /// The loaded Citus's release (Citus is loaded at most once per
+    /// backend, so it never changes): None until read, then
+    /// `Some(parsed citus.version)`.
+    static LOADED: Cell<Option<Option<Version>>> = const { Cell::new(None) };
 }
 
-/// Whether the loaded Citus (its `citus.version` setting) is one whose
-/// generic plans grow the backend ([`keeps_local_plans`]).
-fn generic_plans_grow() -> bool {
-    if let Some(grows) = GROWS.get() {
-        return grows;
+/// The release of the Citus loaded in this backend (its `citus.version`
+/// setting), None when Citus is not loaded or the setting does not parse.
+pub fn loaded_version() -> Option<Version> {
+    if let Some(version) = LOADED.get() {
+        return version;
     }
     // SAFETY: GetConfigOption with missing_ok returns NULL for an unknown
     // setting, else a string owned by the GUC machinery, copied at once.
-    let version = unsafe {
+    let text = unsafe {
         let value = pg_sys::GetConfigOption(c"citus.version".as_ptr(), true, false);
         (!value.is_null()).then(|| std::ffi::CStr::from_ptr(value).to_string_lossy().into_owned())
     };
-    let grows = keeps_local_plans(version.as_deref().and_then(parse_version));
-    GROWS.set(Some(grows));
-    grows
+    let version = text.as_deref().and_then(parse_version);
+    LOADED.set(Some(version));
+    version
+}
+
+/// Whether the loaded Citus is one whose generic plans grow the backend
+/// ([`keeps_local_plans`]).
+fn generic_plans_grow() -> bool {
+    keeps_local_plans(loaded_version())
 }
 
 /// Whether this backend's kept statements must be planned afresh on every

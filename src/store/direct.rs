@@ -74,7 +74,6 @@ use crate::time::timestamptz;
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::{FromDatum, IntoDatum, PgTupleDesc, Uuid};
-use std::cell::Cell;
 
 /// The columns of `webhook_dedup.keys`, in [`Col`] order: name, type,
 /// whether a new key's row gives it a value (the others are NULL, as the
@@ -146,10 +145,18 @@ struct Layout {
     at: [usize; COLUMNS.len()],
 }
 
+/// How many relations' layouts a backend keeps: the keys table, or on a
+/// Citus node the shards of it that the node holds (32 by default across
+/// the workers).
+const LAYOUTS_KEPT: usize = 64;
+
+/// The checked layouts of the keys table or its shards: the relation cache
+/// generation they were checked in, and (relation oid, layout or None when
+/// the table is not as needed).
+type Layouts = (u64, Vec<(u32, Option<Layout>)>);
+
 thread_local! {
-    /// The checked layout of the keys table: (relation oid, cache
-    /// generation, layout or None when the table is not as needed).
-    static LAYOUT: Cell<Option<(u32, u64, Option<Layout>)>> = const { Cell::new(None) };
+    static LAYOUTS: std::cell::RefCell<Layouts> = const { std::cell::RefCell::new((0, Vec::new())) };
 }
 
 /// The table's layout, if it is the one the extension created.
@@ -220,14 +227,26 @@ unsafe fn layout(rel: pg_sys::Relation) -> Option<Layout> {
     // SAFETY: `rel` is open (caller).
     let oid = unsafe { (*rel).rd_id.to_u32() };
     let generation = cache::generation();
-    if let Some((cached_oid, cached_generation, layout)) = LAYOUT.get() {
-        if cached_oid == oid && cached_generation == generation {
-            return layout;
+    let cached = LAYOUTS.with_borrow_mut(|(at, layouts)| {
+        if *at != generation {
+            *at = generation;
+            layouts.clear();
         }
+        layouts.iter().find(|(cached, _)| *cached == oid).map(|(_, layout)| *layout)
+    });
+    if let Some(layout) = cached {
+        return layout;
     }
     // SAFETY: as above.
     let layout = unsafe { check_layout(rel) };
-    LAYOUT.set(Some((oid, generation, layout)));
+    LAYOUTS.with_borrow_mut(|(at, layouts)| {
+        if *at == generation {
+            if layouts.len() >= LAYOUTS_KEPT {
+                layouts.clear();
+            }
+            layouts.push((oid, layout));
+        }
+    });
     layout
 }
 
@@ -434,13 +453,15 @@ pub struct Session {
 }
 
 impl Session {
-    /// Open the keys table for direct writes, or None (declined: use SQL;
-    /// see the module documentation for when).
-    pub fn open() -> Option<Session> {
+    /// Open the keys table for direct writes of `source`'s keys, or None
+    /// (declined: use SQL; see the module documentation for when).
+    /// Distributed on Citus, the table written is the source's shard when
+    /// it is on this node ([`super::local_shard`]).
+    pub fn open(conn: &crate::spi::Conn<'_>, source: &str) -> Option<Session> {
         if !crate::guc::direct_writes() || !writable_here() {
             return None;
         }
-        let (schema, relid) = keys_oid()?;
+        let (schema, keys) = keys_oid()?;
         // SAFETY: plain catalog checks for the current user.
         let allowed = unsafe {
             let user = pg_sys::GetUserId();
@@ -448,14 +469,19 @@ impl Session {
             // Every one of the three (ACLMASK_ALL; pg_class_aclcheck would
             // accept any one of them), and USAGE on the schema, which the
             // statements' name look-up needs.
-            pg_sys::pg_class_aclmask(relid, user, mode, pg_sys::AclMaskHow::ACLMASK_ALL) == mode
+            pg_sys::pg_class_aclmask(keys, user, mode, pg_sys::AclMaskHow::ACLMASK_ALL) == mode
                 && schema_usage(schema, user)
-                && pg_sys::check_enable_rls(relid, pg_sys::InvalidOid, false) as u32
+                && pg_sys::check_enable_rls(keys, pg_sys::InvalidOid, false) as u32
                     != pg_sys::CheckEnableRlsResult::RLS_ENABLED
         };
         if !allowed {
             return None;
         }
+        // Privileges and row-level security are those of the table the
+        // statements name (a shard has the same grants, which Citus
+        // propagates); the rows go where the statements' would.
+        let relid =
+            if super::citus::keys_distributed() { super::local_shard::lock(conn, keys, source)?.keys } else { keys };
         // SAFETY: a relation opened and locked here, with an executor state
         // of our own, as ExecInitModifyTable builds one for a result
         // relation (InitResultRelInfo, ExecOpenIndices with speculative

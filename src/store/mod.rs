@@ -35,6 +35,7 @@ pub mod citus;
 pub mod claim;
 pub mod direct;
 pub mod expiry;
+pub mod local_shard;
 pub mod outbox;
 pub mod queue;
 pub mod redrive;
@@ -209,9 +210,9 @@ pub fn read(conn: &Conn<'_>, key: Key<'_>, snap: Snap) -> Option<KeyRow> {
 /// looked at again. Otherwise the claim after the wait would meet that
 /// insert, wait for it and answer `in_progress` without having waited for
 /// the holder (found by review of issue 25: 10 of 30 simultaneous pairs).
-/// The SQL path (a Citus table) has no such probe.
+/// The SQL path (a Citus table written through SQL) has no such probe.
 pub fn look(conn: &Conn<'_>, key: Key<'_>) -> Option<direct::Looked> {
-    match direct::Session::open() {
+    match direct::Session::open(conn, key.source) {
         Some(mut session) => {
             let mut looked = session.look(key);
             if looked.is_none() && session.locate(key).is_some() {

@@ -58,9 +58,16 @@ pub enum Guard {
 /// Give the body `body_sha256` of `source` to `idem_key` if it has no
 /// guard yet, else lock the guard and say whose it is. `now` in
 /// microseconds (PostgreSQL epoch).
+/// On Citus, on the node that holds the source, the insert runs on the
+/// source's shard itself (the local-shard fast path,
+/// `crate::store::local_shard`): the same statement, without Citus's
+/// planning of it.
 pub fn claim(conn: &Conn<'_>, source: &str, body_sha256: &[u8], idem_key: &str, now: i64) -> Guard {
+    let insert = super::local_shard::replay_guards(conn, source)
+        .and_then(|shard| INSERT.on_relation("webhook_dedup.replay_guards", shard))
+        .unwrap_or(&INSERT);
     let inserted =
-        conn.execute(&INSERT, &[arg(source), arg(body_sha256), arg(idem_key), arg(timestamptz(now))], Snap::Statement);
+        conn.execute(insert, &[arg(source), arg(body_sha256), arg(idem_key), arg(timestamptz(now))], Snap::Statement);
     if !inserted.is_empty() {
         return Guard::Ours;
     }

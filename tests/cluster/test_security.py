@@ -151,6 +151,7 @@ CALLS = [
     "SELECT * FROM webhook_dedup.redact('a', account => 'acct')",
     "SELECT * FROM webhook_dedup.redact('a', before => pg_catalog.now())",
     "SELECT * FROM webhook_dedup.unseen('a', ARRAY['a1', 'a9'])",
+    "SELECT * FROM webhook_dedup.source_node('a')",
     "SELECT webhook_dedup.reconcile('a', 'a9', 'p'::bytea, event_type => 't')",
     # export and bulk redrive: a dead letter with its archived payload,
     # counted, redriven (the pass moves it), a second run cancelled
@@ -683,6 +684,8 @@ ACTIONS = [
      {"t_receiver"}),
     ("ask which events never came", "SELECT * FROM webhook_dedup.unseen('lp', ARRAY['x'])",
      {"t_operator", "t_analyst"}),
+    ("ask which node holds a source", "SELECT count(*) FROM webhook_dedup.source_node('lp')",
+     {"t_receiver", "t_operator", "t_analyst"}),
     ("add a verification key", "SELECT webhook_dedup.add_secret('lp-' || current_user, 'k')", {"t_operator"}),
     ("retire a verification key", "SELECT webhook_dedup.retire_secret('lp', (SELECT min(id) FROM"
      " webhook_dedup.list_secrets('lp')))", {"t_operator"}),

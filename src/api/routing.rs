@@ -1,0 +1,49 @@
+//! `webhook_dedup.source_node`: which node holds a source on a distributed
+//! install, so that a receiver (or a pooler per node) can send the
+//! source's calls there (docs/distributed.md, "Connecting to the node that
+//! holds a source").
+
+use crate::error::{required, OrRaise};
+use crate::spi::{self, arg, Snap, Statement};
+use pgrx::pg_sys::TEXTOID;
+use pgrx::prelude::*;
+
+static SOURCE_NODE: Statement = Statement::returning(
+    crate::sql_statement!("citus_source_node.sql"),
+    &[TEXTOID],
+    &["node_name", "node_port", "group_id", "shard_id"],
+);
+
+/// The primary node that holds `source`'s shard of `webhook_dedup.keys`:
+/// its host name and port as Citus knows them (`pg_dist_node`), its group
+/// and the shard's id; one row per placement of a replicated shard. No row
+/// when webhook_dedup is not distributed (one server takes every call).
+/// Read from the Citus metadata of the node it runs on, which every node
+/// has. Errors: 22004 NULL source; 22023 as the claim functions' source
+/// (`crate::key::check_source`).
+#[pg_extern(stable, parallel_safe, schema = "webhook_dedup")]
+#[allow(clippy::type_complexity)] // pgrx needs the column names inline
+fn source_node(
+    source: Option<&str>,
+) -> TableIterator<'static, (name!(node_name, String), name!(node_port, i32), name!(group_id, i32), name!(shard_id, i64))>
+{
+    let source = required(source, "source");
+    crate::key::check_source(source).or_raise();
+    if !crate::store::citus::keys_distributed() {
+        return TableIterator::new(Vec::new());
+    }
+    let rows: Vec<(String, i32, i32, i64)> = spi::connected(|conn| {
+        let rows = conn.execute(&SOURCE_NODE, &[arg(source)], Snap::Statement);
+        (0..rows.len())
+            .map(|i| {
+                (
+                    rows.get(i, 1).expect("nodename is NOT NULL"),
+                    rows.get(i, 2).expect("nodeport is NOT NULL"),
+                    rows.get(i, 3).expect("groupid is NOT NULL"),
+                    rows.get(i, 4).expect("a shard id"),
+                )
+            })
+            .collect()
+    });
+    TableIterator::new(rows)
+}

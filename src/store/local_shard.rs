@@ -1,0 +1,328 @@
+//! The local-shard fast path on Citus (issue 28; docs/distributed.md, "The
+//! local-shard fast path").
+//!
+//! Distributed, a source's keys are in one shard of `webhook_dedup.keys`
+//! (`keys_102027`), a plain table on the node that holds its placement. A
+//! single-source call that runs on that node (a call the coordinator
+//! delegated there, or a client connected to it) would still send each
+//! statement through Citus's distributed planner and a nested local
+//! executor, which plan the shard query again on every execution (on
+//! 13.2.1 to 13.4.x without keeping the plan, src/store/citus.rs). This
+//! module lets [`super::direct::Session`] write the shard itself instead,
+//! under the locks Citus's executor takes for a single-shard write, and
+//! declines (the caller runs its SQL, which Citus routes) whenever the
+//! write could differ from what that SQL would do.
+//!
+//! A write is made here only when every one of these holds, checked in
+//! this order on every call:
+//!
+//! 1. Citus 13 is loaded (`citus.version`; the two Citus functions below
+//!    are exported by `citus.so` with these signatures in 13.x,
+//!    src/include/distributed/resource_lock.h and local_executor.h); on
+//!    another release the fast path declines until it is verified there.
+//! 2. The call runs outside a transaction block (`IsTransactionBlock`): a
+//!    delegated call arrives so (function_call_delegation.c makes it a
+//!    read task outside the coordinator's transaction blocks), as does an
+//!    autocommitted call of a client. In a block, earlier statements may
+//!    have reached this shard through a connection of Citus's, whose
+//!    writes a local write would not see.
+//! 3. `citus.enable_local_execution` is on (Citus's own rule for running a
+//!    shard query in the session that issues it, local_executor.c
+//!    `ShouldExecuteTasksLocally`), and Citus has not disabled local
+//!    execution for this transaction (`GetCurrentLocalExecutionStatus`:
+//!    the transaction already reached a local placement through a
+//!    connection).
+//! 4. The distributed table is locked `RowExclusiveLock` (as the SQL
+//!    statement's parse analysis locks it), which also takes in the
+//!    invalidations sent meanwhile.
+//! 5. The source's shard is known ([`route`]: cached per backend, dropped
+//!    with every relation cache invalidation of the distributed table, which
+//!    Citus sends when a shard or a placement of it changes,
+//!    metadata_cache.c `CitusInvalidateRelcacheByShardId`): the table is
+//!    hash-distributed and not replicated, and the shard's one placement is
+//!    on this node (`citus_shard_route.sql`).
+//! 6. The shard's distribution metadata is locked `ShareLock` through
+//!    Citus's own `LockShardDistributionMetadata`, as its executor does
+//!    before a shard write (distributed_execution_locks.c
+//!    `AcquireMetadataLocks`; a single-shard write on an unreplicated table
+//!    takes no other executor lock, `AcquireExecutorShardLocksForExecution`).
+//!    A shard move or split takes it `ExclusiveLock` before it copies the
+//!    last writes and changes the placement (shard_transfer.c
+//!    `BlockWritesToShardList`), so a write under it is either before the
+//!    move's copy or waits for the move to commit.
+//! 7. After that lock, the invalidations a committed move or split sent are
+//!    taken in, and the shard is looked up again when they changed it: the
+//!    write is made only when the placement is still this node's (Citus's
+//!    executor reroutes a fast-path write the same way after the lock,
+//!    citus_custom_scan.c `TryToRerouteFastPathModifyQuery`).
+//! 8. The shard relation still exists when opened.
+//!
+//! After a write, the transaction's local execution status is
+//! `LOCAL_EXECUTION_REQUIRED` (as after Citus's own local execution of a
+//! write): a later statement of the call that reaches this node's
+//! placements runs in this session and sees the write.
+
+use super::cache;
+use crate::spi::{arg, Conn, Snap, Statement};
+use pgrx::pg_sys::{self, Oid, TEXTOID};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+static ROUTE: Statement = Statement::returning(
+    crate::sql_statement!("citus_shard_route.sql"),
+    &[TEXTOID],
+    &["shard_id", "shard", "replay_guards"],
+);
+
+/// A source's shard as [`ROUTE`] found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Route {
+    shard_id: i64,
+    /// The shard's relation when a write may be made here (see `ROUTE`).
+    local: Option<Oid>,
+    /// The relation of the source's co-located shard of
+    /// `webhook_dedup.replay_guards`, when `local`.
+    replay_guards: Option<Oid>,
+}
+
+/// The source's shards on this node, their locks taken ([`lock`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Local {
+    /// The shard of `webhook_dedup.keys`.
+    pub keys: Oid,
+    /// The co-located shard of `webhook_dedup.replay_guards` (None when
+    /// that table is not co-located with the keys).
+    pub replay_guards: Option<Oid>,
+}
+
+/// How many sources' routes a backend keeps (a receiver serves a handful;
+/// a backend that sees more starts over, which costs one look-up each).
+const ROUTES_KEPT: usize = 1024;
+
+thread_local! {
+    /// (relation cache generation, routes by source)
+    static ROUTES: RefCell<(u64, HashMap<String, Route>)> = RefCell::new((0, HashMap::new()));
+    /// Citus's functions, found once per backend (None: not found).
+    static CITUS: Cell<Option<Option<Citus>>> = const { Cell::new(None) };
+}
+
+/// `LOCKMODE` of `ShareLock`, `RowExclusiveLock`.
+const SHARE_LOCK: pg_sys::LOCKMODE = pg_sys::ShareLock as pg_sys::LOCKMODE;
+const ROW_EXCLUSIVE_LOCK: pg_sys::LOCKMODE = pg_sys::RowExclusiveLock as pg_sys::LOCKMODE;
+
+/// Citus's `LocalExecutionStatus` (src/include/distributed/local_executor.h).
+const LOCAL_EXECUTION_REQUIRED: i32 = 0;
+const LOCAL_EXECUTION_DISABLED: i32 = 2;
+
+/// `void LockShardDistributionMetadata(int64 shardId, LOCKMODE lockMode)`
+type LockShardMetadata = unsafe extern "C-unwind" fn(i64, pg_sys::LOCKMODE);
+/// `LocalExecutionStatus GetCurrentLocalExecutionStatus(void)`
+type GetLocalExecutionStatus = unsafe extern "C-unwind" fn() -> i32;
+/// `void SetLocalExecutionStatus(LocalExecutionStatus newStatus)`
+type SetLocalExecutionStatus = unsafe extern "C-unwind" fn(i32);
+
+/// The functions of Citus this module calls, from the loaded `citus.so`.
+#[derive(Clone, Copy)]
+struct Citus {
+    lock_shard_metadata: LockShardMetadata,
+    local_execution_status: GetLocalExecutionStatus,
+    set_local_execution_status: SetLocalExecutionStatus,
+}
+
+/// Citus's functions, when the loaded Citus is a 13.x release (condition 1).
+fn citus() -> Option<Citus> {
+    if let Some(found) = CITUS.get() {
+        return found;
+    }
+    let found = (super::citus::loaded_version().is_some_and(|(major, _, _)| major == 13))
+        .then(|| {
+            // SAFETY: load_external_function finds a symbol of an already
+            // loaded library (citus is in shared_preload_libraries, or the
+            // keys table could not be a Citus table); with signalNotFound
+            // false it returns NULL for a missing one. The signatures are
+            // Citus 13's (module documentation).
+            unsafe {
+                let symbol = |name: &std::ffi::CStr| {
+                    let f =
+                        pg_sys::load_external_function(c"citus".as_ptr(), name.as_ptr(), false, std::ptr::null_mut());
+                    (!f.is_null()).then_some(f)
+                };
+                Some(Citus {
+                    lock_shard_metadata: std::mem::transmute::<*mut std::ffi::c_void, LockShardMetadata>(symbol(
+                        c"LockShardDistributionMetadata",
+                    )?),
+                    local_execution_status: std::mem::transmute::<*mut std::ffi::c_void, GetLocalExecutionStatus>(
+                        symbol(c"GetCurrentLocalExecutionStatus")?,
+                    ),
+                    set_local_execution_status: std::mem::transmute::<*mut std::ffi::c_void, SetLocalExecutionStatus>(
+                        symbol(c"SetLocalExecutionStatus")?,
+                    ),
+                })
+            }
+        })
+        .flatten();
+    CITUS.set(Some(found));
+    found
+}
+
+/// Whether a Citus setting that is a boolean is on (missing: `default`).
+fn citus_setting_on(name: &std::ffi::CStr, default: bool) -> bool {
+    // SAFETY: GetConfigOption with missing_ok returns NULL for an unknown
+    // setting, else a string owned by the GUC machinery, read at once.
+    unsafe {
+        let value = pg_sys::GetConfigOption(name.as_ptr(), true, false);
+        if value.is_null() {
+            return default;
+        }
+        std::ffi::CStr::from_ptr(value).to_bytes() == b"on"
+    }
+}
+
+/// The route of `source`, from the cache when no invalidation of the
+/// distributed table arrived since it was found (condition 5).
+fn route(conn: &Conn<'_>, source: &str) -> Route {
+    let generation = cache::generation();
+    let cached = ROUTES.with_borrow_mut(|(at, routes)| {
+        if *at != generation {
+            *at = generation;
+            routes.clear();
+        }
+        routes.get(source).copied()
+    });
+    if let Some(route) = cached {
+        return route;
+    }
+    let rows = conn.execute(&ROUTE, &[arg(source)], Snap::Statement);
+    let route = Route {
+        shard_id: rows.get::<i64>(0, 1).expect("get_shard_id_for_distribution_column returns a shard"),
+        local: rows.get::<Oid>(0, 2),
+        replay_guards: rows.get::<Oid>(0, 3),
+    };
+    // The look-up itself may have taken in invalidations (its catalog
+    // reads lock their catalogs): keep the route only under the generation
+    // it was found in.
+    ROUTES.with_borrow_mut(|(at, routes)| {
+        if *at == cache::generation() {
+            if routes.len() >= ROUTES_KEPT {
+                routes.clear();
+            }
+            routes.insert(source.to_string(), route);
+        }
+    });
+    route
+}
+
+/// Say at DEBUG2 what the fast path decided for `source` (a session that
+/// sets `client_min_messages = debug2` sees it; the tests read it). The
+/// message is only made when DEBUG2 is logged or sent somewhere.
+fn trace(source: &str, what: impl FnOnce() -> String) {
+    // SAFETY: a plain check of the backend's log levels (PostgreSQL 13 has
+    // no message_level_is_interesting: the two settings it compares).
+    #[cfg(not(feature = "pg13"))]
+    let interesting = unsafe { pg_sys::message_level_is_interesting(pg_sys::DEBUG2 as i32) };
+    #[cfg(feature = "pg13")]
+    let interesting = unsafe {
+        pg_sys::log_min_messages <= pg_sys::DEBUG2 as i32 || pg_sys::client_min_messages <= pg_sys::DEBUG2 as i32
+    };
+    if interesting {
+        pgrx::debug2!("webhook_dedup: source \"{source}\": {}", what());
+    }
+}
+
+/// The shard relations of `source`'s rows to write directly, their locks
+/// taken (module documentation), or None: write through SQL. `keys` is the
+/// distributed table. (Called again in one call, it finds the route
+/// cached and the locks held.)
+pub fn lock(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Local> {
+    let shard = locked_shard(conn, keys, source);
+    trace(source, || match shard {
+        Some(shard) => format!("the local shard (relation {}) is written directly", shard.keys.to_u32()),
+        None => "written through SQL (the local-shard fast path declined)".to_string(),
+    });
+    shard
+}
+
+fn locked_shard(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Local> {
+    let Some(citus) = citus() else {
+        trace(source, || "not Citus 13, or its functions were not found".into());
+        return None;
+    };
+    // SAFETY: backend state.
+    if unsafe { pg_sys::IsTransactionBlock() } {
+        trace(source, || "in a transaction block".into());
+        return None;
+    }
+    if !citus_setting_on(c"citus.enable_local_execution", true) {
+        trace(source, || "citus.enable_local_execution is off".into());
+        return None;
+    }
+    // SAFETY: Citus's exported function (signature above), through pgrx's
+    // error boundary.
+    if unsafe { pg_sys::ffi::pg_guard_ffi_boundary(|| (citus.local_execution_status)()) } == LOCAL_EXECUTION_DISABLED {
+        trace(source, || "Citus disabled local execution in this transaction".into());
+        return None;
+    }
+    // SAFETY: lock a relation by oid in the current transaction (the lock
+    // manager takes in pending invalidations when the lock is new; an
+    // explicit call covers a lock this transaction already held).
+    unsafe {
+        pg_sys::LockRelationOid(keys, ROW_EXCLUSIVE_LOCK);
+        pg_sys::AcceptInvalidationMessages();
+    }
+    let mut locked = None;
+    // A shard split may replace the shard between the look-up and its lock:
+    // follow it a few times, then leave it to SQL.
+    for _ in 0..3 {
+        let Route { shard_id, local, replay_guards } = route(conn, source);
+        let Some(shard) = local else {
+            trace(source, || format!("shard {shard_id} has no placement here that may be written directly"));
+            return None;
+        };
+        if locked != Some(shard_id) {
+            // SAFETY: Citus's exported function (signature above), through
+            // pgrx's error boundary; it raises when the shard is unknown,
+            // as its executor does for a shard dropped meanwhile.
+            unsafe { pg_sys::ffi::pg_guard_ffi_boundary(|| (citus.lock_shard_metadata)(shard_id, SHARE_LOCK)) };
+            locked = Some(shard_id);
+            // SAFETY: takes in what a move or split that committed while
+            // we waited for the lock sent.
+            unsafe { pg_sys::AcceptInvalidationMessages() };
+            continue;
+        }
+        // SAFETY: the shard relation exists while its metadata lock is held
+        // (a move drops the old shard only after its placement changed,
+        // which the route would have shown); try_table_open tells of one
+        // dropped anyway instead of raising (try_relation_open: every
+        // supported PostgreSQL has it). The caller opens it again (the
+        // lock is held: no catalog work then).
+        unsafe {
+            let rel = pg_sys::try_relation_open(shard, ROW_EXCLUSIVE_LOCK);
+            if rel.is_null() {
+                trace(source, || format!("shard {shard_id} was dropped"));
+                return None;
+            }
+            pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        }
+        cache::watch_shard(shard);
+        // SAFETY: Citus's exported function, through pgrx's error boundary;
+        // a transition Citus allows from OPTIONAL or REQUIRED (DISABLED was
+        // declined above).
+        unsafe { pg_sys::ffi::pg_guard_ffi_boundary(|| (citus.set_local_execution_status)(LOCAL_EXECUTION_REQUIRED)) };
+        return Some(Local { keys: shard, replay_guards });
+    }
+    trace(source, || "its shard kept changing while it was locked".into());
+    None
+}
+
+/// The relation of `source`'s shard of `webhook_dedup.replay_guards` on
+/// this node, to run the replay guard's insert on (a statement on the
+/// shard, [`crate::spi::Statement::on_relation`]), its metadata lock
+/// taken with the keys' ([`lock`]: one lock covers co-located shards); None
+/// when the fast path declines or `webhook_dedup.direct_writes` is off.
+pub fn replay_guards(conn: &Conn<'_>, source: &str) -> Option<Oid> {
+    if !crate::guc::direct_writes() || !super::citus::keys_distributed() {
+        return None;
+    }
+    let (_, keys) = super::direct::keys_oid()?;
+    lock(conn, keys, source)?.replay_guards
+}
