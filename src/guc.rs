@@ -128,7 +128,9 @@ pub fn init(preloading: bool) {
         c"Claims write keys with the executor's routines directly rather than through SQL statements.",
         c"Same results either way (src/store/direct.rs declines to SQL whenever the SQL would do more: an \
           altered table, missing privileges, row-level security, a read-only or SERIALIZABLE transaction; \
-          docs/design.md); off compares the two, or steps around a fault.",
+          docs/design.md). Distributed on Citus, it also governs the local-shard fast path (a source's \
+          shard written directly on the node that holds it; docs/distributed.md). Off compares the two, or \
+          steps around a fault.",
         &DIRECT_WRITES,
         GucContext::Userset,
         GucFlags::default(),

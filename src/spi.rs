@@ -27,7 +27,7 @@ use crate::jsonb::Jsonb;
 
 /// A statement prepared on first use and kept for the backend's life.
 pub struct Statement {
-    sql: &'static CStr,
+    sql: std::borrow::Cow<'static, CStr>,
     argtypes: &'static [pg_sys::Oid],
     /// The names of the columns it returns, when callers read them by
     /// position ([`Rows::get`]): checked against the statement's result
@@ -54,8 +54,25 @@ pub struct Statement {
 thread_local! {
     /// The statements made by [`Statement::on_relation`], by (statement,
     /// relation oid).
-    static ON_RELATIONS: std::cell::RefCell<std::collections::HashMap<(usize, u32), &'static Statement>> =
+    static ON_RELATIONS: std::cell::RefCell<std::collections::HashMap<(usize, u32), std::rc::Rc<Statement>>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// Drop the statements [`Statement::on_relation`] made, and free their
+/// plans: called when the shards' metadata may have changed (a relation
+/// cache invalidation of the distributed table), so that a backend keeps
+/// the statements of the shards it uses now, not of every shard it ever
+/// held.
+pub fn forget_relations() {
+    let kept = ON_RELATIONS.with_borrow_mut(std::mem::take);
+    for statement in kept.values() {
+        if let Some(plan) = statement.plan.take() {
+            // SAFETY: a plan the statement kept (SPI_keepplan); nothing else
+            // refers to it, and no execution of it is running (the caller
+            // is between statements).
+            unsafe { pg_sys::SPI_freeplan(plan.as_ptr()) };
+        }
+    }
 }
 
 /// How many statements on shard relations a backend keeps (each holds its
@@ -70,7 +87,7 @@ unsafe impl Sync for Statement {}
 impl Statement {
     pub const fn new(sql: &'static CStr, argtypes: &'static [pg_sys::Oid]) -> Self {
         Statement {
-            sql,
+            sql: std::borrow::Cow::Borrowed(sql),
             argtypes,
             columns: &[],
             checked: Cell::new(true),
@@ -90,7 +107,7 @@ impl Statement {
         columns: &'static [&'static str],
     ) -> Self {
         Statement {
-            sql,
+            sql: std::borrow::Cow::Borrowed(sql),
             argtypes,
             columns,
             checked: Cell::new(false),
@@ -129,12 +146,13 @@ impl Statement {
     /// replaced by the relation `relid`, a shard of that table on this
     /// node (the local-shard fast path, `crate::store::local_shard`): the
     /// same SQL on the shard, planned by PostgreSQL alone (a shard is not a
-    /// Citus table) and kept like every statement, one per relation. None
-    /// when the backend keeps [`ON_RELATIONS_KEPT`] already, or `relid` is
-    /// gone: the caller runs the statement on `table`.
-    pub fn on_relation(&'static self, table: &str, relid: pg_sys::Oid) -> Option<&'static Statement> {
+    /// Citus table) and kept like every statement, one per relation, until
+    /// [`forget_relations`]. None when the backend keeps
+    /// [`ON_RELATIONS_KEPT`] already, or `relid` is gone: the caller runs
+    /// the statement on `table`.
+    pub fn on_relation(&'static self, table: &str, relid: pg_sys::Oid) -> Option<std::rc::Rc<Statement>> {
         let key = (self as *const Statement as usize, relid.to_u32());
-        if let Some(kept) = ON_RELATIONS.with_borrow(|kept| kept.get(&key).copied()) {
+        if let Some(kept) = ON_RELATIONS.with_borrow(|kept| kept.get(&key).cloned()) {
             return Some(kept);
         }
         if ON_RELATIONS.with_borrow(|kept| kept.len()) >= ON_RELATIONS_KEPT {
@@ -155,8 +173,8 @@ impl Statement {
             )
         };
         let sql = replace_table(self.sql.to_str().ok()?, table, &name)?;
-        let statement: &'static Statement = Box::leak(Box::new(Statement {
-            sql: Box::leak(std::ffi::CString::new(sql).ok()?.into_boxed_c_str()),
+        let statement = std::rc::Rc::new(Statement {
+            sql: std::borrow::Cow::Owned(std::ffi::CString::new(sql).ok()?),
             argtypes: self.argtypes,
             columns: self.columns,
             checked: Cell::new(self.columns.is_empty()),
@@ -165,8 +183,8 @@ impl Statement {
             generic: self.generic,
             always_custom: self.always_custom,
             on_shard: true,
-        }));
-        ON_RELATIONS.with_borrow_mut(|kept| kept.insert(key, statement));
+        });
+        ON_RELATIONS.with_borrow_mut(|kept| kept.insert(key, statement.clone()));
         Some(statement)
     }
 

@@ -20,7 +20,12 @@
 //!   found the key claimed by another copy after its first look waits again
 //!   after the replay guard (`crate::store::replay_guards`) locked its
 //!   guard row: a third copy of the same body waits for that row, never
-//!   the holder.
+//!   the holder. Distributed on Citus, the look reads the source's shard
+//!   without the shard's metadata lock (`crate::store::local_shard::
+//!   readable`), which Citus takes for writes only; a second wait comes
+//!   after the call's first write (the guard row, the claim's attempt) and
+//!   holds that lock, as any write of a Citus transaction does until it
+//!   ends: a shard move of the source waits for it, at most the wait.
 //! - **Woken at the holder's commit.** Shared memory holds [`SLOTS`]
 //!   condition variables (PostgreSQL's `ConditionVariable`: a spinlock and
 //!   a list of sleeping processes), one per hash of (source, key). A

@@ -93,6 +93,14 @@ pub fn watch_shard(oid: pg_sys::Oid) {
     }
 }
 
+/// Forget the shards [`watch_shard`] remembered (when the distributed
+/// table's metadata may have changed: the shards written from now on are
+/// remembered again), so that a backend watches the shards it uses, not
+/// every shard it ever held.
+pub fn forget_shards() {
+    SHARDS.set([0; SHARDS_WATCHED]);
+}
+
 /// Send a relation cache invalidation for `relid`: every backend drops what
 /// it cached about it when the current transaction commits (this one at
 /// its next command).

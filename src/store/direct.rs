@@ -456,8 +456,21 @@ impl Session {
     /// Open the keys table for direct writes of `source`'s keys, or None
     /// (declined: use SQL; see the module documentation for when).
     /// Distributed on Citus, the table written is the source's shard when
-    /// it is on this node ([`super::local_shard`]).
+    /// it is on this node, its locks taken as Citus's executor takes them
+    /// for a write ([`super::local_shard::lock`]).
     pub fn open(conn: &crate::spi::Conn<'_>, source: &str) -> Option<Session> {
+        Session::open_for(conn, source, true)
+    }
+
+    /// [`Session::open`] for [`Session::look`] alone: distributed on Citus,
+    /// the shard is opened without the metadata lock Citus takes for writes
+    /// ([`super::local_shard::readable`]), which the bounded wait would
+    /// otherwise hold while it sleeps.
+    pub fn open_to_look(conn: &crate::spi::Conn<'_>, source: &str) -> Option<Session> {
+        Session::open_for(conn, source, false)
+    }
+
+    fn open_for(conn: &crate::spi::Conn<'_>, source: &str, write: bool) -> Option<Session> {
         if !crate::guc::direct_writes() || !writable_here() {
             return None;
         }
@@ -480,8 +493,11 @@ impl Session {
         // Privileges and row-level security are those of the table the
         // statements name (a shard has the same grants, which Citus
         // propagates); the rows go where the statements' would.
-        let relid =
-            if super::citus::keys_distributed() { super::local_shard::lock(conn, keys, source)?.keys } else { keys };
+        let relid = match super::citus::keys_distributed() {
+            false => keys,
+            true if write => super::local_shard::lock(conn, keys, source)?.keys,
+            true => super::local_shard::readable(conn, keys, source)?,
+        };
         // SAFETY: a relation opened and locked here, with an executor state
         // of our own, as ExecInitModifyTable builds one for a result
         // relation (InitResultRelInfo, ExecOpenIndices with speculative

@@ -16,10 +16,11 @@
 //! A write is made here only when every one of these holds, checked in
 //! this order on every call:
 //!
-//! 1. Citus 13 is loaded (`citus.version`; the two Citus functions below
+//! 1. Citus 13 is loaded (`citus.version`; the four Citus functions below
 //!    are exported by `citus.so` with these signatures in 13.x,
-//!    src/include/distributed/resource_lock.h and local_executor.h); on
-//!    another release the fast path declines until it is verified there.
+//!    src/include/distributed/resource_lock.h, local_executor.h and
+//!    transaction_management.h); on another release the fast path declines
+//!    until it is verified there.
 //! 2. The call runs outside a transaction block (`IsTransactionBlock`): a
 //!    delegated call arrives so (function_call_delegation.c makes it a
 //!    read task outside the coordinator's transaction blocks), as does an
@@ -35,7 +36,9 @@
 //! 4. The distributed table is locked `RowExclusiveLock` (as the SQL
 //!    statement's parse analysis locks it), which also takes in the
 //!    invalidations sent meanwhile.
-//! 5. The source's shard is known ([`route`]: cached per backend, dropped
+//! 5. The source's shard is known ([`route`]: read with the latest
+//!    snapshot, as Citus reads its metadata, and only when no invalidation
+//!    arrived during the read; cached per backend, dropped
 //!    with every relation cache invalidation of the distributed table, which
 //!    Citus sends when a shard or a placement of it changes,
 //!    metadata_cache.c `CitusInvalidateRelcacheByShardId`): the table is
@@ -51,16 +54,26 @@
 //!    `BlockWritesToShardList`), so a write under it is either before the
 //!    move's copy or waits for the move to commit.
 //! 7. After that lock, the invalidations a committed move or split sent are
-//!    taken in, and the shard is looked up again when they changed it: the
-//!    write is made only when the placement is still this node's (Citus's
-//!    executor reroutes a fast-path write the same way after the lock,
-//!    citus_custom_scan.c `TryToRerouteFastPathModifyQuery`).
+//!    taken in, and when any arrived the shard is looked up and locked
+//!    again (a split elsewhere in the co-location group changes the shard
+//!    index the lock's tag is made of): the write is made only when the
+//!    placement is still this node's and nothing changed since its lock
+//!    was granted (Citus's executor loads the placement from its metadata
+//!    cache after the lock, and reroutes a fast-path write whose shard a
+//!    split replaced, citus_custom_scan.c).
 //! 8. The shard relation still exists when opened.
 //!
 //! After a write, the transaction's local execution status is
-//! `LOCAL_EXECUTION_REQUIRED` (as after Citus's own local execution of a
-//! write): a later statement of the call that reaches this node's
-//! placements runs in this session and sees the write.
+//! `LOCAL_EXECUTION_REQUIRED` and it uses two-phase commit for any remote
+//! write (as after Citus's own local execution of a write,
+//! local_executor.c): a later statement of the call that reaches this
+//! node's placements runs in this session and sees the write, and one that
+//! writes through a connection commits atomically with it.
+//!
+//! The look of the bounded wait reads the shard ([`readable`]) under
+//! conditions 1 to 5 and 8, without the metadata lock, which Citus takes
+//! for writes only: held while the call sleeps, it would make a shard move
+//! wait and every write to the shard's group queue behind the move.
 
 use super::cache;
 use crate::spi::{arg, Conn, Snap, Statement};
@@ -120,6 +133,8 @@ type LockShardMetadata = unsafe extern "C-unwind" fn(i64, pg_sys::LOCKMODE);
 type GetLocalExecutionStatus = unsafe extern "C-unwind" fn() -> i32;
 /// `void SetLocalExecutionStatus(LocalExecutionStatus newStatus)`
 type SetLocalExecutionStatus = unsafe extern "C-unwind" fn(i32);
+/// `void Use2PCForCoordinatedTransaction(void)`
+type Use2Pc = unsafe extern "C-unwind" fn();
 
 /// The functions of Citus this module calls, from the loaded `citus.so`.
 #[derive(Clone, Copy)]
@@ -127,6 +142,7 @@ struct Citus {
     lock_shard_metadata: LockShardMetadata,
     local_execution_status: GetLocalExecutionStatus,
     set_local_execution_status: SetLocalExecutionStatus,
+    use_2pc: Use2Pc,
 }
 
 /// Citus's functions, when the loaded Citus is a 13.x release (condition 1).
@@ -157,6 +173,9 @@ fn citus() -> Option<Citus> {
                     set_local_execution_status: std::mem::transmute::<*mut std::ffi::c_void, SetLocalExecutionStatus>(
                         symbol(c"SetLocalExecutionStatus")?,
                     ),
+                    use_2pc: std::mem::transmute::<*mut std::ffi::c_void, Use2Pc>(symbol(
+                        c"Use2PCForCoordinatedTransaction",
+                    )?),
                 })
             }
         })
@@ -179,43 +198,60 @@ fn citus_setting_on(name: &std::ffi::CStr, default: bool) -> bool {
 }
 
 /// The route of `source`, from the cache when no invalidation of the
-/// distributed table arrived since it was found (condition 5).
-fn route(conn: &Conn<'_>, source: &str) -> Route {
-    let generation = cache::generation();
-    let cached = ROUTES.with_borrow_mut(|(at, routes)| {
-        if *at != generation {
-            *at = generation;
-            routes.clear();
-        }
-        routes.get(source).copied()
-    });
-    if let Some(route) = cached {
-        return route;
-    }
-    let rows = conn.execute(&ROUTE, &[arg(source)], Snap::Statement);
-    let route = Route {
-        shard_id: rows.get::<i64>(0, 1).expect("get_shard_id_for_distribution_column returns a shard"),
-        local: rows.get::<Oid>(0, 2),
-        replay_guards: rows.get::<Oid>(0, 3),
-    };
-    // The look-up itself may have taken in invalidations (its catalog
-    // reads lock their catalogs): keep the route only under the generation
-    // it was found in.
-    ROUTES.with_borrow_mut(|(at, routes)| {
-        if *at == cache::generation() {
-            if routes.len() >= ROUTES_KEPT {
+/// distributed table arrived since it was found (condition 5); None when
+/// the metadata kept changing while it was read.
+///
+/// Read with the latest snapshot, as Citus reads its metadata (a catalog
+/// snapshot): under REPEATABLE READ the statement's snapshot predates a
+/// move that committed while the call waited for the shard's lock, and
+/// would still show the old placement as this node's (its shard is only
+/// dropped later), so a write would land in a copy about to be dropped.
+fn route(conn: &Conn<'_>, source: &str) -> Option<Route> {
+    for _ in 0..3 {
+        let generation = cache::generation();
+        let cached = ROUTES.with_borrow_mut(|(at, routes)| {
+            if *at != generation {
+                *at = generation;
                 routes.clear();
+                // the shards to watch are those written from now on
+                cache::forget_shards();
+                crate::spi::forget_relations();
             }
-            routes.insert(source.to_string(), route);
+            routes.get(source).copied()
+        });
+        if let Some(route) = cached {
+            return Some(route);
         }
-    });
-    route
+        let rows = conn.execute(&ROUTE, &[arg(source)], Snap::Latest);
+        let route = Route {
+            shard_id: rows.get::<i64>(0, 1).expect("get_shard_id_for_distribution_column returns a shard"),
+            local: rows.get::<Oid>(0, 2),
+            replay_guards: rows.get::<Oid>(0, 3),
+        };
+        // The look-up itself may have taken in invalidations (its catalog
+        // reads lock their catalogs): a route found while the metadata
+        // changed may name a shard Citus no longer knows (a split), whose
+        // lock would raise. Only one found under a steady generation is
+        // used, and kept.
+        if cache::generation() == generation {
+            ROUTES.with_borrow_mut(|(at, routes)| {
+                if *at == generation {
+                    if routes.len() >= ROUTES_KEPT {
+                        routes.clear();
+                    }
+                    routes.insert(source.to_string(), route);
+                }
+            });
+            return Some(route);
+        }
+    }
+    None
 }
 
 /// Say at DEBUG2 what the fast path decided for `source` (a session that
 /// sets `client_min_messages = debug2` sees it; the tests read it). The
 /// message is only made when DEBUG2 is logged or sent somewhere.
-fn trace(source: &str, what: impl FnOnce() -> String) {
+pub(crate) fn trace(source: &str, what: impl FnOnce() -> String) {
     // SAFETY: a plain check of the backend's log levels (PostgreSQL 13 has
     // no message_level_is_interesting: the two settings it compares).
     #[cfg(not(feature = "pg13"))]
@@ -242,7 +278,9 @@ pub fn lock(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Local> {
     shard
 }
 
-fn locked_shard(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Local> {
+/// Conditions 1 to 3 (module documentation): Citus's functions, when the
+/// call may run on a local shard at all.
+fn may_run_locally(source: &str) -> Option<Citus> {
     let Some(citus) = citus() else {
         trace(source, || "not Citus 13, or its functions were not found".into());
         return None;
@@ -262,6 +300,29 @@ fn locked_shard(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Local> {
         trace(source, || "Citus disabled local execution in this transaction".into());
         return None;
     }
+    Some(citus)
+}
+
+/// Whether `shard` can be opened (it was not dropped meanwhile); locks it
+/// in `mode` for the transaction (the caller opens it again: no catalog
+/// work then).
+fn still_there(source: &str, shard_id: i64, shard: Oid, mode: pg_sys::LOCKMODE) -> bool {
+    // SAFETY: try_relation_open returns NULL for a relation that is gone
+    // instead of raising (every supported PostgreSQL has it).
+    unsafe {
+        let rel = pg_sys::try_relation_open(shard, mode);
+        if rel.is_null() {
+            trace(source, || format!("shard {shard_id} was dropped"));
+            return false;
+        }
+        pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+    }
+    cache::watch_shard(shard);
+    true
+}
+
+fn locked_shard(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Local> {
+    let citus = may_run_locally(source)?;
     // SAFETY: lock a relation by oid in the current transaction (the lock
     // manager takes in pending invalidations when the lock is new; an
     // explicit call covers a lock this transaction already held).
@@ -269,49 +330,79 @@ fn locked_shard(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Local> {
         pg_sys::LockRelationOid(keys, ROW_EXCLUSIVE_LOCK);
         pg_sys::AcceptInvalidationMessages();
     }
-    let mut locked = None;
-    // A shard split may replace the shard between the look-up and its lock:
-    // follow it a few times, then leave it to SQL.
-    for _ in 0..3 {
-        let Route { shard_id, local, replay_guards } = route(conn, source);
+    // (shard id, relation cache generation once its lock was granted)
+    let mut locked: Option<(i64, u64)> = None;
+    // A move or split may change the shard between the look-up and its
+    // lock: follow it a few times, then leave it to SQL.
+    for _ in 0..4 {
+        let Some(Route { shard_id, local, replay_guards }) = route(conn, source) else {
+            trace(source, || "the shard metadata kept changing while it was read".into());
+            return None;
+        };
         let Some(shard) = local else {
             trace(source, || format!("shard {shard_id} has no placement here that may be written directly"));
             return None;
         };
-        if locked != Some(shard_id) {
+        if locked != Some((shard_id, cache::generation())) {
+            // The shard's lock, taken (again when an invalidation arrived
+            // since: a split elsewhere in the co-location group changes the
+            // shard index the lock's tag is made of,
+            // SetLocktagForShardDistributionMetadata).
             // SAFETY: Citus's exported function (signature above), through
-            // pgrx's error boundary; it raises when the shard is unknown,
-            // as its executor does for a shard dropped meanwhile.
+            // pgrx's error boundary; the shard is one Citus knew under the
+            // current generation (route).
             unsafe { pg_sys::ffi::pg_guard_ffi_boundary(|| (citus.lock_shard_metadata)(shard_id, SHARE_LOCK)) };
-            locked = Some(shard_id);
             // SAFETY: takes in what a move or split that committed while
-            // we waited for the lock sent.
+            // we waited for the lock sent (before it released the lock).
             unsafe { pg_sys::AcceptInvalidationMessages() };
+            locked = Some((shard_id, cache::generation()));
             continue;
         }
-        // SAFETY: the shard relation exists while its metadata lock is held
-        // (a move drops the old shard only after its placement changed,
-        // which the route would have shown); try_table_open tells of one
-        // dropped anyway instead of raising (try_relation_open: every
-        // supported PostgreSQL has it). The caller opens it again (the
-        // lock is held: no catalog work then).
-        unsafe {
-            let rel = pg_sys::try_relation_open(shard, ROW_EXCLUSIVE_LOCK);
-            if rel.is_null() {
-                trace(source, || format!("shard {shard_id} was dropped"));
-                return None;
-            }
-            pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        // The shard relation exists while its metadata lock is held (a move
+        // drops the old shard only after its placement changed, which the
+        // route would have shown).
+        if !still_there(source, shard_id, shard, ROW_EXCLUSIVE_LOCK) {
+            return None;
         }
-        cache::watch_shard(shard);
-        // SAFETY: Citus's exported function, through pgrx's error boundary;
-        // a transition Citus allows from OPTIONAL or REQUIRED (DISABLED was
-        // declined above).
-        unsafe { pg_sys::ffi::pg_guard_ffi_boundary(|| (citus.set_local_execution_status)(LOCAL_EXECUTION_REQUIRED)) };
+        // SAFETY: Citus's exported functions, through pgrx's error
+        // boundary. As after Citus's own local execution of a write
+        // (local_executor.c): later statements of the transaction that
+        // reach this node's placements run in this session, and a
+        // transaction that also writes through a remote connection commits
+        // with two-phase commit. A transition Citus allows from OPTIONAL or
+        // REQUIRED (DISABLED was declined above).
+        unsafe {
+            pg_sys::ffi::pg_guard_ffi_boundary(|| (citus.set_local_execution_status)(LOCAL_EXECUTION_REQUIRED));
+            pg_sys::ffi::pg_guard_ffi_boundary(|| (citus.use_2pc)());
+        }
+        if let Some(guards) = replay_guards {
+            cache::watch_shard(guards);
+        }
         return Some(Local { keys: shard, replay_guards });
     }
     trace(source, || "its shard kept changing while it was locked".into());
     None
+}
+
+/// The shard relation of `source`'s keys to read (the look of the bounded
+/// wait, [`crate::store::look`]), or None: read through SQL. Conditions 1
+/// to 5 and 8 (module documentation), but not the shard's metadata lock:
+/// Citus takes that for writes only (`AcquireMetadataLocks`, from
+/// `CitusBeginModifyScan`), and a look that held it while its call sleeps
+/// would make a shard move wait, and every write to the shard's group
+/// queue behind the move, the holder's completion the wait waits for
+/// among them. A look at a copy a move just left is harmless: the claim
+/// that follows takes the lock and decides.
+pub fn readable(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Oid> {
+    may_run_locally(source)?;
+    // SAFETY: as in locked_shard, for a read.
+    unsafe {
+        pg_sys::LockRelationOid(keys, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        pg_sys::AcceptInvalidationMessages();
+    }
+    let route = route(conn, source)?;
+    let shard = route.local?;
+    still_there(source, route.shard_id, shard, pg_sys::AccessShareLock as pg_sys::LOCKMODE).then_some(shard)
 }
 
 /// The relation of `source`'s shard of `webhook_dedup.replay_guards` on

@@ -212,7 +212,7 @@ pub fn read(conn: &Conn<'_>, key: Key<'_>, snap: Snap) -> Option<KeyRow> {
 /// the holder (found by review of issue 25: 10 of 30 simultaneous pairs).
 /// The SQL path (a Citus table written through SQL) has no such probe.
 pub fn look(conn: &Conn<'_>, key: Key<'_>) -> Option<direct::Looked> {
-    match direct::Session::open(conn, key.source) {
+    match direct::Session::open_to_look(conn, key.source) {
         Some(mut session) => {
             let mut looked = session.look(key);
             if looked.is_none() && session.locate(key).is_some() {

@@ -63,9 +63,14 @@ pub enum Guard {
 /// `crate::store::local_shard`): the same statement, without Citus's
 /// planning of it.
 pub fn claim(conn: &Conn<'_>, source: &str, body_sha256: &[u8], idem_key: &str, now: i64) -> Guard {
-    let insert = super::local_shard::replay_guards(conn, source)
-        .and_then(|shard| INSERT.on_relation("webhook_dedup.replay_guards", shard))
-        .unwrap_or(&INSERT);
+    let on_shard = super::local_shard::replay_guards(conn, source).and_then(|shard| {
+        let statement = INSERT.on_relation("webhook_dedup.replay_guards", shard)?;
+        super::local_shard::trace(source, || {
+            format!("the replay guard's insert runs on its shard (relation {})", shard.to_u32())
+        });
+        Some(statement)
+    });
+    let insert = on_shard.as_deref().unwrap_or(&INSERT);
     let inserted =
         conn.execute(insert, &[arg(source), arg(body_sha256), arg(idem_key), arg(timestamptz(now))], Snap::Statement);
     if !inserted.is_empty() {

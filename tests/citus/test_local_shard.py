@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 from test_distributed import distributed, one, placement_port, shell_sizes  # noqa: F401 (fixture)
 
@@ -136,6 +137,33 @@ def test_the_fast_path_and_every_decline_answer_alike(distributed):
     assert shell_sizes(distributed) == before, "nothing is written into a shell table"
 
 
+def test_the_replay_guard_is_written_on_the_shard(distributed):
+    """On the owner, webhook_receive's replay guard inserts into the
+    source's co-located shard of replay_guards itself; the same signed body
+    under another delivery id is then answered as a replay of the first
+    key, on the owner and through the coordinator, as on one server."""
+    source = "guard-src"
+    owner, _ = owner_and_other(distributed, source)
+    body = b'{"zen": "guarded"}'
+    with distributed.connect() as conn:
+        signed = one(conn, "SELECT webhook_dedup.webhook_sign('github', %s, 's3cret')", (body,))
+    receive = ("SELECT outcome, idem_key FROM webhook_dedup.webhook_receive('github', %s, %s, ARRAY['s3cret'],"
+               " source => %s)")
+
+    def headers(delivery):
+        return Jsonb({**signed, "X-GitHub-Delivery": delivery, "X-GitHub-Event": "push"})
+
+    with owner.connect() as conn:
+        notes = debug_notices(conn)
+        outcome, first = conn.execute(receive, (body, headers("d-1"), source)).fetchone()
+        assert outcome == "claimed"
+        assert any("the replay guard's insert runs on its shard" in n for n in notes), notes
+        assert conn.execute(receive, (body, headers("d-2"), source)).fetchone() == ("in_progress", first)
+    with distributed.connect() as conn:
+        assert conn.execute(receive, (body, headers("d-3"), source)).fetchone() == ("in_progress", first)
+        assert one(conn, "SELECT count(*) FROM webhook_dedup.keys WHERE source = %s", (source,)) == 1
+
+
 def test_the_fast_path_declines_a_source_whose_shard_is_elsewhere(distributed):
     """A call that runs on a node without the source's shard (a call Citus
     does not delegate: here one with a WHERE clause, function_call_
@@ -172,28 +200,35 @@ def wait_until(what, predicate, seconds=20.0):
 
 @pytest.mark.parametrize("mode", ["block_writes", "force_logical"])
 def test_a_shard_move_waits_for_a_claim_that_holds_the_shard_lock(distributed, mode):
-    """A transaction on the owner claims a key through SQL (its insert holds
-    the key and its statement the shard's metadata lock); a fast-path claim
-    of the same key on the owner waits for it inside the fast path (holding
-    that lock too); the move of the shard waits for both. When the first
-    commits, the second answers in_progress and the move goes on; after it
-    the key is on the new node, leased as the first claim left it, and
-    calls on the old owner decline the fast path."""
+    """A claimed key's row is locked on the owner by a transaction that
+    reads the shard itself (`FOR UPDATE` on the shard relation: a row lock,
+    and none of Citus's locks); a fast-path claim of the key on the owner
+    takes the shard's metadata lock and waits for that row inside the fast
+    path; the move of the shard waits for the claim. In block_writes mode
+    nothing else makes the move wait: without the fast path's metadata lock
+    it would finish while the claim waits, and the claim would then write
+    the copy it left behind. (In logical mode the move's replication slot
+    also waits for the running transactions.) When the row's lock is
+    released, the claim answers in_progress and the move goes on; after it
+    the key is on the new node, leased as its first claim left it, and a
+    call made on the old owner declines the fast path."""
     source, key = f"move-{mode}", "held"
     owner, target = owner_and_other(distributed, source)
     with distributed.connect() as conn:
         shard = one(conn, "SELECT get_shard_id_for_distribution_column('webhook_dedup.keys', %s::text)", (source,))
         shard_name = one(conn, "SELECT shard_name('webhook_dedup.keys'::regclass, %s)", (shard,))
+        token = one(conn, "SELECT claim_token FROM webhook_dedup.webhook_claim(%s, %s)", (source, key))
     holder = owner.connect(autocommit=False)
     try:
-        token = one(holder, "SELECT claim_token FROM webhook_dedup.webhook_claim(%s, %s)", (source, key))
+        assert holder.execute(f"SELECT idem_key FROM {shard_name} WHERE source = %s AND idem_key = %s FOR UPDATE",
+                              (source, key)).fetchall() == [(key,)]
         with ThreadPoolExecutor(2) as pool:
             waiter_conn = owner.connect()
             notes = debug_notices(waiter_conn)
             waiter_pid = one(waiter_conn, "SELECT pg_backend_pid()")
             waiter = pool.submit(lambda: waiter_conn.execute(
                 "SELECT outcome FROM webhook_dedup.webhook_claim(%s, %s)", (source, key)).fetchone()[0])
-            wait_until("the fast-path claim waits for the holder", lambda: backend_waits_on_lock(owner, waiter_pid))
+            wait_until("the fast-path claim waits for the row", lambda: backend_waits_on_lock(owner, waiter_pid))
 
             def move():
                 with distributed.connect() as conn:
@@ -204,29 +239,32 @@ def test_a_shard_move_waits_for_a_claim_that_holds_the_shard_lock(distributed, m
 
             moving = pool.submit(move)
             time.sleep(1.5)
-            assert not moving.done(), "the move waits for the claims that hold the shard's lock"
+            assert not moving.done(), "the move waits for the claim that holds the shard's lock"
             assert not waiter.done()
-            committed = time.monotonic()
+            released = time.monotonic()
             holder.commit()
             assert waiter.result(timeout=60) == "in_progress"
             assert notes and DIRECT in notes[-1], notes
             moved_at = moving.result(timeout=150)
             waiter_conn.close()
-        assert moved_at > committed
+        assert moved_at > released
     finally:
         holder.close()
     with distributed.connect() as conn:
         assert placement_port(conn, "keys", source) == target.port
         assert one(conn, "SELECT node_port FROM webhook_dedup.source_node(%s)", (source,)) == target.port
+        assert one(conn, "SELECT deliveries FROM webhook_dedup.keys WHERE source = %s AND idem_key = %s",
+                   (source, key)) == 2, "the waiting claim's delivery was counted on the moved row"
         assert one(conn, "SELECT webhook_dedup.webhook_complete(%s, %s, %s, '{\"n\": 1}')",
                    (source, key, token)) is True
-    # after the move: a client on the old owner declines (the placement is
-    # elsewhere) and its call is delegated; a client on the new one writes
-    # directly; the coordinator's call goes to the new one
+    # after the move: a call made on the old owner (not delegated: a WHERE
+    # clause) declines and its SQL goes to the new one; a client on the new
+    # one writes directly; the coordinator's call goes to the new one
     with owner.connect() as conn:
         notes = debug_notices(conn)
-        assert conn.execute("SELECT outcome FROM webhook_dedup.webhook_claim(%s, 'after-old')",
+        assert conn.execute("SELECT outcome FROM webhook_dedup.webhook_claim(%s, 'after-old') WHERE outcome IS NOT NULL",
                             (source,)).fetchone() == ("claimed",)
+        assert any("has no placement here" in n for n in notes), notes
         assert all(DIRECT not in n for n in notes), notes
     with target.connect() as conn:
         notes = debug_notices(conn)
@@ -245,7 +283,61 @@ def test_a_shard_move_waits_for_a_claim_that_holds_the_shard_lock(distributed, m
     # the old shard (until Citus drops it) holds nothing written after the move
     with owner.connect() as conn:
         if one(conn, "SELECT to_regclass(%s) IS NOT NULL", (shard_name,)):
-            assert one(conn, f"SELECT count(*) FROM {shard_name} WHERE idem_key LIKE 'after-%%'") == 0
+            assert one(conn, f"SELECT count(*) FROM {shard_name} WHERE source = %s AND idem_key LIKE 'after-%%'",
+                       (source,)) == 0
+
+
+@pytest.mark.parametrize("isolation", ["read committed", "repeatable read"])
+def test_a_claim_that_waited_for_a_move_follows_the_shard(distributed, isolation):
+    """A move holds the shard's metadata lock (in a transaction of the
+    coordinator left open after citus_move_shard_placement); a claim made on
+    the owner (not delegated) waits for that lock inside the fast path; the
+    move commits. The claim then finds the placement gone from its node and
+    declines, and its SQL writes the new node; the old shard, which Citus
+    drops only later, gets nothing. Under REPEATABLE READ the call's
+    snapshot predates the move: the route is read with the latest snapshot
+    (as Citus reads its metadata), or the claim would write the old copy
+    and be lost with it."""
+    source, key = f"follow-{isolation.replace(' ', '-')}", "k"
+    owner, target = owner_and_other(distributed, source)
+    with distributed.connect() as conn:
+        shard = one(conn, "SELECT get_shard_id_for_distribution_column('webhook_dedup.keys', %s::text)", (source,))
+        shard_name = one(conn, "SELECT shard_name('webhook_dedup.keys'::regclass, %s)", (shard,))
+        conn.execute("SELECT webhook_dedup.webhook_claim(%s, 'warm')", (source,))
+    with owner.connect() as conn:
+        conn.execute(f"SET default_transaction_isolation = '{isolation}'")
+        notes = debug_notices(conn)
+        # the route of the source is cached by this backend before the move
+        assert conn.execute("SELECT outcome FROM webhook_dedup.webhook_claim(%s, 'before') WHERE outcome IS NOT NULL",
+                            (source,)).fetchone() == ("claimed",)
+        assert any(DIRECT in n for n in notes), notes
+        notes.clear()
+        pid = one(conn, "SELECT pg_backend_pid()")
+        mover = distributed.connect(autocommit=False)
+        try:
+            mover.execute("SET statement_timeout = '120s'")
+            mover.execute("SELECT citus_move_shard_placement(%s, %s, %s, %s, %s, shard_transfer_mode => 'block_writes')",
+                          (shard, "127.0.0.1", owner.port, "127.0.0.1", target.port))
+            with ThreadPoolExecutor(1) as pool:
+                claim = pool.submit(lambda: conn.execute(
+                    "SELECT outcome FROM webhook_dedup.webhook_claim(%s, %s) WHERE outcome IS NOT NULL",
+                    (source, key)).fetchone()[0])
+                wait_until("the claim waits for the move's lock", lambda: backend_waits_on_lock(owner, pid))
+                mover.commit()
+                assert claim.result(timeout=60) == "claimed"
+        finally:
+            mover.close()
+        assert any("has no placement here" in n for n in notes), notes
+        assert all(DIRECT not in n for n in notes), notes
+    with distributed.connect() as conn:
+        assert placement_port(conn, "keys", source) == target.port
+        assert dict(conn.execute("SELECT idem_key, state FROM webhook_dedup.keys WHERE source = %s",
+                                 (source,)).fetchall()) == {"warm": "processing", "before": "processing",
+                                                            key: "processing"}
+    with owner.connect() as conn:
+        if one(conn, "SELECT to_regclass(%s) IS NOT NULL", (shard_name,)):
+            assert one(conn, f"SELECT count(*) FROM {shard_name} WHERE source = %s AND idem_key = %s",
+                       (source, key)) == 0
 
 
 def test_claims_under_load_survive_a_split_an_isolated_tenant_and_the_rebalancer(distributed):
@@ -267,16 +359,11 @@ def test_claims_under_load_survive_a_split_an_isolated_tenant_and_the_rebalancer
                          " WHERE logicalrelid = 'load_effects'::regclass)"):
             conn.execute("SELECT create_distributed_table('load_effects', 'source',"
                          " colocate_with => 'webhook_dedup.keys')")
-        split_shard = one(conn, "SELECT get_shard_id_for_distribution_column('webhook_dedup.keys', %s::text)",
-                          (sources[0],))
-        split_node = one(conn, "SELECT n.nodeid FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)"
-                               " WHERE p.shardid = %s", (split_shard,))
-        low, high = conn.execute("SELECT shardminvalue::bigint, shardmaxvalue::bigint FROM pg_dist_shard"
-                                 " WHERE shardid = %s", (split_shard,)).fetchone()
         shards_before = one(conn, "SELECT count(*) FROM pg_dist_shard"
                                   " WHERE logicalrelid = 'webhook_dedup.keys'::regclass")
         # work for the rebalancer: shards of one worker moved to the other
-        # beforehand, until it holds 8 more (earlier tests moved some)
+        # beforehand, until it holds 12 more (earlier tests moved some; the
+        # split and the isolation add three shards where their sources are)
         w1, w2 = distributed.workers
 
         def keys_shards_on(port):
@@ -285,13 +372,20 @@ def test_claims_under_load_survive_a_split_an_isolated_tenant_and_the_rebalancer
                 "  JOIN pg_dist_node n USING (groupid)"
                 " WHERE s.logicalrelid = 'webhook_dedup.keys'::regclass AND n.nodeport = %s"
                 " ORDER BY p.shardid", (port,)).fetchall()]
-        while len(keys_shards_on(w1.port)) < len(keys_shards_on(w2.port)) + 8:
+        while len(keys_shards_on(w1.port)) < len(keys_shards_on(w2.port)) + 12:
             conn.execute("SELECT citus_move_shard_placement(%s, '127.0.0.1', %s, '127.0.0.1', %s,"
                          " shard_transfer_mode => 'block_writes')", (keys_shards_on(w2.port)[0], w2.port, w1.port))
+        split_shard = one(conn, "SELECT get_shard_id_for_distribution_column('webhook_dedup.keys', %s::text)",
+                          (sources[0],))
+        split_node = one(conn, "SELECT n.nodeid FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)"
+                               " WHERE p.shardid = %s", (split_shard,))
+        low, high = conn.execute("SELECT shardminvalue::bigint, shardmaxvalue::bigint FROM pg_dist_shard"
+                                 " WHERE shardid = %s", (split_shard,)).fetchone()
     lease = "3 seconds"
     outcomes, during, errors = Counter(), Counter(), Counter()
     stop, changing = threading.Event(), threading.Event()
     rounds_started = set()
+    lapsed = [0]
     nodes = [distributed, distributed, *distributed.workers, *distributed.workers]
 
     def round_keys(r):
@@ -315,8 +409,13 @@ def test_claims_under_load_survive_a_split_an_isolated_tenant_and_the_rebalancer
                         if token is not None:
                             with conn.transaction():
                                 conn.execute("INSERT INTO load_effects VALUES (%s, %s, %s)", (source, key, n))
-                                assert one(conn, "SELECT webhook_dedup.webhook_complete(%s, %s, %s)",
-                                           (source, key, token)) is True
+                                if not one(conn, "SELECT webhook_dedup.webhook_complete(%s, %s, %s)",
+                                           (source, key, token)):
+                                    # the lease lapsed meanwhile (a blocking
+                                    # split held the shard): the side effect
+                                    # goes with the rolled back transaction
+                                    lapsed[0] += 1
+                                    raise psycopg.Rollback()
                     except psycopg.Error as e:
                         errors[f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"] += 1
                 r += 1
