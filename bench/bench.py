@@ -17,6 +17,10 @@ Scenarios (all by default; name some to run only those):
   claim     pgbench: webhook_claim against the guides' INSERT ... ON CONFLICT
             DO NOTHING RETURNING and the hand-written PL/pgSQL claim, new keys
             and a 30% duplicate mix
+  storm     a retry storm (issue 29): pgbench, webhook_claim against the
+            plain insert with 90% duplicates of recently completed keys;
+            WAL bytes, WAL syncs and transaction ids per call, of that mix
+            and of duplicates alone
   complete  pgbench: claim + complete in one transaction against insert +
             update (and the PL/pgSQL pair)
   receive   pgbench: webhook_receive of a signed 4 KiB GitHub delivery (a new
@@ -187,15 +191,17 @@ class Bench:
 
     def pgbench(self, db: str, script: str, seconds: float | None = None, transactions: int | None = None,
                 clients: int | None = None, dup_pct: int = 0, latencies: bool = False,
-                warmup_seconds: float | None = None, server=None) -> tuple[float, list]:
+                warmup_seconds: float | None = None, server=None, warm: bool = True) -> tuple[float, list]:
         """Run one workload; returns (tps, per-transaction latencies in µs when asked).
         `warmup_seconds`: an unmeasured run of that length (no checkpoint,
         no warm-up of its own). `server`: another server to run it on (an
-        object with host, port and checkpoint()), else this one."""
+        object with host, port and checkpoint()), else this one. `warm`:
+        False when the caller made the checkpoint and warm-up itself. The
+        transactions the run processed are left in self.processed."""
         clients = clients or self.args.clients
         if warmup_seconds:
             seconds = warmup_seconds
-        if seconds and self.args.warmup and not warmup_seconds:
+        if seconds and self.args.warmup and not warmup_seconds and warm:
             # Every timed run starts after a checkpoint and a warm-up of the
             # same workload (not measured): no checkpoint lands inside the
             # run (checkpoint_timeout counts from the last one, and a run
@@ -230,6 +236,8 @@ class Bench:
         cmd.append(db)
         out = subprocess.run(cmd, capture_output=True, text=True)
         tps = re.search(r"^tps = ([0-9.]+)", out.stdout, re.M)
+        processed = re.search(r"^number of transactions actually processed: (\d+)", out.stdout, re.M)
+        self.processed = int(processed.group(1)) if processed else 0
         failed = re.search(r"number of failed transactions: (\d+)", out.stdout)
         if out.returncode != 0 or not tps or (failed and int(failed.group(1)) > 0):
             raise SystemExit(f"pgbench {script} failed:\n{out.stdout}\n{out.stderr}")
@@ -297,6 +305,10 @@ class Bench:
             self.say(f"CPU per call, {name}: {statistics.median(s):.1f} µs (min {min(s):.1f}, max {max(s):.1f})")
         r = self.ratio("CPU per call: webhook_claim / plain insert, new key", 2.0, "<=")
         r.samples = [c / p for c, p in zip(samples["webhook_claim, new key"], samples["plain insert, new key"])]
+        # issue 29: a duplicate of a completed key (in the loop's one
+        # transaction: no commit per call, on either side)
+        r = self.ratio("CPU per call: webhook_claim / plain insert, duplicate of a completed key", 1.2, "<=")
+        r.samples = [c / p for c, p in zip(samples["webhook_claim, duplicate"], samples["plain insert, duplicate"])]
 
     def scenario_claim(self):
         db = "bench_claim"
@@ -329,6 +341,75 @@ class Bench:
             r["receive_github.sql"] / r["pgcrypto_github.sql"] for r in rounds]
         self.ratio("tps webhook_receive with the replay guard / without (github)", None, ">=").samples = [
             r["receive_github.sql"] / r["receive_github_unguarded.sql"] for r in rounds]
+
+    def wal_counters(self, conn) -> tuple:
+        """(WAL insert position, WAL syncs, next transaction id) of the
+        server: the WAL written, the flushes made (pg_stat_wal.wal_sync:
+        every commit that wrote WAL flushes it, XLogFlush) and the
+        transaction ids assigned between two readings. Stats of backends
+        that exited are in pg_stat_wal once they flushed them at exit."""
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        return conn.execute("SELECT pg_current_wal_insert_lsn(), (SELECT wal_sync FROM pg_stat_wal),"
+                            " pg_snapshot_xmax(pg_current_snapshot())::text::bigint").fetchone()
+
+    def counted_run(self, db: str, script: str, dup_pct: int, seconds: float | None = None,
+                    transactions: int | None = None) -> dict:
+        """One pgbench run of `script` after a checkpoint and a warm-up of
+        the same workload, with its tps and, per transaction, the WAL bytes,
+        WAL syncs and transaction ids of the whole server over the run."""
+        with self.connect(db) as conn:
+            if self.args.warmup:
+                conn.execute("CHECKPOINT")
+                self.pgbench(db, script, warmup_seconds=self.args.warmup, dup_pct=dup_pct)
+            time.sleep(0.5)  # the warm-up's backends report their stats at exit
+            lsn0, sync0, xid0 = self.wal_counters(conn)
+            tps, _ = self.pgbench(db, script, seconds=seconds, transactions=transactions, dup_pct=dup_pct, warm=False)
+            n = self.processed
+            time.sleep(0.5)
+            lsn1, sync1, xid1 = self.wal_counters(conn)
+            wal = conn.execute("SELECT pg_wal_lsn_diff(%s, %s)::bigint", (lsn1, lsn0)).fetchone()[0]
+        return {"tps": tps, "n": n, "wal": wal / n, "syncs": (sync1 - sync0) / n, "xids": (xid1 - xid0) / n}
+
+    def scenario_storm(self):
+        """Issue 29, a retry storm: 90% of the calls are duplicates of keys
+        completed minutes before (dup-1 .. dup-10000, made by create_db), 10%
+        new keys, from 8 clients: webhook_claim against the plain INSERT ...
+        ON CONFLICT DO NOTHING with the same mix, alternating, in tps; then,
+        per call, the WAL bytes, WAL syncs (commit flushes) and transaction
+        ids of the whole server during each run, for that mix and for
+        duplicates alone (the plain insert writes nothing for a duplicate:
+        no transaction id, no WAL, no flush)."""
+        db = "bench_storm"
+        self.create_db(db)
+        scripts = ["claim.sql", "plain_insert.sql"]
+        rounds = []
+        per_call: dict[tuple, list] = {}
+        for r in range(self.args.rounds):
+            row = {}
+            for i in range(len(scripts)):
+                script = scripts[(r + i) % len(scripts)]
+                got = self.counted_run(db, script, 90, seconds=self.args.seconds)
+                row[script] = got["tps"]
+                per_call.setdefault((script, 90), []).append(got)
+            log(f"round {r + 1}: " + ", ".join(f"{s} {row[s]:.0f} tps" for s in scripts))
+            rounds.append(row)
+        self.ratio("tps webhook_claim / INSERT ... ON CONFLICT DO NOTHING, 90% duplicates (retry storm)", 1.0,
+                   ">=").samples = [r["claim.sql"] / r["plain_insert.sql"] for r in rounds]
+        # duplicates alone: the same number of calls each way
+        n = 2000 * self.args.clients
+        for script in scripts:
+            per_call.setdefault((script, 100), []).append(
+                self.counted_run(db, script, 100, transactions=n // self.args.clients))
+        for (script, pct), runs in per_call.items():
+            mix = "duplicates only" if pct == 100 else f"{pct}% duplicates"
+            med = {k: statistics.median(g[k] for g in runs) for k in ("wal", "syncs", "xids")}
+            self.say(f"per call, {script.removesuffix('.sql')}, {mix}: WAL {med['wal']:.0f} B, "
+                     f"WAL syncs {med['syncs']:.3f}, transaction ids {med['xids']:.3f}")
+        dup = per_call[("claim.sql", 100)][0]
+        self.ratio("WAL bytes per webhook_claim of a completed key's duplicate (the plain insert's: 0)", 0.0, "<=",
+                   unit=" B").samples = [dup["wal"]]
+        self.ratio("transaction ids per webhook_claim of a completed key's duplicate (the plain insert's: 0)", 0.0,
+                   "<=", unit="").samples = [dup["xids"]]
 
     def scenario_wait(self):
         """Issue 25: the bounded wait of an in-flight duplicate
@@ -1121,7 +1202,7 @@ class Bench:
                 indent=2))
 
 
-SCENARIOS = ["cpu", "claim", "complete", "receive", "wait", "outbox", "archive", "aged", "large", "expiry", "wal", "bulk",
+SCENARIOS = ["cpu", "claim", "storm", "complete", "receive", "wait", "outbox", "archive", "aged", "large", "expiry", "wal", "bulk",
              "citus"]
 
 
