@@ -1093,3 +1093,7 @@ SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.archive_default', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redrives', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redrives_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redrive_keys', '');
+
+-- issue 29: a recent duplicate is a read; what the key's counts record
+COMMENT ON COLUMN webhook_dedup.keys.deliveries IS 'Deliveries recorded on the key (webhook_claim, webhook_receive and webhook_enqueue calls, the first included): every one that changed it (a lease, a conflict, a fingerprint adopted) and every duplicate at least webhook_dedup.duplicate_record_interval (60 s by default) after the key''s last recorded activity; a duplicate within that interval is answered with a read and counted only in the per-source counters (webhook_dedup.duplicate_metrics). 0.2.0 counted every one here; issue 29, docs/design.md "Duplicates are reads".';
+COMMENT ON COLUMN webhook_dedup.keys.last_seen_at IS 'Last recorded activity on the key (a recorded delivery, a lease, a completion; at most webhook_dedup.duplicate_record_interval before its last delivery): retention counts from here.';

@@ -184,6 +184,32 @@ pub fn decide(stored: Option<&Stored>, now: i64, fingerprint: Option<&[u8]>, max
     }
 }
 
+/// Whether a delivery of a known key that `decision` answers from the
+/// stored state ([`Write::Touch`]) must still be written to the key's row,
+/// or may be answered with a read alone (issue 29: a retry storm arrives
+/// when the database is already under stress, and the plain `INSERT ... ON
+/// CONFLICT DO NOTHING` it replaces writes nothing for a duplicate).
+///
+/// Written: a conflict (it is recorded in `conflict_log`), a delivery whose
+/// fingerprint the key adopts (it has none yet), and any delivery at least
+/// `interval_us` after the key's `last_seen_at` (its last recorded
+/// activity), which counts it in `deliveries` and restarts its retention
+/// from now. `interval_us` 0 writes every one. `now` before `last_seen_at`
+/// (a clock stepped back) is within the interval. Every other transition
+/// (a lease, a dead letter) always writes.
+pub fn records_touch(
+    decision: Decision,
+    adopts_fingerprint: bool,
+    last_seen_at: i64,
+    now: i64,
+    interval_us: i64,
+) -> bool {
+    decision.write != Write::Touch
+        || decision.outcome == Outcome::Conflict
+        || adopts_fingerprint
+        || now.saturating_sub(last_seen_at) >= interval_us
+}
+
 /// Whether `token` holds the lease of a key whose stored state is `state`
 /// and lease token `held`: only the current holder of a `processing` key
 /// may complete, fail, checkpoint, extend or mark it. A stale token (the
@@ -317,6 +343,34 @@ pub fn check_lease_us(lease_us: i64) -> Result<i64, crate::error::Error> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_recent_duplicate_is_answered_without_a_write() {
+        let minute = 60 * 1_000_000;
+        let touch = |outcome| Decision { outcome, write: Write::Touch };
+        for outcome in [
+            Outcome::Duplicate,
+            Outcome::InProgress,
+            Outcome::RetryLater,
+            Outcome::UnknownOutcome,
+            Outcome::DeadLettered,
+        ] {
+            // within the interval: a read
+            assert!(!records_touch(touch(outcome), false, 1_000, 1_000 + minute - 1, minute));
+            // at or past it: recorded
+            assert!(records_touch(touch(outcome), false, 1_000, 1_000 + minute, minute));
+            // a clock stepped back: within
+            assert!(!records_touch(touch(outcome), false, 1_000, 0, minute));
+            // a fingerprint to adopt, or an interval of 0: recorded
+            assert!(records_touch(touch(outcome), true, 1_000, 1_001, minute));
+            assert!(records_touch(touch(outcome), false, 1_000, 1_000, 0));
+        }
+        // a conflict is always recorded, as is every other write
+        assert!(records_touch(touch(Outcome::Conflict), false, 1_000, 1_001, minute));
+        for write in [Write::Insert, Write::Lease { attempt: 2 }, Write::DeadLetter] {
+            assert!(records_touch(Decision { outcome: Outcome::Reclaimed, write }, false, 1_000, 1_001, minute));
+        }
+    }
     use super::*;
 
     const NOW: i64 = 1_000_000_000;

@@ -52,6 +52,17 @@ static DEFAULT_LEASE_S: GucSetting<i32> = GucSetting::<i32>::new(300);
 /// unless `webhook_dedup.sources` sets another number for its source.
 static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(10);
 
+/// Seconds after a key's last recorded activity during which a duplicate
+/// of it (a delivery answered from the stored state: `duplicate`,
+/// `in_progress`, `retry_later`, `unknown_outcome`, `dead_lettered`) is
+/// answered with a read alone: no write, no transaction id, no WAL, no
+/// commit flush (issue 29: a retry storm arrives when the database is
+/// already under stress, and the plain `INSERT ... ON CONFLICT DO NOTHING`
+/// writes nothing for a duplicate). The per-source counters count every
+/// delivery; the key's `deliveries` and `last_seen_at` record at most one
+/// such duplicate per interval. 0: every duplicate is recorded on its key.
+static DUPLICATE_RECORD_INTERVAL_S: GucSetting<i32> = GucSetting::<i32>::new(60);
+
 /// Whether claims store new keys and change known ones with the executor's
 /// routines directly ([`crate::store::direct`]) instead of through SQL
 /// statements. Both give the same results; off is for comparison and as an
@@ -123,6 +134,19 @@ pub fn init(preloading: bool) {
         GucContext::Sighup,
         GucFlags::default(),
     );
+    GucRegistry::define_int_guc(
+        c"webhook_dedup.duplicate_record_interval",
+        c"How long after a key's last recorded activity a duplicate of it is answered without writing.",
+        c"Within it a duplicate (duplicate, in_progress, retry_later, unknown_outcome, dead_lettered) \
+          is answered from the stored row under READ COMMITTED with no write, no transaction id and no \
+          WAL; the per-source counters count it, the key's deliveries and last_seen_at do not. \
+          0 records every duplicate on its key. Superuser-only: a receiver cannot change it.",
+        &DUPLICATE_RECORD_INTERVAL_S,
+        0,
+        86_400,
+        GucContext::Suset,
+        GucFlags::UNIT_S,
+    );
     GucRegistry::define_bool_guc(
         c"webhook_dedup.direct_writes",
         c"Claims write keys with the executor's routines directly rather than through SQL statements.",
@@ -188,6 +212,11 @@ pub fn maintenance_interval_s() -> u64 {
 /// `webhook_dedup.maintenance_duty_cycle`, in percent (1 to 100).
 pub fn maintenance_duty_cycle() -> u32 {
     MAINTENANCE_DUTY_CYCLE.get().clamp(1, 100) as u32
+}
+
+/// `webhook_dedup.duplicate_record_interval` in microseconds.
+pub fn duplicate_record_interval_us() -> i64 {
+    i64::from(DUPLICATE_RECORD_INTERVAL_S.get()) * 1_000_000
 }
 
 /// `webhook_dedup.direct_writes`.

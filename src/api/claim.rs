@@ -136,6 +136,109 @@ enum Known {
     /// The key's row is locked by the session; its values, the delivery
     /// counted, are written once, with whatever the decision adds.
     Direct { session: Session, tid: pg_sys::ItemPointerData, values: Values },
+    /// Answered from the row as read, without a lock or a write: a recent
+    /// duplicate ([`unrecorded`]).
+    Read,
+}
+
+/// `webhook_dedup.duplicate_record_interval` (microseconds) when a recent
+/// duplicate may be answered with a read alone in this call: it is not 0,
+/// the transaction runs under READ COMMITTED, and the per-source counters
+/// are in shared memory to count the delivery (without
+/// `shared_preload_libraries` nothing else would: every delivery is then
+/// recorded on its key, as before issue 29). Not in a read-only
+/// transaction (a standby's, or `SET TRANSACTION READ ONLY`): there a
+/// claim is refused with 25006 as any write is, whatever it would find.
+pub(crate) fn duplicate_read_interval() -> Option<i64> {
+    let interval = crate::guc::duplicate_record_interval_us();
+    // SAFETY: reads a backend-global of the current transaction.
+    let read_only = unsafe { pg_sys::XactReadOnly };
+    (interval > 0 && !read_only && !store::transaction_snapshot() && metrics::shared()).then_some(interval)
+}
+
+/// The row of `key` when this delivery of it is answered from the stored
+/// state without a write ([`crate::claim::records_touch`]; issue 29): under
+/// READ COMMITTED (the isolation levels that read one snapshot keep the
+/// locked read, whose changed-row check raises 40001), from the version
+/// the latest snapshot sees, committed by another transaction (the probe
+/// that found the key waited for its writers). Nothing is locked: a
+/// concurrent change that commits after this read is ordered after this
+/// delivery, as a plain `INSERT ... ON CONFLICT DO NOTHING` orders it.
+/// `None`: lock the row and write as for any other delivery.
+fn unrecorded(
+    session: &mut Session,
+    key: Key<'_>,
+    now: i64,
+    fingerprint: Option<&[u8]>,
+    raw: Option<&[u8]>,
+    max_attempts: impl FnOnce() -> i32,
+) -> Option<KeyRow> {
+    let interval = duplicate_read_interval()?;
+    let (found, last_seen_at) = session.read_row(key)?;
+    let given = same_bytes(found.fingerprint.as_deref(), fingerprint, raw);
+    let decision = decide(Some(&found.stored()), now, given, max_attempts());
+    let adopts = found.fingerprint.is_none() && fingerprint.is_some();
+    (!crate::claim::records_touch(decision, adopts, last_seen_at, now, interval)).then_some(found)
+}
+
+/// The answer to a delivery of a known key that leaves its state alone
+/// ([`Write::Touch`]): the stored state, `result` (None for a conflict,
+/// which never sees what another payload's holder stored), and when to
+/// retry (`in_progress`: the lease's expiry; `retry_later`: the next
+/// attempt's time).
+fn touch_row(found: &KeyRow, result: Option<Jsonb>, outcome: Outcome, now: i64) -> ClaimRow {
+    let last_step = if outcome == Outcome::Conflict { None } else { found.last_step.clone() };
+    let retry_at = match outcome {
+        Outcome::InProgress => found.lease_expires_at,
+        Outcome::RetryLater => found.next_attempt_at,
+        _ => None,
+    };
+    ClaimRow {
+        outcome: outcome.as_str().to_string(),
+        token: None,
+        attempt: found.attempt,
+        state: found.state.as_str().into(),
+        result,
+        last_step,
+        first_seen_at: timestamptz(found.first_seen_at),
+        lease_expires_at: found.lease_expires_at.map(timestamptz),
+        retry_at,
+        at: now,
+        inserted: false,
+    }
+}
+
+/// A recent duplicate of `key` answered with a read alone, before any
+/// other statement of the call (`webhook_receive` with the replay guard:
+/// its guard statements would lock and write): the key's row read as
+/// [`unrecorded`] reads it, without the primary key's probe (a key being
+/// inserted right now is not visible, and is left to the claim, which
+/// waits for it). `confirm` is asked last, before the delivery is
+/// counted: false leaves it to the caller's full path too. `None`: no such
+/// key, or a delivery that must be written.
+pub(crate) fn read_answer(
+    conn: &Conn<'_>,
+    key: Key<'_>,
+    fingerprint: Option<&[u8]>,
+    raw: Option<&[u8]>,
+    event_type: Option<&str>,
+    confirm: impl FnOnce() -> bool,
+) -> Option<ClaimRow> {
+    let interval = duplicate_read_interval()?;
+    let mut session = Session::open_to_look(conn, key.source)?;
+    let read = session.read_row(key);
+    session.close();
+    let (found, last_seen_at) = read?;
+    let now = clock_now();
+    let given = same_bytes(found.fingerprint.as_deref(), fingerprint, raw);
+    let decision = decide(Some(&found.stored()), now, given, sources::settings(conn, key.source).max_attempts());
+    let adopts = found.fingerprint.is_none() && fingerprint.is_some();
+    if crate::claim::records_touch(decision, adopts, last_seen_at, now, interval) || !confirm() {
+        return None;
+    }
+    let label = found.event_type.clone().or(event_type.map(str::to_string));
+    metrics::count(key.source, label.as_deref(), Counter::for_outcome(decision.outcome), true);
+    Some(touch_row(&found, found.result, decision.outcome, now))
 }
 
 /// One claim: the body of `webhook_claim`, of each key of
@@ -251,28 +354,36 @@ pub(crate) fn claim_unless_held(
                         session.close();
                         return None;
                     }
-                    Insert::Known(tid) => match session.lock(key, tid) {
-                        // deleted since the probe (webhook_forget, retention): new again
-                        Locked::Gone => continue,
-                        Locked::Row(mut values, tid) => {
-                            // the count every delivery of a known key makes (as
-                            // claim_upsert.sql's DO UPDATE)
-                            let Some(deliveries) = values.count(Col::Deliveries).checked_add(1) else {
-                                // what the statement's int4 addition raises
-                                pgrx::ereport!(
-                                    ERROR,
-                                    PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
-                                    "integer out of range"
-                                );
-                            };
-                            values.set(Col::Deliveries, deliveries.into_datum());
-                            values.set(Col::LastSeenAt, timestamptz(now).into_datum());
-                            if values.is_null(Col::Fingerprint) {
-                                values.set(Col::Fingerprint, fingerprint.into_datum());
-                            }
-                            break (values.key_row(), Known::Direct { session, tid, values });
+                    Insert::Known(tid) => {
+                        let max_attempts =
+                            || settings.get_or_insert_with(|| sources::settings(conn, key.source)).max_attempts();
+                        if let Some(found) = unrecorded(&mut session, key, now, fingerprint, raw, max_attempts) {
+                            session.close();
+                            break (found, Known::Read);
                         }
-                    },
+                        match session.lock(key, tid) {
+                            // deleted since the probe (webhook_forget, retention): new again
+                            Locked::Gone => continue,
+                            Locked::Row(mut values, tid) => {
+                                // the count every delivery of a known key makes (as
+                                // claim_upsert.sql's DO UPDATE)
+                                let Some(deliveries) = values.count(Col::Deliveries).checked_add(1) else {
+                                    // what the statement's int4 addition raises
+                                    pgrx::ereport!(
+                                        ERROR,
+                                        PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+                                        "integer out of range"
+                                    );
+                                };
+                                values.set(Col::Deliveries, deliveries.into_datum());
+                                values.set(Col::LastSeenAt, timestamptz(now).into_datum());
+                                if values.is_null(Col::Fingerprint) {
+                                    values.set(Col::Fingerprint, fingerprint.into_datum());
+                                }
+                                break (values.key_row(), Known::Direct { session, tid, values });
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -291,6 +402,7 @@ pub(crate) fn claim_unless_held(
         Write::Lease { attempt } => {
             let until = now.saturating_add(lease_for(&Some(settings)));
             match &mut known {
+                Known::Read => unreachable!("a lease is written"),
                 Known::Sql => store::claim::lease(conn, key, &Lease { now, attempt, token, until, event_type }),
                 Known::Direct { values, .. } => {
                     let until = timestamptz(until);
@@ -324,28 +436,12 @@ pub(crate) fn claim_unless_held(
         Write::Touch => {
             // A conflicting delivery never sees what the other payload's
             // holder stored.
-            let (result, last_step) = if conflict { (None, None) } else { (found.result, found.last_step.clone()) };
-            let retry_at = match decision.outcome {
-                Outcome::InProgress => found.lease_expires_at,
-                Outcome::RetryLater => found.next_attempt_at,
-                _ => None,
-            };
-            ClaimRow {
-                outcome,
-                token: None,
-                attempt: found.attempt,
-                state: found.state.as_str().into(),
-                result,
-                last_step,
-                first_seen_at: timestamptz(found.first_seen_at),
-                lease_expires_at: found.lease_expires_at.map(timestamptz),
-                retry_at,
-                at: now,
-                inserted: false,
-            }
+            let result = if conflict { None } else { found.result };
+            touch_row(&found, result, decision.outcome, now)
         }
         Write::DeadLetter => {
             match &mut known {
+                Known::Read => unreachable!("a dead letter is written"),
                 Known::Sql => store::transitions::dead_letter_exhausted(conn, &found, now),
                 Known::Direct { values, .. } => {
                     let error = crate::claim::exhausted_error(found.attempt);

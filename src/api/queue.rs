@@ -62,7 +62,11 @@ pub(crate) fn enqueue_one(
     let now = clock_now();
     let reconciled = intake.is_some_and(|i| i.reconciled);
     let delivery = Delivery { key, now, payload, fingerprint, event_type, headers, reconciled };
-    let (outcome, counter, label) = match store::queue::enqueue(conn, &delivery) {
+    let known = match unrecorded(conn, key, now, fingerprint, raw) {
+        Some(found) => Upserted::Known(Box::new(found)),
+        None => store::queue::enqueue(conn, &delivery),
+    };
+    let (outcome, counter, label) = match known {
         // a reconciled event never arrived as a delivery: counted apart
         Upserted::Inserted if reconciled => (Enqueued::Accepted, Counter::Reconciled, event_type.map(str::to_string)),
         Upserted::Inserted => (Enqueued::Accepted, Counter::Enqueued, event_type.map(str::to_string)),
@@ -91,6 +95,34 @@ pub(crate) fn enqueue_one(
     }
     metrics::count(key.source, label.as_deref(), counter, !reconciled);
     outcome
+}
+
+/// The row of `key` when this enqueue of a known key is answered from the
+/// stored state without a write (a `duplicate` in any state, as
+/// [`crate::claim::records_touch`] rules for a claim; issue 29): under READ
+/// COMMITTED, from the version the latest snapshot sees, committed by
+/// another transaction, found through the primary key without a plan
+/// ([`crate::store::direct::Session::read_row`]). A key being inserted
+/// right now is not visible yet: the upsert then waits for it. `None`:
+/// the upsert statement, which stores a new key or locks and records a
+/// known one.
+fn unrecorded(
+    conn: &Conn<'_>,
+    key: Key<'_>,
+    now: i64,
+    fingerprint: &[u8],
+    raw: Option<&[u8]>,
+) -> Option<store::KeyRow> {
+    let interval = super::claim::duplicate_read_interval()?;
+    let mut session = store::direct::Session::open_to_look(conn, key.source)?;
+    let read = session.read_row(key);
+    session.close();
+    let (found, last_seen_at) = read?;
+    let given = super::claim::same_bytes(found.fingerprint.as_deref(), Some(fingerprint), raw);
+    let conflict = decide_enqueue(Some(&found.stored()), given.unwrap_or(fingerprint)) == Enqueued::Conflict;
+    let recorded =
+        Decision { outcome: if conflict { Outcome::Conflict } else { Outcome::Duplicate }, write: Write::Touch };
+    (!claim::records_touch(recorded, found.fingerprint.is_none(), last_seen_at, now, interval)).then_some(found)
 }
 
 /// What `webhook_receive` (or `webhook_dedup.reconcile`) read of a delivery

@@ -3,7 +3,7 @@
 //! `webhook_dedup.provider_profiles()`, the profiles as rows.
 
 use super::args;
-use super::claim::claim_unless_held;
+use super::claim::{claim_unless_held, read_answer};
 use super::queue::{enqueue_one, Intake};
 use super::verify::{header_map, verify_sql, HmacArgs};
 use crate::answer::{self, Kind, Mode};
@@ -374,10 +374,22 @@ fn webhook_receive(
         if mode == Mode::Claim && wait_us > 0 {
             wait_for_holder(conn, idem_key, content, deadline, settings.max_attempts());
         }
-        if rules.replay_guard {
-            // The guard keys on what the signature covers: the raw bytes, or
-            // the canonical signed text (else a re-ordered form would be new).
-            let signed = signed_text.as_deref().map_or(raw, Fingerprint::raw);
+        // The guard keys on what the signature covers: the raw bytes, or
+        // the canonical signed text (else a re-ordered form would be new).
+        let signed = signed_text.as_deref().map_or(raw, Fingerprint::raw);
+        // A recent duplicate of a key whose body this is (the guard says
+        // so, read without a lock) is answered with reads alone (issue 29):
+        // the guard's locking read would take a transaction id and write.
+        // Without the guard, the claim itself answers it so.
+        let read_only = (mode == Mode::Claim && rules.replay_guard)
+            .then(|| {
+                let own_body =
+                    || replay_guards::owner_unlocked(conn, source, signed.as_bytes()).as_deref() == Some(key.as_str());
+                let (fingerprint, raw) = (Some(content.fingerprint), content.raw);
+                read_answer(conn, idem_key, fingerprint, raw, event_type.as_deref(), own_body)
+            })
+            .flatten();
+        if rules.replay_guard && read_only.is_none() {
             if let Some(replayed) = replay_guard(conn, idem_key, signed.as_bytes(), content, mode) {
                 metrics::count(source, event_type.as_deref(), Counter::Replayed, false);
                 return Answer {
@@ -393,7 +405,7 @@ fn webhook_receive(
                 // Another copy may have claimed the key after the wait
                 // looked (two copies sent together): then wait again for
                 // it, until the deadline, before anything is written.
-                let claimed = loop {
+                let claimed = read_only.unwrap_or_else(|| loop {
                     let waiting = wait_us > 0 && clock_now() < deadline;
                     let (fingerprint, raw, event_type) =
                         (Some(content.fingerprint), content.raw, event_type.as_deref());
@@ -401,7 +413,7 @@ fn webhook_receive(
                         Some(claimed) => break claimed,
                         None => wait_for_holder(conn, idem_key, content, deadline, settings.max_attempts()),
                     }
-                };
+                });
                 if let Some(conflict) = claimed.archived_as() {
                     let archived = Archived {
                         key: idem_key,

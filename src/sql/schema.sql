@@ -99,10 +99,10 @@ COMMENT ON COLUMN webhook_dedup.keys.event_type IS 'The provider''s event type, 
 COMMENT ON COLUMN webhook_dedup.keys.result IS 'What webhook_complete stored; returned to duplicates. Keep it small (a status, an id): it is read by every duplicate.';
 COMMENT ON COLUMN webhook_dedup.keys.last_step IS 'The last checkpointed step, so a reclaimed event resumes there.';
 COMMENT ON COLUMN webhook_dedup.keys.last_error IS 'The last failure''s error text.';
-COMMENT ON COLUMN webhook_dedup.keys.deliveries IS 'webhook_claim and webhook_enqueue calls seen for this key (the first included).';
+COMMENT ON COLUMN webhook_dedup.keys.deliveries IS 'Deliveries recorded on the key (webhook_claim, webhook_receive and webhook_enqueue calls, the first included): every one that changed it (a lease, a conflict, a fingerprint adopted) and every duplicate at least webhook_dedup.duplicate_record_interval (60 s by default) after the key''s last recorded activity; a duplicate within that interval is answered with a read and counted only in the per-source counters (webhook_dedup.duplicate_metrics). 0.2.0 counted every one here; issue 29, docs/design.md "Duplicates are reads".';
 COMMENT ON COLUMN webhook_dedup.keys.conflicts IS 'Deliveries of this key whose payload differed from the fingerprint.';
 COMMENT ON COLUMN webhook_dedup.keys.first_seen_at IS 'First claim or enqueue (database clock).';
-COMMENT ON COLUMN webhook_dedup.keys.last_seen_at IS 'Last activity on the key (a delivery, a lease, a completion): retention counts from here.';
+COMMENT ON COLUMN webhook_dedup.keys.last_seen_at IS 'Last recorded activity on the key (a recorded delivery, a lease, a completion; at most webhook_dedup.duplicate_record_interval before its last delivery): retention counts from here.';
 COMMENT ON COLUMN webhook_dedup.keys.completed_at IS 'When the key was completed.';
 COMMENT ON COLUMN webhook_dedup.keys.leased_at IS 'When the current (or last) lease was granted (a claim, a reclaim or webhook_next).';
 COMMENT ON COLUMN webhook_dedup.keys.expires_at IS 'Completed keys: when maintenance looks at the key again, set at completion to completed_at plus the source''s retention. Maintenance deletes the key then unless it was active since (last_seen_at plus the retention is later: it looks again then). NULL for keys not completed, which never expire. Indexed (keys_expiry).';

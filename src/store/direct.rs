@@ -734,6 +734,46 @@ impl Session {
         })
     }
 
+    /// `key`'s row as the latest snapshot sees it, copied ([`Values::key_row`]),
+    /// with its `last_seen_at`: read without a lock and without waiting for
+    /// its writers, for a duplicate answered without a write
+    /// (`crate::api::claim`, issue 29). `None` when no version is visible,
+    /// or when this transaction wrote the visible one (the caller then
+    /// takes the row's lock, as for any other delivery). Call it while
+    /// connected to SPI (the copy of `result` goes to the caller's context).
+    pub fn read_row(&mut self, key: Key<'_>) -> Option<(KeyRow, i64)> {
+        const READ: [Col; 14] = [
+            Col::Source,
+            Col::IdemKey,
+            Col::State,
+            Col::Attempt,
+            Col::ClaimToken,
+            Col::LeaseExpiresAt,
+            Col::NextAttemptAt,
+            Col::Fingerprint,
+            Col::EventType,
+            Col::Result,
+            Col::LastStep,
+            Col::FirstSeenAt,
+            Col::DueAt,
+            Col::LastSeenAt,
+        ];
+        self.scan_key(key, true, |attr, ours| {
+            if ours {
+                return None;
+            }
+            let mut v = Values::empty();
+            for col in READ {
+                let (datum, null) = attr(col);
+                v.set(col, (!null).then_some(datum));
+            }
+            // datums of the row the scan returned, copied out while its
+            // buffer is pinned (inside the scan)
+            Some((v.key_row(), v.timestamp(Col::LastSeenAt).expect("last_seen_at is NOT NULL")))
+        })
+        .flatten()
+    }
+
     /// Find `key`'s row through the primary key with the latest snapshot
     /// (`latest`) or the transaction's, and read it with `read` while the
     /// scan holds it: `read` gets the column accessor and whether this

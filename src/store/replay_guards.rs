@@ -32,6 +32,8 @@ static INSERT: Statement = Statement::returning(
 );
 static READ: Statement =
     Statement::returning(crate::sql_statement!("replay_guard_read.sql"), &[TEXTOID, BYTEAOID], &["idem_key"]);
+static PEEK: Statement =
+    Statement::returning(crate::sql_statement!("replay_guard_peek.sql"), &[TEXTOID, BYTEAOID], &["idem_key"]);
 static OWNER: Statement = Statement::returning(
     crate::sql_statement!("replay_guard_owner.sql"),
     &[TEXTOID, TEXTOID],
@@ -87,6 +89,14 @@ pub fn claim(conn: &Conn<'_>, source: &str, body_sha256: &[u8], idem_key: &str, 
         Some(owner) => Guard::Theirs(owner),
         None => Guard::Gone,
     }
+}
+
+/// The key the body `body_sha256` of `source` belongs to, read without a
+/// lock on the latest snapshot (a recent duplicate of that key is answered
+/// with reads alone, `crate::api::receive`); `None` when it has no guard.
+pub fn owner_unlocked(conn: &Conn<'_>, source: &str, body_sha256: &[u8]) -> Option<String> {
+    let rows = conn.execute(&PEEK, &[arg(source), arg(body_sha256)], Snap::Latest);
+    (!rows.is_empty()).then(|| rows.get::<String>(0, 1)).flatten()
 }
 
 /// The key a body belongs to, as the guard decides on it.

@@ -122,6 +122,15 @@ class CitusCluster:
     def nodes(self) -> list[CitusNode]:
         return ([self.coordinator] if self.coordinator else []) + self.workers
 
+    def alter_system(self, clause: str) -> None:
+        """`ALTER SYSTEM <clause>` on every node, then a reload (sessions
+        take it at their next command; background processes at their next
+        look at the settings)."""
+        for node in self.nodes:
+            with node.connect() as conn:
+                conn.execute(f"ALTER SYSTEM {clause}")
+                conn.execute("SELECT pg_reload_conf()")
+
     def connect(self, dbname="postgres", autocommit=True, user="postgres") -> psycopg.Connection:
         """A new connection to the coordinator, where receivers connect."""
         return self.coordinator.connect(dbname, autocommit, user)

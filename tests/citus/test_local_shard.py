@@ -27,6 +27,7 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import psycopg
 import pytest
@@ -74,6 +75,21 @@ def script(conn, source, key) -> list:
     return answers
 
 
+@contextmanager
+def every_duplicate_recorded(cluster):
+    """webhook_dedup.duplicate_record_interval = 0 on every node while the
+    body runs (delegated calls run in sessions of their own, which a SET
+    does not reach): where the write paths are compared, a recent duplicate
+    answered with a read (the direct path's alone, issue 29;
+    test_a_recent_duplicate_on_the_owner_is_a_read) would differ in the
+    key's deliveries."""
+    cluster.alter_system("SET webhook_dedup.duplicate_record_interval = 0")
+    try:
+        yield
+    finally:
+        cluster.alter_system("RESET webhook_dedup.duplicate_record_interval")
+
+
 EXPECTED = [("claimed", True), ("in_progress", False, None), True, False, ("duplicate", False, {"ok": 1}),
             ("conflict", False, None), "4/1/completed"]
 
@@ -101,40 +117,67 @@ def test_the_fast_path_and_every_decline_answer_alike(distributed):
     """The script on the owner outside a transaction block (the fast path),
     and on each path that declines it; then the same through the
     coordinator (delegated to the owner: the fast path there)."""
-    source = "fast-src"
-    owner, other = owner_and_other(distributed, source)
-    before = shell_sizes(distributed)
+    with every_duplicate_recorded(distributed):
+        source = "fast-src"
+        owner, other = owner_and_other(distributed, source)
+        before = shell_sizes(distributed)
 
+        with owner.connect() as conn:
+            notes = debug_notices(conn)
+            assert script(conn, source, "k-fast") == EXPECTED
+            assert notes and all(DIRECT in n for n in notes), notes
+
+        # in a transaction block (a claim and its completion in one)
+        with owner.connect(autocommit=False) as conn:
+            notes = debug_notices(conn)
+            assert script(conn, source, "k-block") == EXPECTED
+            conn.commit()
+            assert notes and all("in a transaction block" in n or DECLINED in n for n in notes), notes
+
+        # local execution off: Citus runs the statements through a connection
+        with owner.connect() as conn:
+            notes = debug_notices(conn)
+            conn.execute("SET citus.enable_local_execution = off")
+            assert script(conn, source, "k-nolocal") == EXPECTED
+            assert notes and all("enable_local_execution is off" in n or DECLINED in n for n in notes), notes
+
+        # a node without the shard: the calls are delegated to the owner
+        with other.connect() as conn:
+            assert script(conn, source, "k-other") == EXPECTED
+
+        # through the coordinator
+        with distributed.connect() as conn:
+            assert script(conn, source, "k-coordinator") == EXPECTED
+            states = dict(conn.execute("SELECT idem_key, state FROM webhook_dedup.keys WHERE source = %s",
+                                       (source,)).fetchall())
+        assert states == {k: "completed" for k in ("k-fast", "k-block", "k-nolocal", "k-other", "k-coordinator")}
+        assert shell_sizes(distributed) == before, "nothing is written into a shell table"
+
+
+def test_a_recent_duplicate_on_the_owner_is_a_read(distributed):
+    """Issue 29 on the local-shard fast path: a recent duplicate of a
+    completed key, claimed on the owner, is answered from the shard's row
+    with no transaction id and no write; the coordinator's delegated call
+    likewise leaves the row as it was."""
+    source = "read-src"
+    owner, _ = owner_and_other(distributed, source)
     with owner.connect() as conn:
+        token = one(conn, "SELECT claim_token FROM webhook_dedup.webhook_claim(%s, 'k', 'p'::bytea)", (source,))
+        assert one(conn, "SELECT webhook_dedup.webhook_complete(%s, 'k', %s, '{\"ok\": 1}')", (source, token))
+        before = conn.execute("SELECT deliveries, last_seen_at FROM webhook_dedup.keys"
+                              " WHERE source = %s AND idem_key = 'k'", (source,)).fetchone()
         notes = debug_notices(conn)
-        assert script(conn, source, "k-fast") == EXPECTED
-        assert notes and all(DIRECT in n for n in notes), notes
-
-    # in a transaction block (a claim and its completion in one)
-    with owner.connect(autocommit=False) as conn:
-        notes = debug_notices(conn)
-        assert script(conn, source, "k-block") == EXPECTED
-        conn.commit()
-        assert notes and all("in a transaction block" in n or DECLINED in n for n in notes), notes
-
-    # local execution off: Citus runs the statements through a connection
-    with owner.connect() as conn:
-        notes = debug_notices(conn)
-        conn.execute("SET citus.enable_local_execution = off")
-        assert script(conn, source, "k-nolocal") == EXPECTED
-        assert notes and all("enable_local_execution is off" in n or DECLINED in n for n in notes), notes
-
-    # a node without the shard: the calls are delegated to the owner
-    with other.connect() as conn:
-        assert script(conn, source, "k-other") == EXPECTED
-
-    # through the coordinator
+        # one autocommitted statement (the fast path is for calls outside a
+        # transaction block), which says whether it took a transaction id
+        assert conn.execute("SELECT c.outcome, c.result, pg_current_xact_id_if_assigned() IS NULL"
+                            "  FROM webhook_dedup.webhook_claim(%s, 'k', 'p'::bytea) AS c",
+                            (source,)).fetchone() == ("duplicate", {"ok": 1}, True)
+        assert notes and any(DIRECT in n for n in notes), notes
     with distributed.connect() as conn:
-        assert script(conn, source, "k-coordinator") == EXPECTED
-        states = dict(conn.execute("SELECT idem_key, state FROM webhook_dedup.keys WHERE source = %s",
-                                   (source,)).fetchall())
-    assert states == {k: "completed" for k in ("k-fast", "k-block", "k-nolocal", "k-other", "k-coordinator")}
-    assert shell_sizes(distributed) == before, "nothing is written into a shell table"
+        assert one(conn, "SELECT outcome FROM webhook_dedup.webhook_claim(%s, 'k', 'p'::bytea)",
+                   (source,)) == "duplicate"
+        assert conn.execute("SELECT deliveries, last_seen_at FROM webhook_dedup.keys"
+                            " WHERE source = %s AND idem_key = 'k'", (source,)).fetchone() == before
 
 
 def test_the_replay_guard_is_written_on_the_shard(distributed):
@@ -224,6 +267,9 @@ def test_a_shard_move_waits_for_a_claim_that_holds_the_shard_lock(distributed, m
                               (source, key)).fetchall() == [(key,)]
         with ThreadPoolExecutor(2) as pool:
             waiter_conn = owner.connect()
+            # a duplicate that writes (a recent one would be answered with a
+            # read, without waiting for the row: issue 29)
+            waiter_conn.execute("SET webhook_dedup.duplicate_record_interval = 0")
             notes = debug_notices(waiter_conn)
             waiter_pid = one(waiter_conn, "SELECT pg_backend_pid()")
             waiter = pool.submit(lambda: waiter_conn.execute(
