@@ -210,6 +210,18 @@ pub fn records_touch(
         || now.saturating_sub(last_seen_at) >= interval_us
 }
 
+/// The interval [`records_touch`] is given: `webhook_dedup.duplicate_record_interval`,
+/// at most half the source's retention (both microseconds). A duplicate
+/// left unrecorded does not restart the key's retention; with the bound, a
+/// run of duplicates still records one before the key can expire, so a
+/// provider that keeps retrying keeps its key (a retention of 1 minute, the
+/// least, against the default interval of 60 s would otherwise let the key
+/// go in the middle of a storm, and the next retry be processed again:
+/// found by review of issue 29).
+pub fn unrecorded_interval(interval_us: i64, retention_us: i64) -> i64 {
+    interval_us.min(retention_us / 2)
+}
+
 /// Whether `token` holds the lease of a key whose stored state is `state`
 /// and lease token `held`: only the current holder of a `processing` key
 /// may complete, fail, checkpoint, extend or mark it. A stale token (the
@@ -365,6 +377,10 @@ mod tests {
             assert!(records_touch(touch(outcome), true, 1_000, 1_001, minute));
             assert!(records_touch(touch(outcome), false, 1_000, 1_000, 0));
         }
+        // the interval is at most half the retention
+        assert_eq!(unrecorded_interval(minute, 60 * minute), minute);
+        assert_eq!(unrecorded_interval(minute, minute), minute / 2);
+        assert!(records_touch(touch(Outcome::Duplicate), false, 0, minute / 2, unrecorded_interval(minute, minute)));
         // a conflict is always recorded, as is every other write
         assert!(records_touch(touch(Outcome::Conflict), false, 1_000, 1_001, minute));
         for write in [Write::Insert, Write::Lease { attempt: 2 }, Write::DeadLetter] {

@@ -9,8 +9,9 @@
 //!
 //! How, and why so:
 //! - **Nothing the holder needs is held while sleeping.** The wait comes
-//!   before the call writes anything to the key (a claim's delivery count
-//!   locks the row until commit), and it takes no advisory lock: the
+//!   before the call writes anything to the key (a claim that records its
+//!   delivery locks the row until commit; a recent duplicate is a read,
+//!   `crate::api::claim::unrecorded`, but not every one is), and it takes no advisory lock: the
 //!   holder's completion never waits for a waiter. Each look reads the key
 //!   with the latest snapshot, without a lock, in a memory context of its
 //!   own. It waits only in a transaction that had not written before the

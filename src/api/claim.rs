@@ -171,13 +171,14 @@ fn unrecorded(
     now: i64,
     fingerprint: Option<&[u8]>,
     raw: Option<&[u8]>,
-    max_attempts: impl FnOnce() -> i32,
+    settings: &sources::SourceSettings,
 ) -> Option<KeyRow> {
     let interval = duplicate_read_interval()?;
     let (found, last_seen_at) = session.read_row(key)?;
     let given = same_bytes(found.fingerprint.as_deref(), fingerprint, raw);
-    let decision = decide(Some(&found.stored()), now, given, max_attempts());
+    let decision = decide(Some(&found.stored()), now, given, settings.max_attempts());
     let adopts = found.fingerprint.is_none() && fingerprint.is_some();
+    let interval = crate::claim::unrecorded_interval(interval, settings.retention_us());
     (!crate::claim::records_touch(decision, adopts, last_seen_at, now, interval)).then_some(found)
 }
 
@@ -222,18 +223,28 @@ pub(crate) fn read_answer(
     fingerprint: Option<&[u8]>,
     raw: Option<&[u8]>,
     event_type: Option<&str>,
+    yield_if_held: bool,
     confirm: impl FnOnce() -> bool,
 ) -> Option<ClaimRow> {
     let interval = duplicate_read_interval()?;
     let mut session = Session::open_to_look(conn, key.source)?;
-    let read = session.read_row(key);
+    // refused as the claim's upsert would be (55000), whatever it finds
+    session.check_updatable();
+    // the probe waits for a transaction writing the key (an insert, a
+    // delete, an update), as the claim's own probe does
+    let read = session.locate(key).and_then(|_| session.read_row(key));
     session.close();
     let (found, last_seen_at) = read?;
     let now = clock_now();
+    let settings = sources::settings(conn, key.source);
     let given = same_bytes(found.fingerprint.as_deref(), fingerprint, raw);
-    let decision = decide(Some(&found.stored()), now, given, sources::settings(conn, key.source).max_attempts());
+    let decision = decide(Some(&found.stored()), now, given, settings.max_attempts());
     let adopts = found.fingerprint.is_none() && fingerprint.is_some();
-    if crate::claim::records_touch(decision, adopts, last_seen_at, now, interval) || !confirm() {
+    let interval = crate::claim::unrecorded_interval(interval, settings.retention_us());
+    // a caller that waits for a holder (webhook_receive's `wait`) waits
+    // for this one too, through its full path
+    let held = yield_if_held && decision.outcome == Outcome::InProgress;
+    if held || crate::claim::records_touch(decision, adopts, last_seen_at, now, interval) || !confirm() {
         return None;
     }
     let label = found.event_type.clone().or(event_type.map(str::to_string));
@@ -355,9 +366,8 @@ pub(crate) fn claim_unless_held(
                         return None;
                     }
                     Insert::Known(tid) => {
-                        let max_attempts =
-                            || settings.get_or_insert_with(|| sources::settings(conn, key.source)).max_attempts();
-                        if let Some(found) = unrecorded(&mut session, key, now, fingerprint, raw, max_attempts) {
+                        let known = settings.get_or_insert_with(|| sources::settings(conn, key.source));
+                        if let Some(found) = unrecorded(&mut session, key, now, fingerprint, raw, known) {
                             session.close();
                             break (found, Known::Read);
                         }

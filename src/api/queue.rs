@@ -41,9 +41,10 @@ fn webhook_enqueue(
 }
 
 /// One enqueue: the body of `webhook_enqueue` and of
-/// `webhook_receive(mode => 'enqueue')`. One statement stores a new key
-/// with its payload, or locks a known one and counts the delivery; a
-/// conflicting payload is recorded with one more. A new key's delivery
+/// `webhook_receive(mode => 'enqueue')`. A recent duplicate is answered
+/// from the key's row without a write ([`unrecorded`]); otherwise one
+/// statement stores a new key with its payload, or locks a known one and
+/// counts the delivery; a conflicting payload is recorded with one more. A new key's delivery
 /// and a conflicting one are archived when the source keeps payloads
 /// (with `intake`'s event id and headers from `webhook_receive`, else
 /// `headers`).

@@ -386,7 +386,10 @@ fn webhook_receive(
                 let own_body =
                     || replay_guards::owner_unlocked(conn, source, signed.as_bytes()).as_deref() == Some(key.as_str());
                 let (fingerprint, raw) = (Some(content.fingerprint), content.raw);
-                read_answer(conn, idem_key, fingerprint, raw, event_type.as_deref(), own_body)
+                // while the caller may still wait, a held key is waited for
+                // on the full path (the second wait, below)
+                let waiting = wait_us > 0 && clock_now() < deadline;
+                read_answer(conn, idem_key, fingerprint, raw, event_type.as_deref(), waiting, own_body)
             })
             .flatten();
         if rules.replay_guard && read_only.is_none() {

@@ -392,7 +392,10 @@ fn locked_shard(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Local> {
 /// would make a shard move wait, and every write to the shard's group
 /// queue behind the move, the holder's completion the wait waits for
 /// among them. A look at a copy a move just left is harmless: the claim
-/// that follows takes the lock and decides.
+/// that follows takes the lock and decides; and a recent duplicate
+/// answered from such a copy without a write (issue 29) read a state the
+/// key had during the call (the move freezes the copy at its cut-over,
+/// and writes to the key wait for the move), as any read may.
 pub fn readable(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Oid> {
     may_run_locally(source)?;
     // SAFETY: as in locked_shard, for a read.

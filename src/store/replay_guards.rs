@@ -10,10 +10,15 @@
 //!    concurrent first deliveries of a body, the second waits in the index
 //!    for the first's transaction, then finds its row.
 //! 2. **A known body's row is locked** (`FOR NO KEY UPDATE`) by every
-//!    delivery that finds it, until its transaction ends, before anything
-//!    is decided: a redelivery of the owner holds it while it reclaims, so
-//!    a replay that would take a failed (or gone) owner's body over waits,
-//!    and then reads the owner as that redelivery left it.
+//!    delivery that finds it and may change a key, until its transaction
+//!    ends, before anything is decided: a redelivery of the owner holds it
+//!    while it reclaims, so a replay that would take a failed (or gone)
+//!    owner's body over waits, and then reads the owner as that redelivery
+//!    left it. A recent duplicate of the owner that is answered from the
+//!    owner's row without a write (issue 29, `crate::api::receive`) reads
+//!    the guard without the lock ([`owner_unlocked`]): it changes nothing a
+//!    take-over decides on, and a take-over committing meanwhile is ordered
+//!    after it.
 //!
 //! Reads and writes only; the decision is the caller's. Rows are pruned by
 //! maintenance after the source's retention (from `seen_at`), once their

@@ -1,6 +1,8 @@
 -- Retention (src/maintenance/expiry.rs): up to $3 completed keys whose
 -- expires_at has come, oldest first (keys_expiry), each locked (keys a
--- delivery holds right now are skipped). A key not active since its
+-- delivery holds right now are skipped; a recent duplicate answered with a
+-- read holds nothing, and is ordered before a deletion that commits after
+-- it). A key not active since its
 -- source's retention (last_seen_at + retention <= now) is deleted with its
 -- payload; one that was (a late duplicate) or whose source's retention
 -- grew is kept, and looked at again when that retention ends.
