@@ -248,13 +248,16 @@ class Bench:
                     lat.append(int(line.split()[2]))
         return float(tps.group(1)), lat
 
-    def cpu_us(self, conn: psycopg.Connection, statement: str, n: int = 3000, tag: str | None = None) -> float:
+    def cpu_us(self, conn: psycopg.Connection, statement: str, n: int = 3000, tag: str | None = None,
+               commit: bool = False) -> float:
         """CPU time of this backend per execution of `statement`, a PL/pgSQL
         statement run in a loop over i = 1..n (plans cached; {tag} is a
-        prefix unique to the loop, or `tag`; b a boolean variable for INTO)."""
+        prefix unique to the loop, or `tag`; b a boolean variable for INTO),
+        in one transaction, or with `commit` each in its own (a COMMIT in
+        the loop: the commit's own CPU, its WAL flush included, is counted)."""
         pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
         tag = tag or self.run_id()
-        body = statement.replace("{tag}", tag)
+        body = statement.replace("{tag}", tag) + ("; COMMIT" if commit else "")
         do = f"DO $$ DECLARE b boolean; BEGIN FOR i IN 1..{n} LOOP {body}; END LOOP; END $$"
         with open(f"/proc/{pid}/schedstat") as f:
             before = int(f.read().split()[0])
@@ -282,6 +285,19 @@ class Bench:
     def scenario_cpu(self):
         db = "bench_cpu"
         self.create_db(db)
+        # a body of its own per event (a first member "n", unique across the
+        # loops: the replay guard answers a body sent again under a new id),
+        # and the sender's signature of it
+        assert "$body$" not in self.body
+        signed = (f"(SELECT convert_to('{{\"n\":\"{{tag}}-' || i || '\",' || substr($body${self.body}$body$, 2), 'UTF8')"
+                  f" AS bb) AS d,"
+                  f" LATERAL (SELECT 'sha256=' || encode(hmac(d.bb, convert_to('{SECRET}', 'UTF8'), 'sha256'), 'hex')"
+                  f" AS signature) AS s")
+        def receive(source):
+            return (f"PERFORM r.outcome FROM {signed}, webhook_dedup.webhook_receive('github', d.bb, "
+                    f"jsonb_build_object('X-GitHub-Event', '{GITHUB_EVENT}', 'X-GitHub-Delivery', '{{tag}}-' || i, "
+                    f"'X-Hub-Signature-256', s.signature), ARRAY['{SECRET}'], source => '{source}') AS r")
+
         loops = {
             "plain insert, new key": "INSERT INTO bench.processed_events (source, event_id) "
                                      "VALUES ('bench', '{tag}-' || i) ON CONFLICT DO NOTHING RETURNING true INTO b",
@@ -293,14 +309,28 @@ class Bench:
             "PL/pgSQL claim, duplicate": "PERFORM bench.claim('bench', 'dup-' || (1 + i % 10000), NULL, '30 seconds')",
             "look-up of a stored key": "PERFORM state FROM webhook_dedup.keys WHERE source = 'bench' "
                                        "AND idem_key = 'dup-' || (1 + i % 10000)",
+            # issue 29: the 4 KiB GitHub delivery of the receive scenario, a
+            # new event each time, signed by the sender in the statement
+            # (both sides pay that HMAC), as receive_github.sql and
+            # pgcrypto_github.sql run it
+            "webhook_receive, new GitHub event": receive("github"),
+            "webhook_receive without the replay guard, new GitHub event": receive("github-unguarded"),
+            "pgcrypto check + insert, new GitHub event": (
+                f"INSERT INTO bench.github_deliveries (delivery_id, event) SELECT '{{tag}}-' || i, '{GITHUB_EVENT}' "
+                f"FROM {signed} WHERE s.signature = 'sha256=' || encode(hmac(d.bb, convert_to('{SECRET}', 'UTF8'), "
+                f"'sha256'), 'hex') ON CONFLICT DO NOTHING RETURNING true INTO b"),
         }
+        # a delivery is a transaction of its own: the GitHub loops commit
+        # each call (the claim loops compare the calls alone)
+        committed = {name for name in loops if "GitHub" in name}
         samples: dict[str, list] = {k: [] for k in loops}
         with self.connect(db) as conn:
-            for statement in loops.values():  # warm caches and plans
-                self.cpu_us(conn, statement, 300)
+            conn.execute("INSERT INTO webhook_dedup.sources (source, replay_guard) VALUES ('github-unguarded', false)")
+            for name, statement in loops.items():  # warm caches and plans
+                self.cpu_us(conn, statement, 300, commit=name in committed)
             for _ in range(self.args.rounds):
                 for name, statement in loops.items():
-                    samples[name].append(self.cpu_us(conn, statement))
+                    samples[name].append(self.cpu_us(conn, statement, commit=name in committed))
         for name, s in samples.items():
             self.say(f"CPU per call, {name}: {statistics.median(s):.1f} µs (min {min(s):.1f}, max {max(s):.1f})")
         r = self.ratio("CPU per call: webhook_claim / plain insert, new key", 2.0, "<=")
@@ -309,6 +339,13 @@ class Bench:
         # transaction: no commit per call, on either side)
         r = self.ratio("CPU per call: webhook_claim / plain insert, duplicate of a completed key", 1.2, "<=")
         r.samples = [c / p for c, p in zip(samples["webhook_claim, duplicate"], samples["plain insert, duplicate"])]
+        r = self.ratio("CPU per call: webhook_receive / pgcrypto check + insert (4 KiB GitHub delivery, new event,"
+                       " a transaction each)", 1.4, "<=")
+        r.samples = [c / p for c, p in zip(samples["webhook_receive, new GitHub event"],
+                                           samples["pgcrypto check + insert, new GitHub event"])]
+        self.ratio("CPU per call: webhook_receive with the replay guard / without (a transaction each)", None,
+                   "<=").samples = [g / u for g, u in zip(samples["webhook_receive, new GitHub event"],
+                                                          samples["webhook_receive without the replay guard, new GitHub event"])]
 
     def scenario_claim(self):
         db = "bench_claim"

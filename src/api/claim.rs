@@ -168,13 +168,14 @@ pub(crate) fn duplicate_read_interval() -> Option<i64> {
 fn unrecorded(
     session: &mut Session,
     key: Key<'_>,
+    tid: pg_sys::ItemPointerData,
     now: i64,
     fingerprint: Option<&[u8]>,
     raw: Option<&[u8]>,
     settings: &sources::SourceSettings,
 ) -> Option<KeyRow> {
     let interval = duplicate_read_interval()?;
-    let (found, last_seen_at) = session.read_row(key)?;
+    let (found, last_seen_at) = session.read_row_at(key, tid)?;
     let given = same_bytes(found.fingerprint.as_deref(), fingerprint, raw);
     let decision = decide(Some(&found.stored()), now, given, settings.max_attempts());
     let adopts = found.fingerprint.is_none() && fingerprint.is_some();
@@ -232,7 +233,7 @@ pub(crate) fn read_answer(
     session.check_updatable();
     // the probe waits for a transaction writing the key (an insert, a
     // delete, an update), as the claim's own probe does
-    let read = session.locate(key).and_then(|_| session.read_row(key));
+    let read = session.locate(key).and_then(|tid| session.read_row_at(key, tid));
     session.close();
     let (found, last_seen_at) = read?;
     let now = clock_now();
@@ -367,7 +368,7 @@ pub(crate) fn claim_unless_held(
                     }
                     Insert::Known(tid) => {
                         let known = settings.get_or_insert_with(|| sources::settings(conn, key.source));
-                        if let Some(found) = unrecorded(&mut session, key, now, fingerprint, raw, known) {
+                        if let Some(found) = unrecorded(&mut session, key, tid, now, fingerprint, raw, known) {
                             session.close();
                             break (found, Known::Read);
                         }

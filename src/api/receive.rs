@@ -371,8 +371,11 @@ fn webhook_receive(
         // would hold the key's row lock, which the holder's completion
         // needs (crate::wait).
         let deadline = clock_now().saturating_add(wait_us);
+        // Whether the key may exist: the wait's last look (which waited for
+        // a transaction inserting it) found it, or there was no look.
+        let mut may_exist = true;
         if mode == Mode::Claim && wait_us > 0 {
-            wait_for_holder(conn, idem_key, content, deadline, settings.max_attempts());
+            may_exist = wait_for_holder(conn, idem_key, content, deadline, settings.max_attempts());
         }
         // The guard keys on what the signature covers: the raw bytes, or
         // the canonical signed text (else a re-ordered form would be new).
@@ -380,8 +383,11 @@ fn webhook_receive(
         // A recent duplicate of a key whose body this is (the guard says
         // so, read without a lock) is answered with reads alone (issue 29):
         // the guard's locking read would take a transaction id and write.
-        // Without the guard, the claim itself answers it so.
-        let read_only = (mode == Mode::Claim && rules.replay_guard)
+        // Without the guard, the claim itself answers it so. A key the
+        // wait's look just found absent is not looked for again (issue 29:
+        // a new event's third look-up of its key): one stored since then
+        // goes the full path, which answers it as correctly, with writes.
+        let read_only = (mode == Mode::Claim && rules.replay_guard && may_exist)
             .then(|| {
                 let own_body =
                     || replay_guards::owner_unlocked(conn, source, signed.as_bytes()).as_deref() == Some(key.as_str());
@@ -414,7 +420,9 @@ fn webhook_receive(
                         (Some(content.fingerprint), content.raw, event_type.as_deref());
                     match claim_unless_held(conn, idem_key, fingerprint, raw, lease_us, event_type, waiting) {
                         Some(claimed) => break claimed,
-                        None => wait_for_holder(conn, idem_key, content, deadline, settings.max_attempts()),
+                        None => {
+                            wait_for_holder(conn, idem_key, content, deadline, settings.max_attempts());
+                        }
                     }
                 });
                 if let Some(conflict) = claimed.archived_as() {
@@ -486,7 +494,11 @@ fn check_wait(wait: Interval) -> i64 {
 /// completed, failed, parked or expired key, or a row this transaction
 /// wrote ends it at once. Nothing is locked or written meanwhile
 /// ([`crate::wait`]).
-fn wait_for_holder(conn: &Conn<'_>, key: Key<'_>, content: Content<'_>, deadline: i64, max_attempts: i32) {
+///
+/// Returns whether the last look found the key (a row visible to the
+/// latest snapshot, after waiting for a transaction inserting it).
+fn wait_for_holder(conn: &Conn<'_>, key: Key<'_>, content: Content<'_>, deadline: i64, max_attempts: i32) -> bool {
+    let mut seen = true;
     crate::wait::wait(key, deadline, |now| {
         // Each look in a memory context of its own: a long wait looks many
         // times, and what opening the table allocates is freed with it.
@@ -494,12 +506,14 @@ fn wait_for_holder(conn: &Conn<'_>, key: Key<'_>, content: Content<'_>, deadline
         // holds no palloc'd pointer); what it pallocs in the context is
         // freed with it.
         let looked = unsafe { pgrx::PgMemoryContexts::new("webhook_dedup look").switch_to(|_| store::look(conn, key)) };
+        seen = looked.is_some();
         looked
             .and_then(|looked| {
                 super::claim::held_elsewhere(&looked, now, Some(content.fingerprint), content.raw, max_attempts)
             })
             .map_or(crate::wait::Look::Done, crate::wait::Look::HeldUntil)
     });
+    seen
 }
 
 /// The keys of `source` valid at `at` for `scheme`

@@ -450,6 +450,9 @@ pub struct Session {
     /// first use (a new key needs none).
     locked: *mut pg_sys::TupleTableSlot,
     wrote: bool,
+    /// Opened by [`Session::open_to_look`]: only the primary key is open,
+    /// so nothing may be written.
+    look_only: bool,
 }
 
 impl Session {
@@ -527,7 +530,14 @@ impl Session {
             {
                 (*estate).es_result_relation_info = rri;
             }
-            pg_sys::ExecOpenIndices(rri, true);
+            // A session that only looks opens the primary key alone (the
+            // probe's and the look-up's index): the other indexes are for
+            // writes (issue 29: opening them was a tenth of a read).
+            if write {
+                pg_sys::ExecOpenIndices(rri, true);
+            } else {
+                open_primary_key(rri);
+            }
             let Some(pkey) = arbiter(rri, &layout) else {
                 pg_sys::ExecCloseIndices(rri);
                 pg_sys::FreeExecutorState(estate);
@@ -545,6 +555,7 @@ impl Session {
                 slot: pg_sys::table_slot_create(rel, std::ptr::null_mut()),
                 locked: std::ptr::null_mut(),
                 wrote: false,
+                look_only: !write,
             })
         }
     }
@@ -609,6 +620,7 @@ impl Session {
     /// READ COMMITTED or has checked that the key is not one its snapshot
     /// cannot see ([`super::visible_conflict`]).
     pub fn insert_claim(&mut self, d: &Delivery<'_>) -> Insert {
+        assert!(!self.look_only, "webhook_dedup: a session opened to look does not write");
         let now = timestamptz(d.now);
         let until = timestamptz(d.lease_until);
         let mut v = Values::empty();
@@ -742,36 +754,55 @@ impl Session {
     /// takes the row's lock, as for any other delivery). Call it while
     /// connected to SPI (the copy of `result` goes to the caller's context).
     pub fn read_row(&mut self, key: Key<'_>) -> Option<(KeyRow, i64)> {
-        const READ: [Col; 14] = [
-            Col::Source,
-            Col::IdemKey,
-            Col::State,
-            Col::Attempt,
-            Col::ClaimToken,
-            Col::LeaseExpiresAt,
-            Col::NextAttemptAt,
-            Col::Fingerprint,
-            Col::EventType,
-            Col::Result,
-            Col::LastStep,
-            Col::FirstSeenAt,
-            Col::DueAt,
-            Col::LastSeenAt,
-        ];
-        self.scan_key(key, true, |attr, ours| {
-            if ours {
-                return None;
+        self.scan_key(key, true, copy_unless_ours).flatten()
+    }
+
+    /// [`Session::read_row`] where the probe found the key at `tid`
+    /// ([`Insert::Known`], [`Session::locate`]): the version at that TID
+    /// fetched with the latest snapshot, without a second descent of the
+    /// primary key (issue 29: the descent was a fifth of a duplicate's
+    /// CPU). When that version is no longer visible (changed or deleted
+    /// and committed since the probe) or no longer has `key` (a TID is
+    /// reused only after the row was removed), the primary key is read as
+    /// [`Session::read_row`] reads it.
+    pub fn read_row_at(&mut self, key: Key<'_>, tid: pg_sys::ItemPointerData) -> Option<(KeyRow, i64)> {
+        let mut tid = tid;
+        // SAFETY: a fetch of one TID of the session's open relation into
+        // its lock slot (as heapam_fetch_row_version: a visibility check
+        // under the registered snapshot, the buffer pinned by the slot);
+        // the datums are read while the slot holds the tuple and copied
+        // out before it is cleared.
+        let fetched = unsafe {
+            if self.locked.is_null() {
+                self.locked = pg_sys::table_slot_create(self.rel, std::ptr::null_mut());
             }
-            let mut v = Values::empty();
-            for col in READ {
-                let (datum, null) = attr(col);
-                v.set(col, (!null).then_some(datum));
-            }
-            // datums of the row the scan returned, copied out while its
-            // buffer is pinned (inside the scan)
-            Some((v.key_row(), v.timestamp(Col::LastSeenAt).expect("last_seen_at is NOT NULL")))
-        })
-        .flatten()
+            let slot = self.locked;
+            pg_sys::ExecClearTuple(slot);
+            let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
+            let visible = pg_sys::table_tuple_fetch_row_version(self.rel, &mut tid, snapshot, slot);
+            pg_sys::UnregisterSnapshot(snapshot);
+            let read = visible.then(|| {
+                pg_sys::slot_getallattrs(slot);
+                let attr = |col: Col| {
+                    let at = self.layout.at[col as usize];
+                    (*(*slot).tts_values.add(at), *(*slot).tts_isnull.add(at))
+                };
+                let same = |col: Col, want: &str| {
+                    let (datum, null) = attr(col);
+                    !null && <&str>::from_datum(datum, false) == Some(want)
+                };
+                (same(Col::Source, key.source) && same(Col::IdemKey, key.idem_key)).then(|| {
+                    let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, std::ptr::null_mut());
+                    copy_unless_ours(&attr, written_here(tuple))
+                })
+            });
+            pg_sys::ExecClearTuple(slot);
+            read
+        };
+        match fetched {
+            Some(Some(row)) => row,
+            _ => self.read_row(key),
+        }
     }
 
     /// Find `key`'s row through the primary key with the latest snapshot
@@ -825,14 +856,7 @@ impl Session {
                         pg_sys::heap_getattr(tuple, self.layout.at[col as usize] as i32 + 1, desc, &mut is_null);
                     (datum, is_null)
                 };
-                // Written by this transaction: its raw xmin is one of ours
-                // (never hinted committed, nor frozen, while it runs).
-                // HeapTupleHeaderGetXmin is ambiguous in pgrx's PostgreSQL
-                // 18 bindings, so the header is read as it does.
-                let header = &*(*tuple).t_data;
-                let ours = header.t_infomask & pg_sys::HEAP_XMIN_COMMITTED as u16 == 0
-                    && pg_sys::TransactionIdIsCurrentTransactionId(header.t_choice.t_heap.t_xmin);
-                read(&attr, ours)
+                read(&attr, written_here(tuple))
             });
             pg_sys::systable_endscan(scan);
             pg_sys::UnregisterSnapshot(snapshot);
@@ -924,6 +948,7 @@ impl Session {
     /// for updates without a usable replica identity
     /// ([`Session::check_updatable`]).
     pub fn update(&mut self, tid: pg_sys::ItemPointerData, values: &Values) {
+        assert!(!self.look_only, "webhook_dedup: a session opened to look does not write");
         self.check_updatable();
         // SAFETY: the values are the locked row's (its buffer stays pinned
         // by the lock slot until the next lock or close) or of the call.
@@ -1027,10 +1052,47 @@ impl Session {
     }
 }
 
+/// `ExecOpenIndices` (speculative) for the primary key alone: the one
+/// index a session that only looks uses (to probe and to find a key).
+/// Without a primary key no index is open, and [`arbiter`] declines.
+///
+/// # Safety
+/// `rri` is a result relation without open indexes; what is opened is
+/// closed by `ExecCloseIndices`, as for `ExecOpenIndices`.
+unsafe fn open_primary_key(rri: *mut pg_sys::ResultRelInfo) {
+    // SAFETY: as ExecOpenIndices, for one index: the arrays are allocated
+    // in the current (executor state's) memory context.
+    unsafe {
+        (*rri).ri_NumIndices = 0;
+        #[cfg(not(feature = "pg18"))]
+        let pkey = pg_sys::RelationGetPrimaryKeyIndex((*rri).ri_RelationDesc);
+        #[cfg(feature = "pg18")]
+        let pkey = pg_sys::RelationGetPrimaryKeyIndex((*rri).ri_RelationDesc, false);
+        if pkey == pg_sys::InvalidOid {
+            return;
+        }
+        let index = pg_sys::index_open(pkey, pg_sys::RowExclusiveLock as pg_sys::LOCKMODE);
+        let info = pg_sys::BuildIndexInfo(index);
+        if (*info).ii_Unique {
+            pg_sys::BuildSpeculativeIndexInfo(index, info);
+        }
+        let descs: *mut pg_sys::Relation = pg_sys::palloc(std::mem::size_of::<pg_sys::Relation>()).cast();
+        let infos: *mut *mut pg_sys::IndexInfo = pg_sys::palloc(std::mem::size_of::<*mut pg_sys::IndexInfo>()).cast();
+        *descs = index;
+        *infos = info;
+        (*rri).ri_IndexRelationDescs = descs;
+        (*rri).ri_IndexRelationInfo = infos;
+        (*rri).ri_NumIndices = 1;
+    }
+}
+
 /// The primary key, if it is on `(idem_key, source)` and every unique index
 /// is immediate and none is an exclusion constraint (a deferred check
 /// would need an AFTER trigger the executor queues and this module does
 /// not).
+///
+/// For a session that only looks ([`open_primary_key`]) the other indexes
+/// are not open, and not checked: they matter to writes alone.
 ///
 /// # Safety
 /// `rri` has its indexes open.
@@ -1085,6 +1147,56 @@ unsafe fn arbiter(rri: *mut pg_sys::ResultRelInfo, layout: &Layout) -> Option<Oi
     }
 }
 
+/// Whether this transaction wrote `tuple`: its raw xmin is one of ours
+/// (never hinted committed, nor frozen, while it runs).
+/// HeapTupleHeaderGetXmin is ambiguous in pgrx's PostgreSQL 18 bindings,
+/// so the header is read as it does.
+///
+/// # Safety
+/// `tuple` is a heap tuple whose buffer is pinned.
+unsafe fn written_here(tuple: pg_sys::HeapTuple) -> bool {
+    // SAFETY: per the contract.
+    unsafe {
+        let header = &*(*tuple).t_data;
+        header.t_infomask & pg_sys::HEAP_XMIN_COMMITTED as u16 == 0
+            && pg_sys::TransactionIdIsCurrentTransactionId(header.t_choice.t_heap.t_xmin)
+    }
+}
+
+/// The columns [`Session::read_row`] copies of a key's row.
+const READ: [Col; 14] = [
+    Col::Source,
+    Col::IdemKey,
+    Col::State,
+    Col::Attempt,
+    Col::ClaimToken,
+    Col::LeaseExpiresAt,
+    Col::NextAttemptAt,
+    Col::Fingerprint,
+    Col::EventType,
+    Col::Result,
+    Col::LastStep,
+    Col::FirstSeenAt,
+    Col::DueAt,
+    Col::LastSeenAt,
+];
+
+/// A read row copied ([`Values::key_row`]) with its `last_seen_at`, or
+/// None when this transaction wrote it (`ours`). `attr` gives the datums of
+/// a row whose buffer is pinned while this runs; call it while connected
+/// to SPI.
+fn copy_unless_ours(attr: &dyn Fn(Col) -> (Datum, bool), ours: bool) -> Option<(KeyRow, i64)> {
+    if ours {
+        return None;
+    }
+    let mut v = Values::empty();
+    for col in READ {
+        let (datum, null) = attr(col);
+        v.set(col, (!null).then_some(datum));
+    }
+    Some((v.key_row(), v.timestamp(Col::LastSeenAt).expect("last_seen_at is NOT NULL")))
+}
+
 /// `ExecCheckIndexConstraints`, whose arguments changed in PostgreSQL 14
 /// (the result relation) and 18 (the TID of a tuple being updated).
 ///
@@ -1131,6 +1243,7 @@ unsafe fn insert_index_tuples(
     let conflict = conflict.map_or(std::ptr::null_mut(), |c| c as *mut bool);
     // SAFETY: forwarded (caller).
     unsafe {
+        super::index_predicates::reuse(rri);
         #[cfg(feature = "pg13")]
         {
             let _ = rri;
@@ -1162,6 +1275,7 @@ unsafe fn insert_index_tuples_for_update(
 ) -> *mut pg_sys::List {
     // SAFETY: forwarded (caller).
     unsafe {
+        super::index_predicates::reuse(rri);
         #[cfg(feature = "pg13")]
         {
             let _ = (rri, only_summarizing);

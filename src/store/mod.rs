@@ -35,6 +35,7 @@ pub mod citus;
 pub mod claim;
 pub mod direct;
 pub mod expiry;
+mod index_predicates;
 pub mod local_shard;
 pub mod outbox;
 pub mod queue;

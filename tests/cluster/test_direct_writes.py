@@ -421,3 +421,68 @@ def test_key_columns_in_another_collation_and_a_type_modifier(cluster):
         with cluster.connect() as conn:
             conn.execute("DROP EXTENSION webhook_dedup")
             conn.execute("CREATE EXTENSION webhook_dedup")
+
+
+def test_partial_indexes_hold_exactly_their_rows_across_calls(cluster):
+    """Issue 29: the compiled predicates of the keys table's partial indexes
+    (keys_open, keys_expiry) are kept by the backend across calls and
+    transactions (src/store/index_predicates.rs). One session claims,
+    completes and fails keys over many transactions; amcheck then finds
+    every row that satisfies an index's predicate in that index
+    (heapallindexed), and a scan through each partial index returns exactly
+    the rows a sequential scan does. Then, in the same session, keys_open is
+    replaced by an index of the same name with another predicate, and an
+    index is added whose predicate calls a PL/pgSQL function (compiled per
+    call, not kept): the same checks hold for them."""
+    with cluster.connect() as conn:
+        conn.execute("DROP DATABASE IF EXISTS predicates WITH (FORCE)")
+        conn.execute("CREATE DATABASE predicates")
+    db = lambda: cluster.connect(dbname="predicates")  # noqa: E731
+    with db() as admin:
+        admin.execute("CREATE EXTENSION webhook_dedup")
+        admin.execute("CREATE EXTENSION amcheck")
+    indexes = {"keys_open": "state <> 'completed'", "keys_expiry": "state = 'completed'"}
+
+    def check(admin):
+        for index, predicate in indexes.items():
+            admin.execute("SELECT bt_index_check(%s::regclass, heapallindexed => true)", (f"webhook_dedup.{index}",))
+            admin.execute("SET enable_seqscan = off")
+            admin.execute("SET enable_bitmapscan = off")
+            query = f"SELECT count(*) FROM webhook_dedup.keys WHERE {predicate}"
+            plan = "\n".join(r[0] for r in admin.execute(f"EXPLAIN {query}").fetchall())
+            assert index in plan, plan
+            through_index = admin.execute(query).fetchone()[0]
+            admin.execute("RESET enable_seqscan")
+            admin.execute("RESET enable_bitmapscan")
+            admin.execute("SET enable_indexscan = off")
+            admin.execute("SET enable_indexonlyscan = off")
+            admin.execute("SET enable_bitmapscan = off")
+            assert admin.execute(query).fetchone()[0] == through_index, index
+            admin.execute("RESET ALL")
+
+    def work(session, prefix, n=120):
+        for i in range(n):
+            key = f"{prefix}-{i}"
+            token = session.execute("SELECT claim_token FROM webhook_dedup.webhook_claim('s', %s)", (key,)).fetchone()[0]
+            if i % 3 == 0:
+                session.execute("SELECT webhook_dedup.webhook_complete('s', %s, %s, '{}')", (key, token))
+            elif i % 3 == 1:
+                session.execute("SELECT webhook_dedup.webhook_fail('s', %s, %s, 'boom')", (key, token))
+
+    with db() as session, db() as admin:
+        session.execute("SET webhook_dedup.direct_writes = on")
+        work(session, "a")
+        check(admin)
+        assert admin.execute("SELECT count(*) FILTER (WHERE state = 'completed'), count(*) FILTER (WHERE state ="
+                             " 'failed') FROM webhook_dedup.keys").fetchone() == (40, 40)
+        admin.execute("DROP INDEX webhook_dedup.keys_open")
+        admin.execute("CREATE INDEX keys_open ON webhook_dedup.keys (due_at) WHERE state = 'failed'")
+        indexes["keys_open"] = "state = 'failed'"
+        admin.execute("CREATE FUNCTION public.still_open(s text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE"
+                      " AS $$ BEGIN RETURN s <> 'completed'; END $$")
+        admin.execute("CREATE INDEX keys_custom ON webhook_dedup.keys (first_seen_at) WHERE public.still_open(state)")
+        indexes["keys_custom"] = "public.still_open(state)"
+        work(session, "b")
+        check(admin)
+    with cluster.connect() as conn:
+        conn.execute("DROP DATABASE predicates WITH (FORCE)")
