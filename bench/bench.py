@@ -12,8 +12,9 @@ workloads ran.
 Scenarios (all by default; name some to run only those):
 
   cpu       CPU time of one backend per call (/proc/PID/schedstat around a
-            PL/pgSQL loop of 3,000 calls, plans cached): stable on a noisy
-            machine, unlike throughput
+            PL/pgSQL loop of 3,000 calls, plans cached; the webhook_receive
+            and pgcrypto loops commit each call): steadier than throughput
+            on a noisy machine
   claim     pgbench: webhook_claim against the guides' INSERT ... ON CONFLICT
             DO NOTHING RETURNING and the hand-written PL/pgSQL claim, new keys
             and a 30% duplicate mix

@@ -432,8 +432,10 @@ def test_partial_indexes_hold_exactly_their_rows_across_calls(cluster):
     (heapallindexed), and a scan through each partial index returns exactly
     the rows a sequential scan does. Then, in the same session, keys_open is
     replaced by an index of the same name with another predicate, and an
-    index is added whose predicate calls a PL/pgSQL function (compiled per
-    call, not kept): the same checks hold for them."""
+    index is added whose predicate calls a PL/pgSQL function and one whose
+    predicate reads the whole row (both compiled per call, not kept): the
+    same checks hold for them, and the memory the session keeps for the
+    predicates does not grow with further calls."""
     with cluster.connect() as conn:
         conn.execute("DROP DATABASE IF EXISTS predicates WITH (FORCE)")
         conn.execute("CREATE DATABASE predicates")
@@ -482,7 +484,20 @@ def test_partial_indexes_hold_exactly_their_rows_across_calls(cluster):
                       " AS $$ BEGIN RETURN s <> 'completed'; END $$")
         admin.execute("CREATE INDEX keys_custom ON webhook_dedup.keys (first_seen_at) WHERE public.still_open(state)")
         indexes["keys_custom"] = "public.still_open(state)"
+        # a predicate on the whole row: compiled per call (its evaluation
+        # keeps a tuple descriptor of the call's executor state)
+        admin.execute("CREATE INDEX keys_whole ON webhook_dedup.keys (attempt) WHERE keys IS NOT NULL")
+        indexes["keys_whole"] = "keys IS NOT NULL"
         work(session, "b")
+        check(admin)
+        # what the session keeps for the predicates does not grow with its
+        # calls (a predicate that is not kept leaves nothing behind)
+        kept = ("SELECT sum(total_bytes) FROM pg_backend_memory_contexts"
+                " WHERE name LIKE 'webhook_dedup index predicate%'")
+        before = session.execute(kept).fetchone()[0]
+        assert before is not None
+        work(session, "c", 300)
+        assert session.execute(kept).fetchone()[0] == before
         check(admin)
     with cluster.connect() as conn:
         conn.execute("DROP DATABASE predicates WITH (FORCE)")

@@ -93,6 +93,7 @@ PROSE = {
     "wal_lz4": "lz4 {R}",
     "bulk_s": "100,000 keys in one transaction in {S}",
     "citus": "Citus coordinator {R}",
+    "storm": "retry storm {R}",
 }
 
 # Which row of the main run's table each metric is: (workload, compared
@@ -115,7 +116,8 @@ TABLE = {
     "bulk_s": (r"one transaction claiming 100,000 keys", r""),
 }
 
-# Every run must give these (the Citus scenario is newer than some runs).
+# Every run must give these (the Citus and storm scenarios are newer than
+# some runs).
 CORE = set(TABLE)
 
 # What each metric is called in the README's "What it costs".
@@ -136,6 +138,7 @@ README_PHRASES = {
     "wal": "eventual removal: {R} the plain insert",
     "wal_lz4": "{R} with `wal_compression = lz4`",
     "citus": "through the coordinator {R}",
+    "storm": "a retry storm (90% duplicates of completed keys): {R}",
 }
 
 # A list of ratios after "target(s)" or "0.1.0:" ("0.95× and 0.9×",
