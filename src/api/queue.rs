@@ -126,6 +126,31 @@ fn unrecorded(
     (!claim::records_touch(recorded, found.fingerprint.is_none(), last_seen_at, now, interval)).then_some(found)
 }
 
+/// A recent duplicate enqueue of `key` answered from reads alone, before
+/// any other statement of the call (`webhook_receive` in enqueue mode with
+/// the replay guard, whose guard statement would lock and write): the
+/// key's row read as [`unrecorded`] reads it, then `confirm` (the guard
+/// names this key), then the delivery counted as [`enqueue_one`] counts a
+/// duplicate. `None`: no such key, or a delivery that must be written;
+/// nothing was counted.
+pub(crate) fn read_answer(
+    conn: &Conn<'_>,
+    key: Key<'_>,
+    fingerprint: &[u8],
+    raw: Option<&[u8]>,
+    confirm: impl FnOnce() -> bool,
+) -> Option<Enqueued> {
+    let found = unrecorded(conn, key, clock_now(), fingerprint, raw)?;
+    if !confirm() {
+        return None;
+    }
+    // unrecorded answers a duplicate only (a conflict is recorded)
+    let counter =
+        if found.state == State::Completed { Counter::DuplicatesOfCompleted } else { Counter::DuplicatesInProgress };
+    metrics::count(key.source, found.event_type.as_deref(), counter, true);
+    Some(Enqueued::Duplicate)
+}
+
 /// What `webhook_receive` (or `webhook_dedup.reconcile`) read of a delivery
 /// it enqueues, for the archive and the metrics.
 #[derive(Debug, Clone, Copy)]

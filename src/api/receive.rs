@@ -398,7 +398,17 @@ fn webhook_receive(
                 read_answer(conn, idem_key, fingerprint, raw, event_type.as_deref(), waiting, own_body)
             })
             .flatten();
-        if rules.replay_guard && read_only.is_none() {
+        // The same in enqueue mode: a recent duplicate of this key whose
+        // body this is, answered with reads alone (the enqueue of a key
+        // gone meanwhile stores it again, and takes the guard's lock).
+        let enqueued = (mode == Mode::Enqueue && rules.replay_guard)
+            .then(|| {
+                let own_body =
+                    || replay_guards::owner_unlocked(conn, source, signed.as_bytes()).as_deref() == Some(key.as_str());
+                super::queue::read_answer(conn, idem_key, content.fingerprint, content.raw, own_body)
+            })
+            .flatten();
+        if rules.replay_guard && read_only.is_none() && enqueued.is_none() {
             if let Some(replayed) = replay_guard(conn, idem_key, signed.as_bytes(), content, mode) {
                 metrics::count(source, event_type.as_deref(), Counter::Replayed, false);
                 return Answer {
@@ -450,16 +460,18 @@ fn webhook_receive(
             }
             Mode::Enqueue => {
                 let event_id = (!body_hash).then_some(event_id.as_str());
-                let outcome = enqueue_one(
-                    conn,
-                    idem_key,
-                    body,
-                    content.fingerprint,
-                    content.raw,
-                    event_type.as_deref(),
-                    None,
-                    Some(Intake { event_id, headers: given_headers, reconciled: false }),
-                );
+                let outcome = enqueued.unwrap_or_else(|| {
+                    enqueue_one(
+                        conn,
+                        idem_key,
+                        body,
+                        content.fingerprint,
+                        content.raw,
+                        event_type.as_deref(),
+                        None,
+                        Some(Intake { event_id, headers: given_headers, reconciled: false }),
+                    )
+                });
                 Answer { idem_key: Some(key), outcome: Some(outcome.as_str().into()), ..read }
             }
         }
@@ -611,7 +623,11 @@ struct Content<'a> {
 /// payload (`webhook_next` retries it); `unknown_outcome`, `dead_lettered`;
 /// in enqueue mode, `duplicate` for all of these. The guard row is locked
 /// before the owner is read, so a redelivery of the owner that is
-/// reclaiming it right now is waited for.
+/// reclaiming it right now is waited for; except that an answer the
+/// owner's committed state decides is first given from reads alone, the
+/// guard and the owner read without a lock (issue 29: a replay then takes
+/// no transaction id), where a recent duplicate may be
+/// ([`super::claim::duplicate_read_interval`]).
 fn replay_guard(
     conn: &Conn<'_>,
     key: Key<'_>,
@@ -622,36 +638,59 @@ fn replay_guard(
     let now = clock_now();
     // A round ends unless the guard row was pruned between its insert and
     // its read, which cannot keep happening; three rounds are plenty.
-    for _ in 0..3 {
-        let owner = match replay_guards::claim(conn, key.source, body_sha256, key.idem_key, now) {
+    for round in 0..3 {
+        if replay_guards::insert(conn, key.source, body_sha256, key.idem_key, now) {
+            return None;
+        }
+        // A replayed body whose answer the owner's committed state decides
+        // is answered from reads alone (issue 29), under the conditions of
+        // a recent duplicate's read: the guard's locking read would take a
+        // transaction id and write. Ordered before any change committing
+        // meanwhile, as that read is; a body the delivery may take over
+        // (answer None) takes the lock below, as before.
+        if round == 0 && super::claim::duplicate_read_interval().is_some() {
+            let owner = replay_guards::owner_unlocked(conn, key.source, body_sha256).filter(|o| o != key.idem_key);
+            if let Some(owner) = owner {
+                let found = replay_guards::owner(conn, key.source, &owner);
+                if let Some((outcome, result)) = found.and_then(|o| replayed_answer(o, content, mode)) {
+                    return Some(Replayed { idem_key: owner, outcome: outcome.as_str(), result });
+                }
+            }
+        }
+        let owner = match replay_guards::lock(conn, key.source, body_sha256, key.idem_key) {
             Guard::Ours => return None,
             Guard::Gone => continue,
             Guard::Theirs(owner) => owner,
         };
         let found = replay_guards::owner(conn, key.source, &owner);
-        let answer = found.and_then(|o| {
-            let took_it = o
-                .fingerprint
-                .as_deref()
-                .is_none_or(|f| super::claim::same_bytes(Some(f), Some(content.fingerprint), content.raw) == Some(f));
-            let outcome = match (o.state, mode) {
-                _ if !took_it => return None,
-                (State::Failed, _) if !o.queued => return None,
-                (_, Mode::Enqueue) | (State::Completed, Mode::Claim) => Outcome::Duplicate,
-                (State::Processing | State::Pending | State::Failed, Mode::Claim) => Outcome::InProgress,
-                (State::UnknownOutcome, Mode::Claim) => Outcome::UnknownOutcome,
-                (State::DeadLettered, Mode::Claim) => Outcome::DeadLettered,
-            };
-            let result = if o.state == State::Completed { o.result } else { None };
-            Some((outcome, result))
-        });
-        match answer {
+        match found.and_then(|o| replayed_answer(o, content, mode)) {
             Some((outcome, result)) => return Some(Replayed { idem_key: owner, outcome: outcome.as_str(), result }),
             None if replay_guards::take_over(conn, key.source, body_sha256, key.idem_key, now) => return None,
             None => continue,
         }
     }
     store::serialization_failure()
+}
+
+/// The answer to a replayed body from its owner as read: `None` when the
+/// delivery may take the body over (the owner took other content, or
+/// failed without a payload to retry), else the owner's outcome for this
+/// mode and its stored result when completed.
+fn replayed_answer(o: replay_guards::Owner, content: Content<'_>, mode: Mode) -> Option<(Outcome, Option<Jsonb>)> {
+    let took_it = o
+        .fingerprint
+        .as_deref()
+        .is_none_or(|f| super::claim::same_bytes(Some(f), Some(content.fingerprint), content.raw) == Some(f));
+    let outcome = match (o.state, mode) {
+        _ if !took_it => return None,
+        (State::Failed, _) if !o.queued => return None,
+        (_, Mode::Enqueue) | (State::Completed, Mode::Claim) => Outcome::Duplicate,
+        (State::Processing | State::Pending | State::Failed, Mode::Claim) => Outcome::InProgress,
+        (State::UnknownOutcome, Mode::Claim) => Outcome::UnknownOutcome,
+        (State::DeadLettered, Mode::Claim) => Outcome::DeadLettered,
+    };
+    let result = if o.state == State::Completed { o.result } else { None };
+    Some((outcome, result))
 }
 
 /// SQL functions in schema `webhook_dedup`.

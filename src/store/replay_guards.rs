@@ -18,7 +18,9 @@
 //!    owner's row without a write (issue 29, `crate::api::receive`) reads
 //!    the guard without the lock ([`owner_unlocked`]): it changes nothing a
 //!    take-over decides on, and a take-over committing meanwhile is ordered
-//!    after it.
+//!    after it. So does a replayed body whose answer the owner's committed
+//!    state decides (a duplicate of a completed owner, in progress, ...):
+//!    only a delivery that may take the body over locks it.
 //!
 //! Reads and writes only; the decision is the caller's. Rows are pruned by
 //! maintenance after the source's retention (from `seen_at`), once their
@@ -64,12 +66,23 @@ pub enum Guard {
 
 /// Give the body `body_sha256` of `source` to `idem_key` if it has no
 /// guard yet, else lock the guard and say whose it is. `now` in
-/// microseconds (PostgreSQL epoch).
+/// microseconds (PostgreSQL epoch). [`insert`], then [`lock`].
+pub fn claim(conn: &Conn<'_>, source: &str, body_sha256: &[u8], idem_key: &str, now: i64) -> Guard {
+    if insert(conn, source, body_sha256, idem_key, now) {
+        return Guard::Ours;
+    }
+    lock(conn, source, body_sha256, idem_key)
+}
+
+/// Give the body `body_sha256` of `source` to `idem_key` if it has no
+/// guard yet (true). A body that has one is left alone: the insert finds
+/// the committed row (waiting for a transaction inserting it) and writes
+/// nothing, takes no lock and no transaction id.
 /// On Citus, on the node that holds the source, the insert runs on the
 /// source's shard itself (the local-shard fast path,
 /// `crate::store::local_shard`): the same statement, without Citus's
 /// planning of it.
-pub fn claim(conn: &Conn<'_>, source: &str, body_sha256: &[u8], idem_key: &str, now: i64) -> Guard {
+pub fn insert(conn: &Conn<'_>, source: &str, body_sha256: &[u8], idem_key: &str, now: i64) -> bool {
     let on_shard = super::local_shard::replay_guards(conn, source).and_then(|shard| {
         let statement = INSERT.on_relation("webhook_dedup.replay_guards", shard)?;
         super::local_shard::trace(source, || {
@@ -80,9 +93,12 @@ pub fn claim(conn: &Conn<'_>, source: &str, body_sha256: &[u8], idem_key: &str, 
     let insert = on_shard.as_deref().unwrap_or(&INSERT);
     let inserted =
         conn.execute(insert, &[arg(source), arg(body_sha256), arg(idem_key), arg(timestamptz(now))], Snap::Statement);
-    if !inserted.is_empty() {
-        return Guard::Ours;
-    }
+    !inserted.is_empty()
+}
+
+/// Lock the guard of a body that has one (after [`insert`] found it) and
+/// say whose it is.
+pub fn lock(conn: &Conn<'_>, source: &str, body_sha256: &[u8], idem_key: &str) -> Guard {
     // The conflicting row is committed (the insert waited for it). Under
     // READ COMMITTED the locking read finds its newest version; under
     // REPEATABLE READ PostgreSQL raises 40001 when that is newer than the

@@ -134,6 +134,64 @@ def test_webhook_receive_answers_a_recent_duplicate_with_a_read(connect, source)
         assert row(conn, source, key) == before
 
 
+def test_a_replayed_body_of_a_decided_owner_is_a_read(connect, source):
+    """The same signed body under a new delivery id (a replay): answered as
+    the key it first came with, without a lock on the guard, a transaction
+    id or a write; a body its delivery may take over (the owner failed,
+    nothing retries it) still locks the guard and takes it over."""
+    body = b'{"zen": "Design for failure."}'
+
+    def headers(delivery, signed=body):
+        signature = "sha256=" + hmac.new(b"s3cret", signed, hashlib.sha256).hexdigest()
+        return json.dumps({"x-github-delivery": delivery, "x-github-event": "ping", "x-hub-signature-256": signature})
+    call = ("SELECT outcome, claim_token, idem_key, result FROM webhook_dedup.webhook_receive('github', %s, %s::jsonb,"
+            " ARRAY['s3cret'], source => %s)")
+    guard = ("SELECT idem_key, xmin::text, xmax::text FROM webhook_dedup.replay_guards"
+             " WHERE source = %s")
+    with connect() as conn:
+        outcome, token, owner, _ = conn.execute(call, (body, headers("d-1"), source)).fetchone()
+        assert outcome == "claimed"
+        conn.execute("SELECT webhook_dedup.webhook_complete(%s, %s, %s, '{\"status\": 200}')", (source, owner, token))
+        before = conn.execute(guard, (source,)).fetchall()
+        with conn.transaction():
+            outcome, _, key, result = conn.execute(call, (body, headers("d-2"), source)).fetchone()
+            assert (outcome, key, result) == ("duplicate", owner, {"status": 200})
+            assert one(conn, "SELECT pg_current_xact_id_if_assigned()") is None
+        assert conn.execute(guard, (source,)).fetchall() == before
+        assert one(conn, "SELECT count(*) FROM webhook_dedup.keys WHERE source = %s", (source,)) == 1
+
+        # the owner fails for good: a replay takes the body over, with the lock
+        other, failing = f"{source}-f", body + b" "
+        outcome, token, owner, _ = conn.execute(call, (failing, headers("d-3", failing), other)).fetchone()
+        assert outcome == "claimed"
+        assert one(conn, "SELECT webhook_dedup.webhook_fail(%s, %s, %s, 'boom')", (other, owner, token)) == "failed"
+        with conn.transaction():
+            outcome, _, key, _ = conn.execute(call, (failing, headers("d-4", failing), other)).fetchone()
+            assert (outcome, key != owner) == ("claimed", True)
+            assert one(conn, "SELECT pg_current_xact_id_if_assigned()") is not None
+
+
+def test_a_recent_duplicate_received_in_enqueue_mode_is_a_read(connect, source):
+    """webhook_receive in enqueue mode with the replay guard (github): a
+    duplicate of a stored key whose body this is takes no transaction id
+    and leaves the key and the guard as they were."""
+    body = b'{"zen": "Practicality beats purity."}'
+    signature = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
+    headers = json.dumps({"x-github-delivery": "e-1", "x-github-event": "ping", "x-hub-signature-256": signature})
+    call = ("SELECT outcome, idem_key FROM webhook_dedup.webhook_receive('github', %s, %s::jsonb,"
+            " ARRAY['s3cret'], source => %s, mode => 'enqueue')")
+    guard = "SELECT idem_key, xmin::text, xmax::text FROM webhook_dedup.replay_guards WHERE source = %s"
+    with connect() as conn:
+        outcome, key = conn.execute(call, (body, headers, source)).fetchone()
+        assert outcome == "accepted"
+        before, guarded = row(conn, source, key), conn.execute(guard, (source,)).fetchall()
+        with conn.transaction():
+            assert conn.execute(call, (body, headers, source)).fetchone() == ("duplicate", key)
+            assert one(conn, "SELECT pg_current_xact_id_if_assigned()") is None
+        assert row(conn, source, key) == before
+        assert conn.execute(guard, (source,)).fetchall() == guarded
+
+
 def test_a_receiver_cannot_change_the_interval(connect):
     with connect() as conn:
         conn.execute("DROP ROLE IF EXISTS reads_receiver")
