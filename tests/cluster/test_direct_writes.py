@@ -33,6 +33,7 @@ import psycopg
 import pytest
 
 from own_cluster import OwnCluster
+import server_build
 
 # What a key's row says, without what differs between any two runs
 # (tokens, times): compared across the two modes.
@@ -323,6 +324,7 @@ def test_extra_indexes_and_a_publication(cluster):
     the index-unchanged hint must leave correct), then a publication of
     updates without a replica identity (the UPDATE is refused, 55000)."""
     with cluster.connect() as conn:
+        server_build.require(conn, "icu")
         conn.execute("CREATE COLLATION IF NOT EXISTS ci (provider = icu, locale = 'und-u-ks-level2',"
                      " deterministic = false)")
         conn.execute("CREATE UNIQUE INDEX keys_ci ON webhook_dedup.keys (source, idem_key COLLATE ci)")
@@ -392,6 +394,7 @@ def test_key_columns_in_another_collation_and_a_type_modifier(cluster):
     The views over the columns go first (they pin the columns' types), and
     come back with a fresh install."""
     with cluster.connect() as conn:
+        server_build.require(conn, "icu")
         conn.execute("CREATE COLLATION IF NOT EXISTS ci (provider = icu, locale = 'und-u-ks-level2',"
                      " deterministic = false)")
         conn.execute("DROP EXTENSION webhook_dedup")
@@ -437,6 +440,7 @@ def test_partial_indexes_hold_exactly_their_rows_across_calls(cluster):
     same checks hold for them, and the memory the session keeps for the
     predicates does not grow with further calls."""
     with cluster.connect() as conn:
+        server_build.require(conn, "amcheck")
         conn.execute("DROP DATABASE IF EXISTS predicates WITH (FORCE)")
         conn.execute("CREATE DATABASE predicates")
     db = lambda: cluster.connect(dbname="predicates")  # noqa: E731

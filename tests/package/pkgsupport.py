@@ -61,14 +61,22 @@ def without_third_party(paths, expected: Expected) -> set:
     return {p for p in paths if not p.startswith(folder)}
 
 
+def debian_dirs(expected: Expected) -> tuple:
+    """Where the package puts the library and the extension's files: Debian's
+    layout for the major (postgresql-common), whichever build compiled it (a
+    major Debian 12 lacks is built against a PyPI build, scripts/lib.sh)."""
+    return (f"/usr/lib/postgresql/{expected.pg_major}/lib",
+            f"/usr/share/postgresql/{expected.pg_major}/extension")
+
+
 def expected_files(expected: Expected) -> set:
     """Every regular file the package installs, but the third-party licence
     files (see without_third_party)."""
-    ext = f"{pg_config('--sharedir')}/extension"
+    lib, ext = debian_dirs(expected)
     upgrades = {f"{ext}/{p.name}" for p in (ROOT / "sql").glob("webhook_dedup--*--*.sql")}
     doc = f"/usr/share/doc/{expected.name}"
     return {
-        f"{pg_config('--pkglibdir')}/webhook_dedup.so",
+        f"{lib}/webhook_dedup.so",
         f"{ext}/webhook_dedup.control",
         f"{ext}/webhook_dedup--{expected.version}.sql",
         f"{doc}/copyright",

@@ -5,12 +5,16 @@ and a server that runs from them.
 The server: PostgreSQL finds its share and library directories relative to
 its own executable when they share a prefix with the configured ones (as
 Debian's /usr/lib/postgresql/N/bin, /usr/share/postgresql/N and
-/usr/lib/postgresql/N/lib do; src/port/path.c, make_relative_path). So a
-copy of the installed PostgreSQL under a temporary root, without any
-webhook_dedup file, plus the package extracted over it (dpkg-deb -x), is a
-PostgreSQL whose only webhook_dedup is the package's; a cluster of it
-preloads the library, creates the extension and claims. Nothing outside
-the temporary root changes, so this runs next to other clusters.
+/usr/lib/postgresql/N/lib do, and a PyPI build's; src/port/path.c,
+make_relative_path). So a copy of the PostgreSQL the package is for under
+a temporary root, without any webhook_dedup file, plus the package's
+library and extension files (dpkg-deb -x, then into the copy's library and
+extension directories: for Debian's build that is where the package puts
+them, for a PyPI build of another major they move from Debian's layout to
+the build's), is a PostgreSQL whose only webhook_dedup is the package's; a
+cluster of it preloads the library, creates the extension and claims.
+Nothing outside the temporary root changes, so this runs next to other
+clusters.
 
 Runs as root (the cluster runs as WEBHOOK_DEDUP_PG_OS_USER), with
 WEBHOOK_DEDUP_PG_BIN naming the installed PostgreSQL's bin directory.
@@ -28,7 +32,7 @@ from pathlib import Path
 import pytest
 from own_cluster import OwnCluster, wait_for
 
-from pkgsupport import ROOT, expected_files, pg_config, run, without_third_party
+from pkgsupport import ROOT, debian_dirs, expected_files, pg_config, run, without_third_party
 
 
 def field(deb: Path, name: str) -> str:
@@ -88,7 +92,7 @@ def test_copyright_and_changelog(deb, expected, tmp_path):
 
 
 @pytest.fixture
-def relocated(deb):
+def relocated(deb, expected):
     """A copy of the installed PostgreSQL with the package's files as its only webhook_dedup."""
     if os.geteuid() != 0:
         pytest.fail("run as root: the cluster runs as another user", pytrace=False)
@@ -97,9 +101,19 @@ def relocated(deb):
     top.chmod(0o755)
     not_ours = shutil.ignore_patterns("webhook_dedup*", "bitcode")
     try:
-        for d in (bindir, pkglibdir, sharedir):
-            shutil.copytree(d, top / d.relative_to("/"), symlinks=True, ignore=not_ours)
-        run(["dpkg-deb", "-x", str(deb), str(top)])
+        # a PyPI build (scripts/lib.sh ensure_pg_wheel: the unpacked wheel,
+        # with a .wheel stamp) whole: its programs find their libpq in
+        # <name>.libs beside the build (RPATH $ORIGIN/../../../<name>.libs)
+        wheel = next((p for p in bindir.parents if (p / ".wheel").is_file()), None)
+        for d in [wheel] if wheel else (bindir, pkglibdir, sharedir):
+            shutil.copytree(d, top / d.relative_to("/"), symlinks=True, ignore=not_ours, dirs_exist_ok=True)
+        package = top / "package"
+        run(["dpkg-deb", "-x", str(deb), str(package)])
+        lib, ext = (Path(d) for d in debian_dirs(expected))
+        for src, dest in ((package / lib.relative_to("/"), top / pkglibdir.relative_to("/")),
+                          (package / ext.relative_to("/"), top / sharedir.relative_to("/") / "extension")):
+            for f in src.iterdir():
+                shutil.copy2(f, dest / f.name)
         for d in (top / bindir.relative_to("/"), top / pkglibdir.relative_to("/"), top / sharedir.relative_to("/")):
             assert d.is_dir()
         yield top, top / bindir.relative_to("/")
