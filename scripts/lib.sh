@@ -189,12 +189,23 @@ ensure_venv() {
     fi
 }
 
-# The Express example's packages, exactly as its package-lock.json pins them
-# (npm ci); again only when the lock file changed.
+# The Node.js client package (clients/node: its devDependencies as its
+# package-lock.json pins them, then `tsc` into dist/), built again when its
+# lock file or a source changed; then the Express example's packages, exactly
+# as its package-lock.json pins them (npm ci; the client package is linked
+# in from clients/node), again only when the lock file changed.
 ensure_node_modules() {
-    local dir=$ROOT/examples/express
-    local stamp=$dir/node_modules/.package-lock.sha256
+    local client=$ROOT/clients/node
+    local stamp=$client/node_modules/.dist-sources.sha256
     local want
+    want=$(cd "$client" && cat package-lock.json tsconfig.json src/*.ts | sha256sum | cut -d' ' -f1)
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        log "building the Node.js client package (clients/node: npm ci, tsc)"
+        (cd "$client" && npm ci --no-audit --no-fund --loglevel=error && rm -rf dist && npm run --silent build)
+        echo "$want" > "$stamp"
+    fi
+    local dir=$ROOT/examples/express
+    stamp=$dir/node_modules/.package-lock.sha256
     want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         log "installing the Express example's packages (npm ci)"

@@ -126,6 +126,15 @@ log "6/10 end-to-end (pytest: the demo receiver, the FastAPI, Express and Sinatr
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/e2e 2>&1 | tee "$WORK/e2e.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "end-to-end tests failed"
 summary+=("e2e: $(tail -1 "$WORK/e2e.log")")
+# The Node.js client package (clients/node, which the Express example uses):
+# its tests against this cluster, then npm pack offline, and the tarball's
+# files (the compiled code and its type declarations)
+log "6/10 the Node.js client package: node --test against the cluster, npm pack --offline"
+(cd clients/node && node --test test/) 2>&1 | tee "$WORK/node-client.log" | grep -E '^(not ok|# (pass|fail))' || true
+grep -q '^# fail 0$' "$WORK/node-client.log" || { cat "$WORK/node-client.log"; die "the Node.js client package's tests failed"; }
+tarball=$(cd clients/node && npm pack --offline --silent --pack-destination "$WORK")
+tar -tzf "$WORK/$tarball" | grep -qx 'package/dist/index.d.ts' || die "npm pack: $tarball holds no dist/index.d.ts"
+summary+=("Node.js client: $(grep -E '^# (pass|fail)' "$WORK/node-client.log" | paste -sd' '); npm pack: $tarball")
 
 log "7/10 upgrade (pytest: 0.1.0 from commit 9f23a3f and 0.2.0 from 4604008, filled with keys in every state, ALTER EXTENSION UPDATE)"
 cluster_stop

@@ -28,7 +28,7 @@
 // expires, the provider's retry (or another worker) reclaims the key with
 // last_step = 'notified' if step 1 had committed, and resumes at step 2.
 
-const pg = require('pg');
+const wd = require('webhook-dedup');
 
 const NOTIFIED = 'notified'; // the checkpoint of step 1
 // Step 1's outbox intent: its operation (one notification per event: part of
@@ -43,46 +43,18 @@ const SLOW = 'slow';
 const SLOW_SECONDS = 3;
 const FAULTS = new Set([CRASH_AFTER_CLAIM, CRASH_AFTER_CHECKPOINT, SLOW]);
 
-const TIMESTAMPTZ_OID = 1184;
-
-// One pool per process. node-postgres reads the libpq environment variables
+// One pool per process (the webhook-dedup package's: timestamps stay
+// PostgreSQL's text, so an event time goes back to the monotonic guard to
+// the microsecond). node-postgres reads the libpq environment variables
 // (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD); PGHOST may be a Unix
 // socket directory (/var/run/postgresql).
 function createPool() {
-  const pool = new pg.Pool({
-    max: 10,
-    application_name: 'webhook-dedup-express',
-    // Timestamps stay PostgreSQL's text: a JavaScript Date keeps only
-    // milliseconds, and the event time goes straight back to PostgreSQL
-    // (the monotonic guard compares it to the microsecond).
-    types: {
-      getTypeParser: (oid, format) =>
-        oid === TIMESTAMPTZ_OID ? (text) => text : pg.types.getTypeParser(oid, format),
-    },
-  });
-  // An idle connection that breaks (a database restart) is reported here;
-  // without a listener it would crash the process. The pool replaces it.
-  pool.on('error', (err) => console.error('idle database connection lost:', err.message));
-  return pool;
+  return wd.createPool({ max: 10, application_name: 'webhook-dedup-express' });
 }
 
-// Runs work(client) in one transaction on one connection of the pool:
-// COMMIT when it returns true, ROLLBACK when it returns false or throws.
-async function inTransaction(pool, work) {
-  const client = await pool.connect();
-  let broken; // a connection whose ROLLBACK failed is closed, not reused
-  try {
-    await client.query('BEGIN');
-    const commit = await work(client);
-    await client.query(commit ? 'COMMIT' : 'ROLLBACK');
-    return commit;
-  } catch (err) {
-    await client.query('ROLLBACK').catch((rollbackErr) => { broken = rollbackErr; });
-    throw err;
-  } finally {
-    client.release(broken);
-  }
-}
+// Runs work(client) in one transaction: COMMIT when it returns true,
+// ROLLBACK when it returns false or throws (the package's).
+const { inTransaction } = wd;
 
 // Fault injection (tests only): die like `kill -9`, at once, awaiting
 // nothing: no answer, no ROLLBACK, no clean-up. The database sees the
@@ -150,10 +122,12 @@ async function runJob(pool, job, fault) {
     if (injected === SLOW) await new Promise((resolve) => setTimeout(resolve, SLOW_SECONDS * 1000));
   }
 
-  // Step 2: the side effect, the subject's new state and the completion,
-  // in one transaction.
-  let result;
-  const completed = await inTransaction(pool, async (client) => {
+  // Step 2: the side effect and the subject's new state, committed with
+  // the key's completion in one transaction (wd.withClaim: the job, then
+  // webhook_complete; ROLLBACK when the completion finds our lease taken
+  // over; an error thrown by the job rolls it back and is recorded with
+  // webhook_fail, retryable, then thrown again here).
+  const done = await wd.withClaim(pool, job, async (client) => {
     const { rows: [effect] } = await client.query(
       'INSERT INTO shop.side_effects (source, idem_key, event_type, attempt) VALUES ($1, $2, $3, $4) RETURNING id',
       [job.source, job.idemKey, job.eventType, job.attempt]);
@@ -170,19 +144,15 @@ async function runJob(pool, job, fault) {
                source_updated_at = EXCLUDED.source_updated_at`,
         [job.source, job.subject, job.eventType, job.eventTime]);
     }
-    // The result is what every later duplicate is answered with. It comes
-    // back from PostgreSQL as jsonb (`$4::jsonb AS result`), exactly as a
-    // duplicate reads it, so the first answer and the duplicates' are the
-    // same bytes: jsonb does not keep the key order of the text it was
-    // given. (id is a bigint, which node-postgres returns as a string.)
-    const { rows: [done] } = await client.query(
-      'SELECT webhook_dedup.webhook_complete($1, $2, $3, $4::jsonb) AS completed, $4::jsonb AS result',
-      [...key, JSON.stringify({ status: 200, side_effect_id: Number(effect.id) })]);
-    result = done.result;
-    return done.completed; // false: another worker holds the key now: ROLLBACK
+    // The result is what every later duplicate is answered with; withClaim
+    // returns it as PostgreSQL stored it (jsonb), so the first answer and the
+    // duplicates' are the same bytes. (id is a bigint, which node-postgres
+    // returns as a string.)
+    return { status: 200, side_effect_id: Number(effect.id) };
   });
-  if (!completed) return { completed: false, lost: 'side effect' };
-  return { completed: true, result, resumedFrom };
+  if (done.status === 'failed') throw done.error;
+  if (done.status === 'lease_lost') return { completed: false, lost: 'side effect' };
+  return { completed: true, result: done.result, resumedFrom };
 }
 
 module.exports = { createPool, runJob, subjectOf, parseJson, FAULTS, NOTIFY_TARGET };

@@ -22,6 +22,7 @@
 
 const http = require('node:http');
 const express = require('express');
+const wd = require('webhook-dedup'); // clients/node: receive, the answers, raw bodies
 const { createPool, runJob, subjectOf, parseJson, FAULTS } = require('./job');
 
 const PORT = Number(process.env.PORT || 3000); // Express's conventional port
@@ -51,14 +52,6 @@ const pool = createPool();
 const app = express();
 app.disable('x-powered-by');
 
-// Every request header as a JSON object, names lower-cased (Node does
-// that); a header sent more than once becomes an array of its values.
-// (req.headers would join repeats with ", ", which is not what was signed.)
-function headersJson(req) {
-  return Object.fromEntries(Object.entries(req.headersDistinct)
-    .map(([name, values]) => [name, values.length === 1 ? values[0] : values]));
-}
-
 // The full URL as the provider called it: scheme://host:port/path?query.
 // Behind a proxy or load balancer, set app.set('trust proxy', ...) so that
 // req.protocol is the provider's scheme, not the proxy's.
@@ -68,25 +61,21 @@ function requestUrl(req) {
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
 
-// Sends a JSON answer with exactly these headers (Content-Type among them):
-// setHeader, since Express's res.set and res.json would add a charset to
-// the Content-Type. X-Webhook-Outcome (and X-Webhook-Resumed-From) are not
-// needed by the pattern: they only let the tests (and the curious) see what
-// happened.
+// Sends an answer exactly (wd.sendNode: its status and headers, no charset
+// added to the Content-Type as Express's res.json would, the JSON body).
+// X-Webhook-Outcome (and X-Webhook-Resumed-From) are not needed by the
+// pattern: they only let the tests (and the curious) see what happened.
 function answer(res, status, headers, body, { outcome, resumedFrom } = {}) {
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-  if (outcome) res.setHeader('X-Webhook-Outcome', outcome);
-  if (resumedFrom) res.setHeader('X-Webhook-Resumed-From', resumedFrom);
-  const data = Buffer.from(JSON.stringify(body));
-  res.setHeader('Content-Length', data.length);
-  res.status(status).end(data);
+  const extra = {};
+  if (outcome) extra['X-Webhook-Outcome'] = outcome;
+  if (resumedFrom) extra['X-Webhook-Resumed-From'] = resumedFrom;
+  wd.sendNode(res, { status, headers: { ...headers, ...extra }, body });
 }
 
-// The answer the database computed: a row's http_status, http_headers and
-// response (webhook_receive's or http_answer's), or `body` (our own result,
-// after the job) in its place.
-function answerRow(res, row, { body, outcome, resumedFrom } = {}) {
-  answer(res, row.http_status, row.http_headers, body === undefined ? row.response : body,
+// The answer the database computed (webhook_receive's, http_answer's), or
+// `body` (our own result, after the job) in its place.
+function answerWith(res, computed, { body, outcome, resumedFrom } = {}) {
+  answer(res, computed.status, computed.headers, body === undefined ? computed.body : body,
     { outcome, resumedFrom });
 }
 
@@ -114,7 +103,9 @@ app.post(
 
 async function receive(req, res) {
   const provider = req.params.provider;
-  const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+  // the bytes express.raw read (an empty body when the request had no
+  // Content-Type: its signature then fails, 401)
+  const body = await wd.rawBodyFromNode(req);
 
   // Verify, derive the idempotency key and claim it (or, in enqueue mode,
   // store the delivery for a worker), in ONE autocommitted statement: the
@@ -124,40 +115,41 @@ async function receive(req, res) {
   // does not verify writes nothing at all.
   // Parameters only, never string concatenation; the body goes as bytes
   // (a Buffer is sent as bytea), the headers as JSON text cast to jsonb.
-  const { rows: [r] } = await pool.query(
-    `SELECT * FROM webhook_dedup.webhook_receive($1, $2::bytea, $3::jsonb,
-                                   url => $4, lease => $5::interval, mode => $6, wait => $7::interval)`,
-    [provider, body, JSON.stringify(headersJson(req)),
-      URL_SIGNING_SCHEMES.has(provider) ? requestUrl(req) : null, LEASE, MODE, WAIT]);
-  const outcome = r.outcome;
+  // (wd.receive binds the body as binary bytea and the headers, every one,
+  // repeated ones as lists, as jsonb; the options given by name.)
+  const delivery = await wd.receive(pool, provider, body, wd.headersFromNode(req), {
+    url: URL_SIGNING_SCHEMES.has(provider) ? requestUrl(req) : undefined,
+    lease: LEASE ?? undefined,
+    mode: MODE,
+    wait: WAIT ?? undefined,
+  });
+  const outcome = delivery.outcome;
 
-  if (outcome !== 'claimed' && outcome !== 'reclaimed') {
+  if (!delivery.mustProcess) {
     // Every other outcome, and every refusal (outcome null), is answered as
     // the database says (examples/README.md's table).
-    return answerRow(res, r, { outcome });
+    return answerWith(res, delivery.answer, { outcome });
   }
   // We hold the key until our lease expires: do the job, then answer.
   const fault = FAULT_INJECTION ? req.get('x-demo-fault') : undefined;
   const done = await runJob(pool, {
-    source: provider, // the source defaults to the scheme's name
-    idemKey: r.idem_key,
-    claimToken: r.claim_token,
-    attempt: r.attempt,
-    lastStep: r.last_step,
-    eventType: r.event_type,
-    eventTime: r.event_time,
+    source: delivery.source, // the source defaults to the scheme's name
+    idemKey: delivery.idemKey,
+    claimToken: delivery.claimToken,
+    attempt: delivery.attempt,
+    lastStep: delivery.lastStep,
+    eventType: delivery.eventType,
+    eventTime: delivery.eventTime,
     subject: subjectOf(parseJson(body)),
   }, FAULTS.has(fault) ? fault : undefined);
   if (!done.completed) {
     // Our lease expired and another worker reclaimed the key; our step was
     // rolled back (done.lost says which). The provider retries, and gets
     // that worker's answer.
-    const { rows: [lost] } = await pool.query(
-      "SELECT * FROM webhook_dedup.http_answer('lease_lost', $1)", [provider]);
-    return answerRow(res, lost, { outcome });
+    return answerWith(res, await wd.httpAnswer(pool, 'lease_lost', { scheme: provider }), { outcome });
   }
   // The claim's status and headers, with our result as the body.
-  return answerRow(res, r, { body: done.result, outcome, resumedFrom: done.resumedFrom });
+  return answerWith(res, delivery.answer, { body: done.result, outcome, resumedFrom: done.resumedFrom });
 }
 
 app.use((req, res) => answer(res, 404, JSON_HEADERS, { error: 'not found' }));
@@ -172,37 +164,20 @@ app.use((err, req, res, next) => {
     return answer(res, err.status, JSON_HEADERS, { error: http.STATUS_CODES[err.status] });
   }
   console.error(`${req.method} ${req.originalUrl}:`, err);
-  return answerRow(res, errorAnswer);
+  return answerWith(res, errorAnswer);
 });
 
-// The webhook_receive this app calls (webhook_dedup 0.2.0 and later), by its
-// exact signature, as it resolves on the search path: a missing extension is
-// found at start-up, not on the first delivery (FastAPI and Sinatra probe the
-// same way).
-const RECEIVE_SIGNATURE = 'webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, '
-  + 'boolean, interval, timestamp with time zone, text, text, text, text, text, text, interval)';
-
 async function main() {
-  // Fail fast when the database is unreachable or lacks the extension.
-  let probe;
+  // Fail fast when the database is unreachable, lacks the extension, or the
+  // role may not call webhook_receive (wd.checkInstalled says what to run).
   try {
-    ({ rows: [probe] } = await pool.query(
-      'SELECT to_regprocedure($1) IS NOT NULL AS installed,'
-      + " coalesce(has_function_privilege(to_regprocedure($1), 'EXECUTE'), false) AS allowed,"
-      + ' current_database() AS database, current_user AS role', [RECEIVE_SIGNATURE]));
+    await pool.query('SELECT 1');
   } catch (err) {
     throw new Error(`cannot connect to the database: ${err.message}`);
   }
-  if (!probe.installed) {
-    throw new Error(`webhook_dedup is not installed in database ${probe.database} (or is too old): `
-      + 'run CREATE EXTENSION webhook_dedup (or ALTER EXTENSION webhook_dedup UPDATE)');
-  }
-  if (!probe.allowed) {
-    throw new Error(`role ${probe.role} may not call webhook_dedup.webhook_receive in database ${probe.database}: `
-      + `GRANT webhook_dedup_receiver TO ${probe.role}`);
-  }
+  await wd.checkInstalled(pool);
   // the same for every provider
-  ({ rows: [errorAnswer] } = await pool.query("SELECT * FROM webhook_dedup.http_answer('error')"));
+  errorAnswer = await wd.httpAnswer(pool, 'error');
 
   const server = app.listen(PORT, HOST, (err) => {
     if (err) {

@@ -10,6 +10,7 @@
 // WORKER_FAULT=crash-after-claim|crash-after-checkpoint|slow (tests only).
 // Stops cleanly on SIGTERM (or Ctrl-C): it finishes the deliveries it holds.
 
+const wd = require('webhook-dedup'); // clients/node: the Worker loop
 const { createPool, runJob, subjectOf, parseJson, FAULTS } = require('./job');
 
 const LEASE = process.env.WEBHOOK_LEASE || null;
@@ -23,22 +24,6 @@ if (FAULT !== undefined && !FAULTS.has(FAULT)) {
 }
 
 const pool = createPool();
-let stopping = false;
-let wakeUp = () => {};
-
-function stop() {
-  stopping = true;
-  wakeUp(); // end a pause at once
-}
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-
-function pause(ms) {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    wakeUp = () => { clearTimeout(timer); resolve(); };
-  });
-}
 
 // The event time, read from the body as webhook_receive reads it (the
 // provider's profile, webhook_dedup.providers): Stripe's `created` (Unix
@@ -85,69 +70,55 @@ function daysInMonth(year, month) {
   return [4, 6, 9, 11].includes(month) ? 30 : 31;
 }
 
-// One stored delivery, leased to us by webhook_next. An exception in the job
-// (a bug, a constraint, a lost connection) is recorded with webhook_fail
-// (retryable): the key is handed out again after a backoff, and
-// dead-lettered once its attempts run out.
+// One stored delivery, leased to us by webhook_next (wd.Worker's loop). An
+// exception in the job (a bug, a constraint, a lost connection) is recorded
+// with webhook_fail (retryable, by withClaim in the job or by the Worker):
+// the key is handed out again after a backoff, and dead-lettered once its
+// attempts run out.
 async function processDelivery(row) {
   const event = parseJson(row.payload); // payload: the raw body, a Buffer (bytea)
   try {
     const done = await runJob(pool, {
       source: row.source,
-      idemKey: row.idem_key,
-      claimToken: row.claim_token,
+      idemKey: row.idemKey,
+      claimToken: row.claimToken,
       attempt: row.attempt,
-      lastStep: row.last_step, // 'notified': resume at step 2
-      eventType: row.event_type,
+      lastStep: row.lastStep, // 'notified': resume at step 2
+      eventType: row.eventType,
       eventTime: eventTimeOf(row.source, event),
       subject: subjectOf(event),
     }, FAULT);
     if (done.completed) {
-      console.log(`${row.idem_key}: completed (attempt ${row.attempt})`);
+      console.log(`${row.idemKey}: completed (attempt ${row.attempt})`);
     } else {
       // Our lease expired while we worked and another worker took the key;
       // our step was rolled back, and that worker finishes the job.
-      console.log(`${row.idem_key}: lease lost, ${done.lost} rolled back`);
+      console.log(`${row.idemKey}: lease lost, ${done.lost} rolled back`);
     }
   } catch (err) {
-    console.error(`${row.idem_key}: job failed:`, err.message);
-    try {
-      await pool.query('SELECT webhook_dedup.webhook_fail($1, $2, $3, $4, retryable => true)',
-        [row.source, row.idem_key, row.claim_token, String(err.message).slice(0, 1000)]);
-    } catch (failErr) {
-      // The database is gone too: the lease will expire and the key be retried.
-      console.error(`${row.idem_key}: webhook_fail failed:`, failErr.message);
-    }
+    console.error(`${row.idemKey}: job failed:`, err.message);
+    throw err; // the Worker records it with webhook_fail
   }
 }
 
-async function main() {
-  console.log(`worker started (lease ${LEASE ?? 'default'}, batch ${BATCH})`);
-  while (!stopping) {
-    let rows;
-    try {
-      // Take up to BATCH due deliveries, each leased to us, in its own
-      // autocommitted statement: the leases are visible to the other workers
-      // at once (they skip these keys, never wait for them).
-      ({ rows } = await pool.query(
-        'SELECT * FROM webhook_dedup.webhook_next(lease => $1::interval, batch => $2)', [LEASE, BATCH]));
-    } catch (err) {
-      console.error('webhook_next failed:', err.message);
-      await pause(IDLE_MS * 4);
-      continue;
-    }
-    if (rows.length === 0) {
-      await pause(IDLE_MS);
-      continue;
-    }
-    // One at a time, and all of them even after SIGTERM: they are leased to us.
-    for (const row of rows) await processDelivery(row);
-  }
+// Take up to BATCH due deliveries at a time, each leased to us in its own
+// autocommitted statement (the other workers skip these keys, never wait
+// for them), one at a time; on SIGTERM finish those in hand, then stop.
+const worker = new wd.Worker(pool, processDelivery, {
+  lease: LEASE ?? undefined,
+  batch: BATCH,
+  idleMs: IDLE_MS,
+  onError: (err, delivery) => console.error(`${delivery ? delivery.idemKey : 'webhook_next'}: ${err.message}`),
+});
+const stop = () => worker.stop();
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+
+console.log(`worker started (lease ${LEASE ?? 'default'}, batch ${BATCH})`);
+worker.start().then(async () => {
   await pool.end();
   console.log('worker stopped');
-}
-
-main().catch((err) => {
+}, (err) => {
   console.error('worker crashed:', err);
   process.exit(1);
 });

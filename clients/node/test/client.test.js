@@ -1,0 +1,254 @@
+'use strict';
+// The package against a real cluster with webhook_dedup (the libpq
+// environment variables PGHOST, PGPORT, PGUSER, PGDATABASE: scripts/test.sh
+// sets them; the role must be a superuser, which the tests use to make a
+// receiver login of their own). Run: npm run build && npm test.
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
+const http = require('node:http');
+const pg = require('pg');
+const wd = require('..');
+
+const RUN = crypto.randomBytes(4).toString('hex'); // keys and sources of this run
+const SECRET = `node-secret-${RUN}`;
+const RECEIVER = `node_receiver_${RUN}`;
+let admin; // superuser pool: set-up and checks
+let pool; // the receiver login's pool, as an application has it
+
+function signGithub(body) {
+  return `sha256=${crypto.createHmac('sha256', SECRET).update(body).digest('hex')}`;
+}
+
+function githubHeaders(id, body, signature = signGithub(body)) {
+  return { 'x-github-event': 'issues', 'x-github-delivery': id, 'x-hub-signature-256': signature };
+}
+
+function issueBody(id) {
+  return Buffer.from(JSON.stringify({ action: 'opened', issue: { id, title: 'x' } }));
+}
+
+before(async () => {
+  admin = wd.createPool({ max: 2 });
+  await admin.query(`CREATE ROLE ${RECEIVER} LOGIN`);
+  await admin.query(`GRANT webhook_dedup_receiver TO ${RECEIVER}`);
+  await admin.query('CREATE TABLE IF NOT EXISTS public.node_client_effects (idem_key text PRIMARY KEY, n int)');
+  await admin.query(`GRANT INSERT, SELECT ON public.node_client_effects TO ${RECEIVER}`);
+  pool = wd.createPool({ max: 4, user: RECEIVER });
+});
+
+after(async () => {
+  await pool.end();
+  await admin.query(`DROP OWNED BY ${RECEIVER}`);
+  await admin.query(`DROP ROLE ${RECEIVER}`);
+  await admin.end();
+});
+
+test('checkInstalled passes for a receiver, and says what to grant otherwise', async () => {
+  await wd.checkInstalled(pool);
+  const stranger = `node_stranger_${RUN}`;
+  await admin.query(`CREATE ROLE ${stranger} LOGIN`);
+  const other = wd.createPool({ max: 1, user: stranger });
+  try {
+    await assert.rejects(wd.checkInstalled(other), new RegExp(`GRANT webhook_dedup_receiver TO ${stranger}`));
+  } finally {
+    await other.end();
+    await admin.query(`DROP ROLE ${stranger}`);
+  }
+});
+
+test('a signed delivery is claimed, completed with its job, and its copy answered with the result', async () => {
+  const id = `d1-${RUN}`;
+  const body = issueBody(1);
+  const first = await wd.receive(pool, 'github', body, githubHeaders(id, body), { secrets: [SECRET] });
+  assert.equal(first.verified, true);
+  assert.equal(first.outcome, 'claimed');
+  assert.equal(first.mustProcess, true);
+  assert.equal(first.answer.body, null); // the body is ours, once the work committed
+  const done = await wd.withClaim(pool, first, async (client, claim) => {
+    await client.query('INSERT INTO public.node_client_effects VALUES ($1, 1)', [claim.idemKey]);
+    return { status: 200, ok: true };
+  });
+  assert.deepEqual(done, { status: 'completed', result: { ok: true, status: 200 } });
+  const copy = await wd.receive(pool, 'github', body, githubHeaders(id, body), { secrets: [SECRET] });
+  assert.equal(copy.outcome, 'duplicate');
+  assert.equal(copy.mustProcess, false);
+  assert.equal(copy.answer.status, 200);
+  assert.deepEqual(copy.answer.body, done.result);
+  assert.equal(copy.answer.headers['Content-Type'], 'application/json');
+  const answered = wd.answerAfter(first, done.result);
+  assert.deepEqual(answered, { ...first.answer, body: done.result });
+});
+
+test('a forged signature is not verified and writes nothing', async () => {
+  const body = issueBody(2);
+  const forged = await wd.receive(pool, 'github', body, githubHeaders(`forged-${RUN}`, body, 'sha256=00'),
+    { secrets: [SECRET] });
+  assert.equal(forged.verified, false);
+  assert.equal(forged.outcome, null);
+  assert.equal(forged.answer.status, 401);
+  const { rows: [{ n }] } = await admin.query(
+    'SELECT count(*)::int AS n FROM webhook_dedup.keys WHERE idem_key LIKE $1', [`%forged-${RUN}%`]);
+  assert.equal(n, 0);
+});
+
+test('a body with zero bytes and bytes that are not UTF-8 round-trips exactly', async () => {
+  const body = Buffer.from([0x7b, 0x00, 0x01, 0xff, 0xfe, 0x80, 0x00, 0x7d, 0xc3, 0x28]);
+  const id = `bytes-${RUN}`;
+  // the HMAC over these bytes verifies only if every byte arrived
+  const queued = await wd.receive(pool, 'github', body, githubHeaders(id, body),
+    { secrets: [SECRET], mode: 'enqueue', source: `bytes-${RUN}` });
+  assert.equal(queued.verified, true);
+  assert.equal(queued.outcome, 'accepted');
+  // and the stored payload, as webhook_next hands it out, is the same bytes
+  const { rows: [row] } = await pool.query(
+    'SELECT payload FROM webhook_dedup.webhook_next(source => $1)', [`bytes-${RUN}`]);
+  assert.ok(Buffer.isBuffer(row.payload));
+  assert.ok(row.payload.equals(body), row.payload.toString('hex'));
+});
+
+test('withClaim rolls the job back when the completion finds another holder', async () => {
+  const { rows: [c] } = await pool.query(
+    "SELECT claim_token FROM webhook_dedup.webhook_claim($1, 'stale')", [`stale-${RUN}`]);
+  assert.ok(c.claim_token);
+  const stale = { source: `stale-${RUN}`, idemKey: 'stale', claimToken: crypto.randomUUID() };
+  const done = await wd.withClaim(pool, stale, async (client) => {
+    await client.query('INSERT INTO public.node_client_effects VALUES ($1, 2)', [`stale-${RUN}`]);
+    return { ok: true };
+  });
+  assert.deepEqual(done, { status: 'lease_lost' });
+  const { rows } = await admin.query('SELECT * FROM public.node_client_effects WHERE idem_key = $1', [`stale-${RUN}`]);
+  assert.deepEqual(rows, []);
+});
+
+test('withClaim records a job that throws with webhook_fail and rolls its writes back', async () => {
+  const source = `fails-${RUN}`;
+  const { rows: [c] } = await pool.query("SELECT claim_token FROM webhook_dedup.webhook_claim($1, 'k')", [source]);
+  const claim = { source, idemKey: 'k', claimToken: c.claim_token };
+  const done = await wd.withClaim(pool, claim, async (client) => {
+    await client.query('INSERT INTO public.node_client_effects VALUES ($1, 3)', [`fails-${RUN}`]);
+    throw new Error('downstream timed out');
+  });
+  assert.equal(done.status, 'failed');
+  assert.equal(done.state, 'failed');
+  assert.equal(done.error.message, 'downstream timed out');
+  const { rows: [key] } = await admin.query(
+    'SELECT state, last_error FROM webhook_dedup.keys WHERE source = $1', [source]);
+  assert.deepEqual(key, { state: 'failed', last_error: 'downstream timed out' });
+  const { rows } = await admin.query('SELECT * FROM public.node_client_effects WHERE idem_key = $1', [`fails-${RUN}`]);
+  assert.deepEqual(rows, []);
+  // not retryable: dead-lettered at once
+  const { rows: [c2] } = await pool.query("SELECT claim_token FROM webhook_dedup.webhook_claim($1, 'k2')", [source]);
+  const dead = await wd.withClaim(pool, { source, idemKey: 'k2', claimToken: c2.claim_token },
+    async () => { throw new Error('bad request'); }, { retryable: () => false });
+  assert.equal(dead.state, 'dead_lettered');
+});
+
+test('a Worker processes every queued delivery once, and stops gracefully', async () => {
+  const source = `queue-${RUN}`;
+  for (let i = 0; i < 7; i++) {
+    await pool.query("SELECT webhook_dedup.webhook_enqueue($1, $2, convert_to($3, 'UTF8'))",
+      [source, `k${i}`, `{"n": ${i}}`]);
+  }
+  const seen = [];
+  const outcomes = [];
+  const worker = new wd.Worker(pool, async (delivery) => {
+    // k6: the handler itself throws: the worker records it (retryable)
+    if (delivery.idemKey === 'k6') throw new Error('no withClaim');
+    const outcome = await wd.withClaim(pool, delivery, async (client) => {
+      const n = JSON.parse(delivery.payload.toString()).n;
+      if (n === 3) throw new Error('the third fails');
+      await client.query('INSERT INTO public.node_client_effects VALUES ($1, $2)', [`${source}/${delivery.idemKey}`, n]);
+      seen.push(delivery.idemKey);
+      return { n };
+    }, { retryable: false });
+    outcomes.push([delivery.idemKey, outcome.status]);
+    if (delivery.idemKey === 'k5') throw new Error('after its completion: webhook_fail finds a stale token');
+  }, { source, batch: 4, idleMs: 50 });
+  const loop = worker.start();
+  const deadline = Date.now() + 10000;
+  const handled = async () => (await admin.query(
+    "SELECT count(*)::int AS n FROM webhook_dedup.keys WHERE source = $1 AND state <> 'processing'", [source])).rows[0].n;
+  while ((outcomes.length < 6 || await handled() < 7) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  await worker.stop();
+  await loop;
+  assert.deepEqual(outcomes.map(([k]) => k).sort(), ['k0', 'k1', 'k2', 'k3', 'k4', 'k5']);
+  assert.deepEqual(seen.sort(), ['k0', 'k1', 'k2', 'k4', 'k5']);
+  const { rows } = await admin.query(
+    'SELECT idem_key, state, result FROM webhook_dedup.keys WHERE source = $1 ORDER BY idem_key', [source]);
+  assert.deepEqual(rows.map((r) => [r.idem_key, r.state]), [
+    ['k0', 'completed'], ['k1', 'completed'], ['k2', 'completed'], ['k3', 'dead_lettered'],
+    ['k4', 'completed'], ['k5', 'completed'], ['k6', 'failed']]);
+  assert.deepEqual(rows[1].result, { n: 1 });
+});
+
+test('a pg-native client is refused before it can cut a body at a zero byte', async () => {
+  const fakeNative = { native: { query() {} }, query: async () => ({ rows: [] }) };
+  await assert.rejects(wd.receive(fakeNative, 'github', Buffer.from('{}'), {}), /pg-native/);
+  assert.doesNotThrow(() => wd.assertExactBytes(pool));
+  assert.doesNotThrow(() => wd.assertExactBytes(new pg.Client()));
+});
+
+test('answers are sent exactly: Node responses and Fetch API responses', async () => {
+  const answer = { status: 429, headers: { 'Content-Type': 'application/json', 'Retry-After': '3' }, body: { a: 1 } };
+  const response = wd.toResponse(answer);
+  assert.equal(response.status, 429);
+  assert.equal(response.headers.get('retry-after'), '3');
+  assert.equal(response.headers.get('content-type'), 'application/json');
+  assert.deepEqual(await response.json(), { a: 1 });
+
+  const server = http.createServer(async (req, res) => {
+    const body = await wd.rawBodyFromNode(req);
+    wd.sendNode(res, { ...answer, body: { got: body.toString('hex'), headers: wd.headersFromNode(req) } });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const { port } = server.address();
+    const sent = Buffer.from([0, 1, 2, 255]);
+    const reply = await new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/',
+        // raw headers (a flat list of names and values): one sent twice
+        headers: ['Host', `127.0.0.1:${port}`, 'X-Repeated', 'a', 'X-Repeated', 'b', 'X-Once', 'c',
+          'Content-Length', '4'] }, (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => resolve({ res, body: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+      req.end(sent);
+    });
+    assert.equal(reply.res.statusCode, 429);
+    assert.equal(reply.res.headers['content-type'], 'application/json'); // no charset added
+    assert.equal(reply.res.headers['retry-after'], '3');
+    const got = JSON.parse(reply.body);
+    assert.equal(got.got, '000102ff');
+    assert.deepEqual(got.headers['x-repeated'], ['a', 'b']);
+    assert.equal(got.headers['x-once'], 'c');
+  } finally {
+    server.close();
+  }
+
+  const request = new Request('http://localhost/webhooks', { method: 'POST', body: Buffer.from([0, 255]),
+    headers: { 'X-Hub-Signature-256': 'sha256=ab' } });
+  assert.deepEqual([...await wd.rawBodyFromFetch(request)], [0, 255]);
+  assert.deepEqual(wd.headersFromFetch(request.headers), { 'x-hub-signature-256': 'sha256=ab' });
+  const big = new Request('http://localhost/', { method: 'POST', body: Buffer.alloc(11) });
+  await assert.rejects(wd.rawBodyFromFetch(big, 10), wd.BodyTooLarge);
+});
+
+test('httpAnswer gives every outcome its answer, and error for when the database fails', async () => {
+  const error = await wd.httpAnswer(pool, 'error');
+  assert.equal(error.status, 500);
+  // the provider retries a 5xx: a lost lease and a copy still in progress
+  // are answered so, the latter with the Retry-After it was given
+  const lost = await wd.httpAnswer(pool, 'lease_lost', { scheme: 'github' });
+  assert.deepEqual(lost, { status: 503, headers: { 'Content-Type': 'application/json' },
+    body: { status: 'lease_lost' } });
+  const busy = await wd.httpAnswer(pool, 'in_progress', { scheme: 'stripe', retryAfter: '2 seconds' });
+  assert.deepEqual(busy, { status: 503, headers: { 'Content-Type': 'application/json', 'Retry-After': '2' },
+    body: { status: 'in_progress' } });
+  // the body of completed is the result given
+  assert.deepEqual((await wd.httpAnswer(pool, 'completed', { result: { id: 7 } })).body, { id: 7 });
+  await assert.rejects(wd.httpAnswer(pool, 'no_such_outcome'), (err) => err.code === '22023');
+});

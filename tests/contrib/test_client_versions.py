@@ -1,0 +1,22 @@
+"""The client packages are versioned with the extension (issue 30): each
+one's version is Cargo.toml's, which cargo pgrx writes into the control
+file's default_version. No build, no database."""
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def extension_version() -> str:
+    cargo = (ROOT / "Cargo.toml").read_text()
+    package = cargo.split("[package]", 1)[1].split("\n[", 1)[0]
+    return re.search(r'^version\s*=\s*"([^"]+)"', package, re.M).group(1)
+
+
+def test_the_node_package_has_the_extensions_version():
+    package = json.loads((ROOT / "clients" / "node" / "package.json").read_text())
+    assert package["version"] == extension_version()
+    lock = json.loads((ROOT / "clients" / "node" / "package-lock.json").read_text())
+    assert lock["version"] == extension_version() and lock["packages"][""]["version"] == extension_version()
