@@ -191,9 +191,10 @@ ensure_venv() {
 
 # The Node.js client package (clients/node: its devDependencies as its
 # package-lock.json pins them, then `tsc` into dist/), built again when its
-# lock file or a source changed; then the Express example's packages, exactly
-# as its package-lock.json pins them (npm ci; the client package is linked
-# in from clients/node), again only when the lock file changed.
+# lock file or a source changed; then the Express and Hono examples'
+# packages, exactly as their package-lock.json pin them (npm ci; the client
+# package is linked in from clients/node), again only when a lock file
+# changed.
 ensure_node_modules() {
     local client=$ROOT/clients/node
     local stamp=$client/node_modules/.dist-sources.sha256
@@ -204,14 +205,16 @@ ensure_node_modules() {
         (cd "$client" && npm ci --no-audit --no-fund --loglevel=error && rm -rf dist && npm run --silent build)
         echo "$want" > "$stamp"
     fi
-    local dir=$ROOT/examples/express
-    stamp=$dir/node_modules/.package-lock.sha256
-    want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
-    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-        log "installing the Express example's packages (npm ci)"
-        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
-        echo "$want" > "$stamp"
-    fi
+    local dir
+    for dir in "$ROOT/examples/express" "$ROOT/examples/hono"; do
+        stamp=$dir/node_modules/.package-lock.sha256
+        want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+        if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+            log "installing the packages of examples/$(basename "$dir") (npm ci)"
+            (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+            echo "$want" > "$stamp"
+        fi
+    done
 }
 
 setup_all() {

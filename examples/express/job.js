@@ -155,4 +155,20 @@ async function runJob(pool, job, fault) {
   return { completed: true, result: done.result, resumedFrom };
 }
 
-module.exports = { createPool, runJob, subjectOf, parseJson, FAULTS, NOTIFY_TARGET };
+// The job of a delivery webhook_receive claimed for us (wd.receive's
+// Delivery) with its raw body; `fault` as runJob's (a header's value, tests
+// only: anything but a known fault is none).
+function runReceived(pool, delivery, body, fault) {
+  return runJob(pool, {
+    source: delivery.source, // the source defaults to the scheme's name
+    idemKey: delivery.idemKey,
+    claimToken: delivery.claimToken,
+    attempt: delivery.attempt,
+    lastStep: delivery.lastStep,
+    eventType: delivery.eventType,
+    eventTime: delivery.eventTime,
+    subject: subjectOf(parseJson(body)),
+  }, FAULTS.has(fault) ? fault : undefined);
+}
+
+module.exports = { createPool, runJob, runReceived, subjectOf, parseJson, FAULTS, NOTIFY_TARGET };

@@ -23,7 +23,7 @@
 const http = require('node:http');
 const express = require('express');
 const wd = require('webhook-dedup'); // clients/node: receive, the answers, raw bodies
-const { createPool, runJob, subjectOf, parseJson, FAULTS } = require('./job');
+const { createPool, runReceived } = require('./job');
 
 const PORT = Number(process.env.PORT || 3000); // Express's conventional port
 const HOST = process.env.HOST || '127.0.0.1';
@@ -132,16 +132,7 @@ async function receive(req, res) {
   }
   // We hold the key until our lease expires: do the job, then answer.
   const fault = FAULT_INJECTION ? req.get('x-demo-fault') : undefined;
-  const done = await runJob(pool, {
-    source: delivery.source, // the source defaults to the scheme's name
-    idemKey: delivery.idemKey,
-    claimToken: delivery.claimToken,
-    attempt: delivery.attempt,
-    lastStep: delivery.lastStep,
-    eventType: delivery.eventType,
-    eventTime: delivery.eventTime,
-    subject: subjectOf(parseJson(body)),
-  }, FAULTS.has(fault) ? fault : undefined);
+  const done = await runReceived(pool, delivery, body, fault);
   if (!done.completed) {
     // Our lease expired and another worker reclaimed the key; our step was
     // rolled back (done.lost says which). The provider retries, and gets

@@ -47,6 +47,9 @@ APPS = {
                    (sys.executable, "sender.py"), ()),
     "express": App("express", EXAMPLES / "express", ("node", "server.js"), ("node", "worker.js"),
                    ("node", "sender.js"), ("node",)),
+    # Hono (the Fetch API) with the Express example's job, worker and sender
+    "hono": App("hono", EXAMPLES / "hono", ("node", "server.js"), ("node", "../express/worker.js"),
+                ("node", "../express/sender.js"), ("node",)),
     "sinatra": App("sinatra", EXAMPLES / "sinatra", ("ruby", "app.rb"), ("ruby", "worker.rb"),
                    ("ruby", "sender.rb"), ("ruby",)),
 }
