@@ -160,15 +160,9 @@ app.use((err, req, res, next) => {
 
 async function main() {
   // Fail fast when the database is unreachable, lacks the extension, or the
-  // role may not call webhook_receive (wd.checkInstalled says what to run).
-  try {
-    await pool.query('SELECT 1');
-  } catch (err) {
-    throw new Error(`cannot connect to the database: ${err.message}`);
-  }
-  await wd.checkInstalled(pool);
-  // the same for every provider
-  errorAnswer = await wd.httpAnswer(pool, 'error');
+  // role may not call webhook_receive (the error says what to run or
+  // grant); keep http_answer('error'), the same for every provider.
+  errorAnswer = await wd.prepareReceiver(pool);
 
   const server = app.listen(PORT, HOST, (err) => {
     if (err) {

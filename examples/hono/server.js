@@ -85,13 +85,8 @@ app.onError((err, c) => {
 });
 
 async function main() {
-  try {
-    await pool.query('SELECT 1');
-  } catch (err) {
-    throw new Error(`cannot connect to the database: ${err.message}`);
-  }
-  await wd.checkInstalled(pool);
-  errorAnswer = await wd.httpAnswer(pool, 'error');
+  // as the Express receiver: fail fast, saying what to run or grant
+  errorAnswer = await wd.prepareReceiver(pool);
   const server = serve({ fetch: app.fetch, port: PORT, hostname: HOST }, () => {
     console.log(`listening on http://${HOST}:${PORT} (mode ${MODE})`);
   });

@@ -5,7 +5,7 @@
 
 export { createPool, assertExactBytes, inTransaction } from './db';
 export type { Queryable } from './db';
-export { receive, httpAnswer, answerAfter, checkInstalled, RECEIVE_SIGNATURE } from './receive';
+export { receive, httpAnswer, answerAfter, checkInstalled, prepareReceiver, RECEIVE_SIGNATURE } from './receive';
 export type { Outcome, AfterWork, Json, Answer, HeaderMap, ReceiveOptions, Delivery } from './receive';
 export {
   headersFromNode, headersFromFetch, rawBodyFromNode, rawBodyFromFetch, sendNode, toResponse, BodyTooLarge,

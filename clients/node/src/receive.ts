@@ -201,3 +201,19 @@ export async function checkInstalled(db: Queryable): Promise<void> {
       + `GRANT webhook_dedup_receiver TO ${p.role}`);
   }
 }
+
+/**
+ * What a receiver does before it listens: connects (an Error "cannot
+ * connect to the database: ..." otherwise), checks the extension and the
+ * grant (`checkInstalled`), and returns `http_answer('error')`, the answer
+ * to send when the database fails later (it cannot be asked then).
+ */
+export async function prepareReceiver(db: Queryable): Promise<Answer> {
+  try {
+    await db.query('SELECT 1');
+  } catch (err) {
+    throw new Error(`cannot connect to the database: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  await checkInstalled(db);
+  return httpAnswer(db, 'error');
+}

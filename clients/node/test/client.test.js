@@ -47,6 +47,10 @@ after(async () => {
 
 test('checkInstalled passes for a receiver, and says what to grant otherwise', async () => {
   await wd.checkInstalled(pool);
+  assert.deepEqual(await wd.prepareReceiver(pool), await wd.httpAnswer(pool, 'error'));
+  const nowhere = wd.createPool({ max: 1, database: `no_such_database_${RUN}` });
+  await assert.rejects(wd.prepareReceiver(nowhere), /^Error: cannot connect to the database: .*does not exist/);
+  await nowhere.end();
   const stranger = `node_stranger_${RUN}`;
   await admin.query(`CREATE ROLE ${stranger} LOGIN`);
   const other = wd.createPool({ max: 1, user: stranger });
