@@ -175,16 +175,21 @@ install_extension() {
 
 # One virtualenv for the tests, the demo and the FastAPI example, from their
 # pinned requirements; recreated when a requirements file changes.
+# The Python client package (clients/python) is installed into it editable
+# (its sources are imported from the checkout), built offline with the
+# virtualenv's setuptools and wheel.
 ensure_venv() {
     local stamp=$VENV/.requirements.sha256
-    local files=("$ROOT/examples/requirements.txt" "$ROOT/examples/fastapi/requirements.txt")
+    local files=("$ROOT/examples/requirements.txt" "$ROOT/examples/fastapi/requirements.txt"
+                 "$ROOT/clients/python/requirements-test.txt")
     local want
-    want=$(cat "${files[@]}" | sha256sum | cut -d' ' -f1)
+    want=$(cat "${files[@]}" "$ROOT/clients/python/pyproject.toml" | sha256sum | cut -d' ' -f1)
     if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         log "creating the Python virtualenv $VENV"
         rm -rf "$VENV"
         /usr/bin/python3 -m venv "$VENV"
         "$VENV/bin/pip" install -q --disable-pip-version-check "${files[@]/#/-r}"
+        "$VENV/bin/pip" install -q --disable-pip-version-check --no-build-isolation --no-deps -e "$ROOT/clients/python"
         echo "$want" > "$stamp"
     fi
 }

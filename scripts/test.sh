@@ -136,6 +136,17 @@ grep -q '^# fail 0$' "$WORK/node-client.log" || { cat "$WORK/node-client.log"; d
 tarball=$(cd clients/node && npm pack --offline --silent --pack-destination "$WORK")
 tar -tzf "$WORK/$tarball" | grep -qx 'package/dist/index.d.ts' || die "npm pack: $tarball holds no dist/index.d.ts"
 summary+=("Node.js client: $(grep -E '^# (pass|fail)' "$WORK/node-client.log" | paste -sd' '); npm pack: $tarball")
+# The Python client package (clients/python, which the FastAPI example
+# uses): its tests against this cluster, then its wheel built offline
+log "6/10 the Python client package: pytest against the cluster, pip wheel --no-index"
+"$VENV/bin/python" -m pytest -p no:cacheprovider -q clients/python/tests 2>&1 | tee "$WORK/python-client.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "the Python client package's tests failed"
+"$VENV/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps --no-index \
+    clients/python -w "$WORK/wheel" || die "the Python client package's wheel did not build offline"
+wheel=$(basename "$WORK"/wheel/webhook_dedup-*.whl)
+"$VENV/bin/python" -m zipfile -l "$WORK/wheel/$wheel" | grep -q 'webhook_dedup/py.typed' \
+    || die "$wheel holds no webhook_dedup/py.typed"
+summary+=("Python client: $(tail -1 "$WORK/python-client.log"); wheel: $wheel")
 
 log "7/10 upgrade (pytest: 0.1.0 from commit 9f23a3f and 0.2.0 from 4604008, filled with keys in every state, ALTER EXTENSION UPDATE)"
 cluster_stop

@@ -28,7 +28,6 @@ Run: see README.md (PGHOST etc. select the database, PORT the port).
 """
 
 import asyncio
-import json
 import logging
 import os
 import sys
@@ -39,8 +38,9 @@ import psycopg
 import uvicorn
 from fastapi import FastAPI, Request, Response
 from psycopg.rows import namedtuple_row
-from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
+from webhook_dedup import Answer, NotReady, aio
+from webhook_dedup.frameworks import from_starlette, to_starlette
 
 import job
 
@@ -62,11 +62,6 @@ FAULT_HEADER = "x-demo-fault"
 log = logging.getLogger("webhook_dedup.example")
 
 
-# The webhook_receive this app calls (webhook_dedup 0.2.0 and later), by its
-# exact signature: a missing extension is found at start-up, not on the first
-# delivery (Express and Sinatra probe the same way).
-RECEIVE_SIGNATURE = ("webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval,"
-                     " boolean, interval, timestamp with time zone, text, text, text, text, text, text, interval)")
 POOL_OPEN_TIMEOUT_S = 10
 
 
@@ -80,10 +75,11 @@ def one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-async def check_database():
+async def check_database() -> Answer:
     """Fail fast at start-up: one plain connection (libpq's error at once when
     the server, the database or the role does not exist, where the pool would
-    keep retrying) and the probe of webhook_receive. Returns the row of
+    keep retrying), then the client package's check of webhook_receive (the
+    extension there, the role allowed to call it). Returns
     webhook_dedup.http_answer('error'), the answer to a database error: when
     the database fails, it cannot be asked."""
     try:
@@ -92,25 +88,12 @@ async def check_database():
         raise StartupError(f"cannot connect to the database: {one_line(exc)}") from None
     try:
         async with conn:
-            cur = await conn.execute(
-                "SELECT to_regprocedure(%s) IS NOT NULL,"
-                " coalesce(has_function_privilege(to_regprocedure(%s), 'EXECUTE'), false),"
-                " current_database(), current_user", (RECEIVE_SIGNATURE, RECEIVE_SIGNATURE))
-            installed, allowed, database, role = await cur.fetchone()
-            if installed and allowed:
-                # the same for every provider
-                cur = await conn.cursor(row_factory=namedtuple_row).execute(
-                    "SELECT * FROM webhook_dedup.http_answer('error')")
-                error_answer = await cur.fetchone()
+            await aio.check_installed(conn)
+            return await aio.http_answer(conn, "error")  # the same for every provider
+    except NotReady as exc:
+        raise StartupError(str(exc)) from None
     except psycopg.Error as exc:
         raise StartupError(f"cannot probe the database for webhook_dedup: {one_line(exc)}") from None
-    if not installed:
-        raise StartupError(f"webhook_dedup is not installed in database {database} (or is too old): "
-                           "run CREATE EXTENSION webhook_dedup (or ALTER EXTENSION webhook_dedup UPDATE)")
-    if not allowed:
-        raise StartupError(f"role {role} may not call webhook_dedup.webhook_receive in database {database}: "
-                           f"GRANT webhook_dedup_receiver TO {role}")
-    return error_answer
 
 
 # Set when the check ran before the server started (__main__ below): the
@@ -148,96 +131,80 @@ async def lifespan(app: FastAPI):
 app = FastAPI(lifespan=lifespan)
 
 
-def answer(status: int, headers: dict, body, outcome: Optional[str] = None,
+def answer(computed: Answer, body=None, outcome: Optional[str] = None,
            resumed_from: Optional[str] = None) -> Response:
-    """A JSON answer with exactly these headers (Content-Type among them).
-    sort_keys makes a duplicate's body (the result stored as jsonb, read
-    back) byte-identical to the first answer's. X-Webhook-Outcome and
-    X-Webhook-Resumed-From are only for the tests and the curious."""
-    headers = dict(headers)
+    """The answer the database computed (webhook_receive's, http_answer's),
+    or `body` (our own result, after the job) in place of its body, sent
+    exactly (to_starlette: its status, its headers, the JSON body with sorted
+    keys, so that a duplicate's body is byte-identical to the first
+    answer's). X-Webhook-Outcome and X-Webhook-Resumed-From are only for
+    the tests and the curious."""
+    extra = {}
     if outcome:
-        headers["X-Webhook-Outcome"] = outcome
+        extra["X-Webhook-Outcome"] = outcome
     if resumed_from:
-        headers["X-Webhook-Resumed-From"] = resumed_from
-    return Response(json.dumps(body, sort_keys=True), status, headers)
-
-
-def from_row(row, body=None, resumed_from: Optional[str] = None) -> Response:
-    """The answer the database computed: the row's http_status, http_headers
-    and response (webhook_receive's or http_answer's), or `body` (our own
-    result, after the job) in place of response."""
-    outcome = getattr(row, "outcome", None)  # http_answer's rows have none
-    return answer(row.http_status, row.http_headers, row.response if body is None else body,
-                  outcome, resumed_from)
+        extra["X-Webhook-Resumed-From"] = resumed_from
+    if body is not None:
+        computed = Answer(computed.status, computed.headers, body)
+    return to_starlette(computed, **extra)
 
 
 JSON = {"Content-Type": "application/json"}
 
 
-def headers_json(request: Request) -> dict:
-    """Every request header as the JSON object webhook_receive expects: names
-    lower-cased (HTTP names are case-insensitive), a header sent more than once
-    as the array of its values, in order."""
-    grouped = {}
-    for name, value in request.headers.items():  # repeats included
-        grouped.setdefault(name.lower(), []).append(value)
-    return {name: values[0] if len(values) == 1 else values for name, values in grouped.items()}
-
-
 @app.get("/healthz")
 async def healthz() -> Response:
     # Served only once the lifespan above has opened the pool.
-    return answer(200, JSON, {"status": "ok"})
+    return answer(Answer(200, JSON, {"status": "ok"}))
 
 
 @app.post("/webhooks/{provider}")
 async def receive(provider: str, request: Request) -> Response:
     if provider not in PROVIDERS:
-        return answer(404, JSON, {"error": "unknown provider"})
-    # The exact bytes the provider signed: never parse and re-serialise the
-    # JSON before verifying (psycopg sends bytes as bytea). Put a body-size
-    # limit in front of the app (your proxy's), as providers cap theirs.
-    body = await request.body()
+        return answer(Answer(404, JSON, {"error": "unknown provider"}))
+    # The exact bytes the provider signed, never a parse of them serialised
+    # again, and every header, a repeated one as the list of its values
+    # (from_starlette). Put a body-size limit in front of the app (your
+    # proxy's), as providers cap theirs.
+    body, headers = await from_starlette(request)
     # The URL as the provider called it (scheme://host:port/path?query). Behind
     # a TLS-terminating proxy, let uvicorn trust its X-Forwarded-* headers
     # (--forwarded-allow-ips) so the scheme and host are the public ones.
     url = str(request.url) if provider in URL_SIGNED else None
     try:
         async with request.app.state.pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT * FROM webhook_dedup.webhook_receive(%s, %s::bytea, %s::jsonb,"
-                " url => %s, lease => %s::interval, mode => %s, wait => %s::interval)",
-                (provider, body, Jsonb(headers_json(request)), url, LEASE, MODE, WAIT))
-            claim = await cur.fetchone()
-            if claim.outcome in ("claimed", "reclaimed"):
-                return await process(conn, provider, claim, body, request)
+            # One autocommitted statement (aio.receive: the body as bytea,
+            # the headers as jsonb, the options by name).
+            delivery = await aio.receive(conn, provider, body, headers, url=url, lease=LEASE, mode=MODE,
+                                         wait=WAIT)
+            if delivery.must_process:
+                return await process(conn, provider, delivery, body, request)
             # Every other outcome, and every refusal (outcome NULL), is
             # answered as the database says (examples/README.md's table).
-            return from_row(claim)
+            return answer(delivery.answer, outcome=delivery.outcome)
     except psycopg.Error:
         # A provider retries a 5xx, which is what we want for a transient
         # database problem. The details go to our log, never to the caller.
         log.exception("database error on a %s delivery", provider)
-        return from_row(request.app.state.error_answer)
+        return answer(request.app.state.error_answer)
 
 
-async def process(conn, provider: str, claim, body: bytes, request: Request) -> Response:
+async def process(conn, provider: str, delivery, body: bytes, request: Request) -> Response:
     """We hold the claim: run the job (job.py), then answer the claim's
     http_status and http_headers with its result."""
     fault = None
-    if FAULT_INJECTION and claim.attempt == 1:  # so that the provider's retry succeeds
+    if FAULT_INJECTION and delivery.attempt == 1:  # so that the provider's retry succeeds
         fault = request.headers.get(FAULT_HEADER)
-    work = job.Job(provider, claim.idem_key, claim.claim_token, claim.attempt, claim.last_step,
-                   claim.event_type, claim.event_time, body)
+    work = job.Job(provider, delivery.idem_key, delivery.claim_token, delivery.attempt, delivery.last_step,
+                   delivery.event_type, delivery.event_time, body)
     result = await job.run(conn, work, fault)
     if result is None:
         # Our lease expired and another worker reclaimed the key; our step was
         # rolled back. The provider's retry will get that worker's answer.
-        cur = await conn.execute("SELECT * FROM webhook_dedup.http_answer('lease_lost', %s)", (provider,))
-        lost = await cur.fetchone()
-        return answer(lost.http_status, lost.http_headers, lost.response, claim.outcome)
-    resumed = job.NOTIFIED if claim.last_step == job.NOTIFIED else None
-    return from_row(claim, body=result, resumed_from=resumed)
+        lost = await aio.http_answer(conn, "lease_lost", scheme=provider)
+        return answer(lost, outcome=delivery.outcome)
+    resumed = job.NOTIFIED if delivery.last_step == job.NOTIFIED else None
+    return answer(delivery.answer, body=result, outcome=delivery.outcome, resumed_from=resumed)
 
 
 if __name__ == "__main__":

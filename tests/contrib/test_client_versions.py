@@ -20,3 +20,10 @@ def test_the_node_package_has_the_extensions_version():
     assert package["version"] == extension_version()
     lock = json.loads((ROOT / "clients" / "node" / "package-lock.json").read_text())
     assert lock["version"] == extension_version() and lock["packages"][""]["version"] == extension_version()
+
+
+def test_the_python_package_has_the_extensions_version():
+    pyproject = (ROOT / "clients" / "python" / "pyproject.toml").read_text()
+    assert re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1) == extension_version()
+    init = (ROOT / "clients" / "python" / "src" / "webhook_dedup" / "__init__.py").read_text()
+    assert re.search(r'^__version__ = "([^"]+)"', init, re.M).group(1) == extension_version()

@@ -1,0 +1,16 @@
+"""webhook-dedup: the client of the webhook_dedup PostgreSQL extension for
+psycopg 3. Every decision (verification, the idempotency key, the claim,
+the HTTP answer) is the database's; this package binds the calls safely
+and sends back what they return.
+
+    from webhook_dedup import sync      # psycopg.Connection, ConnectionPool (Django, threads)
+    from webhook_dedup import aio       # psycopg.AsyncConnection, AsyncConnectionPool (FastAPI)
+    from webhook_dedup.frameworks import from_starlette, to_starlette, from_django, to_django
+"""
+
+from .core import (Answer, Claim, ClaimOutcome, Delivery, HeaderMap, Json, NotReady, QueuedDelivery,
+                   answer_after, headers_of)
+
+__version__ = "0.3.0"
+__all__ = ["Answer", "Claim", "ClaimOutcome", "Delivery", "HeaderMap", "Json", "NotReady", "QueuedDelivery",
+           "answer_after", "headers_of", "__version__"]

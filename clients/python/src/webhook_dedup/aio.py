@@ -1,0 +1,112 @@
+"""The calls for psycopg 3's asynchronous connections (FastAPI, Starlette,
+asyncio): as webhook_dedup.sync's, each a coroutine. `conn` is a
+psycopg.AsyncConnection in autocommit mode, `pool` a
+psycopg_pool.AsyncConnectionPool."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Awaitable, Callable, Optional
+
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from . import core
+from .core import Answer, Claim, ClaimOutcome, Delivery, HeaderMap, Json
+
+
+async def receive(conn, scheme: str, body: bytes, headers: HeaderMap, **options: Any) -> Delivery:
+    """webhook_dedup.sync.receive, awaited."""
+    sql, params = core.receive_sql(scheme, body, headers, options)
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(sql, params)
+        row = await cur.fetchone()
+    return core.delivery_of(row, scheme, options.get("source"))
+
+
+async def http_answer(conn, outcome: str, scheme: Optional[str] = None, result: Json = None,
+                      retry_after: Optional[str] = None, mode: Optional[str] = None) -> Answer:
+    """webhook_dedup.sync.http_answer, awaited."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(core.HTTP_ANSWER_SQL, core.http_answer_params(outcome, scheme, result, retry_after, mode))
+        row = await cur.fetchone()
+    return core.answer_of(row)
+
+
+async def check_installed(conn) -> None:
+    """webhook_dedup.sync.check_installed, awaited."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(core.CHECK_SQL, (core.RECEIVE_SIGNATURE,) * 2)
+        core.check_row(await cur.fetchone())
+
+
+class _Rollback(Exception):
+    """Leaves conn.transaction() with a ROLLBACK (a lost lease)."""
+
+
+async def with_claim(pool, claim: Claim, job: Callable[[Any, Claim], Awaitable[Json]],
+                     retryable: "bool | Callable[[BaseException], bool]" = True) -> ClaimOutcome:
+    """webhook_dedup.sync.with_claim, with an async job(conn, claim)."""
+    try:
+        async with pool.connection() as conn:
+            async with conn.transaction():
+                value = await job(conn, claim)
+                async with conn.cursor(row_factory=dict_row) as cur:
+                    await cur.execute(core.COMPLETE_SQL, (claim.source, claim.idem_key, claim.claim_token,
+                                                          Jsonb(value), Jsonb(value)))
+                    done = await cur.fetchone()
+                if not done["completed"]:
+                    raise _Rollback()
+                return ClaimOutcome("completed", result=done["result"])
+    except _Rollback:
+        return ClaimOutcome("lease_lost")
+    except Exception as error:  # noqa: BLE001 - recorded, then returned
+        again = retryable(error) if callable(retryable) else retryable
+        async with pool.connection() as conn:
+            cur = await conn.execute(core.FAIL_SQL, (claim.source, claim.idem_key, claim.claim_token,
+                                                     core.error_text(error), again))
+            state = (await cur.fetchone())[0]
+        return ClaimOutcome("failed", error=error, state=state)
+
+
+class Worker(core.WorkerBase):
+    """webhook_dedup.sync.Worker for asyncio: `await worker.run()` until
+    `worker.stop()`; handler(delivery) is a coroutine function."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._stop = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def _pause(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    async def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+                    await cur.execute(core.NEXT_SQL, self.next_params())
+                    rows = await cur.fetchall()
+            except Exception as error:  # noqa: BLE001 - the database is gone: pause, go on
+                self.report(error)
+                await self._pause(self.idle_s * 4)
+                continue
+            if not rows:
+                await self._pause(self.idle_s)
+                continue
+            for row in rows:  # all of them, even once stopping: they are leased to this worker
+                delivery = core.queued_of(row)
+                try:
+                    await self.handler(delivery)
+                except Exception as error:  # noqa: BLE001 - recorded with webhook_fail
+                    try:
+                        async with self.pool.connection() as conn:
+                            await conn.execute(core.FAIL_SQL, self.fail_params(delivery, error))
+                    except Exception as fail_error:  # noqa: BLE001
+                        self.report(fail_error)
+

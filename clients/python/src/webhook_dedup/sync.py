@@ -1,0 +1,119 @@
+"""The calls for psycopg 3's synchronous connections (Django, scripts,
+threads). `conn` is a psycopg.Connection in autocommit mode, or a
+psycopg_pool.ConnectionPool for the calls that take `pool`."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Optional
+
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from . import core
+from .core import Answer, Claim, ClaimOutcome, Delivery, HeaderMap, Json
+
+
+def receive(conn, scheme: str, body: bytes, headers: HeaderMap, **options: Any) -> Delivery:
+    """Verify, key and claim (or enqueue) one delivery in one statement:
+    webhook_dedup.webhook_receive(scheme, body, headers, ...). `body` is the
+    raw request body exactly as received; `headers` every request header.
+    Options by their SQL names (source, mode, lease, wait, url, secrets,
+    ...); only those given are sent. Run it in autocommit mode, so that the
+    claim is committed when it returns. Errors are psycopg's, with the
+    SQLSTATE in `sqlstate` (22023 a bad argument, 42501 without
+    webhook_dedup_receiver)."""
+    sql, params = core.receive_sql(scheme, body, headers, options)
+    with conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(sql, params).fetchone()
+    return core.delivery_of(row, scheme, options.get("source"))
+
+
+def http_answer(conn, outcome: str, scheme: Optional[str] = None, result: Json = None,
+                retry_after: Optional[str] = None, mode: Optional[str] = None) -> Answer:
+    """webhook_dedup.http_answer: the answer to any outcome, and to what
+    became of the work (completed, lease_lost, error)."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(core.HTTP_ANSWER_SQL,
+                          core.http_answer_params(outcome, scheme, result, retry_after, mode)).fetchone()
+    return core.answer_of(row)
+
+
+def check_installed(conn) -> None:
+    """Raises NotReady, saying what to run or grant, unless the extension is
+    there and the current role may call webhook_receive."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        core.check_row(cur.execute(core.CHECK_SQL, (core.RECEIVE_SIGNATURE,) * 2).fetchone())
+
+
+def with_claim(pool, claim: Claim, job: Callable[[Any, Claim], Json],
+               retryable: "bool | Callable[[BaseException], bool]" = True) -> ClaimOutcome:
+    """Runs job(conn, claim) and webhook_complete in ONE transaction on one
+    connection of `pool`: the job's writes and the completion commit
+    together or not at all. job returns the result to store (JSON; every
+    later duplicate is answered with it). webhook_complete false (another
+    worker reclaimed the key): ROLLBACK, status lease_lost. job raises:
+    ROLLBACK, then webhook_fail (retryable as given) outside the
+    transaction, status failed; an error of webhook_fail itself is raised."""
+    try:
+        with pool.connection() as conn:
+            with conn.transaction() as tx:
+                value = job(conn, claim)
+                with conn.cursor(row_factory=dict_row) as cur:
+                    done = cur.execute(core.COMPLETE_SQL, (claim.source, claim.idem_key, claim.claim_token,
+                                                           Jsonb(value), Jsonb(value))).fetchone()
+                if not done["completed"]:
+                    raise _Rollback()
+                return ClaimOutcome("completed", result=done["result"])
+    except _Rollback:
+        return ClaimOutcome("lease_lost")
+    except Exception as error:  # noqa: BLE001 - recorded, then returned
+        again = retryable(error) if callable(retryable) else retryable
+        with pool.connection() as conn:
+            state = conn.execute(core.FAIL_SQL, (claim.source, claim.idem_key, claim.claim_token,
+                                                 core.error_text(error), again)).fetchone()[0]
+        return ClaimOutcome("failed", error=error, state=state)
+
+
+class _Rollback(Exception):
+    """Leaves conn.transaction() with a ROLLBACK (a lost lease)."""
+
+
+class Worker(core.WorkerBase):
+    """The worker of the persist-then-process mode: takes due deliveries
+    with webhook_next (each leased to it; two workers never get one key)
+    and calls handler(delivery) on each, usually with_claim. A handler that
+    raises has its key recorded with webhook_fail (retryable). stop() ends
+    it after the deliveries in hand (they are leased to it)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._stop = threading.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self) -> None:
+        """The loop, until stop() (call it from another thread or a signal handler)."""
+        while not self._stop.is_set():
+            try:
+                with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+                    rows = cur.execute(core.NEXT_SQL, self.next_params()).fetchall()
+            except Exception as error:  # noqa: BLE001 - the database is gone: pause, go on
+                self.report(error)
+                self._stop.wait(self.idle_s * 4)
+                continue
+            if not rows:
+                self._stop.wait(self.idle_s)
+                continue
+            for row in rows:
+                delivery = core.queued_of(row)
+                try:
+                    self.handler(delivery)
+                except Exception as error:  # noqa: BLE001 - recorded with webhook_fail
+                    try:
+                        with self.pool.connection() as conn:
+                            conn.execute(core.FAIL_SQL, self.fail_params(delivery, error))
+                    except Exception as fail_error:  # noqa: BLE001
+                        self.report(fail_error)
+
