@@ -45,6 +45,10 @@ class App:
 APPS = {
     "fastapi": App("fastapi", EXAMPLES / "fastapi", (sys.executable, "app.py"), (sys.executable, "worker.py"),
                    (sys.executable, "sender.py"), ()),
+    # Django (sync psycopg through the Python client package) with the
+    # FastAPI example's worker and sender, which no web framework shapes
+    "django": App("django", EXAMPLES / "django", (sys.executable, "serve.py"),
+                  (sys.executable, "../fastapi/worker.py"), (sys.executable, "../fastapi/sender.py"), ()),
     "express": App("express", EXAMPLES / "express", ("node", "server.js"), ("node", "worker.js"),
                    ("node", "sender.js"), ("node",)),
     # Hono (the Fetch API) with the Express example's job, worker and sender
