@@ -196,10 +196,10 @@ ensure_venv() {
 
 # The Node.js client package (clients/node: its devDependencies as its
 # package-lock.json pins them, then `tsc` into dist/), built again when its
-# lock file or a source changed; then the Express and Hono examples'
-# packages, exactly as their package-lock.json pin them (npm ci; the client
-# package is linked in from clients/node), again only when a lock file
-# changed.
+# lock file or a source changed; then the Express, Hono and Next.js
+# examples' packages, exactly as their package-lock.json pin them (npm ci;
+# the client package is linked in from clients/node), again only when a lock
+# file changed; then the Next.js example's build.
 ensure_node_modules() {
     local client=$ROOT/clients/node
     local stamp=$client/node_modules/.dist-sources.sha256
@@ -211,7 +211,7 @@ ensure_node_modules() {
         echo "$want" > "$stamp"
     fi
     local dir
-    for dir in "$ROOT/examples/express" "$ROOT/examples/hono"; do
+    for dir in "$ROOT/examples/express" "$ROOT/examples/hono" "$ROOT/examples/nextjs"; do
         stamp=$dir/node_modules/.package-lock.sha256
         want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
         if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
@@ -220,6 +220,16 @@ ensure_node_modules() {
             echo "$want" > "$stamp"
         fi
     done
+    # the Next.js example is served built (next build: seconds), again when
+    # its lock file, its configuration or a file of app/ changed
+    dir=$ROOT/examples/nextjs
+    stamp=$dir/.next/.sources.sha256
+    want=$(cd "$dir" && find app -type f | LC_ALL=C sort | xargs cat package-lock.json next.config.js | sha256sum | cut -d' ' -f1)
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        log "building the Next.js example (next build)"
+        (cd "$dir" && rm -rf .next && NEXT_TELEMETRY_DISABLED=1 ./node_modules/.bin/next build >/dev/null)
+        echo "$want" > "$stamp"
+    fi
 }
 
 setup_all() {

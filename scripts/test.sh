@@ -11,7 +11,7 @@
 #      background worker and deletes of expired keys under load (pytest; the
 #      worker and retention tests start clusters of their own);
 #   6. end-to-end: the demo's receiver, every example receiver (FastAPI,
-#      Django, Express, Hono, Sinatra: receiver and worker; the client
+#      Django, Express, Hono, Next.js, Sinatra: receiver and worker; the client
 #      packages' own tests, npm pack and the wheel) and the SQL walk-through, with
 #      real signed deliveries (pytest);
 #   7. upgrade: 0.1.0 and 0.2.0 built from their commits, filled, updated to this version
@@ -123,7 +123,7 @@ export WEBHOOK_DEDUP_FULL_BUILD=1
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "cluster tests failed"
 summary+=("cluster: $(tail -1 "$WORK/cluster.log")")
 
-log "6/10 end-to-end (pytest: the demo receiver, the FastAPI, Django, Express, Hono and Sinatra examples, the SQL walk-through, real signed deliveries)"
+log "6/10 end-to-end (pytest: the demo receiver, the FastAPI, Django, Express, Hono, Next.js and Sinatra examples, the SQL walk-through, real signed deliveries)"
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/e2e 2>&1 | tee "$WORK/e2e.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "end-to-end tests failed"
 summary+=("e2e: $(tail -1 "$WORK/e2e.log")")

@@ -54,6 +54,10 @@ APPS = {
     # Hono (the Fetch API) with the Express example's job, worker and sender
     "hono": App("hono", EXAMPLES / "hono", ("node", "server.js"), ("node", "../express/worker.js"),
                 ("node", "../express/sender.js"), ("node",)),
+    # a Next.js route handler (built by scripts/lib.sh with next build),
+    # again with the Express example's job, worker and sender
+    "nextjs": App("nextjs", EXAMPLES / "nextjs", ("node", "serve.js"), ("node", "../express/worker.js"),
+                  ("node", "../express/sender.js"), ("node",)),
     "sinatra": App("sinatra", EXAMPLES / "sinatra", ("ruby", "app.rb"), ("ruby", "worker.rb"),
                    ("ruby", "sender.rb"), ("ruby",)),
 }

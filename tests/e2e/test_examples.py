@@ -1,7 +1,7 @@
 """Every example receiver (examples/README.md) over real HTTP against the real extension.
 
 The same scenarios run against each stack (FastAPI, Django, Express, Hono,
-Sinatra): a
+Next.js, Sinatra): a
 sequential duplicate, concurrent copies, a process that dies after its claim
 and one that dies after its first step (each restarted, as a supervisor
 would), a stale event under the monotonic guard, tampered and unsigned
@@ -57,7 +57,7 @@ LEASE_SECONDS = 2
 # runs with a lease far longer, so that no copy reclaims the key meanwhile.
 SLOW_SECONDS = 3
 SLOW_JOB_FILES = {"fastapi": "job.py", "django": "shop/job.py", "express": "job.js", "hono": "../express/job.js",
-                  "sinatra": "shop.rb"}
+                  "nextjs": "../express/job.js", "sinatra": "shop.rb"}
 SLOW_LEASE_SECONDS = 30
 CHECKPOINT_DEADLINE_S = 15
 PUSH = (FIXTURES / "push" / "payload.json").read_bytes()
