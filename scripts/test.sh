@@ -232,6 +232,9 @@ export PG_MAJOR
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/package/test_apt_repository.py -k "not apt_get" 2>&1 | tee "$WORK/apt.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the apt repository of every major does not check out"
 summary+=("apt repository ($(sed -n 's/^Description: //p' "$WORK/apt/Release")): $(tail -1 "$WORK/apt.log")")
+not_on_wheels="the end-to-end layer (the receivers and client packages: SQL the major does not change), the upgrade layer (0.1.0 and 0.2.0 are built for $DEBIAN_PG_MAJOR), the package's install with apt-get (Debian 12 has no postgresql-N package of ${wheel_majors[*]}) and the distributed layer (Citus 13.2.2 is built for $DEBIAN_PG_MAJOR)"
+log "run on PostgreSQL $DEBIAN_PG_MAJOR only: $not_on_wheels"
+summary+=("PostgreSQL ${wheel_majors[*]}: not run there: $not_on_wheels")
 
 log "all layers passed"
 printf '  %s\n' "${summary[@]}"
