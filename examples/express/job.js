@@ -88,8 +88,10 @@ function parseJson(body) {
 // `fault` is a fault to inject (tests only: a crash, or a slow job); it
 // fires on attempt 1 only, so the retry is processed normally.
 //
-// Resolves to { completed: true, result, resumedFrom } or, when the lease
-// was lost, { completed: false, lost: 'notification' | 'side effect' }.
+// Resolves to { completed: true, result, resumedFrom }; when the lease was
+// lost, { completed: false, lost: 'notification' | 'side effect' }; when
+// step 2 threw (rolled back, recorded with webhook_fail by withClaim),
+// { completed: false, failed: error }. An error of step 1 is thrown.
 async function runJob(pool, job, fault) {
   const injected = job.attempt === 1 ? fault : undefined;
   const key = [job.source, job.idemKey, job.claimToken];
@@ -150,16 +152,18 @@ async function runJob(pool, job, fault) {
     // returns as a string.)
     return { status: 200, side_effect_id: Number(effect.id) };
   });
-  if (done.status === 'failed') throw done.error;
+  // failed: rolled back and recorded with webhook_fail by withClaim already
+  if (done.status === 'failed') return { completed: false, failed: done.error };
   if (done.status === 'lease_lost') return { completed: false, lost: 'side effect' };
   return { completed: true, result: done.result, resumedFrom };
 }
 
 // The job of a delivery webhook_receive claimed for us (wd.receive's
 // Delivery) with its raw body; `fault` as runJob's (a header's value, tests
-// only: anything but a known fault is none).
-function runReceived(pool, delivery, body, fault) {
-  return runJob(pool, {
+// only: anything but a known fault is none). A job that failed (recorded
+// with webhook_fail) is thrown, for the receiver's error answer (500).
+async function runReceived(pool, delivery, body, fault) {
+  const done = await runJob(pool, {
     source: delivery.source, // the source defaults to the scheme's name
     idemKey: delivery.idemKey,
     claimToken: delivery.claimToken,
@@ -169,6 +173,8 @@ function runReceived(pool, delivery, body, fault) {
     eventTime: delivery.eventTime,
     subject: subjectOf(parseJson(body)),
   }, FAULTS.has(fault) ? fault : undefined);
+  if (done.failed) throw done.failed;
+  return done;
 }
 
 module.exports = { createPool, runJob, runReceived, subjectOf, parseJson, FAULTS, NOTIFY_TARGET };

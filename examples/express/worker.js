@@ -90,6 +90,9 @@ async function processDelivery(row) {
     }, FAULT);
     if (done.completed) {
       console.log(`${row.idemKey}: completed (attempt ${row.attempt})`);
+    } else if (done.failed) {
+      // rolled back and recorded with webhook_fail (retried after a backoff)
+      console.error(`${row.idemKey}: job failed:`, done.failed.message);
     } else {
       // Our lease expired while we worked and another worker took the key;
       // our step was rolled back, and that worker finishes the job.

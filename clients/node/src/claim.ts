@@ -60,9 +60,13 @@ export async function withClaim(pool: pg.Pool, claim: Claim,
   try {
     const completed = await inTransaction(pool, async (client) => {
       const value = await job(client, claim);
+      // undefined (no return) is stored as JSON null; a value JSON cannot
+      // encode (a function, a toJSON giving undefined) is the job's error
+      const text = value === undefined ? 'null' : JSON.stringify(value);
+      if (text === undefined) throw new TypeError('webhook-dedup: the job returned a value JSON cannot encode');
       const { rows: [done] } = await client.query(
         'SELECT webhook_dedup.webhook_complete($1, $2, $3, $4::jsonb) AS completed, $4::jsonb AS result',
-        [claim.source, claim.idemKey, claim.claimToken, JSON.stringify(value === undefined ? null : value)]);
+        [claim.source, claim.idemKey, claim.claimToken, text]);
       result = done.result;
       return done.completed === true;
     });
@@ -99,7 +103,7 @@ export interface WorkerOptions {
   idleMs?: number;
   /** Called when webhook_next, or the webhook_fail after a handler threw,
    * fails (the database is gone: the worker pauses, then goes on; the key's
-   * lease expires and it is handed out again). */
+   * lease expires and it is handed out again); default: console.error. */
   onError?: (error: unknown, delivery?: QueuedDelivery) => void;
 }
 
@@ -138,10 +142,22 @@ export class Worker {
   }
 
   private pause(ms: number): Promise<void> {
+    if (this.stopping) return Promise.resolve(); // stop() came while webhook_next ran
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, ms);
       this.wake = () => { clearTimeout(timer); resolve(); };
     });
+  }
+
+  /** onError, or the console when none is given; an onError that throws
+   * does not end the loop. */
+  private report(error: unknown, delivery?: QueuedDelivery): void {
+    try {
+      if (this.options.onError) this.options.onError(error, delivery);
+      else console.error('webhook-dedup worker:', delivery ? `${delivery.idemKey}:` : 'webhook_next:', error);
+    } catch (reportError) {
+      console.error('webhook-dedup worker: onError threw:', reportError);
+    }
   }
 
   private async run(): Promise<void> {
@@ -154,7 +170,7 @@ export class Worker {
           'SELECT * FROM webhook_dedup.webhook_next(source => $1, lease => $2::interval, batch => $3)',
           [this.options.source ?? null, this.options.lease ?? null, this.options.batch ?? 10]));
       } catch (error) {
-        this.options.onError?.(error);
+        this.report(error);
         await this.pause(idle * 4);
         continue;
       }
@@ -176,7 +192,7 @@ export class Worker {
             await this.pool.query('SELECT webhook_dedup.webhook_fail($1, $2, $3, $4, retryable => true)',
               [delivery.source, delivery.idemKey, delivery.claimToken, message.slice(0, 1000)]);
           } catch (failError) {
-            this.options.onError?.(failError, delivery);
+            this.report(failError, delivery);
           }
         }
       }

@@ -66,6 +66,13 @@ export async function inTransaction(pool: pg.Pool, work: (client: pg.PoolClient)
     Promise<boolean> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  // A checked-out client has no 'error' listener of the pool's: a backend
+  // that dies meanwhile (a restart, idle_in_transaction_session_timeout,
+  // pg_terminate_backend) would emit 'error' unheard, which ends the Node
+  // process. The query in flight rejects all the same; the connection is
+  // closed, not reused.
+  const onError = (err: Error) => { broken = err; };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const commit = await work(client);
@@ -75,6 +82,7 @@ export async function inTransaction(pool: pg.Pool, work: (client: pg.PoolClient)
     await client.query('ROLLBACK').catch((rollbackErr: Error) => { broken = rollbackErr; });
     throw err;
   } finally {
+    client.removeListener('error', onError);
     client.release(broken);
   }
 }

@@ -43,25 +43,23 @@ export function headersFromFetch(headers: Headers): HeaderMap {
 }
 
 /**
- * The raw body of a Node request (`http.IncomingMessage`, Express's `req`
- * without a body parser in front), at most `limit` bytes (BodyTooLarge
- * otherwise). When a parser already read it (`express.raw` sets
- * `req.body` to a Buffer), that Buffer is returned; a parsed body (an
- * object from `express.json()`) is refused with a TypeError: the
- * signature is over the bytes, which JSON.stringify does not give back.
+ * The raw body of a Node request (`http.IncomingMessage`, Express's `req`),
+ * at most `limit` bytes (BodyTooLarge otherwise). When `express.raw` read
+ * it, its Buffer (`req.body`) is returned; a stream nobody read yet (no
+ * parser, or one whose type did not match) is read here; a body another
+ * parser consumed (an object from `express.json()`, even `{}`) is refused
+ * with a TypeError: the signature is over the bytes, which JSON.stringify
+ * does not give back.
  */
 export async function rawBodyFromNode(req: IncomingMessage & { body?: unknown },
     limit: number = MAX_BODY_BYTES): Promise<Buffer> {
-  if (req.body !== undefined) {
-    if (Buffer.isBuffer(req.body)) return req.body;
-    // express.raw leaves {} when the request had no Content-Type to match:
-    // an empty body, whose signature then fails (fails closed)
-    if (typeof req.body === 'object' && req.body !== null && Object.keys(req.body).length === 0) {
-      return Buffer.alloc(0);
-    }
+  if (Buffer.isBuffer(req.body)) return req.body;
+  if (req.body !== undefined && req.readableEnded) {
+    // a body parser read the stream and left something else than the bytes
     throw new TypeError('webhook-dedup: the request body was parsed before the webhook route; the signature '
       + 'is over the raw bytes: put express.raw({ type: \'*/*\' }) (or nothing) in front of it, not express.json()');
   }
+  // not read yet (no parser, or one whose type did not match): read it here
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
@@ -72,14 +70,28 @@ export async function rawBodyFromNode(req: IncomingMessage & { body?: unknown },
   return Buffer.concat(chunks);
 }
 
-/** The raw body of a Fetch API request (`await request.arrayBuffer()`), at
- * most `limit` bytes: a Content-Length over it is refused before reading. */
+/** The raw body of a Fetch API request, at most `limit` bytes: a
+ * Content-Length over it is refused before reading, and a body sent without
+ * one (chunked) is read chunk by chunk and cancelled as soon as it passes
+ * the limit (BodyTooLarge), never held whole. */
 export async function rawBodyFromFetch(request: Request, limit: number = MAX_BODY_BYTES): Promise<Buffer> {
   const declared = Number(request.headers.get('content-length'));
   if (Number.isFinite(declared) && declared > limit) throw new BodyTooLarge(limit);
-  const body = Buffer.from(await request.arrayBuffer());
-  if (body.length > limit) throw new BodyTooLarge(limit);
-  return body;
+  if (request.body === null) return Buffer.alloc(0);
+  const reader = request.body.getReader();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw new BodyTooLarge(limit);
+    }
+    chunks.push(Buffer.from(value.buffer, value.byteOffset, value.byteLength));
+  }
+  return Buffer.concat(chunks, size);
 }
 
 function encode(answer: Answer): Buffer {

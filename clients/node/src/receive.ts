@@ -111,8 +111,8 @@ const OPTIONS: [keyof ReceiveOptions, string, string][] = [
  * `body` is the raw request body exactly as received (the signature is
  * over these bytes: never a re-serialised parse of it); it is bound as
  * binary `bytea`. `headers` is every request header (`headersFromNode`,
- * `headersFromFetch`). Only the options given are sent, by name, so the
- * extension's defaults apply to the rest.
+ * `headersFromFetch`). Only the options given (not undefined or null) are
+ * sent, by name, so the extension's defaults apply to the rest.
  *
  * Call it on a pool (or a connection outside a transaction): the claim
  * must be committed when this returns, so that a concurrent copy sees it.
@@ -121,13 +121,14 @@ const OPTIONS: [keyof ReceiveOptions, string, string][] = [
  * `webhook_dedup_receiver`, ...).
  */
 export async function receive(db: Queryable, scheme: string, body: Buffer | Uint8Array, headers: HeaderMap,
-    options: ReceiveOptions = {}): Promise<Delivery> {
+    options: ReceiveOptions | null = {}): Promise<Delivery> {
   assertExactBytes(db);
+  options ??= {};
   const values: unknown[] = [scheme, Buffer.isBuffer(body) ? body : Buffer.from(body), JSON.stringify(headers)];
   const named: string[] = [];
   for (const [option, name, type] of OPTIONS) {
     const value = options[option];
-    if (value === undefined) continue;
+    if (value === undefined || value === null) continue; // the extension's default
     values.push(value);
     named.push(`${name} => $${values.length}::${type}`);
   }
@@ -165,7 +166,8 @@ export async function httpAnswer(db: Queryable, outcome: Outcome | AfterWork,
     Promise<Answer> {
   const { rows: [r] } = await db.query(
     'SELECT * FROM webhook_dedup.http_answer($1, $2, $3::jsonb, $4::interval, coalesce($5, \'claim\'))',
-    [outcome, options.scheme ?? null, options.result === undefined ? null : JSON.stringify(options.result),
+    // no result (undefined or null): SQL NULL, answered {"status": outcome}
+    [outcome, options.scheme ?? null, options.result == null ? null : JSON.stringify(options.result),
       options.retryAfter ?? null, options.mode ?? null]);
   return { status: r.http_status, headers: r.http_headers, body: r.response };
 }

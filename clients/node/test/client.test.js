@@ -81,8 +81,34 @@ test('a signed delivery is claimed, completed with its job, and its copy answere
   assert.equal(copy.answer.status, 200);
   assert.deepEqual(copy.answer.body, done.result);
   assert.equal(copy.answer.headers['Content-Type'], 'application/json');
-  const answered = wd.answerAfter(first, done.result);
-  assert.deepEqual(answered, { ...first.answer, body: done.result });
+  // the first delivery's answer once its work committed is the duplicate's
+  assert.deepEqual(wd.answerAfter(first, done.result), copy.answer);
+});
+
+test('a connection that dies inside withClaim fails the job, not the process', async () => {
+  const source = `killed-${RUN}`;
+  const { rows: [c] } = await pool.query("SELECT claim_token FROM webhook_dedup.webhook_claim($1, 'k')", [source]);
+  const done = await wd.withClaim(pool, { source, idemKey: 'k', claimToken: c.claim_token }, async (client) => {
+    await client.query('SELECT pg_terminate_backend(pg_backend_pid())');
+    return { unreachable: true };
+  });
+  assert.equal(done.status, 'failed');
+  assert.equal(done.state, 'failed'); // recorded on a connection of its own
+  // the pool still serves
+  assert.equal((await pool.query('SELECT 1 AS one')).rows[0].one, 1);
+});
+
+test('a job result JSON cannot encode is the job\'s error; options given as null are not sent', async () => {
+  const source = `nojson-${RUN}`;
+  const { rows: [c] } = await pool.query("SELECT claim_token FROM webhook_dedup.webhook_claim($1, 'k')", [source]);
+  const done = await wd.withClaim(pool, { source, idemKey: 'k', claimToken: c.claim_token }, async () => () => 1);
+  assert.equal(done.status, 'failed');
+  assert.match(done.error.message, /JSON cannot encode/);
+  const body = issueBody(4);
+  const got = await wd.receive(pool, 'github', body, githubHeaders(`nulls-${RUN}`, body),
+    { secrets: [SECRET], mode: null, lease: null, bodyKeyFallback: null });
+  assert.equal(got.outcome, 'claimed');
+  assert.equal((await wd.httpAnswer(pool, 'completed', { result: null })).body.status, 'completed');
 });
 
 test('a forged signature is not verified and writes nothing', async () => {
@@ -239,6 +265,54 @@ test('answers are sent exactly: Node responses and Fetch API responses', async (
   assert.deepEqual(wd.headersFromFetch(request.headers), { 'x-hub-signature-256': 'sha256=ab' });
   const big = new Request('http://localhost/', { method: 'POST', body: Buffer.alloc(11) });
   await assert.rejects(wd.rawBodyFromFetch(big, 10), wd.BodyTooLarge);
+  // chunked, without Content-Length: cancelled as soon as it passes the limit
+  let pulled = 0;
+  const endless = new ReadableStream({ pull(controller) { pulled += 1024; controller.enqueue(new Uint8Array(1024)); } });
+  const chunked = new Request('http://localhost/', { method: 'POST', body: endless, duplex: 'half' });
+  await assert.rejects(wd.rawBodyFromFetch(chunked, 10 * 1024), wd.BodyTooLarge);
+  assert.ok(pulled <= 16 * 1024, `read ${pulled} bytes for a limit of 10 KiB`);
+});
+
+test('rawBodyFromNode reads a stream nobody read, and refuses one a parser consumed', async () => {
+  const server = http.createServer(async (req, res) => {
+    try {
+      if (req.url === '/unread') req.body = {}; // a parser whose type did not match (Express 4)
+      if (req.url === '/parsed') { for await (const _ of req); req.body = {}; } // express.json() on {}
+      const body = await wd.rawBodyFromNode(req);
+      res.end(`read ${body.toString('hex')}`);
+    } catch (err) {
+      res.end(`refused ${err.constructor.name}`);
+    }
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const { port } = server.address();
+    const send = (path) => new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path }, (res) => {
+        let text = '';
+        res.on('data', (c) => { text += c; });
+        res.on('end', () => resolve(text));
+      });
+      req.on('error', reject);
+      req.end(Buffer.from('{ }'));
+    });
+    assert.equal(await send('/unread'), 'read 7b207d');
+    assert.equal(await send('/parsed'), 'refused TypeError');
+  } finally {
+    server.close();
+  }
+});
+
+test('a Worker goes on when webhook_next fails and its onError throws, and stops at once', async () => {
+  let calls = 0;
+  const failing = { query: async () => { calls += 1; throw new Error('webhook_next: 42501'); } };
+  const worker = new wd.Worker(failing, async () => {}, { idleMs: 10, onError: () => { throw new Error('logger down'); } });
+  const loop = worker.start();
+  while (calls < 3) await new Promise((r) => setTimeout(r, 10));
+  const started = Date.now();
+  await worker.stop();
+  await loop; // resolves: neither error ended it
+  assert.ok(Date.now() - started < 1000);
 });
 
 test('httpAnswer gives every outcome its answer, and error for when the database fails', async () => {

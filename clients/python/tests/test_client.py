@@ -91,7 +91,8 @@ def test_claim_complete_and_the_copy_answered_with_the_result(conn, pool, admin)
     assert (copy.outcome, copy.must_process, copy.answer.status, copy.answer.body) == \
         ("duplicate", False, 200, done.result)
     assert copy.answer.headers["Content-Type"] == "application/json"
-    assert webhook_dedup.answer_after(first, done.result).body == done.result
+    # the first delivery's answer once its work committed is the duplicate's
+    assert webhook_dedup.answer_after(first, done.result) == copy.answer
 
 
 def test_a_forged_signature_writes_nothing(conn, admin):
@@ -112,7 +113,21 @@ def test_a_body_with_zero_bytes_and_bytes_that_are_not_utf8_round_trips(conn):
     assert payload == body
 
 
+def test_with_claim_records_a_failure_on_a_pool_of_dict_rows(conn, admin):
+    from psycopg.rows import dict_row
+    source = f"dictrows-{RUN}"
+    token = conn.execute("SELECT claim_token FROM webhook_dedup.webhook_claim(%s, 'k')", (source,)).fetchone()[0]
+    with ConnectionPool(conninfo(user=RECEIVER), min_size=1, max_size=2, open=True,
+                        kwargs={"row_factory": dict_row, "autocommit": True}) as dict_pool:
+        def failing(c, claim):
+            raise ValueError("bad payload")
+        done = sync.with_claim(dict_pool, webhook_dedup.Claim(source, "k", token), failing, retryable=False)
+    assert (done.status, done.state, str(done.error)) == ("failed", "dead_lettered", "bad payload")
+
+
 def test_a_body_must_be_bytes_and_options_must_exist(conn):
+    with pytest.raises(TypeError, match="list of keys"):
+        sync.receive(conn, "github", b"{}", {}, secrets=SECRET)
     with pytest.raises(TypeError, match="raw bytes"):
         sync.receive(conn, "github", "text", {})
     with pytest.raises(TypeError, match="no option colour"):
@@ -218,8 +233,34 @@ def test_the_asyncio_api(admin):
                 assert sorted(seen) == [("q0", b"\x00\xff"), ("q1", b"\x00\xff"), ("q2", b"\x00\xff")]
 
     asyncio.run(scenario())
+
+    # a Worker made outside any event loop runs in one, and in a second one
+    async def drain(worker):
+        await asyncio.wait_for(worker.run(), 10)
+
+    async def enqueue_and_drain(worker, key):
+        async with await psycopg.AsyncConnection.connect(conninfo(user=RECEIVER), autocommit=True) as aconn:
+            await aconn.execute("SELECT webhook_dedup.webhook_enqueue(%s, %s, '\\x01'::bytea)", (f"aio-{RUN}-q", key))
+        await drain(worker)
+
+    def made_outside():
+        async def handler(delivery):
+            await aio.with_claim(worker.pool, delivery, lambda c, claim: asyncio.sleep(0, {"late": True}))
+            worker.stop()
+
+        worker = aio.Worker(None, handler, source=f"aio-{RUN}-q", idle_s=0.05)
+        return worker
+
+    async def with_pool(worker, key):
+        async with AsyncConnectionPool(conninfo(user=RECEIVER), min_size=1, max_size=2) as p:
+            worker.pool = p
+            await enqueue_and_drain(worker, key)
+
+    first_worker, second_worker = made_outside(), made_outside()  # no event loop runs here
+    asyncio.run(with_pool(first_worker, "late1"))
+    asyncio.run(with_pool(second_worker, "late2"))  # another loop
     assert admin.execute("SELECT count(*) FROM webhook_dedup.keys WHERE source = %s AND state = 'completed'",
-                         (f"aio-{RUN}-q",)).fetchone()[0] == 3
+                         (f"aio-{RUN}-q",)).fetchone()[0] == 5
 
 
 def test_http_answer_for_the_outcomes_after_the_work(conn):
@@ -244,6 +285,8 @@ def test_framework_answers_are_exact():
     from django.conf import settings
     if not settings.configured:
         settings.configure(DEFAULT_CHARSET="utf-8")
+    problem = to_django(webhook_dedup.Answer(422, {"content-type": "application/problem+json"}, {"e": 1}))
+    assert problem["Content-Type"] == "application/problem+json"
     django_response = to_django(answer)
     assert django_response.status_code == 429
     assert django_response["Content-Type"] == "application/json"

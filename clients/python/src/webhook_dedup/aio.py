@@ -62,23 +62,28 @@ async def with_claim(pool, claim: Claim, job: Callable[[Any, Claim], Awaitable[J
         return ClaimOutcome("lease_lost")
     except Exception as error:  # noqa: BLE001 - recorded, then returned
         again = retryable(error) if callable(retryable) else retryable
-        async with pool.connection() as conn:
-            cur = await conn.execute(core.FAIL_SQL, (claim.source, claim.idem_key, claim.claim_token,
-                                                     core.error_text(error), again))
-            state = (await cur.fetchone())[0]
+        async with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(core.FAIL_SQL, (claim.source, claim.idem_key, claim.claim_token,
+                                              core.error_text(error), again))
+            state = (await cur.fetchone())["state"]
         return ClaimOutcome("failed", error=error, state=state)
 
 
 class Worker(core.WorkerBase):
     """webhook_dedup.sync.Worker for asyncio: `await worker.run()` until
-    `worker.stop()`; handler(delivery) is a coroutine function."""
+    `worker.stop()`; handler(delivery) is a coroutine function. It may be
+    made outside any event loop (its stop event is made by run(), in the
+    loop that runs it); a stopped Worker stays stopped."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._stop = asyncio.Event()
+        self._stopping = False
+        self._stop: Optional[asyncio.Event] = None  # made in run(): bound to its loop
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping = True
+        if self._stop is not None:
+            self._stop.set()
 
     async def _pause(self, seconds: float) -> None:
         try:
@@ -87,6 +92,9 @@ class Worker(core.WorkerBase):
             pass
 
     async def run(self) -> None:
+        self._stop = asyncio.Event()
+        if self._stopping:
+            self._stop.set()
         while not self._stop.is_set():
             try:
                 async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:

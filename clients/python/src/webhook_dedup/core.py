@@ -109,6 +109,8 @@ def receive_sql(scheme: str, body: bytes, headers: HeaderMap, options: Mapping[s
     webhook_receive does not have."""
     if not isinstance(body, (bytes, bytearray, memoryview)):
         raise TypeError("webhook_dedup: the body must be the raw bytes as received, not " + type(body).__name__)
+    if isinstance(options.get("secrets"), (str, bytes)):
+        raise TypeError("webhook_dedup: secrets is a list of keys, not one string")
     unknown = set(options) - set(_OPTION_TYPES)
     if unknown:
         raise TypeError(f"webhook_dedup: webhook_receive has no option {', '.join(sorted(unknown))}")

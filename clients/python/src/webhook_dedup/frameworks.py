@@ -37,8 +37,8 @@ def to_django(answer: Answer) -> Any:
     JSON body (the Content-Type as given, without a charset added)."""
     from django.http import HttpResponse
 
-    response = HttpResponse(answer.body_bytes(), status=answer.status,
-                            content_type=answer.headers.get("Content-Type", "application/json"))
+    content_type = next((v for n, v in answer.headers.items() if n.lower() == "content-type"), "application/json")
+    response = HttpResponse(answer.body_bytes(), status=answer.status, content_type=content_type)
     for name, value in answer.headers.items():
         if name.lower() != "content-type":
             response[name] = value

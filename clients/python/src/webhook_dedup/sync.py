@@ -69,9 +69,9 @@ def with_claim(pool, claim: Claim, job: Callable[[Any, Claim], Json],
         return ClaimOutcome("lease_lost")
     except Exception as error:  # noqa: BLE001 - recorded, then returned
         again = retryable(error) if callable(retryable) else retryable
-        with pool.connection() as conn:
-            state = conn.execute(core.FAIL_SQL, (claim.source, claim.idem_key, claim.claim_token,
-                                                 core.error_text(error), again)).fetchone()[0]
+        with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            state = cur.execute(core.FAIL_SQL, (claim.source, claim.idem_key, claim.claim_token,
+                                                core.error_text(error), again)).fetchone()["state"]
         return ClaimOutcome("failed", error=error, state=state)
 
 
