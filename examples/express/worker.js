@@ -17,6 +17,7 @@ const LEASE = process.env.WEBHOOK_LEASE || null;
 const FAULT = process.env.WORKER_FAULT || undefined;
 const BATCH = 10;
 const IDLE_MS = 500; // the pause when nothing is due
+const NO_PAYLOAD = "no stored payload: the key was claimed without its body, and its provider's redelivery brings it";
 
 if (FAULT !== undefined && !FAULTS.has(FAULT)) {
   console.error(`WORKER_FAULT must be one of ${[...FAULTS].join(', ')}, not ${FAULT}`);
@@ -76,6 +77,15 @@ function daysInMonth(year, month) {
 // the key is handed out again after a backoff, and dead-lettered once its
 // attempts run out.
 async function processDelivery(row) {
+  if (row.payload === null) {
+    // webhook_next hands out every due key, and a key claimed without its body
+    // (webhook_claim, or webhook_receive in claim mode) whose holder died is
+    // due once its lease lapses: there is no payload to run the job on. The
+    // Worker records the error as a retryable failure, like any failed job:
+    // the provider's redelivery claims it again through the receiver, or its
+    // attempts run out into a dead letter.
+    throw new Error(NO_PAYLOAD);
+  }
   const event = parseJson(row.payload); // payload: the raw body, a Buffer (bytea)
   try {
     const done = await runJob(pool, {

@@ -37,6 +37,12 @@ RFC3339 = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}
                      r"(?:\.([0-9]+))?(?:[Zz]|([+-])([0-9]{2}):([0-9]{2}))")
 
 log = logging.getLogger("webhook_dedup.example.worker")
+# webhook_next hands out every due key, and a key claimed without its body
+# (webhook_claim, or webhook_receive in claim mode) whose holder died is due
+# once its lease lapses: there is no payload to run the job on. It is recorded
+# as a retryable failure like any failed job: the provider's redelivery claims
+# it again through the receiver, or its attempts run out into a dead letter.
+NO_PAYLOAD = "no stored payload: the key was claimed without its body, and its provider's redelivery brings it"
 
 
 def event_time(source: str, payload: bytes) -> Optional[datetime]:
@@ -96,9 +102,11 @@ def rfc3339(value) -> Optional[datetime]:
 async def run_one(conn: psycopg.AsyncConnection, row) -> None:
     """The job of one leased delivery; a failure schedules a retry of the key."""
     fault = FAULT if row.attempt == 1 else None
-    work = job.Job(row.source, row.idem_key, row.claim_token, row.attempt, row.last_step,
-                   row.event_type, event_time(row.source, row.payload), row.payload)
     try:
+        if row.payload is None:
+            raise ValueError(NO_PAYLOAD)
+        work = job.Job(row.source, row.idem_key, row.claim_token, row.attempt, row.last_step,
+                       row.event_type, event_time(row.source, row.payload), row.payload)
         result = await job.run(conn, work, fault)
         log.info("%s %s attempt %d: %s", row.source, row.idem_key, row.attempt,
                  "lease lost, left to its new holder" if result is None else "completed")

@@ -17,12 +17,21 @@ FAULT = ENV['WORKER_FAULT']
 # Up to BATCH due keys (new, whose lease expired, or failed and due again),
 # each leased to this worker. Its own autocommitted statement: the leases are
 # committed, and skipped by every other worker, when it returns.
+NO_PAYLOAD = "no stored payload: the key was claimed without its body, and its provider's redelivery brings it"
 NEXT = 'SELECT * FROM webhook_dedup.webhook_next(lease => $1::interval, batch => $2)'
 
 # The job of one stored delivery. webhook_next gives the raw payload and the
 # event type, but no event time (webhook_receive does): the worker reads it
 # from the body as the provider's profile says (event_time below).
 def run_job(conn, row)
+  # webhook_next hands out every due key, and a key claimed without its body
+  # (webhook_claim, or webhook_receive in claim mode) whose holder died is due
+  # once its lease lapses: there is no payload to run the job on. Recorded as a
+  # retryable failure below, like any failed job: the provider's redelivery
+  # claims it again through the receiver, or its attempts run out into a dead
+  # letter.
+  raise ArgumentError, NO_PAYLOAD if row['payload'].nil?
+
   payload = conn.unescape_bytea(row['payload']) # bytea comes back as text (\x...)
   event = Shop.parse_event(payload)
   job = Shop::Job.new(source: row['source'], idem_key: row['idem_key'], claim_token: row['claim_token'],

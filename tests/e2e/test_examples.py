@@ -583,6 +583,40 @@ def test_a_worker_killed_mid_job_is_taken_over_after_its_lease(enqueuing_receive
     assert shop.key(d) == ("completed", 2)
 
 
+def test_a_due_key_without_a_payload_is_failed_and_the_worker_goes_on(enqueuing_receiver, workers, shop):
+    """webhook_next hands out every due key of every source, and a key claimed
+    without its body (webhook_claim, or webhook_receive in claim mode) whose
+    holder died is due once its lease lapses, with a NULL payload. The worker
+    records it as a retryable failure and goes on with the next delivery (the
+    FastAPI and Django worker used to die on it: the fresh clone's run of
+    797e6f4 failed so, when another test's lapsed claim came due)."""
+    orphan = f"orphan_{uuid.uuid4().hex[:12]}"
+    try:
+        outcome, = shop.conn.execute("SELECT outcome FROM webhook_dedup.webhook_claim('stripe', %s, lease => '1 second')",
+                                     (orphan,)).fetchone()
+        assert outcome == "claimed"
+        time.sleep(1.5)  # its holder never finishes: the lease lapses
+        d = stripe_event(shop)
+        assert send(enqueuing_receiver, d).status == 200
+
+        worker = workers()
+        wait_for_state(shop, d, "completed", [worker])
+        deadline = time.monotonic() + WORKER_DEADLINE_S
+        while shop.conn.execute("SELECT attempt FROM webhook_dedup.keys WHERE source = 'stripe' AND idem_key = %s",
+                                (orphan,)).fetchone()[0] < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)  # oldest first: taken before d, unless the sweeper took it first
+        assert not worker.exited(), f"the worker died:\n{worker.output()}"
+        worker.stop()  # a clean stop: the jobs it holds are finished first
+        state, attempt, error = shop.conn.execute(
+            "SELECT state, attempt, last_error FROM webhook_dedup.keys WHERE source = 'stripe' AND idem_key = %s",
+            (orphan,)).fetchone()
+        assert state in ("failed", "dead_lettered") and attempt >= 2, (state, attempt, worker.output())
+        assert "no stored payload" in error, (error, worker.output())
+        assert shop.exactly_once(d) == ([1], [1])
+    finally:
+        shop.conn.execute("SELECT webhook_dedup.webhook_forget('stripe', %s)", (orphan,))
+
+
 # The outbox (docs/outbox.md): step 1 of the job commits the notification's
 # intent; each stack's sender delivers it to a notification service on
 # loopback (tests/e2e/downstream.py) that performs a call once per
