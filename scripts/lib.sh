@@ -272,10 +272,11 @@ cluster_stop() {
     rm -rf "$CLUSTER_DIR"
 }
 
-# The extension's version: Cargo.toml's [package] version, which cargo pgrx
-# writes into webhook_dedup.control's default_version (@CARGO_VERSION@).
+# The extension's version: Cargo.toml's [workspace.package] version, which
+# the extension and its core inherit and cargo pgrx writes into
+# webhook_dedup.control's default_version (@CARGO_VERSION@).
 project_version() {
-    sed -n '/^\[package\]/,/^\[/s/^version *= *"\([^"]*\)".*/\1/p' "$ROOT/Cargo.toml"
+    sed -n '/^\[workspace\.package\]/,/^\[/s/^version *= *"\([^"]*\)".*/\1/p' "$ROOT/Cargo.toml"
 }
 
 # The Debian package scripts/package.sh builds for PostgreSQL $PG_MAJOR.

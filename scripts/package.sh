@@ -65,7 +65,7 @@ meta() {
     python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$ROOT/META.json" "$1"
 }
 version=$(project_version)
-[ -n "$version" ] || die "no [package] version in $ROOT/Cargo.toml"
+[ -n "$version" ] || die "no [workspace.package] version in $ROOT/Cargo.toml"
 [ "$(meta version)" = "$version" ] || die "META.json has version $(meta version), Cargo.toml $version"
 maintainer=$(meta maintainer)
 synopsis=$(meta abstract)
@@ -146,12 +146,12 @@ years=$first_year
     echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
     echo "Upstream-Name: webhook_dedup"
     echo "Upstream-Contact: $maintainer"
-    echo "Comment: $(basename "$lib") links in these Rust crates (cargo tree, normal"
+    echo "Comment: $(basename "$lib") (with its own core crate, webhook-dedup-core) links in these Rust crates (cargo tree, normal"
     echo " dependencies with features pg$PG_MAJOR), each under the licence its Cargo.toml"
     echo " states (SPDX expression):"
     (cd "$ROOT" && cargo tree --locked --edges normal,no-proc-macro --prefix none \
         --format '{p}: {l}' --no-default-features --features "pg$PG_MAJOR") \
-        | grep -v '^webhook_dedup ' | sed 's/ (\*)$//; s/ (proc-macro)//' | LC_ALL=C sort -u | sed 's/^/ /'
+        | grep -Ev '^webhook(_dedup|-dedup-core) ' | sed 's/ (\*)$//; s/ (proc-macro)//' | LC_ALL=C sort -u | sed 's/^/ /'
     echo
     echo "Files: *"
     echo "Copyright: $years $(git -C "$ROOT" log --format=%an | LC_ALL=C sort -u | paste -sd, | sed 's/,/, /g')"

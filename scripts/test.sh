@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Every test of webhook_dedup, each layer for what it can prove:
-#   1. lint: rustfmt and clippy (warnings are errors), a type-check
+#   1. lint: rustfmt and clippy (warnings are errors), the core crate free of
+#      pgrx (scripts/check-core.sh), a type-check
 #      against PostgreSQL 13..18 (scripts/check-versions.sh), the Grafana
 #      dashboard's queries against the exporter's metrics, and the scripts'
 #      own functions with fake tools (pytest: tests/contrib, tests/scripts);
-#   2. unit: the pure Rust modules (cargo test, no PostgreSQL);
+#   2. unit: the pure core (cargo test -p webhook-dedup-core) and the
+#      extension's own unit tests (cargo test, no PostgreSQL);
 #   3. pg_test: the SQL functions in one session (cargo pgrx test);
 #   4. isolation: races between sessions (pg_isolation_regress) on a real cluster;
 #   5. cluster: many connections, killed backends, a crashed server, the
@@ -51,7 +53,7 @@ cd "$ROOT"
 # would contend for.
 run_pg_test() {
     local log_file=$1
-    RUST_TEST_THREADS=1 cargo pgrx test "pg$PG_MAJOR" api::tests --runas "$PG_OS_USER" \
+    RUST_TEST_THREADS=1 cargo pgrx test "pg$PG_MAJOR" tests::pg_ --runas "$PG_OS_USER" \
             --pgdata "$WORK/pgrx-data-$PG_MAJOR" 2>&1 | tee "$log_file" \
         | grep -E '^test |^test result:|panicked|FAILED' || true
     grep -q '^test result: ok' "$log_file" && ! grep -q '^test result: FAILED' "$log_file" \
@@ -85,9 +87,12 @@ chown "$PG_OS_USER" "$WORK"
 cleanup() { cluster_stop; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-log "1/10 lint: cargo fmt --check, cargo clippy -D warnings, type-check for PostgreSQL 13..18, the Grafana dashboard, scripts/lib.sh"
-cargo fmt --check
+log "1/10 lint: cargo fmt --check, cargo clippy -D warnings, the core without pgrx, type-check for PostgreSQL 13..18, the Grafana dashboard, scripts/lib.sh"
+cargo fmt --all --check
 cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --all-targets -- -D warnings
+cargo clippy --quiet -p webhook-dedup-core --all-targets --all-features -- -D warnings
+# crates/webhook-dedup-core depends on no pgrx crate (docs/design.md, "Layout")
+"$ROOT/scripts/check-core.sh"
 "$ROOT/scripts/check-versions.sh"
 # the Grafana dashboard against the postgres_exporter query file (no database)
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/contrib 2>&1 | tee "$WORK/contrib.log"
@@ -97,11 +102,14 @@ cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --al
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the scripts' tests failed"
 summary+=("lint: ok (rustfmt, clippy, builds for pg13..pg18; dashboard: $(tail -1 "$WORK/contrib.log"); scripts: $(tail -1 "$WORK/scripts.log"))")
 
-log "2/10 unit tests (pure Rust)"
+log "2/10 unit tests (pure Rust: the core crate with plain cargo test, then the extension's own)"
+cargo test --quiet -p webhook-dedup-core 2>&1 | tee "$WORK/core.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "the core's unit tests failed"
 cargo test --quiet --lib --no-default-features --features "pg$PG_MAJOR" 2>&1 | tee "$WORK/unit.log"
-summary+=("unit: $(grep '^test result:' "$WORK/unit.log" | tail -1)")
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "the extension's unit tests failed"
+summary+=("unit: core $(grep '^test result:' "$WORK/core.log" | head -1); extension $(grep '^test result:' "$WORK/unit.log" | tail -1)")
 
-log "3/10 #[pg_test] (cargo pgrx test pg$PG_MAJOR api::tests: the pg_tests only, the unit tests ran above)"
+log "3/10 #[pg_test] (cargo pgrx test pg$PG_MAJOR tests::pg_: the pg_tests of src/tests/ only, the unit tests ran above)"
 run_pg_test "$WORK/pgtest.log"
 summary+=("pg_test: $(grep '^test result:' "$WORK/pgtest.log" | head -1)")
 

@@ -1,83 +1,28 @@
-//! One error type for the whole extension and its one mapping to SQLSTATEs.
+//! The core's error type ([`webhook_dedup_core::error::Error`]) raised as
+//! a PostgreSQL ERROR with its SQLSTATE.
 //!
 //! pgrx 0.18 reports `error!()` and panics as XX000 (internal_error) and a
 //! bare `Err(E)` returned from a `#[pg_extern]` as 22000; a caller's mistake
 //! deserves a precise code, so every user-facing failure goes through
-//! [`Error::raise`].
+//! [`Raise::raise`].
 
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::{PgLogLevel, PgSqlErrorCode};
-use std::fmt;
 
-/// A failure that surfaces as an SQL error with a deliberate SQLSTATE.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Error {
-    /// 22004 null_value_not_allowed: a required argument was NULL.
-    NullValue { what: &'static str },
-    /// 22023 invalid_parameter_value: an argument has the right type but an
-    /// unacceptable value (empty key, bad secret, unknown scheme, ...).
-    InvalidParameter { message: String, hint: Option<String> },
-    /// P0002 no_data_found: the key named by the call does not exist.
-    NoDataFound { message: String },
-    /// 40001 serialization_failure: a race that the caller's REPEATABLE READ
-    /// or SERIALIZABLE snapshot cannot see; retry the transaction.
-    SerializationFailure { message: String },
-    /// 55000 object_not_in_prerequisite_state: something the call needs is
-    /// missing (for example the library is not preloaded).
-    NotInPrerequisiteState { message: String, hint: Option<String> },
-    /// 42703 undefined_column: a trigger argument names no column.
-    UndefinedColumn { message: String },
-    /// 42804 datatype_mismatch: a column has the wrong type for its use.
-    DatatypeMismatch { message: String },
-    /// 39P01 trigger_protocol_violated: a trigger function fired in a way
-    /// it does not support.
-    TriggerProtocolViolated { message: String },
-    /// 0A000 feature_not_supported: the call is not available in this
-    /// configuration (for example the outbox on a distributed install).
-    FeatureNotSupported { message: String, hint: Option<String> },
+pub use webhook_dedup_core::error::Error;
+
+/// Raising an [`Error`] (a trait: the type is the core's).
+pub trait Raise {
+    /// Raise this error as a Postgres ERROR with its SQLSTATE and hint;
+    /// never returns. The reported location is the caller's.
+    #[track_caller]
+    fn raise(self) -> !;
 }
 
-impl Error {
-    pub fn invalid(message: impl Into<String>) -> Self {
-        Error::InvalidParameter { message: message.into(), hint: None }
-    }
-
-    pub fn invalid_with_hint(message: impl Into<String>, hint: impl Into<String>) -> Self {
-        Error::InvalidParameter { message: message.into(), hint: Some(hint.into()) }
-    }
-
-    /// The SQLSTATE this error is reported with.
-    pub fn sqlstate(&self) -> PgSqlErrorCode {
-        match self {
-            Error::NullValue { .. } => PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            Error::InvalidParameter { .. } => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            Error::NoDataFound { .. } => PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
-            Error::SerializationFailure { .. } => PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
-            Error::NotInPrerequisiteState { .. } => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            Error::UndefinedColumn { .. } => PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
-            Error::DatatypeMismatch { .. } => PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-            Error::TriggerProtocolViolated { .. } => PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
-            Error::FeatureNotSupported { .. } => PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-        }
-    }
-
-    fn hint(&self) -> Option<&str> {
-        match self {
-            Error::InvalidParameter { hint, .. }
-            | Error::NotInPrerequisiteState { hint, .. }
-            | Error::FeatureNotSupported { hint, .. } => hint.as_deref(),
-            Error::SerializationFailure { .. } => {
-                Some("Retry the transaction; the key was changed by a concurrent transaction.")
-            }
-            _ => None,
-        }
-    }
-
-    /// Raise this error as a Postgres ERROR; never returns. The reported
-    /// location is the caller's.
+impl Raise for Error {
     #[track_caller]
-    pub fn raise(self) -> ! {
-        let mut report = ErrorReport::new(self.sqlstate(), self.to_string(), "webhook_dedup");
+    fn raise(self) -> ! {
+        let mut report = ErrorReport::new(sqlstate(&self), self.to_string(), "webhook_dedup");
         if let Some(hint) = self.hint() {
             report = report.set_hint(hint.to_string());
         }
@@ -86,23 +31,16 @@ impl Error {
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::NullValue { what } => write!(f, "{what} must not be NULL"),
-            Error::InvalidParameter { message, .. }
-            | Error::NoDataFound { message }
-            | Error::SerializationFailure { message }
-            | Error::NotInPrerequisiteState { message, .. }
-            | Error::UndefinedColumn { message }
-            | Error::DatatypeMismatch { message }
-            | Error::TriggerProtocolViolated { message }
-            | Error::FeatureNotSupported { message, .. } => f.write_str(message),
-        }
-    }
+/// The error's SQLSTATE as PostgreSQL packs it (`MAKE_SQLSTATE`: six bits
+/// per character, the first lowest).
+pub fn sqlstate(error: &Error) -> PgSqlErrorCode {
+    let packed = error
+        .sqlstate()
+        .bytes()
+        .enumerate()
+        .fold(0i32, |code, (i, c)| code + (((i32::from(c) - i32::from(b'0')) & 0x3F) << (6 * i)));
+    PgSqlErrorCode::from(packed)
 }
-
-impl std::error::Error for Error {}
 
 /// Unwrap a result or raise its error.
 pub trait OrRaise<T> {
@@ -115,7 +53,7 @@ impl<T, E: Into<Error>> OrRaise<T> for Result<T, E> {
     fn or_raise(self) -> T {
         match self {
             Ok(value) => value,
-            Err(error) => error.into().raise(),
+            Err(error) => Raise::raise(error.into()),
         }
     }
 }
@@ -125,6 +63,39 @@ impl<T, E: Into<Error>> OrRaise<T> for Result<T, E> {
 pub fn required<T>(value: Option<T>, what: &'static str) -> T {
     match value {
         Some(value) => value,
-        None => Error::NullValue { what }.raise(),
+        None => Raise::raise(Error::NullValue { what }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The core's codes, packed, are the codes pgrx names.
+    #[test]
+    fn every_code_maps_to_its_postgresql_errcode() {
+        let cases = [
+            (Error::NullValue { what: "x" }, PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED),
+            (Error::invalid("x"), PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE),
+            (Error::NoDataFound { message: "x".into() }, PgSqlErrorCode::ERRCODE_NO_DATA_FOUND),
+            (Error::SerializationFailure { message: "x".into() }, PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE),
+            (
+                Error::NotInPrerequisiteState { message: "x".into(), hint: None },
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            ),
+            (Error::UndefinedColumn { message: "x".into() }, PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN),
+            (Error::DatatypeMismatch { message: "x".into() }, PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH),
+            (
+                Error::TriggerProtocolViolated { message: "x".into() },
+                PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
+            ),
+            (
+                Error::FeatureNotSupported { message: "x".into(), hint: None },
+                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            ),
+        ];
+        for (error, code) in cases {
+            assert_eq!(sqlstate(&error), code, "{error:?}");
+        }
     }
 }

@@ -1,62 +1,55 @@
 //! webhook_dedup: webhook signature verification, idempotency keys and an
 //! at-least-once claim state machine, inside PostgreSQL.
 //!
-//! Layout (one concern per file; see `docs/design.md`):
+//! Layout (one concern per file; see `docs/design.md`, "Layout"): the pure
+//! rules live in the `webhook-dedup-core` crate (`crates/webhook-dedup-core`:
+//! signature schemes, keys, the claim decisions, calendar, provider
+//! profiles, intake rules, handshakes, the archive's days, the HTTP answer,
+//! operation keys, the outbox decisions, the error type), re-exported here
+//! under their module names. This crate is the PostgreSQL glue:
 //!
-//! | module | concern | Postgres? |
-//! | --- | --- | --- |
-//! | [`signature`] | provider signature schemes, constant-time core | no (pure) |
-//! | [`key`] | scoped, bounded idempotency keys | no (pure) |
-//! | [`claim`] | the claim state machine: decisions and argument rules | no (pure) |
-//! | [`calendar`] | timestamps: the epoch, buckets, UTC literals | no (pure) |
-//! | [`profile`] | where each provider puts event id, type and time, how it takes answers | no (pure) |
-//! | [`archive`] | the payload archive's day partitions and retention | no (pure) |
-//! | [`answer`] | the HTTP answer to a delivery, from its outcome and provider | no (pure) |
-//! | [`operation_key`] | downstream idempotency keys derived from the inbound event | no (pure) |
-//! | [`error`] | one error type, one SQLSTATE mapping | raising only |
-//! | [`guc`] | every `webhook_dedup.*` setting | yes |
-//! | [`time`] | timestamptz/interval conversions | yes |
-//! | [`spi`] | kept plans executed with an explicit snapshot | yes |
-//! | [`store`] | every read and write of keys, payloads, per-source settings | yes |
-//! | [`lock`] | the maintenance pass's advisory lock | yes |
-//! | [`jsonb`] | `jsonb` passed through without a serde round trip | yes |
-//! | [`subxact`] | internal subtransactions and scoped settings | yes |
-//! | [`shmem`] | the shared-memory hooks of the modules below | yes |
-//! | [`metrics`] | shared-memory counters and their flush | yes |
-//! | [`wait`] | the bounded wait for an in-flight duplicate's holder | yes |
-//! | [`maintenance`] | one maintenance pass: sweep, retention, pruning | yes |
-//! | [`worker`] | the background worker that schedules the passes | yes |
-//! | [`citus_guard`] | a NULL source stopped before Citus's function delegation hashes it | yes |
-//! | [`api`] | the thin `#[pg_extern]` wrappers (the SQL surface) | yes |
+//! | module | concern |
+//! | --- | --- |
+//! | [`error`] | the core's error raised with its SQLSTATE |
+//! | [`guc`] | every `webhook_dedup.*` setting |
+//! | [`time`] | timestamptz/interval conversions |
+//! | [`spi`] | kept plans executed with an explicit snapshot |
+//! | [`store`] | every read and write of keys, payloads, per-source settings |
+//! | [`lock`] | the maintenance pass's advisory lock |
+//! | [`jsonb`] | `jsonb` passed through without a serde round trip |
+//! | [`subxact`] | internal subtransactions and scoped settings |
+//! | [`shmem`] | the shared-memory hooks of the modules below |
+//! | [`metrics`] | shared-memory counters and their flush |
+//! | [`wait`] | the bounded wait for an in-flight duplicate's holder |
+//! | [`maintenance`] | one maintenance pass: sweep, retention, pruning |
+//! | [`worker`] | the background worker that schedules the passes |
+//! | [`citus_guard`] | a NULL source stopped before Citus's function delegation hashes it |
+//! | [`api`] | the thin `#[pg_extern]` wrappers (the SQL surface) |
 //!
 //! Hand-written DDL lives in `src/sql/*.sql`, the text of every statement the
 //! extension prepares in `src/sql/statements/*.sql`.
 
 use pgrx::prelude::*;
 
-pub mod answer;
+// The pure core (crates/webhook-dedup-core), under the paths the glue uses.
+pub use webhook_dedup_core::{
+    answer, archive, calendar, claim, handshake, intake, key, operation_key, outbox, profile, signature,
+};
+
 pub mod api;
-pub mod archive;
-pub mod calendar;
 pub mod citus_guard;
-pub mod claim;
 pub mod error;
 pub mod guc;
-pub mod handshake;
-pub mod intake;
 pub mod jsonb;
-pub mod key;
 pub mod lock;
 pub mod maintenance;
 pub mod metrics;
-pub mod operation_key;
-pub mod outbox;
-pub mod profile;
 pub mod shmem;
-pub mod signature;
 pub mod spi;
 pub mod store;
 pub mod subxact;
+#[cfg(feature = "pg_test")]
+mod tests;
 pub mod time;
 pub mod wait;
 pub mod worker;

@@ -78,7 +78,7 @@ pub const SOURCE_BYTES: usize = crate::key::MAX_KEY_CHARS * 4;
 /// Characters of an event type counted under its own name: the bound of
 /// sources and idempotency keys, as the extension bounds no event type
 /// (`webhook_claim`, `webhook_enqueue` take any text, `webhook_receive` reads
-/// it from the payload or a header, `src/profile.rs`). Providers' event
+/// it from the payload or a header, `crates/webhook-dedup-core/src/profile.rs`). Providers' event
 /// types are a few dozen characters (Stripe's
 /// `customer.subscription.pending_update_incomplete` has 47), so the
 /// bound only stops made-up ones; a longer one is counted as

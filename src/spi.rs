@@ -16,6 +16,7 @@
 //! which only exists inside [`connected`], and the [`Rows`] they return
 //! borrow it, so no row can be read after `SPI_finish` freed it.
 
+use crate::error::Raise;
 use pgrx::pg_sys;
 use pgrx::{FromDatum, IntoDatum};
 use std::cell::Cell;

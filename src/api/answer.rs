@@ -5,7 +5,7 @@
 
 use super::receive::http_row;
 use crate::answer::{self, Kind, Mode};
-use crate::error::{required, OrRaise};
+use crate::error::{required, OrRaise, Raise};
 use crate::jsonb::Jsonb;
 use crate::profile;
 use crate::signature::Scheme;

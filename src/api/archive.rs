@@ -33,7 +33,7 @@ pub(crate) fn keep(conn: &Conn<'_>, a: &Archived<'_>) {
 
 #[pgrx::pg_schema]
 mod webhook_dedup {
-    use crate::error::{required, Error, OrRaise};
+    use crate::error::{required, Error, OrRaise, Raise};
     use crate::spi::{self, arg, Snap, Statement};
     use crate::time::{clock_now, micros, timestamptz};
     use pgrx::datum::TimestampWithTimeZone;

@@ -1,7 +1,7 @@
 //! Argument checks shared by the SQL functions (each raises a precise
 //! SQLSTATE; see [`crate::error`]).
 
-use crate::error::{required, OrRaise};
+use crate::error::{required, OrRaise, Raise};
 use crate::key::check_bounded;
 use crate::store::Key;
 use pgrx::datum::Interval;

@@ -3,7 +3,7 @@
 
 use super::args;
 use crate::claim::{decide, Outcome, State, Write};
-use crate::error::{required, Error};
+use crate::error::{required, Error, Raise};
 use crate::jsonb::Jsonb;
 use crate::metrics::{self, Counter};
 use crate::spi::{self, Conn};
@@ -109,24 +109,6 @@ fn webhook_claim(
     )
 }
 
-/// The fingerprint to decide a known key on: the stored one when it is
-/// the SHA-256 of this delivery's raw bytes (`raw`, given when the
-/// source's fingerprint rule covers less than the raw body), else
-/// `fingerprint`. Identical bytes are identical content, so a key stored
-/// under another rule (0.1.0 hashed every `webhook_receive` body raw; a
-/// source may change its `fingerprint_pointers`) is no conflict with a
-/// byte-identical redelivery.
-pub(crate) fn same_bytes<'a>(
-    stored: Option<&'a [u8]>,
-    fingerprint: Option<&'a [u8]>,
-    raw: Option<&[u8]>,
-) -> Option<&'a [u8]> {
-    match (stored, raw) {
-        (Some(have), Some(raw)) if have == raw => Some(have),
-        _ => fingerprint,
-    }
-}
-
 /// Where the writes to a known key go. (One per claim, on the stack: no box.)
 #[allow(clippy::large_enum_variant)]
 enum Known {
@@ -176,7 +158,7 @@ fn unrecorded(
 ) -> Option<KeyRow> {
     let interval = duplicate_read_interval()?;
     let (found, last_seen_at) = session.read_row_at(key, tid)?;
-    let given = same_bytes(found.fingerprint.as_deref(), fingerprint, raw);
+    let given = crate::claim::same_bytes(found.fingerprint.as_deref(), fingerprint, raw);
     let decision = decide(Some(&found.stored()), now, given, settings.max_attempts());
     let adopts = found.fingerprint.is_none() && fingerprint.is_some();
     let interval = crate::claim::unrecorded_interval(interval, settings.retention_us());
@@ -238,7 +220,7 @@ pub(crate) fn read_answer(
     let (found, last_seen_at) = read?;
     let now = clock_now();
     let settings = sources::settings(conn, key.source);
-    let given = same_bytes(found.fingerprint.as_deref(), fingerprint, raw);
+    let given = crate::claim::same_bytes(found.fingerprint.as_deref(), fingerprint, raw);
     let decision = decide(Some(&found.stored()), now, given, settings.max_attempts());
     let adopts = found.fingerprint.is_none() && fingerprint.is_some();
     let interval = crate::claim::unrecorded_interval(interval, settings.retention_us());
@@ -290,7 +272,7 @@ pub(crate) fn held_elsewhere(
         return None;
     }
     let stored = &looked.stored;
-    let fingerprint = same_bytes(stored.fingerprint.as_deref(), fingerprint, raw);
+    let fingerprint = crate::claim::same_bytes(stored.fingerprint.as_deref(), fingerprint, raw);
     // A processing row without an expiry (only an operator's UPDATE makes
     // one) is held until a change: the wait then polls.
     (decide(Some(stored), now, fingerprint, max_attempts).outcome == Outcome::InProgress)
@@ -404,7 +386,7 @@ pub(crate) fn claim_unless_held(
         },
     };
     let settings = settings.take().unwrap_or_else(|| sources::settings(conn, key.source));
-    let fingerprint = same_bytes(found.fingerprint.as_deref(), fingerprint, raw);
+    let fingerprint = crate::claim::same_bytes(found.fingerprint.as_deref(), fingerprint, raw);
     let decision = decide(Some(&found.stored()), now, fingerprint, settings.max_attempts());
     let label = found.event_type.clone().or(event_type.map(str::to_string));
     let outcome = decision.outcome.as_str().to_string();

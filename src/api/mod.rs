@@ -23,38 +23,6 @@ pub mod routing;
 mod rows;
 pub mod secrets;
 pub mod sources;
-#[cfg(feature = "pg_test")]
-mod tests;
-#[cfg(feature = "pg_test")]
-mod tests_answer;
-#[cfg(feature = "pg_test")]
-mod tests_archive;
-#[cfg(feature = "pg_test")]
-mod tests_intake;
-#[cfg(feature = "pg_test")]
-mod tests_intake_rules;
-#[cfg(feature = "pg_test")]
-mod tests_maintenance;
-#[cfg(feature = "pg_test")]
-mod tests_ordering;
-#[cfg(feature = "pg_test")]
-mod tests_outbox;
-#[cfg(feature = "pg_test")]
-mod tests_pause;
-#[cfg(feature = "pg_test")]
-mod tests_redrive;
-#[cfg(feature = "pg_test")]
-mod tests_routing;
-#[cfg(feature = "pg_test")]
-mod tests_secrets;
-#[cfg(feature = "pg_test")]
-mod tests_security;
-#[cfg(feature = "pg_test")]
-mod tests_state_machine;
-#[cfg(feature = "pg_test")]
-mod tests_support;
-#[cfg(feature = "pg_test")]
-mod tests_views;
 pub mod transitions;
 pub mod trigger;
 pub mod verify;

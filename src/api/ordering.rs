@@ -5,7 +5,7 @@
 //! two do. The tie rule is in `src/sql/statements/watermark_advance.sql`
 //! and `docs/ordering.md`.
 
-use crate::error::{required, Error, OrRaise};
+use crate::error::{required, Error, OrRaise, Raise};
 use crate::key::check_bounded;
 use crate::spi::{self, arg, Snap, Statement};
 use crate::time::{clock_now, micros, timestamptz};

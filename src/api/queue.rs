@@ -5,7 +5,7 @@
 
 use super::args;
 use crate::claim::{self, decide, decide_enqueue, Decision, Enqueued, Outcome, State, Write};
-use crate::error::{required, Error, OrRaise};
+use crate::error::{required, Error, OrRaise, Raise};
 use crate::jsonb::Jsonb;
 use crate::metrics::{self, Counter};
 use crate::spi::{self, Conn};
@@ -72,7 +72,7 @@ pub(crate) fn enqueue_one(
         Upserted::Inserted if reconciled => (Enqueued::Accepted, Counter::Reconciled, event_type.map(str::to_string)),
         Upserted::Inserted => (Enqueued::Accepted, Counter::Enqueued, event_type.map(str::to_string)),
         Upserted::Known(found) => {
-            let given = super::claim::same_bytes(found.fingerprint.as_deref(), Some(fingerprint), raw);
+            let given = crate::claim::same_bytes(found.fingerprint.as_deref(), Some(fingerprint), raw);
             let outcome = decide_enqueue(Some(&found.stored()), given.unwrap_or(fingerprint));
             let counter = match (outcome, found.state) {
                 (Enqueued::Conflict, _) => {
@@ -119,7 +119,7 @@ fn unrecorded(
     let read = session.read_row(key);
     session.close();
     let (found, last_seen_at) = read?;
-    let given = super::claim::same_bytes(found.fingerprint.as_deref(), Some(fingerprint), raw);
+    let given = crate::claim::same_bytes(found.fingerprint.as_deref(), Some(fingerprint), raw);
     let conflict = decide_enqueue(Some(&found.stored()), given.unwrap_or(fingerprint)) == Enqueued::Conflict;
     let recorded =
         Decision { outcome: if conflict { Outcome::Conflict } else { Outcome::Duplicate }, write: Write::Touch };

@@ -8,7 +8,7 @@ use super::queue::{enqueue_one, Intake};
 use super::verify::{header_map, verify_sql, HmacArgs};
 use crate::answer::{self, Kind, Mode};
 use crate::claim::{Outcome, State};
-use crate::error::{required, Error, OrRaise};
+use crate::error::{required, Error, OrRaise, Raise};
 use crate::handshake;
 use crate::jsonb::Jsonb;
 use crate::key::{body_hash_field, derive, Parts};
@@ -362,7 +362,7 @@ fn webhook_receive(
         let fingerprint = rules.fingerprint.fingerprint_signed(&json, signed_text.as_deref());
         // The raw bytes' fingerprint too when the rule covers less: a key
         // stored under another rule still knows its own bytes
-        // (claim::same_bytes).
+        // (crate::claim::same_bytes).
         let raw = if fingerprint.is_raw() { fingerprint } else { Fingerprint::raw(body) };
         let raw_if_other = (!fingerprint.is_raw()).then_some(raw.as_bytes());
         let content = Content { fingerprint: fingerprint.as_bytes(), raw: raw_if_other };
@@ -598,7 +598,7 @@ struct Replayed {
     result: Option<Jsonb>,
 }
 
-/// What a delivery says about its content ([`crate::api::claim::same_bytes`]).
+/// What a delivery says about its content ([`crate::claim::same_bytes`]).
 #[derive(Clone, Copy)]
 struct Content<'a> {
     /// Under the source's fingerprint rule.
@@ -680,7 +680,7 @@ fn replayed_answer(o: replay_guards::Owner, content: Content<'_>, mode: Mode) ->
     let took_it = o
         .fingerprint
         .as_deref()
-        .is_none_or(|f| super::claim::same_bytes(Some(f), Some(content.fingerprint), content.raw) == Some(f));
+        .is_none_or(|f| crate::claim::same_bytes(Some(f), Some(content.fingerprint), content.raw) == Some(f));
     let outcome = match (o.state, mode) {
         _ if !took_it => return None,
         (State::Failed, _) if !o.queued => return None,

@@ -11,7 +11,7 @@
 
 #[pgrx::pg_schema]
 mod webhook_dedup {
-    use crate::error::{required, Error, OrRaise};
+    use crate::error::{required, Error, OrRaise, Raise};
     use crate::key::{derive, Parts};
     use crate::profile::{Body, Fingerprint, Rules};
     use crate::signature::Scheme;

@@ -8,7 +8,7 @@
 
 #[pgrx::pg_schema]
 mod webhook_dedup {
-    use crate::error::{required, Error, OrRaise};
+    use crate::error::{required, Error, OrRaise, Raise};
     use crate::spi;
     use crate::store::redrive::{self as store, Filter};
     use crate::time::{clock_now, micros};

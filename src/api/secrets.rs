@@ -6,7 +6,7 @@
 /// SQL functions in schema `webhook_dedup`.
 #[pgrx::pg_schema]
 mod webhook_dedup {
-    use crate::error::{required, Error, OrRaise};
+    use crate::error::{required, Error, OrRaise, Raise};
     use crate::spi::{self, arg, Snap, Statement};
     use crate::time::{clock_now, micros, timestamptz};
     use pgrx::datum::TimestampWithTimeZone;

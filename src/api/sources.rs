@@ -15,7 +15,7 @@ mod webhook_dedup {
     /// them, else 22023 naming the column and what is wrong (never `false`),
     /// so that an invalid header name, JSON pointer, time format or
     /// event-type pattern fails when it is configured, not when a delivery
-    /// arrives. Rules: `src/intake.rs`, docs/providers.md.
+    /// arrives. Rules: `crates/webhook-dedup-core/src/intake.rs`, docs/providers.md.
     #[pg_extern(immutable, parallel_safe)]
     #[allow(clippy::too_many_arguments)]
     fn source_intake_valid(

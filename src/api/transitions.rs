@@ -6,7 +6,7 @@
 
 use super::args;
 use crate::claim::{self, FailTo, State};
-use crate::error::{required, Error, OrRaise};
+use crate::error::{required, Error, OrRaise, Raise};
 use crate::jsonb::Jsonb;
 use crate::metrics::{self, Counter};
 use crate::spi::{self, Conn};

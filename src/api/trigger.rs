@@ -13,7 +13,7 @@
 //! wrapper had (`<name>_wrapper`), so that functions created by earlier
 //! versions keep resolving after an upgrade.
 
-use crate::error::Error;
+use crate::error::{Error, Raise};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 

@@ -3,7 +3,7 @@
 //! `webhook_hmac` and `webhook_sign`. The rules live in
 //! [`crate::signature`]; these wrappers only convert arguments.
 
-use crate::error::{required, Error, OrRaise};
+use crate::error::{required, Error, OrRaise, Raise};
 use crate::jsonb::Jsonb;
 use crate::signature::{self, Algorithm, Config, Delivery, Encoding, Headers, HmacSpec, Scheme, Verdict};
 use crate::time::{duration_us, micros, timestamptz, unix_micros, unix_seconds};

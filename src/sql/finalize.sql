@@ -898,7 +898,7 @@ COMMENT ON FUNCTION webhook_dedup.list_secrets(text) IS
   'list_secrets(source => NULL) -> rows (id, source, not_before, not_after, created_at, valid_now, fingerprint, note, scheme): the keys of source (NULL: every source) without their values; fingerprint is sha256: and the first 8 hex digits of the secret''s SHA-256 (32 bits: enough to tell keys apart); scheme is the scheme add_secret accepted the key for, the only one it verifies (NULL: the source named no scheme then; any). Executable by webhook_dedup_operator.';
 
 -- A source's intake settings are checked when written, by the parser
--- webhook_receive uses (src/intake.rs): an invalid one is 22023 naming the
+-- webhook_receive uses (crates/webhook-dedup-core/src/intake.rs): an invalid one is 22023 naming the
 -- column, not a delivery that fails later.
 ALTER TABLE webhook_dedup.sources ADD CONSTRAINT sources_intake
   CHECK (webhook_dedup.source_intake_valid(source, event_id_from, event_type_from, event_time_from,

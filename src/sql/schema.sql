@@ -240,7 +240,7 @@ CREATE TYPE webhook_dedup.receive_result AS (
 COMMENT ON TYPE webhook_dedup.receive_result IS
   'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id, or refused_handshake: a handshake answer that could sign a forged delivery), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (the JSON body to answer with: the stored result of a duplicate, the handshake''s answer, {"status": outcome} or {"error": ...}; NULL for claimed and reclaimed, whose body is the caller''s own result once its work committed), secret_index (which secret verified: its position in secrets, 1-based as in webhook_verify_detail, or with secrets NULL the id of the webhook_dedup.source_secrets key), http_status and http_headers (the HTTP status and the headers, a JSON object of names and string values, to answer with: webhook_dedup.http_answer, docs/providers.md).';
 
--- The transactional outbox (docs/outbox.md, src/outbox.rs): one row per
+-- The transactional outbox (docs/outbox.md, crates/webhook-dedup-core/src/outbox.rs): one row per
 -- downstream call a receiver decided on while it held a key's lease
 -- (webhook_outbox_put), written in the receiver's transaction, taken by
 -- senders with a lease (webhook_outbox_next) and finished with ack, fail
@@ -379,7 +379,7 @@ CREATE TABLE webhook_dedup.sources (
                                  AND pg_catalog.date_part('year', tolerance) = 0),
     provider     text,
     note         text,
-    -- Intake (src/intake.rs; checked by the constraint sources_intake, 22023):
+    -- Intake (crates/webhook-dedup-core/src/intake.rs; checked by the constraint sources_intake, 22023):
     -- how webhook_receive reads the source's deliveries where its provider
     -- profile does not.
     event_id_from        text,

@@ -47,7 +47,7 @@ pub mod sources;
 pub mod transitions;
 
 use crate::claim::{State, Stored};
-use crate::error::Error;
+use crate::error::{Error, Raise};
 use crate::jsonb::Jsonb;
 use crate::spi::{arg, Conn, Rows, Snap, Statement};
 use pgrx::datum::TimestampWithTimeZone;

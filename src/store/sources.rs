@@ -14,7 +14,7 @@
 //! when full.
 
 use super::cache;
-use crate::error::{Error, OrRaise};
+use crate::error::{Error, OrRaise, Raise};
 use crate::intake::{Columns, SourceIntake};
 use crate::spi::{arg, Conn, Snap, Statement};
 use pgrx::datum::Interval;

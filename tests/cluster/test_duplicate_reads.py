@@ -5,7 +5,7 @@ Real connections, because what is proved is about a transaction of its own:
 whether the call assigned it a transaction id
 (pg_current_xact_id_if_assigned), what its key row shows after it
 committed, and what another session sees. The rule itself
-(src/claim.rs records_touch) has its unit test; the setting is
+(crates/webhook-dedup-core/src/claim.rs records_touch) has its unit test; the setting is
 webhook_dedup.duplicate_record_interval (60 s by default, superuser-only).
 """
 

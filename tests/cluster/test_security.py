@@ -4,7 +4,7 @@ the background worker, databases in other encodings, and hostile input
 (a million headers, a 100 MB body) that must stay cancellable.
 
 The single-session cases (settings' bounds, replay windows) are pg_tests in
-src/api/tests_security.rs.
+src/tests/security.rs.
 """
 
 import re

@@ -4,15 +4,19 @@ file's default_version. No build, no database."""
 
 import json
 import re
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def extension_version() -> str:
-    cargo = (ROOT / "Cargo.toml").read_text()
-    package = cargo.split("[package]", 1)[1].split("\n[", 1)[0]
-    return re.search(r'^version\s*=\s*"([^"]+)"', package, re.M).group(1)
+    """[workspace.package]'s version, which the extension and its core inherit."""
+    cargo = tomllib.loads((ROOT / "Cargo.toml").read_text())
+    assert cargo["package"]["version"] == {"workspace": True}
+    core = tomllib.loads((ROOT / "crates" / "webhook-dedup-core" / "Cargo.toml").read_text())
+    assert core["package"]["version"] == {"workspace": True}
+    return cargo["workspace"]["package"]["version"]
 
 
 def test_the_node_package_has_the_extensions_version():

@@ -44,7 +44,7 @@ def meta() -> dict:
 
 
 def cargo_version() -> str:
-    return tomllib.loads((ROOT / "Cargo.toml").read_text())["package"]["version"]
+    return tomllib.loads((ROOT / "Cargo.toml").read_text())["workspace"]["package"]["version"]
 
 
 def test_meta_json_is_valid_pgxn_meta_v1():

@@ -1,7 +1,7 @@
 -- A delivery to claim (src/store/claim.rs): a new key is inserted, leased
 -- to the caller with attempt 1; a known key is locked and its delivery
 -- counted (deliveries, last_seen_at; it adopts the fingerprint if it has
--- none) and returned for src/claim.rs to decide what the delivery means.
+-- none) and returned for crates/webhook-dedup-core/src/claim.rs to decide what the delivery means.
 -- keys_pkey arbitrates: a concurrent first delivery of the same key waits
 -- for this transaction, then finds the key. One statement, one round trip
 -- in the executor, for the first delivery and for most duplicates.

@@ -1,7 +1,7 @@
 -- webhook_enqueue (src/store/queue.rs): a new key is stored pending, due
 -- now, with its payload in webhook_dedup.payloads; a known key is locked
 -- and its delivery counted as by claim_upsert.sql, and returned for
--- src/claim.rs to decide (duplicate or conflict). A payload left behind by
+-- crates/webhook-dedup-core/src/claim.rs to decide (duplicate or conflict). A payload left behind by
 -- a key deleted by hand is replaced.
 -- $1 source, $2 idem_key, $3 now, $4 payload, $5 fingerprint,
 -- $6 event_type, $7 headers, $8 reconciled_at (a reconciliation job's

@@ -1,5 +1,5 @@
 -- webhook_dedup.unseen (src/api/reconcile.rs): of the provider's event ids
--- $2 and their keys $3 (derived by src/key.rs as webhook_receive derives
+-- $2 and their keys $3 (derived by crates/webhook-dedup-core/src/key.rs as webhook_receive derives
 -- them, in the same order), the ids whose key source $1 does not have, in
 -- the order given, each once. One primary-key probe per id.
 SELECT u.event_id

@@ -1,7 +1,7 @@
 -- webhook_dedup.redact (src/api/archive.rs), for one scope of source $1:
 -- the key $2, the keys first seen before $3, or the keys derived with the
 -- account whose escaped field is $4 (the third of the five fields,
--- source:environment:account:event_id:operation, as src/key.rs escapes
+-- source:environment:account:event_id:operation, as crates/webhook-dedup-core/src/key.rs escapes
 -- it); the other two are NULL. Planned for each call's arguments
 -- (Statement::custom_plan): a key is a primary-key probe, the others scan
 -- the source's keys.

@@ -4,19 +4,19 @@
 //!
 //! Every vector id is accounted for: every signature vector is verified
 //! here; idempotency (`ID-*`) vectors are tests of the
-//! claim functions (`src/api/tests.rs`, `tests/isolation`), listed with
+//! claim functions (`src/tests/claim.rs`, `tests/isolation`), listed with
 //! their test; idempotency vectors of what is not built yet are listed with
 //! the reason, so the test fails the day an unlisted vector appears.
 
 use super::Headers;
 use serde_json::Value;
 
-pub const VECTORS: &str = include_str!("../../tests/vectors/signatures-and-claims.json");
+pub const VECTORS: &str = include_str!("../../../../tests/vectors/signatures-and-claims.json");
 
 /// Our own vectors for the schemes the shared file lacks (Paddle, Twilio),
 /// computed with Python's hmac and hashlib (see `docs/signatures.md` for
 /// how to reproduce them with openssl). Same fields, plus `url`.
-pub const OWN_VECTORS: &str = include_str!("../../tests/vectors/paddle-and-twilio.json");
+pub const OWN_VECTORS: &str = include_str!("../../../../tests/vectors/paddle-and-twilio.json");
 
 /// The shared vectors.
 pub fn all() -> Vec<Value> {
@@ -80,15 +80,15 @@ mod tests {
     /// Idempotency vectors and the test that checks each.
     const CLAIM_VECTORS: [(&str, &str); 9] = [
         ("ID-01", "tests/isolation/specs/claim_race.spec"),
-        ("ID-02", "api::tests::duplicate_after_completion_returns_the_stored_result"),
-        ("ID-03", "api::tests::same_key_other_payload_is_a_conflict"),
-        ("ID-04", "api::tests::key_length_limits"),
-        ("ID-05", "api::tests::expired_lease_is_reclaimed_and_the_stale_token_fenced"),
-        ("ID-10", "api::tests::key_ignores_transport_headers"),
-        ("ID-11", "api::tests::expired_lease_is_reclaimed_and_the_stale_token_fenced"),
+        ("ID-02", "tests::claim::duplicate_after_completion_returns_the_stored_result"),
+        ("ID-03", "tests::claim::same_key_other_payload_is_a_conflict"),
+        ("ID-04", "tests::claim::key_length_limits"),
+        ("ID-05", "tests::claim::expired_lease_is_reclaimed_and_the_stale_token_fenced"),
+        ("ID-10", "tests::claim::key_ignores_transport_headers"),
+        ("ID-11", "tests::claim::expired_lease_is_reclaimed_and_the_stale_token_fenced"),
         // The multi-key claim is webhook_claim_many (sorted locking).
         ("ID-08", "tests/isolation/specs/claim_many_race.spec"),
-        ("ID-07", "api::tests_maintenance::tests::id_07_a_retry_after_75_hours_is_still_a_duplicate"),
+        ("ID-07", "tests::maintenance::tests::id_07_a_retry_after_75_hours_is_still_a_duplicate"),
     ];
 
     /// The verdict of the pure verifier; a configuration error (a bad
@@ -131,10 +131,11 @@ mod tests {
     }
 
     /// Every test named in [`CLAIM_VECTORS`] exists (a spec file, or a
-    /// `fn` in the `src/api/` file its path names).
+    /// `fn` in the `src/` file its path names).
     #[test]
     fn every_named_claim_test_exists() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        // the repository: this crate is crates/webhook-dedup-core
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         for (id, test) in CLAIM_VECTORS {
             if test.starts_with("tests/") {
                 assert!(root.join(test).is_file(), "{id}: {test} is missing");

@@ -1,11 +1,11 @@
 //! `#[pg_test]`s of the state machine after the claim: failures and
 //! retries, unknown outcomes, checkpoints, lease extension, operator
 //! resolution, forgetting, and the persist-then-process queue. (Races are in
-//! `tests/isolation`; see `src/api/tests.rs` for how these tests run.)
+//! `tests/isolation`; see `src/tests/mod.rs` for how these tests run.)
 
 #[pgrx::pg_schema]
 mod tests {
-    use crate::api::tests::tests::error_of;
+    use crate::tests::support::error_of;
     use pgrx::prelude::*;
     use pgrx::{JsonB, Uuid};
     use serde_json::json;

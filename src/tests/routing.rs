@@ -6,8 +6,8 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use crate::api::tests::tests::error_of;
-    use crate::api::tests_support::i64_of;
+    use crate::tests::support::error_of;
+    use crate::tests::support::i64_of;
     use pgrx::prelude::*;
 
     #[pg_test]

@@ -1,6 +1,6 @@
 //! `#[pg_test]`s of one maintenance pass in one session: the lease sweep,
 //! deleting keys past retention (and keeping what must live on), pruning,
-//! retention warnings, and the ID-07 vector (see `src/api/tests.rs` for how
+//! retention warnings, and the ID-07 vector (see `src/tests/mod.rs` for how
 //! these tests run). The worker, concurrency and claims while keys are
 //! deleted are tested against a real cluster in `tests/cluster/`.
 //!
@@ -325,5 +325,47 @@ mod tests {
         .unwrap();
         assert_eq!(pass(&["keys_pruned", "keys_kept", "retention_warnings"]), vec![1, 0, 1]);
         assert_eq!(deliver(&steps[3]), (true, Some("claimed".into())), "processed again: the retention was too short");
+    }
+
+    /// A pass pins its search_path: objects of the session's schemas never
+    /// stand in for catalog ones, and the session's settings survive.
+    #[pg_test]
+    fn maintenance_ignores_the_session_search_path_and_formats() {
+        Spi::run(
+            "CREATE SCHEMA shadow; SET LOCAL search_path = shadow, public;
+             SET LOCAL DateStyle = 'SQL, DMY'; SET LOCAL TimeZone = 'Asia/Kolkata'",
+        )
+        .unwrap();
+        let pass = Spi::get_two::<bool, String>(
+            "SELECT ran, array_to_string(errors, ' | ') FROM webhook_dedup.run_maintenance()",
+        );
+        assert_eq!(pass, Ok((Some(true), Some(String::new()))));
+        assert_eq!(Spi::get_one::<String>("SHOW search_path"), Ok(Some("shadow, public".into())));
+    }
+
+    /// A failing step is rolled back on its own: the pass warns, lists it
+    /// in `errors`, still flushes metrics, and the transaction goes on.
+    #[pg_test]
+    fn a_failed_step_does_not_stop_the_pass() {
+        // the history step's statement names this column: it cannot run now
+        Spi::run("ALTER TABLE webhook_dedup.watermarks DROP COLUMN updated_at CASCADE").unwrap();
+        claim("metered2", "m", "1 minute");
+        let pass = Spi::get_three::<bool, String, i64>(
+            "SELECT ran, array_to_string(errors, ' | '), metrics_flushed FROM webhook_dedup.run_maintenance()",
+        )
+        .unwrap();
+        assert_eq!(pass.0, Some(true));
+        let errors = pass.1.unwrap();
+        assert!(errors.starts_with("pruning history: "), "the history step failed: {errors}");
+        assert!(!errors.contains(" | "), "only that step failed: {errors}");
+        assert!(pass.2.unwrap() >= 1, "metrics were flushed anyway");
+        assert_eq!(
+            Spi::get_one::<i64>(
+                "SELECT sum(deliveries)::bigint FROM webhook_dedup.claim_counts WHERE source = 'metered2'
+                   AND bucket_width = '1 hour'"
+            ),
+            Ok(Some(1))
+        );
+        assert_eq!(Spi::get_one::<i32>("SELECT 1"), Ok(Some(1)), "the transaction is still usable");
     }
 }

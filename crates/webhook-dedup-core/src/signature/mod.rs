@@ -48,7 +48,7 @@ pub mod twilio;
 pub mod twitch;
 pub mod twitter;
 pub mod typeform;
-#[cfg(any(test, feature = "pg_test"))]
+#[cfg(any(test, feature = "test-vectors"))]
 pub mod vectors;
 pub mod zoom;
 

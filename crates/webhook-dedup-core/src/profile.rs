@@ -865,7 +865,7 @@ mod tests {
         assert_ne!(stored, fingerprint, "under the rule, a conflict");
         let raw = Fingerprint::raw(later);
         let decided =
-            crate::api::claim::same_bytes(Some(stored.as_bytes()), Some(fingerprint.as_bytes()), Some(raw.as_bytes()));
+            crate::claim::same_bytes(Some(stored.as_bytes()), Some(fingerprint.as_bytes()), Some(raw.as_bytes()));
         assert_eq!(
             decided,
             Some(fingerprint.as_bytes()),

@@ -8,8 +8,8 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use crate::api::tests::tests::error_of;
-    use crate::api::tests_support::{i64_of, run, text_of};
+    use crate::tests::support::error_of;
+    use crate::tests::support::{i64_of, run, text_of};
     use pgrx::prelude::*;
 
     fn texts(sql: &str) -> Vec<String> {
@@ -139,7 +139,7 @@ mod tests {
     fn a_receive_archives_the_raw_body_headers_and_event_id() {
         keep("github", "1 day");
         let body = br#"{"action":"opened","number":1}"#;
-        let signed = crate::api::tests_support::signed(
+        let signed = crate::tests::support::signed(
             "github",
             body,
             "It's a Secret to Everybody",

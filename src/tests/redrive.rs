@@ -8,8 +8,8 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use crate::api::tests::tests::error_of;
-    use crate::api::tests_support::{i64_of, run, text_of};
+    use crate::tests::support::error_of;
+    use crate::tests::support::{i64_of, run, text_of};
     use pgrx::prelude::*;
 
     fn state(key: &str) -> String {

@@ -1,9 +1,9 @@
-//! `#[pg_test]`s of the out-of-order guard (see `src/api/tests.rs` for how
+//! `#[pg_test]`s of the out-of-order guard (see `src/tests/mod.rs` for how
 //! these tests run; the race is in `tests/isolation/specs/ordering_race.spec`).
 
 #[pgrx::pg_schema]
 mod tests {
-    use crate::api::tests::tests::error_of;
+    use crate::tests::support::error_of;
     use pgrx::prelude::*;
 
     fn advance(entity: &str, at: &str, event_id: Option<&str>, sequence: Option<i64>) -> bool {

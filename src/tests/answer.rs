@@ -4,7 +4,7 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use crate::api::tests_support::signed;
+    use crate::tests::support::signed;
     use pgrx::prelude::*;
     use pgrx::JsonB;
     use serde_json::{json, Value};

@@ -1,12 +1,12 @@
 //! `#[pg_test]`s of how `webhook_receive` reads what providers really send
 //! (issue 14): the replay guard, custom sources configured in
 //! `webhook_dedup.sources`, handshakes and intake filters. See
-//! `src/api/tests.rs` for how these tests run.
+//! `src/tests/mod.rs` for how these tests run.
 
 #[pgrx::pg_schema]
 mod tests {
-    use crate::api::tests::tests::error_of;
-    use crate::api::tests_support::signed;
+    use crate::tests::support::error_of;
+    use crate::tests::support::signed;
     use pgrx::prelude::*;
     use pgrx::JsonB;
     use serde_json::{json, Value};

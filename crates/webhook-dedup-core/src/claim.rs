@@ -353,6 +353,20 @@ pub fn check_lease_us(lease_us: i64) -> Result<i64, crate::error::Error> {
     Ok(lease_us)
 }
 
+/// The fingerprint to decide a known key on: the stored one when it is
+/// the SHA-256 of this delivery's raw bytes (`raw`, given when the
+/// source's fingerprint rule covers less than the raw body), else
+/// `fingerprint`. Identical bytes are identical content, so a key stored
+/// under another rule (0.1.0 hashed every `webhook_receive` body raw; a
+/// source may change its `fingerprint_pointers`) is no conflict with a
+/// byte-identical redelivery.
+pub fn same_bytes<'a>(stored: Option<&'a [u8]>, fingerprint: Option<&'a [u8]>, raw: Option<&[u8]>) -> Option<&'a [u8]> {
+    match (stored, raw) {
+        (Some(have), Some(raw)) if have == raw => Some(have),
+        _ => fingerprint,
+    }
+}
+
 #[cfg(test)]
 mod tests {
 

@@ -7,7 +7,7 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use crate::api::tests::tests::error_of;
+    use crate::tests::support::error_of;
     use pgrx::prelude::*;
     use pgrx::Uuid;
 

@@ -5,8 +5,8 @@
 
 #[pgrx::pg_schema]
 mod tests {
-    use crate::api::tests::tests::error_of;
-    use crate::api::tests_support::signed;
+    use crate::tests::support::error_of;
+    use crate::tests::support::signed;
     use pgrx::prelude::*;
     use pgrx::JsonB;
     use serde_json::{json, Value};

@@ -1,10 +1,10 @@
 //! `#[pg_test]`s of keys, provider profiles and the one-call intake
-//! `webhook_receive` (see `src/api/tests.rs` for how these tests run).
+//! `webhook_receive` (see `src/tests/mod.rs` for how these tests run).
 
 #[pgrx::pg_schema]
 mod tests {
-    use crate::api::tests_support::signed;
     use crate::signature::vectors;
+    use crate::tests::support::signed;
     use pgrx::prelude::*;
     use pgrx::JsonB;
     use serde_json::{json, Value};

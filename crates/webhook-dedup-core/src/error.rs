@@ -1,0 +1,121 @@
+//! One error type for every rule of the core, each with its SQLSTATE.
+//!
+//! The extension raises it with `ereport` (`src/error.rs`: pgrx 0.18
+//! reports `error!()` and panics as XX000 and a bare `Err(E)` returned from
+//! a `#[pg_extern]` as 22000, so every user-facing failure is raised with
+//! the code given here). Codes are PostgreSQL's (Appendix A, "PostgreSQL
+//! Error Codes").
+
+use std::fmt;
+
+/// A failure that surfaces as an SQL error with a deliberate SQLSTATE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// 22004 null_value_not_allowed: a required argument was NULL.
+    NullValue { what: &'static str },
+    /// 22023 invalid_parameter_value: an argument has the right type but an
+    /// unacceptable value (empty key, bad secret, unknown scheme, ...).
+    InvalidParameter { message: String, hint: Option<String> },
+    /// P0002 no_data_found: the key named by the call does not exist.
+    NoDataFound { message: String },
+    /// 40001 serialization_failure: a race that the caller's REPEATABLE READ
+    /// or SERIALIZABLE snapshot cannot see; retry the transaction.
+    SerializationFailure { message: String },
+    /// 55000 object_not_in_prerequisite_state: something the call needs is
+    /// missing (for example the library is not preloaded).
+    NotInPrerequisiteState { message: String, hint: Option<String> },
+    /// 42703 undefined_column: a trigger argument names no column.
+    UndefinedColumn { message: String },
+    /// 42804 datatype_mismatch: a column has the wrong type for its use.
+    DatatypeMismatch { message: String },
+    /// 39P01 trigger_protocol_violated: a trigger function fired in a way
+    /// it does not support.
+    TriggerProtocolViolated { message: String },
+    /// 0A000 feature_not_supported: the call is not available in this
+    /// configuration (for example the outbox on a distributed install).
+    FeatureNotSupported { message: String, hint: Option<String> },
+}
+
+impl Error {
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Error::InvalidParameter { message: message.into(), hint: None }
+    }
+
+    pub fn invalid_with_hint(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Error::InvalidParameter { message: message.into(), hint: Some(hint.into()) }
+    }
+
+    /// The SQLSTATE this error is reported with: five characters, as
+    /// PostgreSQL's `errcodes.txt` spells them.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            Error::NullValue { .. } => "22004",
+            Error::InvalidParameter { .. } => "22023",
+            Error::NoDataFound { .. } => "P0002",
+            Error::SerializationFailure { .. } => "40001",
+            Error::NotInPrerequisiteState { .. } => "55000",
+            Error::UndefinedColumn { .. } => "42703",
+            Error::DatatypeMismatch { .. } => "42804",
+            Error::TriggerProtocolViolated { .. } => "39P01",
+            Error::FeatureNotSupported { .. } => "0A000",
+        }
+    }
+
+    /// The HINT reported with the error, if any.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            Error::InvalidParameter { hint, .. }
+            | Error::NotInPrerequisiteState { hint, .. }
+            | Error::FeatureNotSupported { hint, .. } => hint.as_deref(),
+            Error::SerializationFailure { .. } => {
+                Some("Retry the transaction; the key was changed by a concurrent transaction.")
+            }
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NullValue { what } => write!(f, "{what} must not be NULL"),
+            Error::InvalidParameter { message, .. }
+            | Error::NoDataFound { message }
+            | Error::SerializationFailure { message }
+            | Error::NotInPrerequisiteState { message, .. }
+            | Error::UndefinedColumn { message }
+            | Error::DatatypeMismatch { message }
+            | Error::TriggerProtocolViolated { message }
+            | Error::FeatureNotSupported { message, .. } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_five_sqlstate_characters() {
+        let all = [
+            Error::NullValue { what: "x" },
+            Error::invalid("x"),
+            Error::NoDataFound { message: "x".into() },
+            Error::SerializationFailure { message: "x".into() },
+            Error::NotInPrerequisiteState { message: "x".into(), hint: None },
+            Error::UndefinedColumn { message: "x".into() },
+            Error::DatatypeMismatch { message: "x".into() },
+            Error::TriggerProtocolViolated { message: "x".into() },
+            Error::FeatureNotSupported { message: "x".into(), hint: None },
+        ];
+        for e in &all {
+            let code = e.sqlstate();
+            assert_eq!(code.len(), 5, "{e:?}");
+            assert!(code.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_uppercase()), "{e:?}");
+        }
+        assert_eq!(Error::NullValue { what: "payload" }.to_string(), "payload must not be NULL");
+        assert!(Error::SerializationFailure { message: "x".into() }.hint().is_some());
+    }
+}
