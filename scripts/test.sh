@@ -91,8 +91,11 @@ log "1/10 lint: cargo fmt --check, cargo clippy -D warnings, the core without pg
 cargo fmt --all --check
 cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --all-targets -- -D warnings
 cargo clippy --quiet -p webhook-dedup-core --all-targets --all-features -- -D warnings
-# crates/webhook-dedup-core depends on no pgrx crate (docs/design.md, "Layout")
+# crates/webhook-dedup-core depends on no pgrx crate (docs/design.md, "Layout"),
+# and its docs link only to what exists
 "$ROOT/scripts/check-core.sh"
+RUSTDOCFLAGS="-D warnings -A rustdoc::private_intra_doc_links" \
+    cargo doc --quiet -p webhook-dedup-core --no-deps --document-private-items
 "$ROOT/scripts/check-versions.sh"
 # the Grafana dashboard against the postgres_exporter query file (no database)
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/contrib 2>&1 | tee "$WORK/contrib.log"

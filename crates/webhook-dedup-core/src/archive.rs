@@ -12,7 +12,7 @@
 //! by row writes each and leaves them for vacuum (the guides' advice for
 //! bulky append-only history; pg_partman's `retention`). Sources whose own
 //! payload retention is shorter have their rows deleted in paced batches
-//! ([`crate::maintenance::archive`]). Times are PostgreSQL timestamps:
+//! (the extension's `src/maintenance/archive.rs`). Times are PostgreSQL timestamps:
 //! microseconds since 2000-01-01 UTC.
 
 use crate::calendar::{civil_from_days, DAY_US, PG_EPOCH_UNIX_S};

@@ -1,7 +1,7 @@
 //! The claim state machine: what a delivery of a key means given what is
 //! stored for it, and which transitions the holder of a lease, an operator
-//! or the queue may make. Pure Rust: [`crate::store`] locks the key and reads
-//! its row, the SQL wrappers in [`crate::api`] ask this module and have the
+//! or the queue may make. Pure Rust: the extension's `src/store/` locks the key and reads
+//! its row, the SQL wrappers in its `src/api/` ask this module and have the
 //! store write what it says.
 //!
 //! States (`docs/design.md` has the diagram and every transition):

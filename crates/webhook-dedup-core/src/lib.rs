@@ -18,6 +18,7 @@
 //! | [`handshake`] | endpoint verification handshakes (challenge and response) |
 //! | [`archive`] | the payload archive's day partitions and retention |
 //! | [`answer`] | the HTTP answer to a delivery, from its outcome and provider |
+//! | [`metrics`] | the claim counters' table: entries, shares, overflow, take and copy |
 //! | [`error`] | one error type with its SQLSTATE codes |
 //!
 //! The host (the extension) supplies one thing: an interrupt check that
@@ -32,6 +33,7 @@ pub mod error;
 pub mod handshake;
 pub mod intake;
 pub mod key;
+pub mod metrics;
 pub mod operation_key;
 pub mod outbox;
 pub mod profile;

@@ -1,6 +1,6 @@
 //! The transactional outbox's decisions (issue 26; `docs/outbox.md`).
-//! Pure Rust: [`crate::store::outbox`] reads and writes
-//! `webhook_dedup.outbox`, the SQL wrappers in [`crate::api::outbox`] ask
+//! Pure Rust: the extension's `src/store/outbox.rs` reads and writes
+//! `webhook_dedup.outbox`, the SQL wrappers in its `src/api/outbox.rs` ask
 //! this module what a call means.
 //!
 //! An **intent** is one downstream call a receiver decided to make while it

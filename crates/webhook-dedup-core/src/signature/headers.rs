@@ -68,7 +68,7 @@ impl Headers {
     }
 
     /// Build from a JSON object's members, each a name with its values (a
-    /// string member has one), as [`crate::jsonb::Jsonb::string_members`]
+    /// string member has one), as the extension's `jsonb::Jsonb::string_members`
     /// reads them; names are folded and merged as in [`Headers::from_pairs`].
     pub fn from_members(members: Vec<(String, Vec<String>)>) -> Self {
         let mut headers = Headers { entries: HashMap::with_capacity(members.len()) };
