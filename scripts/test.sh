@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of webhook_dedup, each layer for what it can prove:
 #   1. lint: rustfmt and clippy (warnings are errors), the core crate free of
-#      pgrx (scripts/check-core.sh), a type-check
+#      pgrx (scripts/check-core.sh), the fuzz targets built, a type-check
 #      against PostgreSQL 13..18 (scripts/check-versions.sh), the Grafana
 #      dashboard's queries against the exporter's metrics, and the scripts'
 #      own functions with fake tools (pytest: tests/contrib, tests/scripts);
@@ -96,6 +96,9 @@ cargo clippy --quiet -p webhook-dedup-core --all-targets --all-features -- -D wa
 "$ROOT/scripts/check-core.sh"
 RUSTDOCFLAGS="-D warnings -A rustdoc::private_intra_doc_links" \
     cargo doc --quiet -p webhook-dedup-core --no-deps --document-private-items
+# the fuzz targets of the core's parsers build (scripts/fuzz.sh runs them)
+cargo fmt --manifest-path fuzz/Cargo.toml --check
+cargo clippy --quiet --locked --manifest-path fuzz/Cargo.toml --bins -- -D warnings
 "$ROOT/scripts/check-versions.sh"
 # the Grafana dashboard against the postgres_exporter query file (no database)
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/contrib 2>&1 | tee "$WORK/contrib.log"

@@ -12,7 +12,7 @@
 //! command, so a cache checked against [`generation`] after the table's
 //! lock is taken is as current as the relation cache itself.
 
-use pgrx::pg_sys;
+use pgrx::pg_sys::{self, Oid};
 use std::cell::Cell;
 
 /// How many tables the backend watches (the keys table, the sources and
@@ -127,4 +127,24 @@ pub fn invalidate_settings_tables() {
             }
         }
     }
+}
+
+/// The oids of schema `webhook_dedup` and of `webhook_dedup.keys`, if they
+/// exist; the table is watched from then on. (The one look-up of the keys
+/// table by name: the direct writes, the Citus checks and the local shard
+/// path all start here.)
+pub(super) fn keys_oid() -> Option<(Oid, Oid)> {
+    // SAFETY: catalog look-ups by name; both return InvalidOid when missing
+    // (missing_ok = true for the schema).
+    let (schema, oid) = unsafe {
+        let schema = pg_sys::get_namespace_oid(c"webhook_dedup".as_ptr(), true);
+        if schema == pg_sys::InvalidOid {
+            return None;
+        }
+        (schema, pg_sys::get_relname_relid(c"keys".as_ptr(), schema))
+    };
+    (oid != pg_sys::InvalidOid).then(|| {
+        watch(Table::Keys, oid);
+        (schema, oid)
+    })
 }

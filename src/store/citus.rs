@@ -67,7 +67,7 @@ pub fn keys_distributed() -> bool {
         }
     }
     // SAFETY: called in a transaction (every caller runs SQL).
-    let distributed = super::direct::keys_oid().is_some_and(|(_, oid)| unsafe { is_citus_table(oid) });
+    let distributed = super::cache::keys_oid().is_some_and(|(_, oid)| unsafe { is_citus_table(oid) });
     DISTRIBUTED.set(Some((generation, distributed)));
     distributed
 }

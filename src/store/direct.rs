@@ -250,24 +250,6 @@ unsafe fn layout(rel: pg_sys::Relation) -> Option<Layout> {
     layout
 }
 
-/// The oids of schema `webhook_dedup` and of `webhook_dedup.keys`, if they
-/// exist.
-pub(super) fn keys_oid() -> Option<(Oid, Oid)> {
-    // SAFETY: catalog look-ups by name; both return InvalidOid when missing
-    // (missing_ok = true for the schema).
-    let (schema, oid) = unsafe {
-        let schema = pg_sys::get_namespace_oid(c"webhook_dedup".as_ptr(), true);
-        if schema == pg_sys::InvalidOid {
-            return None;
-        }
-        (schema, pg_sys::get_relname_relid(c"keys".as_ptr(), schema))
-    };
-    (oid != pg_sys::InvalidOid).then(|| {
-        cache::watch(cache::Table::Keys, oid);
-        (schema, oid)
-    })
-}
-
 /// Whether this transaction may write here without SQL's own checks: not
 /// read-only (`SET TRANSACTION READ ONLY`, `default_transaction_read_only`,
 /// a standby), not in parallel mode, and not SERIALIZABLE (a completion
@@ -477,7 +459,7 @@ impl Session {
         if !crate::guc::direct_writes() || !writable_here() {
             return None;
         }
-        let (schema, keys) = keys_oid()?;
+        let (schema, keys) = cache::keys_oid()?;
         // SAFETY: plain catalog checks for the current user.
         let allowed = unsafe {
             let user = pg_sys::GetUserId();

@@ -417,6 +417,6 @@ pub fn replay_guards(conn: &Conn<'_>, source: &str) -> Option<Oid> {
     if !crate::guc::direct_writes() || !super::citus::keys_distributed() {
         return None;
     }
-    let (_, keys) = super::direct::keys_oid()?;
+    let (_, keys) = super::cache::keys_oid()?;
     lock(conn, keys, source)?.replay_guards
 }

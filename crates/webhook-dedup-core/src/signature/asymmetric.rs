@@ -26,10 +26,10 @@
 //!   signature lets nobody sign anything new (deduplication never keys on
 //!   signature bytes).
 
-use super::ct;
+use super::{ct, single, timestamp_header, Delivery, Key, Reason, Verdict};
 use ed25519_dalek::{Signature as Ed25519Signature, VerifyingKey as Ed25519Key};
 use p256::ecdsa::signature::hazmat::PrehashVerifier;
-use p256::ecdsa::{Signature as P256Signature, VerifyingKey as P256Key};
+pub(crate) use p256::ecdsa::{Signature as P256Signature, VerifyingKey as P256Key};
 
 /// Length of an Ed25519 public key and of a SHA-256 digest, in bytes.
 pub const ED25519_KEY_LEN: usize = 32;
@@ -104,6 +104,48 @@ pub(crate) fn p256_verify(key: &P256Key, signature: &P256Signature, parts: &[&[u
     let mut hash = sha2::Sha256::new();
     ct::feed(parts, |slice| hash.update(slice));
     key.verify_prehash(&hash.finalize(), signature).is_ok()
+}
+
+/// The frame Discord and SendGrid share: one signature in `header` over
+/// `"{timestamp text}{raw body}"` (the timestamp as sent, then the body, no
+/// separator), the timestamp (Unix seconds) in `timestamp_header`, verified
+/// with every configured key of the scheme's kind, within the replay window.
+pub(crate) struct TimestampedSignature<'a, S> {
+    /// The signature header, lower-cased.
+    pub header: &'a str,
+    /// The signed timestamp header, lower-cased.
+    pub timestamp_header: &'a str,
+    /// The signature header's text (trimmed) to a signature; `None` for a
+    /// malformed one (`malformed_header`).
+    pub decode: fn(&str) -> Option<S>,
+    /// Whether a key made `signature` of the parts; false for a key of
+    /// another kind.
+    pub verify: fn(&Key, &S, &[&[u8]]) -> bool,
+}
+
+impl<S> TimestampedSignature<'_, S> {
+    /// The verdict on a delivery: `missing_header` or `malformed_header`
+    /// (with the signed time once it is read), else which key verifies it,
+    /// judged against the window (`Verdict::timestamped`).
+    pub(crate) fn verify_delivery(
+        &self,
+        delivery: Delivery<'_>,
+        keys: &[Key],
+        tolerance_us: i64,
+        now_us: i64,
+    ) -> Verdict {
+        self.check(delivery, keys, tolerance_us, now_us).unwrap_or_else(|rejected| rejected)
+    }
+
+    fn check(&self, delivery: Delivery<'_>, keys: &[Key], tolerance_us: i64, now_us: i64) -> Result<Verdict, Verdict> {
+        let (ts_text, ts) = timestamp_header(delivery.headers, self.timestamp_header)?;
+        let with_time = |v: Verdict| Verdict { signed_at: Some(ts), ..v };
+        let signature = single(delivery.headers, self.header).map_err(with_time)?;
+        let signature = (self.decode)(signature.trim()).ok_or(with_time(Verdict::rejected(Reason::MalformedHeader)))?;
+        let signed: [&[u8]; 2] = [ts_text.as_bytes(), delivery.body];
+        let matched = keys.iter().position(|key| (self.verify)(key, &signature, &signed));
+        Ok(Verdict::timestamped(matched, ts, now_us, tolerance_us))
+    }
 }
 
 /// Signing for the tests: what the providers do with their private keys.

@@ -24,7 +24,8 @@
 //! routine checks) is signed like every interaction and answered by
 //! [`crate::handshake`].
 
-use super::{asymmetric, ct, single, timestamp_header, Delivery, Key, Reason, Verdict};
+use super::asymmetric::{self, TimestampedSignature};
+use super::{ct, Delivery, Key, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-signature-ed25519";
@@ -43,27 +44,25 @@ pub(crate) fn key(secret: &str) -> Result<Key, &'static str> {
 
 /// Verify a Discord interaction against every Ed25519 key.
 pub fn verify(delivery: Delivery<'_>, keys: &[Key], tolerance_us: i64, now_us: i64) -> Verdict {
-    check(delivery, keys, tolerance_us, now_us).unwrap_or_else(|rejected| rejected)
+    FRAME.verify_delivery(delivery, keys, tolerance_us, now_us)
 }
 
-fn check(delivery: Delivery<'_>, keys: &[Key], tolerance_us: i64, now_us: i64) -> Result<Verdict, Verdict> {
-    let (ts_text, ts) = timestamp_header(delivery.headers, TIMESTAMP_HEADER)?;
-    let with_time = |v: Verdict| Verdict { signed_at: Some(ts), ..v };
-    let signature = single(delivery.headers, HEADER).map_err(with_time)?;
-    let signature = ct::decode_hex(signature.trim(), asymmetric::ED25519_SIGNATURE_LEN)
-        .ok_or(with_time(Verdict::rejected(Reason::MalformedHeader)))?;
-    let signed: [&[u8]; 2] = [ts_text.as_bytes(), delivery.body];
-    let matched = keys.iter().position(|key| match key {
-        Key::Ed25519(key) => asymmetric::ed25519_verify(key, &signature, &signed),
+/// A hex Ed25519 signature of `"{timestamp}{body}"`, verified strictly.
+const FRAME: TimestampedSignature<'static, Vec<u8>> = TimestampedSignature {
+    header: HEADER,
+    timestamp_header: TIMESTAMP_HEADER,
+    decode: |hex| ct::decode_hex(hex, asymmetric::ED25519_SIGNATURE_LEN),
+    verify: |key, signature, signed| match key {
+        Key::Ed25519(key) => asymmetric::ed25519_verify(key, signature, signed),
         Key::Mac(_) | Key::P256(_) => false,
-    });
-    Ok(Verdict::timestamped(matched, ts, now_us, tolerance_us))
-}
+    },
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::signature::asymmetric::testing::{ed25519, ed25519_sign};
+    use crate::signature::Reason;
     use crate::signature::{keys, Headers, Scheme};
 
     /// Our vector (Discord publishes none with its private key): the PING

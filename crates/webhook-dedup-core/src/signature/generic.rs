@@ -6,30 +6,18 @@
 //! Source: RFC 2104 (HMAC) and the provider's own documentation of its
 //! header; there is no timestamp, so no replay window.
 
-use super::{ct, Delivery, HmacSpec, Reason, Verdict};
+use super::{ct, Delivery, HmacSpec, TaggedHeader, Verdict};
 
 /// Verify a delivery whose signature is described by `spec`.
 pub fn verify(delivery: Delivery<'_>, spec: &HmacSpec, keys: &[Vec<u8>]) -> Verdict {
-    let values = delivery.headers.all(&spec.header.to_ascii_lowercase());
-    if values.is_empty() {
-        return Verdict::rejected(Reason::MissingHeader);
-    }
-    let mut candidates = Vec::new();
-    let mut other_prefix = false;
-    for value in values {
-        ct::check_interrupts();
-        match value.trim().strip_prefix(spec.prefix.as_str()) {
-            Some(encoded) => candidates.extend(spec.encoding.decode(encoded.trim(), spec.algorithm.mac_len())),
-            None => other_prefix = true,
-        }
-    }
-    if candidates.is_empty() {
-        return super::no_candidates(other_prefix, None);
-    }
-    match ct::first_match(keys, &candidates, |key| ct::hmac(spec.algorithm, key, &[delivery.body])) {
-        Some(index) => Verdict { reason: Reason::Ok, secret_index: Some(index), signed_at: None },
-        None => Verdict::rejected(Reason::NoMatchingSignature),
-    }
+    let header = TaggedHeader {
+        header: &spec.header.to_ascii_lowercase(),
+        tag: &spec.prefix,
+        // the caller named the prefix: a value without it is another version
+        other_tag: |_| true,
+        decode: |encoded: &str| spec.encoding.decode(encoded, spec.algorithm.mac_len()),
+    };
+    header.verify(&delivery, keys, |key| ct::hmac(spec.algorithm, key, &[delivery.body]))
 }
 
 /// The header value a sender would send for `body` under `secret`.
@@ -40,6 +28,7 @@ pub fn sign(body: &[u8], secret: &[u8], spec: &HmacSpec) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::signature::Reason;
     use crate::signature::{Algorithm, Encoding, Headers};
 
     #[test]

@@ -7,7 +7,7 @@
 //! (`X-GitHub-Delivery`) is what deduplication keys on. The legacy
 //! `X-Hub-Signature: sha1=...` header is never consulted.
 
-use super::{ct, no_candidates, tagged, untimed, Delivery, Reason, Verdict};
+use super::{ct, names_a_tag, Delivery, TaggedHeader, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-hub-signature-256";
@@ -15,15 +15,9 @@ const TAG: &str = "sha256=";
 
 /// Verify a GitHub delivery against every key.
 pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
-    let values = delivery.headers.all(HEADER);
-    if values.is_empty() {
-        return Verdict::rejected(Reason::MissingHeader);
-    }
-    let (candidates, other_tag) = tagged(values, TAG, |hex| ct::decode_hex(hex, 32));
-    if candidates.is_empty() {
-        return no_candidates(other_tag, None);
-    }
-    untimed(keys, &candidates, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
+    let header =
+        TaggedHeader { header: HEADER, tag: TAG, other_tag: names_a_tag, decode: |hex: &str| ct::decode_hex(hex, 32) };
+    header.verify(&delivery, keys, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
 }
 
 /// The headers GitHub would send for `body` under `secret`.
@@ -35,6 +29,7 @@ pub fn sign(body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
 mod tests {
     use super::*;
     use crate::signature::Headers;
+    use crate::signature::Reason;
 
     const SECRET: &[u8] = b"It's a Secret to Everybody";
     /// GitHub Docs' published example.

@@ -11,7 +11,7 @@
 //! `unsupported_version`. Intercom signs no timestamp, so there is no replay
 //! window; the notification id (`id`) is in the signed body.
 
-use super::{ct, no_candidates, tagged, untimed, Algorithm, Delivery, Reason, Verdict};
+use super::{ct, names_a_tag, Algorithm, Delivery, TaggedHeader, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-hub-signature";
@@ -19,15 +19,9 @@ const TAG: &str = "sha1=";
 
 /// Verify an Intercom notification against every key.
 pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
-    let values = delivery.headers.all(HEADER);
-    if values.is_empty() {
-        return Verdict::rejected(Reason::MissingHeader);
-    }
-    let (candidates, other_tag) = tagged(values, TAG, |hex| ct::decode_hex(hex, Algorithm::Sha1.mac_len()));
-    if candidates.is_empty() {
-        return no_candidates(other_tag, None);
-    }
-    untimed(keys, &candidates, |key| ct::hmac(Algorithm::Sha1, key, &[delivery.body]))
+    let decode = |hex: &str| ct::decode_hex(hex, Algorithm::Sha1.mac_len());
+    let header = TaggedHeader { header: HEADER, tag: TAG, other_tag: names_a_tag, decode };
+    header.verify(&delivery, keys, |key| ct::hmac(Algorithm::Sha1, key, &[delivery.body]))
 }
 
 /// The headers Intercom would send for `body` under `secret`.
@@ -39,6 +33,7 @@ pub fn sign(body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
 mod tests {
     use super::*;
     use crate::signature::Headers;
+    use crate::signature::Reason;
 
     /// Our vector (Intercom publishes none):
     /// `printf '%s' '{"type":"notification_event",...}' | openssl dgst -sha1 -hmac intercom-client-secret`.

@@ -750,17 +750,75 @@ pub(crate) fn untimed(keys: &[Vec<u8>], candidates: &[Vec<u8>], mac: impl Fn(&[u
 /// `sha256=`, Slack `v0=`), decoded by `decode`; also whether a value with
 /// another `<tag>=` was seen (for `unsupported_version`).
 pub(crate) fn tagged(values: &[String], tag: &str, decode: impl Fn(&str) -> Option<Vec<u8>>) -> (Vec<Vec<u8>>, bool) {
+    tagged_by(values, tag, names_a_tag, decode)
+}
+
+/// A value without the scheme's tag names another version when it holds a
+/// `<tag>=` (`sha1=...` where `sha256=` is expected).
+pub(crate) fn names_a_tag(value: &str) -> bool {
+    value.contains('=')
+}
+
+/// [`tagged`], with `other_tag` saying which values without `tag` name
+/// another version (the generic scheme counts every such value).
+fn tagged_by(
+    values: &[String],
+    tag: &str,
+    other_tag: fn(&str) -> bool,
+    decode: impl Fn(&str) -> Option<Vec<u8>>,
+) -> (Vec<Vec<u8>>, bool) {
     let mut candidates = Vec::with_capacity(values.len());
-    let mut other_tag = false;
+    let mut other = false;
     for value in values {
         ct::check_interrupts();
         let value = value.trim();
         match value.strip_prefix(tag) {
             Some(encoded) => candidates.extend(decode(encoded.trim())),
-            None => other_tag |= value.contains('='),
+            None => other |= other_tag(value),
         }
     }
-    (candidates, other_tag)
+    (candidates, other)
+}
+
+/// How a scheme that signs without a timestamp sends its signatures: every
+/// value of one header, each `<tag><encoded MAC>` (`tag` may be empty).
+/// GitHub, Intercom, Typeform, X, Shopify, Square and the generic `hmac`
+/// scheme differ only in these fields and in what their MAC covers.
+pub(crate) struct TaggedHeader<'a, D: Fn(&str) -> Option<Vec<u8>>> {
+    /// The header, lower-cased.
+    pub header: &'a str,
+    pub tag: &'a str,
+    /// Which values without `tag` name another version ([`names_a_tag`]).
+    pub other_tag: fn(&str) -> bool,
+    /// The encoded MAC to its bytes; `None` for one that is malformed.
+    pub decode: D,
+}
+
+impl<D: Fn(&str) -> Option<Vec<u8>>> TaggedHeader<'_, D> {
+    /// The decoded signatures of a delivery, or its verdict when it has
+    /// none: `missing_header` without the header, else `unsupported_version`
+    /// when a value named another version and `malformed_header` when none
+    /// did ([`no_candidates`]).
+    pub(crate) fn signatures(&self, delivery: &Delivery<'_>) -> Result<Vec<Vec<u8>>, Verdict> {
+        let values = delivery.headers.all(self.header);
+        if values.is_empty() {
+            return Err(Verdict::rejected(Reason::MissingHeader));
+        }
+        let (candidates, other_tag) = tagged_by(values, self.tag, self.other_tag, &self.decode);
+        if candidates.is_empty() {
+            return Err(no_candidates(other_tag, None));
+        }
+        Ok(candidates)
+    }
+
+    /// The verdict on a delivery: which key's MAC (computed by `mac`)
+    /// matches one of its signatures ([`untimed`]).
+    pub(crate) fn verify(&self, delivery: &Delivery<'_>, keys: &[Vec<u8>], mac: impl Fn(&[u8]) -> Vec<u8>) -> Verdict {
+        match self.signatures(delivery) {
+            Ok(candidates) => untimed(keys, &candidates, mac),
+            Err(verdict) => verdict,
+        }
+    }
 }
 
 /// A `key=value` list carrying a signed timestamp and signatures, as Stripe

@@ -22,7 +22,8 @@
 //! assumes, as for every timestamped scheme here, that a retry is signed
 //! anew with the time of its own attempt.
 
-use super::{asymmetric, ct, single, timestamp_header, Delivery, Key, Reason, Verdict};
+use super::asymmetric::{self, TimestampedSignature};
+use super::{ct, Delivery, Key, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-twilio-email-event-webhook-signature";
@@ -41,28 +42,25 @@ pub(crate) fn key(secret: &str) -> Result<Key, &'static str> {
 
 /// Verify a SendGrid Event Webhook POST against every P-256 key.
 pub fn verify(delivery: Delivery<'_>, keys: &[Key], tolerance_us: i64, now_us: i64) -> Verdict {
-    check(delivery, keys, tolerance_us, now_us).unwrap_or_else(|rejected| rejected)
+    FRAME.verify_delivery(delivery, keys, tolerance_us, now_us)
 }
 
-fn check(delivery: Delivery<'_>, keys: &[Key], tolerance_us: i64, now_us: i64) -> Result<Verdict, Verdict> {
-    let (ts_text, ts) = timestamp_header(delivery.headers, TIMESTAMP_HEADER)?;
-    let with_time = |v: Verdict| Verdict { signed_at: Some(ts), ..v };
-    let signature = single(delivery.headers, HEADER).map_err(with_time)?;
-    let signature = ct::decode_base64(signature.trim(), None)
-        .and_then(|der| asymmetric::p256_signature(&der))
-        .ok_or(with_time(Verdict::rejected(Reason::MalformedHeader)))?;
-    let signed: [&[u8]; 2] = [ts_text.as_bytes(), delivery.body];
-    let matched = keys.iter().position(|key| match key {
-        Key::P256(key) => asymmetric::p256_verify(key, &signature, &signed),
+/// A base64 strict-DER ECDSA P-256 signature of `"{timestamp}{body}"`.
+const FRAME: TimestampedSignature<'static, asymmetric::P256Signature> = TimestampedSignature {
+    header: HEADER,
+    timestamp_header: TIMESTAMP_HEADER,
+    decode: |b64| ct::decode_base64(b64, None).and_then(|der| asymmetric::p256_signature(&der)),
+    verify: |key, signature, signed| match key {
+        Key::P256(key) => asymmetric::p256_verify(key, signature, signed),
         Key::Mac(_) | Key::Ed25519(_) => false,
-    });
-    Ok(Verdict::timestamped(matched, ts, now_us, tolerance_us))
-}
+    },
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::signature::asymmetric::testing::{p256, p256_public_base64, p256_sign};
+    use crate::signature::Reason;
     use crate::signature::{keys, Headers, Scheme};
 
     /// SendGrid's published vector, sendgrid-python `test/unit/test_eventwebhook.py`

@@ -9,22 +9,19 @@
 //! client-secret rotation Shopify may sign with the old secret for a while,
 //! so configure both. No timestamp is signed.
 
-use super::{ct, untimed, Delivery, Reason, Verdict};
+use super::{ct, Delivery, TaggedHeader, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-shopify-hmac-sha256";
 
 /// Verify a Shopify delivery against every key.
 pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
-    let values = delivery.headers.all(HEADER);
-    if values.is_empty() {
-        return Verdict::rejected(Reason::MissingHeader);
-    }
-    let candidates: Vec<Vec<u8>> = values.iter().filter_map(|v| ct::decode_base64(v.trim(), Some(32))).collect();
-    if candidates.is_empty() {
-        return Verdict::rejected(Reason::MalformedHeader);
-    }
-    untimed(keys, &candidates, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
+    header().verify(&delivery, keys, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
+}
+
+/// The bare base64 MAC (no tag, so no other version to name).
+pub(crate) fn header() -> TaggedHeader<'static, impl Fn(&str) -> Option<Vec<u8>>> {
+    TaggedHeader { header: HEADER, tag: "", other_tag: |_| false, decode: |b64: &str| ct::decode_base64(b64, Some(32)) }
 }
 
 /// The headers Shopify would send for `body` under `secret`.
@@ -36,6 +33,7 @@ pub fn sign(body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
 mod tests {
     use super::*;
     use crate::signature::Headers;
+    use crate::signature::Reason;
 
     fn check(body: &[u8], value: &str) -> Reason {
         let headers = Headers::from_pairs([("X-Shopify-Hmac-Sha256", value)]);

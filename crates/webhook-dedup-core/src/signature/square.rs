@@ -13,22 +13,16 @@
 //! padded base64 only. Square signs no timestamp, so there is no replay
 //! window; the event id (`event_id`) is in the signed body.
 
-use super::{ct, untimed, Delivery, Reason, Verdict};
+use super::{ct, Delivery, TaggedHeader, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-square-hmacsha256-signature";
 
 /// Verify a Square delivery sent to `url` against every key.
 pub fn verify(delivery: Delivery<'_>, url: &str, keys: &[Vec<u8>]) -> Verdict {
-    let values = delivery.headers.all(HEADER);
-    if values.is_empty() {
-        return Verdict::rejected(Reason::MissingHeader);
-    }
-    let candidates: Vec<Vec<u8>> = values.iter().filter_map(|v| ct::decode_base64(v.trim(), Some(32))).collect();
-    if candidates.is_empty() {
-        return Verdict::rejected(Reason::MalformedHeader);
-    }
-    untimed(keys, &candidates, |key| ct::hmac_sha256(key, &[url.as_bytes(), delivery.body]).to_vec())
+    // Shopify's header shape (a bare base64 MAC), under Square's name
+    let header = TaggedHeader { header: HEADER, ..super::shopify::header() };
+    header.verify(&delivery, keys, |key| ct::hmac_sha256(key, &[url.as_bytes(), delivery.body]).to_vec())
 }
 
 /// The headers Square would send for `body` to `url` under `secret`.
@@ -40,6 +34,7 @@ pub fn sign(url: &str, body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)
 mod tests {
     use super::*;
     use crate::signature::Headers;
+    use crate::signature::Reason;
 
     /// The vector of Square's SDKs (square-python-sdk
     /// `tests/utilities/test_webhooks_helper.py`); reproduce it with

@@ -29,7 +29,7 @@
 //! (after whitespace): X sends JSON objects only, and any other body could
 //! be a CRC answer. So no answer to a CRC is ever a valid delivery.
 
-use super::{ct, no_candidates, tagged, untimed, Delivery, Reason, Verdict};
+use super::{ct, names_a_tag, untimed, Delivery, Reason, TaggedHeader, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-twitter-webhooks-signature";
@@ -39,14 +39,12 @@ const TAG: &str = "sha256=";
 
 /// Verify an X delivery against every key.
 pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
-    let values = delivery.headers.all(HEADER);
-    if values.is_empty() {
-        return Verdict::rejected(Reason::MissingHeader);
-    }
-    let (candidates, other_tag) = tagged(values, TAG, |b64| ct::decode_base64(b64, Some(32)));
-    if candidates.is_empty() {
-        return no_candidates(other_tag, None);
-    }
+    let decode = |b64: &str| ct::decode_base64(b64, Some(32));
+    let header = TaggedHeader { header: HEADER, tag: TAG, other_tag: names_a_tag, decode };
+    let candidates = match header.signatures(&delivery) {
+        Ok(candidates) => candidates,
+        Err(verdict) => return verdict,
+    };
     // Not a JSON object: never an X delivery, and possibly a CRC answer
     // obtained for it (module doc). No MAC is computed.
     if delivery.body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {

@@ -10,7 +10,7 @@
 //! signs no timestamp, so there is no replay window; the event id
 //! (`event_id`) is in the signed body.
 
-use super::{ct, no_candidates, tagged, untimed, Delivery, Reason, Verdict};
+use super::{ct, names_a_tag, Delivery, TaggedHeader, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "typeform-signature";
@@ -18,15 +18,9 @@ const TAG: &str = "sha256=";
 
 /// Verify a Typeform delivery against every key.
 pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
-    let values = delivery.headers.all(HEADER);
-    if values.is_empty() {
-        return Verdict::rejected(Reason::MissingHeader);
-    }
-    let (candidates, other_tag) = tagged(values, TAG, |b64| ct::decode_base64(b64, Some(32)));
-    if candidates.is_empty() {
-        return no_candidates(other_tag, None);
-    }
-    untimed(keys, &candidates, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
+    let decode = |b64: &str| ct::decode_base64(b64, Some(32));
+    let header = TaggedHeader { header: HEADER, tag: TAG, other_tag: names_a_tag, decode };
+    header.verify(&delivery, keys, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
 }
 
 /// The headers Typeform would send for `body` under `secret`.
@@ -38,6 +32,7 @@ pub fn sign(body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
 mod tests {
     use super::*;
     use crate::signature::Headers;
+    use crate::signature::Reason;
 
     /// Our vector (Typeform publishes none; `abc123` is the secret of
     /// Typeform's developer-relations examples):
