@@ -6,7 +6,7 @@
 use crate::error::{required, Error, OrRaise, Raise};
 use crate::jsonb::Jsonb;
 use crate::signature::{self, Algorithm, Config, Delivery, Encoding, Headers, HmacSpec, Scheme, Verdict};
-use crate::time::{duration_us, micros, timestamptz, unix_micros, unix_seconds};
+use crate::time::{duration_us, micros, timestamptz, unix_micros};
 use pgrx::datum::{Array, Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 
@@ -317,72 +317,23 @@ fn webhook_sign(
     encoding: default!(Option<&str>, "NULL"),
     method: default!(Option<&str>, "NULL"),
 ) -> Jsonb {
-    use signature::{
-        calendly, generic, github, hubspot, intercom, linear, mailgun, paddle, shopify, slack, square, standard,
-        stripe, twilio, twitch, twitter, typeform, zoom,
-    };
+    // the checks in the order they always ran: the scheme, a NULL payload,
+    // an unsignable scheme, the secret, the time, the generic header
     let scheme = Scheme::parse(required(scheme, "scheme")).or_raise();
     let body = required(payload, "payload");
-    if matches!(scheme, Scheme::Discord | Scheme::Sendgrid) {
-        Error::invalid_with_hint(
-            format!("webhook_sign cannot sign scheme {}: it is signed with the provider's private key", scheme.name()),
-            "Its secrets are public keys, which verify signatures but cannot make them.",
-        )
-        .raise();
-    }
+    signature::check_signable(scheme).or_raise();
     let secret = signature::check_secrets(&[secret]).or_raise()[0];
     let key = signature::secret_key(scheme, secret).or_raise();
     let at_us = micros(required(at, "at"), "at").or_raise();
-    let t = unix_seconds(at_us);
     let hmac =
         HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding }.spec(scheme).or_raise();
-    if url.is_some() && !scheme.signs_url() {
-        Error::invalid(format!("url applies only to schemes twilio, square and hubspot, not {}", scheme.name()))
-            .raise();
-    }
-    if scheme == Scheme::Mailgun {
-        let token =
-            msg_id.unwrap_or_else(|| Error::NullValue { what: "msg_id (the token, for scheme mailgun)" }.raise());
-        return Jsonb::from_text(&mailgun::sign(&key, token, t).to_string());
-    }
-    let needs_url =
-        || url.unwrap_or_else(|| Error::NullValue { what: "url (for schemes twilio, square and hubspot)" }.raise());
-    let needs_msg_id =
-        || msg_id.unwrap_or_else(|| Error::NullValue { what: "msg_id (for schemes standard and twitch)" }.raise());
-    let headers: Vec<(String, String)> = match scheme {
-        Scheme::Github => owned(github::sign(body, &key)),
-        Scheme::Stripe => owned(stripe::sign(body, &key, t)),
-        Scheme::Shopify => owned(shopify::sign(body, &key)),
-        Scheme::Slack => owned(slack::sign(body, &key, t)),
-        Scheme::Standard => owned(standard::sign(body, &key, needs_msg_id(), t)),
-        Scheme::Paddle => owned(paddle::sign(body, &key, t)),
-        Scheme::Twilio => owned(twilio::sign(needs_url(), body, &key)),
-        Scheme::Zoom => owned(zoom::sign(body, &key, t)),
-        Scheme::Twitter => owned(twitter::sign(body, &key)),
-        Scheme::Square => owned(square::sign(needs_url(), body, &key)),
-        Scheme::Hubspot => {
-            let url = needs_url();
-            let method = method
-                .filter(|m| !m.is_empty())
-                .unwrap_or_else(|| Error::invalid("scheme hubspot needs the request method (argument method)").raise());
-            owned(hubspot::sign(method, url, body, &key, unix_micros(at_us).div_euclid(1_000)))
+    let request = signature::SignRequest { unix_us: unix_micros(at_us), msg_id, url, method, hmac };
+    match signature::sign(scheme, body, &key, &request).or_raise() {
+        signature::Signed::Headers(headers) => {
+            let object: serde_json::Map<String, serde_json::Value> =
+                headers.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect();
+            Jsonb::from_text(&serde_json::Value::Object(object).to_string())
         }
-        Scheme::Twitch => owned(twitch::sign(body, &key, needs_msg_id(), &twitch::timestamp(unix_micros(at_us)))),
-        Scheme::Intercom => owned(intercom::sign(body, &key)),
-        Scheme::Typeform => owned(typeform::sign(body, &key)),
-        Scheme::Calendly => owned(calendly::sign(body, &key, t)),
-        Scheme::Linear => owned(linear::sign(body, &key)),
-        Scheme::Discord | Scheme::Sendgrid | Scheme::Mailgun => unreachable!("handled above"),
-        Scheme::Hmac => {
-            let spec = hmac.unwrap_or_else(|| Error::invalid("scheme hmac needs signature_header").raise());
-            vec![(spec.header.clone(), generic::sign(body, &key, &spec))]
-        }
-    };
-    let object: serde_json::Map<String, serde_json::Value> =
-        headers.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect();
-    Jsonb::from_text(&serde_json::Value::Object(object).to_string())
-}
-
-fn owned(pairs: Vec<(&'static str, String)>) -> Vec<(String, String)> {
-    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+        signature::Signed::Body(member) => Jsonb::from_text(&member.to_string()),
+    }
 }

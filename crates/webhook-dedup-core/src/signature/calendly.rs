@@ -51,6 +51,8 @@ pub fn sign(body: &[u8], secret: &[u8], t: i64) -> Vec<(&'static str, String)> {
     vec![("Calendly-Webhook-Signature", format!("t={t},v1={}", hex::encode(mac)))]
 }
 
+timed_mac_scheme!(Calendly, "calendly");
+
 #[cfg(test)]
 mod tests {
     use super::*;

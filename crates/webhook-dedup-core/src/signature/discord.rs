@@ -58,6 +58,8 @@ const FRAME: TimestampedSignature<'static, Vec<u8>> = TimestampedSignature {
     },
 };
 
+public_key_scheme!(Discord, "discord");
+
 #[cfg(test)]
 mod tests {
     use super::*;

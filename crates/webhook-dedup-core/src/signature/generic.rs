@@ -6,7 +6,10 @@
 //! Source: RFC 2104 (HMAC) and the provider's own documentation of its
 //! header; there is no timestamp, so no replay window.
 
+use super::scheme::{mac_keys, Check, SchemeRules};
 use super::{ct, Delivery, HmacSpec, TaggedHeader, Verdict};
+use super::{Key, SignRequest, Signed};
+use crate::error::Error;
 
 /// Verify a delivery whose signature is described by `spec`.
 pub fn verify(delivery: Delivery<'_>, spec: &HmacSpec, keys: &[Vec<u8>]) -> Verdict {
@@ -23,6 +26,25 @@ pub fn verify(delivery: Delivery<'_>, spec: &HmacSpec, keys: &[Vec<u8>]) -> Verd
 /// The header value a sender would send for `body` under `secret`.
 pub fn sign(body: &[u8], secret: &[u8], spec: &HmacSpec) -> String {
     format!("{}{}", spec.prefix, spec.encoding.encode(&ct::hmac(spec.algorithm, secret, &[body])))
+}
+
+/// Scheme `hmac`'s registration ([`super::scheme`]).
+pub struct Generic;
+
+impl SchemeRules for Generic {
+    const NAME: &'static str = "hmac";
+
+    fn verify(delivery: Delivery<'_>, keys: &[Key], check: &Check<'_>) -> Result<Verdict, Error> {
+        let spec = check.hmac.ok_or_else(|| {
+            Error::invalid("scheme hmac needs signature_header (and optionally signature_prefix, algorithm, encoding)")
+        })?;
+        Ok(verify(delivery, spec, &mac_keys(keys)))
+    }
+
+    fn sign(body: &[u8], key: &[u8], request: &SignRequest<'_>) -> Result<Signed, Error> {
+        let spec = request.hmac.as_ref().ok_or_else(|| Error::invalid("scheme hmac needs signature_header"))?;
+        Ok(Signed::Headers(vec![(spec.header.clone(), sign(body, key, spec))]))
+    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,8 @@ pub fn sign(body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
     vec![("X-Hub-Signature-256", format!("{TAG}{}", hex::encode(ct::hmac_sha256(secret, &[body]))))]
 }
 
+untimed_mac_scheme!(Github, "github");
+
 #[cfg(test)]
 mod tests {
     use super::*;

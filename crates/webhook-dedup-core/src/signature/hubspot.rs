@@ -33,7 +33,10 @@
 //! secret prefixed, selected by `X-HubSpot-Signature-Version`) is never
 //! consulted. Canonical padded base64 only.
 
+use super::scheme::{headers, mac_keys, needs_sign_url, needs_url, Check, SchemeRules};
 use super::{ct, single, Delivery, Reason, Verdict};
+use super::{Key, SignRequest, Signed};
+use crate::error::Error;
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-hubspot-signature-v3";
@@ -129,6 +132,33 @@ pub fn sign(method: &str, uri: &str, body: &[u8], secret: &[u8], t_ms: i64) -> V
     let t = t_ms.to_string();
     let signature = ct::encode_base64(&mac(secret, method, &signed_uri(uri), body, &t));
     vec![("X-HubSpot-Request-Timestamp", t), ("X-HubSpot-Signature-v3", signature)]
+}
+
+/// Scheme `hubspot`'s registration ([`super::scheme`]).
+pub struct Hubspot;
+
+impl SchemeRules for Hubspot {
+    const NAME: &'static str = "hubspot";
+    const DEFAULT_TOLERANCE_S: Option<i64> = Some(DEFAULT_TOLERANCE_S);
+    const SIGNS_URL: bool = true;
+
+    fn verify(delivery: Delivery<'_>, keys: &[Key], check: &Check<'_>) -> Result<Verdict, Error> {
+        let url = needs_url(Self::NAME, &delivery)?;
+        let method = needs_method(delivery.method)?;
+        Ok(verify(delivery, method, url, &mac_keys(keys), check.tolerance_us, check.now_us))
+    }
+
+    fn sign(body: &[u8], key: &[u8], request: &SignRequest<'_>) -> Result<Signed, Error> {
+        let url = needs_sign_url(request)?;
+        headers(sign(needs_method(request.method)?, url, body, key, request.unix_us.div_euclid(1_000)))
+    }
+}
+
+/// The request method HubSpot signs, or the 22023 for its absence.
+fn needs_method(method: Option<&str>) -> Result<&str, Error> {
+    method
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| Error::invalid("scheme hubspot needs the request method (argument method)"))
 }
 
 #[cfg(test)]

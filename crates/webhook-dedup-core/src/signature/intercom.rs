@@ -29,6 +29,8 @@ pub fn sign(body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
     vec![("X-Hub-Signature", format!("{TAG}{}", hex::encode(ct::hmac(Algorithm::Sha1, secret, &[body]))))]
 }
 
+untimed_mac_scheme!(Intercom, "intercom");
+
 #[cfg(test)]
 mod tests {
     use super::*;

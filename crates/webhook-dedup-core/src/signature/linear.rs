@@ -17,7 +17,10 @@
 //! `malformed_header`: the signed time cannot be read. `signed_at` is the
 //! whole second of the timestamp.
 
+use super::scheme::{headers, mac_keys, Check, SchemeRules};
 use super::{ct, single, untimed, window_us, Delivery, Reason, Verdict};
+use super::{Key, SignRequest, Signed};
+use crate::error::Error;
 use serde_json::Value;
 
 /// The signature header, lower-cased.
@@ -66,6 +69,22 @@ fn timestamp_ms(body: &[u8]) -> Option<u64> {
 /// carries its own `webhookTimestamp`).
 pub fn sign(body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
     vec![("Linear-Signature", hex::encode(ct::hmac_sha256(secret, &[body])))]
+}
+
+/// Scheme `linear`'s registration ([`super::scheme`]).
+pub struct Linear;
+
+impl SchemeRules for Linear {
+    const NAME: &'static str = "linear";
+    const DEFAULT_TOLERANCE_S: Option<i64> = Some(DEFAULT_TOLERANCE_S);
+
+    fn verify(delivery: Delivery<'_>, keys: &[Key], check: &Check<'_>) -> Result<Verdict, Error> {
+        Ok(verify(delivery, &mac_keys(keys), check.tolerance_us, check.now_us))
+    }
+
+    fn sign(body: &[u8], key: &[u8], _request: &SignRequest<'_>) -> Result<Signed, Error> {
+        headers(sign(body, key))
+    }
 }
 
 #[cfg(test)]

@@ -32,7 +32,11 @@
 //! A duplicated member of the `signature` object is read as serde_json
 //! reads it (the last one counts); each must still carry a valid MAC.
 
+use super::scheme::{mac_keys, Check, SchemeRules};
+use super::Coverage;
 use super::{ct, no_candidates, parse_unix_seconds, Delivery, Reason, Verdict};
+use super::{Key, SignRequest, Signed};
+use crate::error::Error;
 use serde_json::{json, Value};
 
 /// The body member holding the signature block.
@@ -103,6 +107,29 @@ pub fn sign(key: &[u8], token: &str, t: i64) -> Value {
     let timestamp = t.to_string();
     let signature = hex::encode(mac(key, &timestamp, token));
     json!({ SIGNATURE_MEMBER: { "timestamp": timestamp, "token": token, "signature": signature } })
+}
+
+/// Scheme `mailgun`'s registration ([`super::scheme`]).
+pub struct Mailgun;
+
+impl SchemeRules for Mailgun {
+    const NAME: &'static str = "mailgun";
+    const DEFAULT_TOLERANCE_S: Option<i64> = Some(DEFAULT_TOLERANCE_S);
+    // The MAC is of the timestamp and token only.
+    const COVERAGE: Coverage = Coverage::Nothing;
+
+    fn signed_token(body: &[u8]) -> Option<String> {
+        token(body)
+    }
+
+    fn verify(delivery: Delivery<'_>, keys: &[Key], check: &Check<'_>) -> Result<Verdict, Error> {
+        Ok(verify(delivery, &mac_keys(keys), check.tolerance_us, check.now_us))
+    }
+
+    fn sign(_body: &[u8], key: &[u8], request: &SignRequest<'_>) -> Result<Signed, Error> {
+        let token = request.msg_id.ok_or(Error::NullValue { what: "msg_id (the token, for scheme mailgun)" })?;
+        Ok(Signed::Body(sign(key, token, request.unix_us.div_euclid(1_000_000))))
+    }
 }
 
 #[cfg(test)]

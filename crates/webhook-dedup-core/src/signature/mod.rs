@@ -24,6 +24,9 @@
 //!   of its own kind. Public-key signatures are verified, not compared
 //!   ([`asymmetric`]: strict Ed25519, strict DER for ECDSA).
 
+// first: its registration macros serve the scheme modules below
+#[macro_use]
+pub mod scheme;
 pub mod asymmetric;
 pub mod calendly;
 pub mod ct;
@@ -40,6 +43,7 @@ pub mod paddle;
 mod properties;
 pub mod sendgrid;
 pub mod shopify;
+pub mod sign;
 pub mod slack;
 pub mod square;
 pub mod standard;
@@ -55,8 +59,9 @@ pub mod zoom;
 use crate::error::Error;
 pub use ct::Algorithm;
 pub use headers::Headers;
+pub use scheme::{Check, Scheme};
+pub use sign::{check_signable, sign, SignRequest, Signed};
 
-/// A provider's signing scheme.
 /// What a scheme's signature covers of the body it arrived with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Coverage {
@@ -78,9 +83,9 @@ pub enum Coverage {
 /// a captured request does not make it new. `None` for other schemes, and
 /// without the URL Twilio signs.
 pub fn signed_content(scheme: Scheme, body: &[u8], url: Option<&str>) -> Option<Vec<u8>> {
-    match (scheme.coverage(), scheme) {
-        (Coverage::Content, Scheme::Twilio) => twilio::signed_text(url?, body),
-        _ => None,
+    match scheme.coverage() {
+        Coverage::Content => scheme.content(body, url),
+        Coverage::Bytes | Coverage::Nothing => None,
     }
 }
 
@@ -89,108 +94,12 @@ pub fn signed_content(scheme: Scheme, body: &[u8], url: Option<&str>) -> Option<
 /// (Mailgun: `signature.token`), read from a delivery that verified.
 pub fn signed_token(scheme: Scheme, body: &[u8]) -> Option<String> {
     match scheme.coverage() {
-        Coverage::Nothing => match scheme {
-            Scheme::Mailgun => mailgun::token(body),
-            _ => None,
-        },
+        Coverage::Nothing => scheme.token(body),
         Coverage::Bytes | Coverage::Content => None,
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
-    /// GitHub: `X-Hub-Signature-256`, see [`github`].
-    Github,
-    /// Stripe: `Stripe-Signature`, see [`stripe`].
-    Stripe,
-    /// Shopify: `X-Shopify-Hmac-Sha256`, see [`shopify`].
-    Shopify,
-    /// Slack: `X-Slack-Signature` and `X-Slack-Request-Timestamp`, see [`slack`].
-    Slack,
-    /// Standard Webhooks (and Svix): `webhook-*` headers, see [`standard`].
-    Standard,
-    /// Paddle Billing: `Paddle-Signature`, see [`paddle`].
-    Paddle,
-    /// Twilio: `X-Twilio-Signature` over the URL, see [`twilio`].
-    Twilio,
-    /// Zoom: `x-zm-signature` and `x-zm-request-timestamp`, see [`zoom`].
-    Zoom,
-    /// X (Twitter): `x-twitter-webhooks-signature`, see [`twitter`].
-    Twitter,
-    /// Square: `x-square-hmacsha256-signature` over the notification URL, see [`square`].
-    Square,
-    /// HubSpot (signature v3): `X-HubSpot-Signature-v3` over method, URI,
-    /// body and `X-HubSpot-Request-Timestamp`, see [`hubspot`].
-    Hubspot,
-    /// Twitch EventSub: `Twitch-Eventsub-Message-Signature`, see [`twitch`].
-    Twitch,
-    /// Intercom: `X-Hub-Signature` (HMAC-SHA1), see [`intercom`].
-    Intercom,
-    /// Typeform: `Typeform-Signature`, see [`typeform`].
-    Typeform,
-    /// Calendly: `Calendly-Webhook-Signature`, see [`calendly`].
-    Calendly,
-    /// Discord interactions: Ed25519 in `X-Signature-Ed25519`, see [`discord`].
-    Discord,
-    /// SendGrid signed Event Webhook: ECDSA P-256, see [`sendgrid`].
-    Sendgrid,
-    /// Mailgun: the signature is in the body, see [`mailgun`].
-    Mailgun,
-    /// Linear: `Linear-Signature`, time in the body, see [`linear`].
-    Linear,
-    /// A caller-described HMAC header, see [`generic`].
-    Hmac,
-}
-
 impl Scheme {
-    pub const ALL: [Scheme; 20] = [
-        Scheme::Github,
-        Scheme::Stripe,
-        Scheme::Shopify,
-        Scheme::Slack,
-        Scheme::Standard,
-        Scheme::Paddle,
-        Scheme::Twilio,
-        Scheme::Zoom,
-        Scheme::Twitter,
-        Scheme::Square,
-        Scheme::Hubspot,
-        Scheme::Twitch,
-        Scheme::Intercom,
-        Scheme::Typeform,
-        Scheme::Calendly,
-        Scheme::Discord,
-        Scheme::Sendgrid,
-        Scheme::Mailgun,
-        Scheme::Linear,
-        Scheme::Hmac,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Scheme::Github => "github",
-            Scheme::Stripe => "stripe",
-            Scheme::Shopify => "shopify",
-            Scheme::Slack => "slack",
-            Scheme::Standard => "standard",
-            Scheme::Paddle => "paddle",
-            Scheme::Twilio => "twilio",
-            Scheme::Zoom => "zoom",
-            Scheme::Twitter => "twitter",
-            Scheme::Square => "square",
-            Scheme::Hubspot => "hubspot",
-            Scheme::Twitch => "twitch",
-            Scheme::Intercom => "intercom",
-            Scheme::Typeform => "typeform",
-            Scheme::Calendly => "calendly",
-            Scheme::Discord => "discord",
-            Scheme::Sendgrid => "sendgrid",
-            Scheme::Mailgun => "mailgun",
-            Scheme::Linear => "linear",
-            Scheme::Hmac => "hmac",
-        }
-    }
-
     /// Other names of [`Scheme::Standard`]: Svix, and providers that send
     /// Svix's `svix-*` headers and `whsec_` secrets (Clerk's `verifyWebhook`
     /// maps them to Standard Webhooks, <https://clerk.com/docs/reference/backend/verify-webhook>;
@@ -212,84 +121,6 @@ impl Scheme {
                 ),
             )
         })
-    }
-
-    /// The headers carrying an event id whose value the scheme's signature
-    /// covers (lower-case names): Standard Webhooks signs `webhook-id`
-    /// (`svix-id` in Svix's spelling), Twitch its message id. An id read
-    /// from any other header is unsigned (docs/signatures.md, "What each
-    /// signature covers").
-    pub fn signed_id_headers(self) -> &'static [&'static str] {
-        match self {
-            Scheme::Standard => &["webhook-id", "svix-id"],
-            Scheme::Twitch => &["twitch-eventsub-message-id"],
-            _ => &[],
-        }
-    }
-
-    /// What the scheme's signature covers of the body (docs/signatures.md,
-    /// "What each signature covers", gives each provider's rule and
-    /// source).
-    pub fn coverage(self) -> Coverage {
-        match self {
-            // The MAC is of the timestamp and token only.
-            Scheme::Mailgun => Coverage::Nothing,
-            // The sorted form parameters (or, for JSON, the URL carrying
-            // the body's SHA-256) are signed: the content, not its bytes.
-            Scheme::Twilio => Coverage::Content,
-            _ => Coverage::Bytes,
-        }
-    }
-
-    /// The replay window the provider documents, in seconds, for schemes
-    /// that sign a timestamp (sources in each scheme's module). Zoom,
-    /// Discord, SendGrid and Mailgun document no number and get the 300 s of
-    /// Slack and Standard Webhooks (see each module); Calendly's 180 s come
-    /// from its example code, see [`calendly`].
-    pub fn default_tolerance_s(self) -> Option<i64> {
-        match self {
-            Scheme::Stripe => Some(stripe::DEFAULT_TOLERANCE_S),
-            Scheme::Slack => Some(slack::DEFAULT_TOLERANCE_S),
-            Scheme::Standard => Some(standard::DEFAULT_TOLERANCE_S),
-            Scheme::Paddle => Some(paddle::DEFAULT_TOLERANCE_S),
-            Scheme::Zoom => Some(zoom::DEFAULT_TOLERANCE_S),
-            Scheme::Hubspot => Some(hubspot::DEFAULT_TOLERANCE_S),
-            Scheme::Twitch => Some(twitch::DEFAULT_TOLERANCE_S),
-            Scheme::Calendly => Some(calendly::DEFAULT_TOLERANCE_S),
-            Scheme::Discord => Some(discord::DEFAULT_TOLERANCE_S),
-            Scheme::Sendgrid => Some(sendgrid::DEFAULT_TOLERANCE_S),
-            Scheme::Mailgun => Some(mailgun::DEFAULT_TOLERANCE_S),
-            Scheme::Linear => Some(linear::DEFAULT_TOLERANCE_S),
-            Scheme::Github
-            | Scheme::Shopify
-            | Scheme::Twilio
-            | Scheme::Twitter
-            | Scheme::Square
-            | Scheme::Intercom
-            | Scheme::Typeform
-            | Scheme::Hmac => None,
-        }
-    }
-
-    /// Whether the scheme signs the request URL, so that `url` is required
-    /// (and refused for every other scheme).
-    pub fn signs_url(self) -> bool {
-        matches!(self, Scheme::Twilio | Scheme::Square | Scheme::Hubspot)
-    }
-
-    /// The key of one configured secret. Standard Webhooks keys are the
-    /// strict base64 decoding of the part after an optional `whsec_`, or a
-    /// `whpk_` Ed25519 public key; Discord's are hex Ed25519 public keys,
-    /// SendGrid's base64 P-256 public keys; every other scheme uses the
-    /// secret's UTF-8 bytes (Stripe's whole `whsec_...` string included).
-    /// `Err` carries the problem, for a 22023 that never echoes the secret.
-    fn key(self, secret: &str) -> Result<Key, &'static str> {
-        match self {
-            Scheme::Standard => standard::key(secret),
-            Scheme::Discord => discord::key(secret),
-            Scheme::Sendgrid => sendgrid::key(secret),
-            _ => Ok(Key::Mac(secret.as_bytes().to_vec())),
-        }
     }
 }
 
@@ -588,12 +419,6 @@ pub fn secret_key(scheme: Scheme, secret: &str) -> Result<Vec<u8>, Error> {
     }
 }
 
-/// The HMAC keys of a scheme whose every key is one ([`Scheme::key`]
-/// makes public keys only for standard, discord and sendgrid).
-fn mac_keys(keys: &[Key]) -> Vec<Vec<u8>> {
-    keys.iter().map(|k| k.mac().expect("an HMAC scheme's keys are HMAC keys").to_vec()).collect()
-}
-
 /// Verify one delivery under `scheme`. Errors are misconfigurations (22023):
 /// a bad secret, a negative tolerance, a missing `url` (Twilio, Square,
 /// HubSpot), `method` (HubSpot) or [`HmacSpec`] (generic), or a `url` or
@@ -620,57 +445,9 @@ pub fn verify(scheme: Scheme, delivery: Delivery<'_>, config: &Config<'_>) -> Re
             scheme.name()
         )));
     }
-    let all_keys = keys(scheme, &config.secrets)?;
-    let tolerance = config.tolerance_us.or(scheme.default_tolerance_s().map(|s| s * 1_000_000)).unwrap_or(0);
-    let now = config.now_us;
-    // Public-key schemes (and standard, which takes both kinds) read the
-    // keys as they are; every other scheme's keys are HMAC keys.
-    match scheme {
-        Scheme::Standard => return Ok(standard::verify(delivery, &all_keys, tolerance, now)),
-        Scheme::Discord => return Ok(discord::verify(delivery, &all_keys, tolerance, now)),
-        Scheme::Sendgrid => return Ok(sendgrid::verify(delivery, &all_keys, tolerance, now)),
-        _ => {}
-    }
-    let keys = mac_keys(&all_keys);
-    Ok(match scheme {
-        Scheme::Github => github::verify(delivery, &keys),
-        Scheme::Stripe => stripe::verify(delivery, &keys, tolerance, now),
-        Scheme::Shopify => shopify::verify(delivery, &keys),
-        Scheme::Slack => slack::verify(delivery, &keys, tolerance, now),
-        Scheme::Standard | Scheme::Discord | Scheme::Sendgrid => unreachable!("verified above"),
-        Scheme::Paddle => paddle::verify(delivery, &keys, tolerance, now),
-        Scheme::Zoom => zoom::verify(delivery, &keys, tolerance, now),
-        Scheme::Twitter => twitter::verify(delivery, &keys),
-        Scheme::Twilio => twilio::verify(delivery, needs_url(scheme, delivery)?, &keys),
-        Scheme::Square => square::verify(delivery, needs_url(scheme, delivery)?, &keys),
-        Scheme::Hubspot => {
-            let url = needs_url(scheme, delivery)?;
-            let method = delivery
-                .method
-                .filter(|m| !m.is_empty())
-                .ok_or_else(|| Error::invalid("scheme hubspot needs the request method (argument method)"))?;
-            hubspot::verify(delivery, method, url, &keys, tolerance, now)
-        }
-        Scheme::Mailgun => mailgun::verify(delivery, &keys, tolerance, now),
-        Scheme::Linear => linear::verify(delivery, &keys, tolerance, now),
-        Scheme::Twitch => twitch::verify(delivery, &keys, tolerance, now),
-        Scheme::Intercom => intercom::verify(delivery, &keys),
-        Scheme::Typeform => typeform::verify(delivery, &keys),
-        Scheme::Calendly => calendly::verify(delivery, &keys, tolerance, now),
-        Scheme::Hmac => {
-            let spec = config.hmac.as_ref().ok_or_else(|| {
-                Error::invalid(
-                    "scheme hmac needs signature_header (and optionally signature_prefix, algorithm, encoding)",
-                )
-            })?;
-            generic::verify(delivery, spec, &keys)
-        }
-    })
-}
-
-/// The request URL of a scheme that signs it, or the 22023 for its absence.
-fn needs_url<'a>(scheme: Scheme, delivery: Delivery<'a>) -> Result<&'a str, Error> {
-    delivery.url.ok_or_else(|| Error::invalid(format!("scheme {} needs the request url (argument url)", scheme.name())))
+    let keys = keys(scheme, &config.secrets)?;
+    let tolerance_us = config.tolerance_us.or(scheme.default_tolerance_s().map(|s| s * 1_000_000)).unwrap_or(0);
+    scheme.verify_with(delivery, &keys, &Check { tolerance_us, now_us: config.now_us, hmac: config.hmac.as_ref() })
 }
 
 /// The symmetric replay-window check shared by timestamped schemes:

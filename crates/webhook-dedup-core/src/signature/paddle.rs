@@ -44,6 +44,8 @@ pub fn sign(body: &[u8], secret: &[u8], t: i64) -> Vec<(&'static str, String)> {
     vec![("Paddle-Signature", format!("ts={t};h1={}", hex::encode(mac)))]
 }
 
+timed_mac_scheme!(Paddle, "paddle");
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,8 @@ const FRAME: TimestampedSignature<'static, asymmetric::P256Signature> = Timestam
     },
 };
 
+public_key_scheme!(Sendgrid, "sendgrid");
+
 #[cfg(test)]
 mod tests {
     use super::*;

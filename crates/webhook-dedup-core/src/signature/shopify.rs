@@ -29,6 +29,8 @@ pub fn sign(body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
     vec![("X-Shopify-Hmac-Sha256", ct::encode_base64(&ct::hmac_sha256(secret, &[body])))]
 }
 
+untimed_mac_scheme!(Shopify, "shopify");
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -67,6 +67,8 @@ pub fn sign(body: &[u8], secret: &[u8], t: i64) -> Vec<(&'static str, String)> {
     vec![("X-Slack-Request-Timestamp", t), ("X-Slack-Signature", signature)]
 }
 
+timed_mac_scheme!(Slack, "slack");
+
 #[cfg(test)]
 mod tests {
     use super::*;

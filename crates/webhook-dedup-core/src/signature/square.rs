@@ -13,7 +13,10 @@
 //! padded base64 only. Square signs no timestamp, so there is no replay
 //! window; the event id (`event_id`) is in the signed body.
 
+use super::scheme::{headers, mac_keys, needs_sign_url, needs_url, Check, SchemeRules};
 use super::{ct, Delivery, TaggedHeader, Verdict};
+use super::{Key, SignRequest, Signed};
+use crate::error::Error;
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-square-hmacsha256-signature";
@@ -28,6 +31,22 @@ pub fn verify(delivery: Delivery<'_>, url: &str, keys: &[Vec<u8>]) -> Verdict {
 /// The headers Square would send for `body` to `url` under `secret`.
 pub fn sign(url: &str, body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
     vec![("x-square-hmacsha256-signature", ct::encode_base64(&ct::hmac_sha256(secret, &[url.as_bytes(), body])))]
+}
+
+/// Scheme `square`'s registration ([`super::scheme`]).
+pub struct Square;
+
+impl SchemeRules for Square {
+    const NAME: &'static str = "square";
+    const SIGNS_URL: bool = true;
+
+    fn verify(delivery: Delivery<'_>, keys: &[Key], _check: &Check<'_>) -> Result<Verdict, Error> {
+        Ok(verify(delivery, needs_url(Self::NAME, &delivery)?, &mac_keys(keys)))
+    }
+
+    fn sign(body: &[u8], key: &[u8], request: &SignRequest<'_>) -> Result<Signed, Error> {
+        headers(sign(needs_sign_url(request)?, body, key))
+    }
 }
 
 #[cfg(test)]

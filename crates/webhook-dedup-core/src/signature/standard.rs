@@ -26,7 +26,10 @@
 //! an HMAC) and, when nothing else is there, `unsupported_version`. Ed25519
 //! is verified strictly ([`super::asymmetric`]).
 
+use super::scheme::{headers, needs_msg_id, Check, SchemeRules};
 use super::{asymmetric, ct, no_candidates, single, timestamp_header, Delivery, Key, Reason, Verdict};
+use super::{SignRequest, Signed};
+use crate::error::Error;
 use crate::signature::Headers;
 
 /// The `webhook-*` header names (the specification's).
@@ -121,6 +124,27 @@ pub fn sign(body: &[u8], key: &[u8], id: &str, t: i64) -> Vec<(&'static str, Str
         ("webhook-timestamp", t),
         ("webhook-signature", format!("v1,{}", ct::encode_base64(&mac))),
     ]
+}
+
+/// Scheme `standard`'s registration ([`super::scheme`]).
+pub struct Standard;
+
+impl SchemeRules for Standard {
+    const NAME: &'static str = "standard";
+    const DEFAULT_TOLERANCE_S: Option<i64> = Some(DEFAULT_TOLERANCE_S);
+    const SIGNED_ID_HEADERS: &'static [&'static str] = &["webhook-id", "svix-id"];
+
+    fn key(secret: &str) -> Result<Key, &'static str> {
+        key(secret)
+    }
+
+    fn verify(delivery: Delivery<'_>, keys: &[Key], check: &Check<'_>) -> Result<Verdict, Error> {
+        Ok(verify(delivery, keys, check.tolerance_us, check.now_us))
+    }
+
+    fn sign(body: &[u8], key: &[u8], request: &SignRequest<'_>) -> Result<Signed, Error> {
+        headers(sign(body, key, needs_msg_id(request)?, request.unix_us.div_euclid(1_000_000)))
+    }
 }
 
 #[cfg(test)]

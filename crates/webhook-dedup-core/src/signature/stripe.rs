@@ -47,6 +47,8 @@ pub fn sign(body: &[u8], secret: &[u8], t: i64) -> Vec<(&'static str, String)> {
     vec![("Stripe-Signature", format!("t={t},v1={}", hex::encode(mac)))]
 }
 
+timed_mac_scheme!(Stripe, "stripe");
+
 #[cfg(test)]
 mod tests {
     use super::*;

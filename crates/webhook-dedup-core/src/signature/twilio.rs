@@ -18,7 +18,11 @@
 //! The URL is used byte for byte (no normalisation, which would change what
 //! was signed); only its port is added or removed.
 
+use super::scheme::{headers, mac_keys, needs_sign_url, needs_url, Check, SchemeRules};
+use super::Coverage;
 use super::{ct, untimed, Algorithm, Delivery, Reason, Verdict};
+use super::{Key, SignRequest, Signed};
+use crate::error::Error;
 use std::collections::BTreeMap;
 
 /// The signature header, lower-cased.
@@ -160,6 +164,29 @@ pub fn sign(url: &str, body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)
     };
     let mac = ct::hmac(Algorithm::Sha1, secret, &[url.as_bytes(), &suffix]);
     vec![("X-Twilio-Signature", ct::encode_base64(&mac))]
+}
+
+/// Scheme `twilio`'s registration ([`super::scheme`]).
+pub struct Twilio;
+
+impl SchemeRules for Twilio {
+    const NAME: &'static str = "twilio";
+    const SIGNS_URL: bool = true;
+    // The sorted form parameters (or, for JSON, the URL carrying the
+    // body's SHA-256) are signed: the content, not its bytes.
+    const COVERAGE: Coverage = Coverage::Content;
+
+    fn signed_content(body: &[u8], url: Option<&str>) -> Option<Vec<u8>> {
+        signed_text(url?, body)
+    }
+
+    fn verify(delivery: Delivery<'_>, keys: &[Key], _check: &Check<'_>) -> Result<Verdict, Error> {
+        Ok(verify(delivery, needs_url(Self::NAME, &delivery)?, &mac_keys(keys)))
+    }
+
+    fn sign(body: &[u8], key: &[u8], request: &SignRequest<'_>) -> Result<Signed, Error> {
+        headers(sign(needs_sign_url(request)?, body, key))
+    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,10 @@
 //! as the plain-text body of a 200) and `revocation`; the type is in
 //! `Twitch-Eventsub-Message-Type`.
 
+use super::scheme::{headers, mac_keys, needs_msg_id, Check, SchemeRules};
 use super::{ct, no_candidates, single, tagged, Delivery, Reason, Verdict};
+use super::{Key, SignRequest, Signed};
+use crate::error::Error;
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "twitch-eventsub-message-signature";
@@ -85,6 +88,23 @@ pub fn sign(body: &[u8], secret: &[u8], id: &str, timestamp: &str) -> Vec<(&'sta
         ("Twitch-Eventsub-Message-Timestamp", timestamp.to_string()),
         ("Twitch-Eventsub-Message-Signature", format!("{TAG}{}", hex::encode(mac(secret, id, timestamp, body)))),
     ]
+}
+
+/// Scheme `twitch`'s registration ([`super::scheme`]).
+pub struct Twitch;
+
+impl SchemeRules for Twitch {
+    const NAME: &'static str = "twitch";
+    const DEFAULT_TOLERANCE_S: Option<i64> = Some(DEFAULT_TOLERANCE_S);
+    const SIGNED_ID_HEADERS: &'static [&'static str] = &["twitch-eventsub-message-id"];
+
+    fn verify(delivery: Delivery<'_>, keys: &[Key], check: &Check<'_>) -> Result<Verdict, Error> {
+        Ok(verify(delivery, &mac_keys(keys), check.tolerance_us, check.now_us))
+    }
+
+    fn sign(body: &[u8], key: &[u8], request: &SignRequest<'_>) -> Result<Signed, Error> {
+        headers(sign(body, key, needs_msg_id(request)?, &timestamp(request.unix_us)))
+    }
 }
 
 #[cfg(test)]

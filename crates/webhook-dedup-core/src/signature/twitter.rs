@@ -82,6 +82,8 @@ pub fn crc_response_token(key: &[u8], crc_token: &str) -> Result<String, &'stati
     Ok(signature(key, crc_token.as_bytes()))
 }
 
+untimed_mac_scheme!(Twitter, "twitter");
+
 #[cfg(test)]
 mod tests {
     use super::*;

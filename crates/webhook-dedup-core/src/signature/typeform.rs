@@ -28,6 +28,8 @@ pub fn sign(body: &[u8], secret: &[u8]) -> Vec<(&'static str, String)> {
     vec![("Typeform-Signature", format!("{TAG}{}", ct::encode_base64(&ct::hmac_sha256(secret, &[body]))))]
 }
 
+untimed_mac_scheme!(Typeform, "typeform");
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -67,6 +67,8 @@ pub fn encrypted_token(key: &[u8], plain_token: &str) -> Result<String, &'static
     Ok(hex::encode(ct::hmac_sha256(key, &[plain_token.as_bytes()])))
 }
 
+timed_mac_scheme!(Zoom, "zoom");
+
 #[cfg(test)]
 mod tests {
     use super::*;
