@@ -4,12 +4,15 @@
 # lint layer of the test command (scripts/test.sh); docs/design.md, "Layout".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tree=$(cargo tree --quiet -p webhook-dedup-core --all-features -e normal,build,dev --prefix none)
+# --target all: the dependencies of every platform, not only this one's
+tree=$(cargo tree --quiet -p webhook-dedup-core --all-features --target all -e normal,build,dev --prefix none)
 if [ -z "$tree" ]; then
     echo "check-core: cargo tree printed nothing for webhook-dedup-core" >&2
     exit 1
 fi
-if grep -E '^(pgrx|pg_sys|pgrx-[a-z-]+|postgres[a-z_-]*) ' <<<"$tree"; then
+# pgrx and its crates, and any PostgreSQL client or binding (postgres,
+# tokio-postgres, sqlx-postgres, pq-sys, libpq)
+if grep -Ei '^[a-z0-9_-]*(pgrx|pg[_-]sys|postgres|pq-sys|libpq)[a-z0-9_-]* v' <<<"$tree"; then
     echo "check-core: crates/webhook-dedup-core depends on the crates above; the core must build and test without PostgreSQL" >&2
     exit 1
 fi

@@ -6,7 +6,7 @@
 use crate::error::{required, Error, OrRaise, Raise};
 use crate::jsonb::Jsonb;
 use crate::signature::{self, Algorithm, Config, Delivery, Encoding, Headers, HmacSpec, Scheme, Verdict};
-use crate::time::{duration_us, micros, timestamptz, unix_micros};
+use crate::time::{duration_us, micros, timestamptz, unix_micros, unix_seconds};
 use pgrx::datum::{Array, Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 
@@ -327,7 +327,8 @@ fn webhook_sign(
     let at_us = micros(required(at, "at"), "at").or_raise();
     let hmac =
         HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding }.spec(scheme).or_raise();
-    let request = signature::SignRequest { unix_us: unix_micros(at_us), msg_id, url, method, hmac };
+    let request =
+        signature::SignRequest { unix_s: unix_seconds(at_us), unix_us: unix_micros(at_us), msg_id, url, method, hmac };
     match signature::sign(scheme, body, &key, &request).or_raise() {
         signature::Signed::Headers(headers) => {
             let object: serde_json::Map<String, serde_json::Value> =

@@ -43,7 +43,8 @@ COMMENT ON FUNCTION webhook_dedup.metrics_live_cluster() IS
   'The live (not yet flushed) counters as webhook_dedup.metrics_live() returns them, of every node when webhook_dedup is distributed on Citus (webhook_dedup.distribute(); run on each node with run_command_on_all_nodes; a node that does not answer is left out with a WARNING), else of this server. The views over the counters read it.';
 
 -- Metrics: the flushed counters plus the live ones in shared memory, in
--- the column order of src/metrics.rs (Counter::ALL; a pg_test checks it).
+-- the column order of crates/webhook-dedup-core/src/metrics.rs (Counter::ALL;
+-- a pg_test checks it).
 CREATE VIEW webhook_dedup.counters AS
 SELECT c.bucket, c.source, c.event_type, c.bucket_width, c.deliveries, c.first_claims, c.reclaims,
        c.duplicates_of_completed, c.duplicates_in_progress, c.conflicts, c.retry_later,

@@ -1,6 +1,7 @@
--- Add one metrics entry's counts to its flushed row (src/metrics.rs).
+-- Add one metrics entry's counts to its flushed row (src/metrics.rs, the flush).
 -- $1 bucket, $2 source, $3 event_type, $4 bucket_width ('1 hour' or
--- '1 minute'), $5 counts in column order (src/metrics.rs, Counter::ALL).
+-- '1 minute'), $5 counts in column order (Counter::ALL of
+-- crates/webhook-dedup-core/src/metrics.rs).
 INSERT INTO webhook_dedup.claim_counts AS c
     (bucket, source, event_type, bucket_width, deliveries, first_claims, reclaims, duplicates_of_completed,
      duplicates_in_progress, conflicts, retry_later, unknown_outcome, dead_lettered,

@@ -128,7 +128,7 @@ impl SchemeRules for Mailgun {
 
     fn sign(_body: &[u8], key: &[u8], request: &SignRequest<'_>) -> Result<Signed, Error> {
         let token = request.msg_id.ok_or(Error::NullValue { what: "msg_id (the token, for scheme mailgun)" })?;
-        Ok(Signed::Body(sign(key, token, request.unix_us.div_euclid(1_000_000))))
+        Ok(Signed::Body(sign(key, token, request.unix_s)))
     }
 }
 

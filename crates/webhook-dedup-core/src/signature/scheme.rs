@@ -148,7 +148,7 @@ macro_rules! timed_mac_scheme {
                 key: &[u8],
                 request: &$crate::signature::SignRequest<'_>,
             ) -> Result<$crate::signature::Signed, $crate::error::Error> {
-                $crate::signature::scheme::headers(sign(body, key, request.unix_us.div_euclid(1_000_000)))
+                $crate::signature::scheme::headers(sign(body, key, request.unix_s))
             }
         }
     };

@@ -10,7 +10,11 @@ use serde_json::Value;
 /// What signing takes besides the scheme, body and key.
 #[derive(Debug, Clone, Default)]
 pub struct SignRequest<'a> {
-    /// The signing time, Unix microseconds.
+    /// The signing time, Unix seconds (floor): what the schemes that sign
+    /// seconds sign.
+    pub unix_s: i64,
+    /// The signing time, Unix microseconds (saturated at the ends of
+    /// `i64`): HubSpot signs milliseconds, Twitch an RFC 3339 time.
     pub unix_us: i64,
     /// The message id (Standard Webhooks, Twitch) or the token (Mailgun).
     pub msg_id: Option<&'a str>,
@@ -59,4 +63,27 @@ pub fn sign(scheme: Scheme, body: &[u8], key: &[u8], request: &SignRequest<'_>) 
         )));
     }
     scheme.sign_with(body, key, request)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schemes that sign seconds take the exact floor the caller gave
+    /// (`unix_s`), not one derived from the microseconds, which saturate
+    /// near the end of PostgreSQL's range (year 294,246 and later).
+    #[test]
+    fn seconds_schemes_sign_the_given_seconds() {
+        let request = SignRequest { unix_s: 9_223_465_939_200, unix_us: i64::MAX, ..SignRequest::default() };
+        let Ok(Signed::Headers(headers)) = sign(Scheme::Stripe, b"{}", b"k", &request) else {
+            panic!("stripe signs headers");
+        };
+        assert!(headers[0].1.starts_with("t=9223465939200,v1="), "{headers:?}");
+        let Ok(Signed::Body(member)) =
+            sign(Scheme::Mailgun, b"{}", b"k", &SignRequest { msg_id: Some("t"), ..request })
+        else {
+            panic!("mailgun signs a body member");
+        };
+        assert_eq!(member["signature"]["timestamp"], "9223465939200", "{member}");
+    }
 }

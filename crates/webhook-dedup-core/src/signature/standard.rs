@@ -143,7 +143,7 @@ impl SchemeRules for Standard {
     }
 
     fn sign(body: &[u8], key: &[u8], request: &SignRequest<'_>) -> Result<Signed, Error> {
-        headers(sign(body, key, needs_msg_id(request)?, request.unix_us.div_euclid(1_000_000)))
+        headers(sign(body, key, needs_msg_id(request)?, request.unix_s))
     }
 }
 
