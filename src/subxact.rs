@@ -54,31 +54,85 @@ pub fn attempt<R>(body: impl FnOnce() -> R + UnwindSafe) -> Result<R, Failure> {
     }
 }
 
+/// Run `body` in an internal subtransaction, as [`attempt`], but give up
+/// only on an ERROR whose SQLSTATE is `code`: the subtransaction is rolled
+/// back and `None` returned. Any other ERROR (or panic) is re-raised
+/// unchanged (its SQLSTATE, message, detail and hint) once the
+/// subtransaction is rolled back, so the caller's transaction aborts with
+/// it as it would have without the subtransaction.
+pub fn attempt_unless<R>(code: pgrx::PgSqlErrorCode, body: impl FnOnce() -> R + UnwindSafe) -> Option<R> {
+    // SAFETY: as `attempt`; a re-raised error unwinds from the catch
+    // handler once the subtransaction, memory context and resource owner
+    // are back as they were before it began.
+    unsafe {
+        let context = pg_sys::CurrentMemoryContext;
+        let owner = pg_sys::CurrentResourceOwner;
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(context);
+        PgTryBuilder::new(move || {
+            let result = body();
+            pg_sys::ReleaseCurrentSubTransaction();
+            pg_sys::MemoryContextSwitchTo(context);
+            pg_sys::CurrentResourceOwner = owner;
+            Some(result)
+        })
+        .catch_others(move |caught| {
+            pg_sys::MemoryContextSwitchTo(context);
+            pg_sys::RollbackAndReleaseCurrentSubTransaction();
+            pg_sys::MemoryContextSwitchTo(context);
+            pg_sys::CurrentResourceOwner = owner;
+            let ours = match &caught {
+                CaughtError::PostgresError(report) | CaughtError::ErrorReport(report) => {
+                    report.sql_error_code() == code
+                }
+                CaughtError::RustPanic { .. } => false,
+            };
+            if ours {
+                None
+            } else {
+                caught.rethrow()
+            }
+        })
+        .execute()
+    }
+}
+
 /// Run `body` with `settings` (name, value) in force, restoring the
 /// previous values afterwards (also when `body` raises: the enclosing
 /// (sub)transaction's abort pops the nesting level).
 pub fn with_settings<R>(settings: &[(&str, &str)], body: impl FnOnce() -> R) -> R {
     // SAFETY: NewGUCNestLevel/AtEOXact_GUC bracket settings made with
     // GUC_ACTION_SAVE, as PostgreSQL's own code does (ri_triggers.c,
-    // functioncmds.c); the C strings outlive the calls.
+    // functioncmds.c).
     unsafe {
         let level = pg_sys::NewGUCNestLevel();
         for (name, value) in settings {
-            let name = CString::new(*name).expect("setting names have no NUL");
-            let value = CString::new(*value).expect("setting values have no NUL");
-            pg_sys::set_config_option(
-                name.as_ptr(),
-                value.as_ptr(),
-                pg_sys::GucContext::PGC_USERSET,
-                pg_sys::GucSource::PGC_S_SESSION,
-                pg_sys::GucAction::GUC_ACTION_SAVE,
-                true,
-                0,
-                false,
-            );
+            set_for_level(name, value);
         }
         let result = body();
         pg_sys::AtEOXact_GUC(true, level);
         result
+    }
+}
+
+/// Change a setting again inside the `body` of [`with_settings`] (which
+/// named it): the new value is restored with the others when `body` ends.
+pub fn set_for_level(name: &str, value: &str) {
+    let name = CString::new(name).expect("setting names have no NUL");
+    let value = CString::new(value).expect("setting values have no NUL");
+    // SAFETY: as in with_settings: GUC_ACTION_SAVE records the value to
+    // restore at the current nesting level (once per level); the C strings
+    // outlive the call.
+    unsafe {
+        pg_sys::set_config_option(
+            name.as_ptr(),
+            value.as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
     }
 }

@@ -31,7 +31,7 @@ use pgrx::{IntoDatum, Uuid};
 pub const TOKEN_REUSED: &str = "token_reused";
 
 /// The row of `webhook_dedup.receive_result` (its columns, in order).
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Answer {
     verified: bool,
     reject_reason: Option<String>,
@@ -55,6 +55,7 @@ impl Answer {
         match (self.reject_reason.as_deref(), self.outcome.as_deref()) {
             (Some("refused_handshake"), _) => Kind::RefusedHandshake,
             (Some("missing_event_id"), _) if self.verified => Kind::MissingEventId,
+            (Some("repeated_header"), _) if self.verified => Kind::RepeatedHeader,
             (Some(_), _) => Kind::Rejected,
             (None, Some(outcome)) => Kind::parse(outcome).or_raise(),
             (None, None) => unreachable!("every answer has an outcome or a reject reason"),
@@ -132,7 +133,11 @@ pub(crate) fn http_row(
 ///    with the source's own settings in its place (`webhook_dedup.sources`:
 ///    `event_id_from`, ..., `crate::intake`); an event type the source does
 ///    not accept (`accept_event_types`) is `outcome = 'ignored'`, nothing
-///    stored, counted as `ignored`;
+///    stored, counted as `ignored`; a header the id, type or time is read
+///    from that was sent more than once gets `verified = true`,
+///    `reject_reason = 'repeated_header'` (400, nothing written, counted
+///    with `missing_event_ids`): which value is the provider's cannot be
+///    told (issue 41; docs/signatures.md, "Repeated headers");
 /// 4. **derive the key**: `webhook_key(source, <event id>, environment,
 ///    account, operation)`, `source` defaulting to the scheme's name. A
 ///    delivery without an event id gets `verified = true`,
@@ -209,15 +214,17 @@ fn webhook_receive(
     // NULL: the source's keys in webhook_dedup.source_secrets
     let explicit: Option<Vec<Option<&str>>> = secrets.as_ref().map(|a| a.iter().collect());
     let at_us = micros(required(at, "at"), "at").or_raise();
-    let wait_us = match wait {
+    let budget_us = match wait {
         Some(wait) => check_wait(wait),
         None => profile::default_wait_ms(profile::profile(scheme_parsed)) * 1_000,
     };
-    // No wait where it cannot help (crate::wait): a transaction that wrote
-    // before this call may hold the key's row lock itself, and one that
-    // reads a single snapshot could not see the holder's completion (its
-    // claim would end in 40001).
-    let wait_us = if store::transaction_snapshot() || transaction_wrote() { 0 } else { wait_us };
+    // Every lock wait of the call ends by then (within).
+    let lock_deadline = clock_now().saturating_add(budget_us);
+    // No wait for a holder where it cannot help (crate::wait): a
+    // transaction that wrote before this call may hold the key's row lock
+    // itself, and one that reads a single snapshot could not see the
+    // holder's completion (its claim would end in 40001).
+    let wait_us = if store::transaction_snapshot() || transaction_wrote() { 0 } else { budget_us };
     let hmac = HmacArgs { header: signature_header, prefix: signature_prefix, algorithm, encoding };
     // Twilio, Square and HubSpot sign the URL; X's receivers pass it for the CRC.
     let signed_url = if scheme_parsed == Scheme::Twitter { None } else { url };
@@ -331,7 +338,20 @@ fn webhook_receive(
             Some(intake) => intake.apply(Rules::of(scheme_parsed), scheme_parsed),
             None => Rules::of(scheme_parsed),
         };
-        let Extracted { event_id, event_type, event_time } = profile::extract(&rules, &headers, &json);
+        let Extracted { event_id, event_type, event_time } = match profile::extract(&rules, &headers, &json) {
+            Ok(extracted) => extracted,
+            // which of the values is the provider's cannot be told (issue
+            // 41): refused like a delivery without an id, nothing written
+            Err(profile::RepeatedHeader { .. }) => {
+                metrics::count(source, None, Counter::MissingEventIds, false);
+                return Answer {
+                    verified: true,
+                    secret_index,
+                    reject_reason: Some("repeated_header".into()),
+                    ..Answer::default()
+                };
+            }
+        };
         let read = Answer {
             verified: true,
             secret_index,
@@ -371,110 +391,137 @@ fn webhook_receive(
         // would hold the key's row lock, which the holder's completion
         // needs (crate::wait).
         let deadline = clock_now().saturating_add(wait_us);
-        // Whether the key may exist: the wait's last look (which waited for
-        // a transaction inserting it) found it, or there was no look.
-        let mut may_exist = true;
-        if mode == Mode::Claim && wait_us > 0 {
-            may_exist = wait_for_holder(conn, idem_key, content, deadline, settings.max_attempts());
-        }
         // The guard keys on what the signature covers: the raw bytes, or
         // the canonical signed text (else a re-ordered form would be new).
         let signed = signed_text.as_deref().map_or(raw, Fingerprint::raw);
-        // A recent duplicate of a key whose body this is (the guard says
-        // so, read without a lock) is answered with reads alone (issue 29):
-        // the guard's locking read would take a transaction id and write.
-        // Without the guard, the claim itself answers it so. A key the
-        // wait's look just found absent is not looked for again (issue 29:
-        // a new event's third look-up of its key): one stored since then
-        // goes the full path, which answers it as correctly, with writes.
-        let read_only = (mode == Mode::Claim && rules.replay_guard && may_exist)
-            .then(|| {
-                let own_body =
-                    || replay_guards::owner_unlocked(conn, source, signed.as_bytes()).as_deref() == Some(key.as_str());
-                let (fingerprint, raw) = (Some(content.fingerprint), content.raw);
-                // while the caller may still wait, a held key is waited for
-                // on the full path (the second wait, below)
-                let waiting = wait_us > 0 && clock_now() < deadline;
-                read_answer(conn, idem_key, fingerprint, raw, event_type.as_deref(), waiting, own_body)
-            })
-            .flatten();
-        // The same in enqueue mode: a recent duplicate of this key whose
-        // body this is, answered with reads alone (the enqueue of a key
-        // gone meanwhile stores it again, and takes the guard's lock).
-        let enqueued = (mode == Mode::Enqueue && rules.replay_guard)
-            .then(|| {
-                let own_body =
-                    || replay_guards::owner_unlocked(conn, source, signed.as_bytes()).as_deref() == Some(key.as_str());
-                super::queue::read_answer(conn, idem_key, content.fingerprint, content.raw, own_body)
-            })
-            .flatten();
-        if rules.replay_guard && read_only.is_none() && enqueued.is_none() {
-            if let Some(replayed) = replay_guard(conn, idem_key, signed.as_bytes(), content, mode) {
-                metrics::count(source, event_type.as_deref(), Counter::Replayed, false);
-                return Answer {
-                    idem_key: Some(replayed.idem_key),
-                    outcome: Some(replayed.outcome.into()),
-                    result: replayed.result,
-                    ..read
-                };
-            }
-        }
-        match mode {
-            Mode::Claim => {
-                // Another copy may have claimed the key after the wait
-                // looked (two copies sent together): then wait again for
-                // it, until the deadline, before anything is written.
-                let claimed = read_only.unwrap_or_else(|| loop {
-                    let waiting = wait_us > 0 && clock_now() < deadline;
-                    let (fingerprint, raw, event_type) =
-                        (Some(content.fingerprint), content.raw, event_type.as_deref());
-                    match claim_unless_held(conn, idem_key, fingerprint, raw, lease_us, event_type, waiting) {
-                        Some(claimed) => break claimed,
-                        None => {
-                            wait_for_holder(conn, idem_key, content, deadline, settings.max_attempts());
-                        }
-                    }
-                });
-                if let Some(conflict) = claimed.archived_as() {
-                    let archived = Archived {
-                        key: idem_key,
-                        received_at: claimed.at,
-                        event_id: (!body_hash).then_some(event_id.as_str()),
-                        event_type: event_type.as_deref(),
-                        conflict,
-                        payload: body,
-                        headers: given_headers,
+        // What follows (the wait for a holder, the reads of a recent
+        // duplicate, the replay guard, the claim or enqueue, the archive)
+        // with every lock wait it meets
+        // bounded by the deadline (issue 41): a holder whose transaction
+        // keeps the key's row locked or changed (a checkpoint or an outbox
+        // put inside its step) would otherwise hold this call, even its
+        // reads, past the provider's deadline. When the time runs out, what
+        // it wrote is rolled back and the delivery answered in_progress.
+        let stored = |bound: &Bound| -> Answer {
+            // Whether the key may exist: the wait's last look (which waited
+            // for a transaction inserting it) found it, or there was no look.
+            let may_exist = !(mode == Mode::Claim && wait_us > 0)
+                || wait_for_holder(conn, idem_key, content, deadline, settings.max_attempts(), bound);
+            // A recent duplicate of a key whose body this is (the guard says
+            // so, read without a lock) is answered with reads alone (issue 29):
+            // the guard's locking read would take a transaction id and write.
+            // Without the guard, the claim itself answers it so. A key the
+            // wait's look just found absent is not looked for again (issue 29:
+            // a new event's third look-up of its key): one stored since then
+            // goes the full path, which answers it as correctly, with writes.
+            let read_only = (mode == Mode::Claim && rules.replay_guard && may_exist)
+                .then(|| {
+                    let own_body = || {
+                        replay_guards::owner_unlocked(conn, source, signed.as_bytes()).as_deref() == Some(key.as_str())
                     };
-                    super::archive::keep(conn, &archived);
-                }
-                Answer {
-                    idem_key: Some(key),
-                    outcome: Some(claimed.outcome),
-                    claim_token: claimed.token,
-                    attempt: Some(claimed.attempt),
-                    result: claimed.result,
-                    last_step: claimed.last_step,
-                    retry_at: claimed.retry_at,
-                    ..read
+                    let (fingerprint, raw) = (Some(content.fingerprint), content.raw);
+                    // while the caller may still wait, a held key is waited for
+                    // on the full path (the second wait, below)
+                    let waiting = wait_us > 0 && clock_now() < deadline;
+                    read_answer(conn, idem_key, fingerprint, raw, event_type.as_deref(), waiting, own_body)
+                })
+                .flatten();
+            // The same in enqueue mode: a recent duplicate of this key whose
+            // body this is, answered with reads alone (the enqueue of a key
+            // gone meanwhile stores it again, and takes the guard's lock).
+            let enqueued = (mode == Mode::Enqueue && rules.replay_guard)
+                .then(|| {
+                    let own_body = || {
+                        replay_guards::owner_unlocked(conn, source, signed.as_bytes()).as_deref() == Some(key.as_str())
+                    };
+                    super::queue::read_answer(conn, idem_key, content.fingerprint, content.raw, own_body)
+                })
+                .flatten();
+            if rules.replay_guard && read_only.is_none() && enqueued.is_none() {
+                if let Some(replayed) = replay_guard(conn, idem_key, signed.as_bytes(), content, mode) {
+                    metrics::count(source, event_type.as_deref(), Counter::Replayed, false);
+                    return Answer {
+                        idem_key: Some(replayed.idem_key),
+                        outcome: Some(replayed.outcome.into()),
+                        result: replayed.result,
+                        ..read.clone()
+                    };
                 }
             }
-            Mode::Enqueue => {
-                let event_id = (!body_hash).then_some(event_id.as_str());
-                let outcome = enqueued.unwrap_or_else(|| {
-                    enqueue_one(
-                        conn,
-                        idem_key,
-                        body,
-                        content.fingerprint,
-                        content.raw,
-                        event_type.as_deref(),
-                        None,
-                        Some(Intake { event_id, headers: given_headers, reconciled: false }),
-                    )
-                });
-                Answer { idem_key: Some(key), outcome: Some(outcome.as_str().into()), ..read }
+            match mode {
+                Mode::Claim => {
+                    // Another copy may have claimed the key after the wait
+                    // looked (two copies sent together): then wait again for
+                    // it, until the deadline, before anything is written.
+                    let claimed = read_only.unwrap_or_else(|| loop {
+                        let waiting = wait_us > 0 && clock_now() < deadline;
+                        let (fingerprint, raw, event_type) =
+                            (Some(content.fingerprint), content.raw, event_type.as_deref());
+                        match claim_unless_held(conn, idem_key, fingerprint, raw, lease_us, event_type, waiting) {
+                            Some(claimed) => break claimed,
+                            None => {
+                                wait_for_holder(conn, idem_key, content, deadline, settings.max_attempts(), bound);
+                            }
+                        }
+                    });
+                    if let Some(conflict) = claimed.archived_as() {
+                        let archived = Archived {
+                            key: idem_key,
+                            received_at: claimed.at,
+                            event_id: (!body_hash).then_some(event_id.as_str()),
+                            event_type: event_type.as_deref(),
+                            conflict,
+                            payload: body,
+                            headers: given_headers,
+                        };
+                        super::archive::keep(conn, &archived);
+                    }
+                    Answer {
+                        idem_key: Some(key.clone()),
+                        outcome: Some(claimed.outcome),
+                        claim_token: claimed.token,
+                        attempt: Some(claimed.attempt),
+                        result: claimed.result,
+                        last_step: claimed.last_step,
+                        retry_at: claimed.retry_at,
+                        ..read.clone()
+                    }
+                }
+                Mode::Enqueue => {
+                    let event_id = (!body_hash).then_some(event_id.as_str());
+                    let outcome = enqueued.unwrap_or_else(|| {
+                        enqueue_one(
+                            conn,
+                            idem_key,
+                            body,
+                            content.fingerprint,
+                            content.raw,
+                            event_type.as_deref(),
+                            None,
+                            Some(Intake { event_id, headers: given_headers, reconciled: false }),
+                        )
+                    });
+                    Answer { idem_key: Some(key.clone()), outcome: Some(outcome.as_str().into()), ..read.clone() }
+                }
             }
-        }
+        };
+        within(lock_deadline, stored).unwrap_or_else(|| {
+            // Out of time: the key is busy in a transaction that has not
+            // ended. A retry can succeed once the holder's lease runs out
+            // (the row as the latest snapshot shows it), else in a lease of
+            // the source's (an uncommitted first claim's).
+            metrics::count(source, event_type.as_deref(), Counter::for_outcome(Outcome::InProgress), true);
+            let held_until = store::look_now(conn, idem_key)
+                .and_then(|looked| looked.stored.lease_expires_at)
+                .filter(|until| *until > clock_now())
+                .unwrap_or_else(|| clock_now().saturating_add(settings.default_lease_us()));
+            Answer {
+                idem_key: Some(key.clone()),
+                outcome: Some(Outcome::InProgress.as_str().into()),
+                retry_at: Some(held_until),
+                ..read
+            }
+        })
     });
     answer.row(mode, scheme_parsed, fcinfo)
 }
@@ -484,6 +531,70 @@ fn webhook_receive(
 fn transaction_wrote() -> bool {
     // SAFETY: reads the current transaction's state; assigns nothing.
     unsafe { pg_sys::GetTopTransactionIdIfAny() != pg_sys::InvalidTransactionId }
+}
+
+/// Run `stored` (what a delivery reads and writes once verified) with
+/// every lock wait it meets ending by `deadline` (microseconds since
+/// 2000): in a subtransaction with `lock_timeout` at the time left, at
+/// least 1 ms, which `stored` sets again with the [`Bound`] it is given
+/// before each step that may wait (the time left shrinks as it sleeps for
+/// a holder). When a wait runs out (55P03) the subtransaction is rolled
+/// back, undoing everything `stored` wrote, and the answer is `None`.
+/// Where the session's own `lock_timeout` is the shorter, it bounds the
+/// call as before (its error is the caller's): no subtransaction is begun.
+fn within<R>(deadline: i64, stored: impl FnOnce(&Bound) -> R) -> Option<R> {
+    let bound = Bound { deadline, set_ms: std::cell::Cell::new(0) };
+    // SAFETY: reads a GUC variable of this backend (milliseconds, 0: none).
+    let session_ms = unsafe { pg_sys::LockTimeout };
+    let left_ms = bound.left_ms();
+    if session_ms > 0 && session_ms <= left_ms {
+        return Some(stored(&Bound { deadline: i64::MAX, set_ms: std::cell::Cell::new(0) }));
+    }
+    bound.set_ms.set(left_ms);
+    let timeout = format!("{left_ms}ms");
+    crate::subxact::attempt_unless(
+        PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+        std::panic::AssertUnwindSafe(|| {
+            crate::subxact::with_settings(&[("lock_timeout", &timeout)], || stored(&bound))
+        }),
+    )
+}
+
+/// The deadline of [`within`]'s lock waits.
+struct Bound {
+    /// Microseconds since 2000; `i64::MAX`: the session's own
+    /// `lock_timeout` bounds the call, nothing is set.
+    deadline: i64,
+    /// The `lock_timeout` set last, in milliseconds.
+    set_ms: std::cell::Cell<i32>,
+}
+
+/// How far the time left may fall below the `lock_timeout` in force
+/// before [`Bound::refresh`] sets it again, in milliseconds: setting it
+/// costs about 2 µs (the GUC machinery), and a wait that ends 10 ms after
+/// a deadline of seconds ends in time.
+const REFRESH_SLACK_MS: i32 = 10;
+
+impl Bound {
+    /// Milliseconds left, rounded up, at least 1 (`lock_timeout` 0 would be
+    /// none).
+    fn left_ms(&self) -> i32 {
+        let left = self.deadline.saturating_sub(clock_now()).max(0).saturating_add(999) / 1000;
+        left.clamp(1, i64::from(i32::MAX)) as i32
+    }
+
+    /// `lock_timeout` at the time left now, unless the one in force ends
+    /// at most [`REFRESH_SLACK_MS`] later.
+    fn refresh(&self) {
+        if self.deadline == i64::MAX {
+            return;
+        }
+        let left = self.left_ms();
+        if self.set_ms.get() - left > REFRESH_SLACK_MS {
+            crate::subxact::set_for_level("lock_timeout", &format!("{left}ms"));
+            self.set_ms.set(left);
+        }
+    }
 }
 
 /// The longest `wait`: no provider documents a longer response deadline
@@ -505,13 +616,25 @@ fn check_wait(wait: Interval) -> i64 {
 /// ([`super::claim::held_elsewhere`]); a conflicting delivery, a
 /// completed, failed, parked or expired key, or a row this transaction
 /// wrote ends it at once. Nothing is locked or written meanwhile
-/// ([`crate::wait`]).
+/// ([`crate::wait`]). Each look, which may wait for a transaction
+/// inserting the key, and what follows the wait, wait for a lock at most
+/// until `bound`'s deadline ([`within`]).
 ///
 /// Returns whether the last look found the key (a row visible to the
 /// latest snapshot, after waiting for a transaction inserting it).
-fn wait_for_holder(conn: &Conn<'_>, key: Key<'_>, content: Content<'_>, deadline: i64, max_attempts: i32) -> bool {
+fn wait_for_holder(
+    conn: &Conn<'_>,
+    key: Key<'_>,
+    content: Content<'_>,
+    deadline: i64,
+    max_attempts: i32,
+    bound: &Bound,
+) -> bool {
     let mut seen = true;
     crate::wait::wait(key, deadline, |now| {
+        // the look may wait for a transaction inserting the key: at most
+        // the time left
+        bound.refresh();
         // Each look in a memory context of its own: a long wait looks many
         // times, and what opening the table allocates is freed with it.
         // SAFETY: what the look returns lives on the Rust heap (Looked
@@ -525,6 +648,8 @@ fn wait_for_holder(conn: &Conn<'_>, key: Key<'_>, content: Content<'_>, deadline
             })
             .map_or(crate::wait::Look::Done, crate::wait::Look::HeldUntil)
     });
+    // what comes next waits for locks at most the time left
+    bound.refresh();
     seen
 }
 

@@ -226,6 +226,20 @@ pub fn look(conn: &Conn<'_>, key: Key<'_>) -> Option<direct::Looked> {
     }
 }
 
+/// [`look`] without waiting for a transaction inserting the key: `None`
+/// while the key's first claim is uncommitted (what a call whose time ran
+/// out may still read, `webhook_receive`).
+pub fn look_now(conn: &Conn<'_>, key: Key<'_>) -> Option<direct::Looked> {
+    match direct::Session::open_to_look(conn, key.source) {
+        Some(mut session) => {
+            let looked = session.look(key);
+            session.close();
+            looked
+        }
+        None => read(conn, key, Snap::Latest).map(|row| direct::Looked { stored: row.stored(), ours: false }),
+    }
+}
+
 /// Whether the transaction's isolation level reads one snapshot for the
 /// whole transaction (REPEATABLE READ, SERIALIZABLE).
 pub fn transaction_snapshot() -> bool {

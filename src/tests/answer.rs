@@ -150,15 +150,15 @@ mod tests {
     }
 
     #[pg_test(
-        error = "unknown outcome \"processing\": one of claimed, reclaimed, in_progress, duplicate, conflict, retry_later, unknown_outcome, dead_lettered, accepted, handshake, ignored, rejected, missing_event_id, refused_handshake, completed, lease_lost, error"
+        error = "unknown outcome \"processing\": one of claimed, reclaimed, in_progress, duplicate, conflict, retry_later, unknown_outcome, dead_lettered, accepted, handshake, ignored, rejected, missing_event_id, repeated_header, refused_handshake, completed, lease_lost, error"
     )]
     fn http_answer_refuses_an_unknown_outcome() {
         Spi::run("SELECT * FROM webhook_dedup.http_answer('processing')").unwrap();
     }
 
-    #[pg_test(error = "outcome in_progress does not happen in mode enqueue")]
+    #[pg_test(error = "outcome reclaimed does not happen in mode enqueue")]
     fn http_answer_refuses_an_outcome_of_the_other_mode() {
-        Spi::run("SELECT * FROM webhook_dedup.http_answer('in_progress', mode => 'enqueue')").unwrap();
+        Spi::run("SELECT * FROM webhook_dedup.http_answer('reclaimed', mode => 'enqueue')").unwrap();
     }
 
     #[pg_test(error = "wait must be between 0 and 60 seconds")]

@@ -283,3 +283,119 @@ def test_two_copies_sent_at_the_same_moment_wait_for_each_other(connect):
             t.join(20)
         outcomes.append(tuple(sorted(got)))
     assert outcomes == [("claimed", "duplicate")] * pairs, outcomes
+
+
+def key_row(conn, event, source=SOURCE):
+    return conn.execute(
+        "SELECT xmin::text, deliveries, state, last_step FROM webhook_dedup.keys WHERE source = %s AND idem_key = %s",
+        (source, f"{source}:{event}"),
+    ).fetchone()
+
+
+def test_a_lock_held_past_the_wait_answers_503_by_the_deadline(connect):
+    """Issue 41, item 4: a copy whose holder sits in an open transaction
+    that changed the key (a checkpoint inside its step) waited for the
+    holder's transaction, not `wait`: 6 s for a 2 s wait, past Slack's 3 s.
+    Every lock wait of the call now ends by the wait's deadline; what it
+    wrote is rolled back and it answers in_progress, 503 with Retry-After
+    (the holder's remaining lease)."""
+    event = new_id()
+    with connect() as holder_conn, connect() as step:
+        first = receive(holder_conn, event, wait="0", lease="60 seconds")
+        assert first["outcome"] == "claimed"
+        before = key_row(holder_conn, event)
+        step.execute("BEGIN")
+        assert step.execute("SELECT webhook_dedup.webhook_checkpoint(%s, %s, %s, 'charged')",
+                            (SOURCE, first["idem_key"], first["claim_token"])).fetchone()[0]
+        for wait in ("2 seconds", "0"):
+            w = Waiter(connect, event, wait)
+            w.start()
+            w.join(15)
+            assert w.error is None, w.error
+            assert (w.row["outcome"], w.row["http_status"]) == ("in_progress", 503), w.row
+            assert 50 <= int(w.row["http_headers"]["Retry-After"]) <= 60, w.row["http_headers"]
+            bound = 2.0 if wait == "2 seconds" else 0.0
+            assert bound <= w.elapsed < bound + 1.5, (wait, w.elapsed)
+        # the copies changed nothing; the holder goes on and completes
+        step.execute("COMMIT")
+        after = key_row(holder_conn, event)
+        assert after[1:] == (before[1], "processing", "charged")
+        assert complete(holder_conn, first, {"done": True})
+
+
+def test_a_first_claim_in_an_open_transaction_bounds_the_copy_too(connect):
+    """The holder claimed and works in one transaction (its insert of the
+    key is uncommitted): the copy's probe of the primary key and the replay
+    guard's insert wait for that transaction, at most the wait. Its writes
+    (the guard) are rolled back: once the holder rolls back, neither the
+    key nor a guard row is left."""
+    event = new_id()
+    body, _ = delivery(event)
+    with connect() as holder, connect() as observer:
+        holder.execute("BEGIN")
+        assert receive(holder, event, wait="0", lease="45 seconds")["outcome"] == "claimed"
+        w = Waiter(connect, event, "1 second")
+        w.start()
+        w.join(15)
+        assert w.error is None, w.error
+        assert (w.row["outcome"], w.row["http_status"]) == ("in_progress", 503), w.row
+        assert 1.0 <= w.elapsed < 2.5, w.elapsed
+        # no lease to read yet: the source's lease (the default, 5 minutes) is the hint
+        assert int(w.row["http_headers"]["Retry-After"]) >= 1
+        holder.execute("ROLLBACK")
+        assert key_row(observer, event) is None
+        guards = observer.execute(
+            "SELECT count(*) FROM webhook_dedup.replay_guards WHERE source = %s AND body_sha256 = sha256(%s)",
+            (SOURCE, body)).fetchone()[0]
+        assert guards == 0
+
+
+def test_an_enqueue_waiting_on_a_worker_is_bounded_too(connect):
+    """mode => 'enqueue' without the replay guard (its recent duplicate is a
+    read there): the enqueue of a known key locks it, and a worker's open
+    transaction (its step checkpointed) holds that lock. Answered
+    in_progress by the deadline, the worker unaffected."""
+    source = "github_wait_noguard"
+    with connect() as conn:
+        conn.execute("INSERT INTO webhook_dedup.sources (source, provider, replay_guard) VALUES (%s, 'github', false)"
+                     " ON CONFLICT (source) DO NOTHING", (source,))
+        # recent duplicates are reads for webhook_dedup.duplicate_record_interval: an old key is locked
+        event = new_id()
+        payload, headers = delivery(event)
+        call = ("SELECT * FROM webhook_dedup.webhook_receive('github', %s, %s, ARRAY[%s], source => %s,"
+                " mode => 'enqueue', wait => %s::interval)")
+        assert conn.cursor(row_factory=dict_row).execute(
+            call, (payload, Jsonb(headers), SECRET, source, "0")).fetchone()["outcome"] == "accepted"
+        conn.execute("UPDATE webhook_dedup.keys SET last_seen_at = now() - interval '1 hour'"
+                     " WHERE source = %s AND idem_key = %s", (source, f"{source}:{event}"))
+        with connect() as worker:
+            worker.execute("BEGIN")
+            taken = worker.execute("SELECT idem_key, claim_token FROM webhook_dedup.webhook_next(%s)",
+                                   (source,)).fetchone()
+            assert taken[0] == f"{source}:{event}"
+            worker.execute("SELECT webhook_dedup.webhook_checkpoint(%s, %s, %s, 'step')", (source, *taken))
+            started = time.monotonic()
+            row = conn.cursor(row_factory=dict_row).execute(
+                call, (payload, Jsonb(headers), SECRET, source, "1 second")).fetchone()
+            elapsed = time.monotonic() - started
+            assert (row["outcome"], row["http_status"]) == ("in_progress", 503), row
+            assert 1.0 <= elapsed < 2.5, elapsed
+            worker.execute("COMMIT")
+        conn.execute("DELETE FROM webhook_dedup.keys WHERE source = %s", (source,))
+        conn.execute("DELETE FROM webhook_dedup.sources WHERE source = %s", (source,))
+
+
+def test_a_shorter_lock_timeout_of_the_session_is_the_callers(connect):
+    """A session whose own lock_timeout ends before the wait keeps it: its
+    55P03 is raised as before (the caller chose it), not turned into an
+    answer."""
+    event = new_id()
+    with connect() as holder_conn, connect() as step, connect() as timed:
+        first = receive(holder_conn, event, wait="0", lease="60 seconds")
+        step.execute("BEGIN")
+        step.execute("SELECT webhook_dedup.webhook_checkpoint(%s, %s, %s, 'x')",
+                     (SOURCE, first["idem_key"], first["claim_token"]))
+        timed.execute("SET lock_timeout = '200ms'")
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            receive(timed, event, wait="5 seconds")
+        step.execute("ROLLBACK")

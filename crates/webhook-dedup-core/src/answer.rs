@@ -38,7 +38,9 @@
 //! - **4xx only for what no retry can fix**: 401 for a signature that does
 //!   not verify (Discord's security checks expect exactly 401 and remove
 //!   the endpoint otherwise; no stop signal: a retry verifies once the
-//!   right key is added), 400 for a delivery without an event id or a
+//!   right key is added), 400 for a delivery without an event id, one
+//!   whose id, type or time header was sent twice (which value is the
+//!   provider's cannot be told; issue 41), or a
 //!   refused handshake, with the provider's stop signal where it has one
 //!   (Mailgun's 406 in place of the 400; Slack's `X-Slack-No-Retry: 1`;
 //!   Svix's `webhook-delivery: abort-message`).
@@ -79,7 +81,8 @@ impl Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// An outcome of a claim (`webhook_claim`, `webhook_receive`); of an
-    /// enqueue only `duplicate` and `conflict`. `claimed` and `reclaimed`
+    /// enqueue only `duplicate`, `conflict` and `in_progress` (its writes
+    /// met a lock held past the call's wait). `claimed` and `reclaimed`
     /// are answered once the caller's work committed.
     Claim(Outcome),
     /// Enqueued for `webhook_next`.
@@ -93,6 +96,9 @@ pub enum Kind {
     Rejected,
     /// Verified, but without an event id to key it on.
     MissingEventId,
+    /// Verified, but a header its event id, type or time is read from was
+    /// sent more than once (`crate::profile::RepeatedHeader`).
+    RepeatedHeader,
     /// A handshake answer refused as unsafe (`refused_handshake`).
     RefusedHandshake,
     /// The work committed (`webhook_complete` returned true).
@@ -105,12 +111,13 @@ pub enum Kind {
 }
 
 /// The kinds that are not claim outcomes.
-const OTHERS: [Kind; 9] = [
+const OTHERS: [Kind; 10] = [
     Kind::Accepted,
     Kind::Handshake,
     Kind::Ignored,
     Kind::Rejected,
     Kind::MissingEventId,
+    Kind::RepeatedHeader,
     Kind::RefusedHandshake,
     Kind::Completed,
     Kind::LeaseLost,
@@ -124,7 +131,7 @@ impl Kind {
     }
 
     /// The name `webhook_dedup.http_answer(outcome => ...)` takes: the
-    /// outcome's own name, `rejected`, `missing_event_id`,
+    /// outcome's own name, `rejected`, `missing_event_id`, `repeated_header`,
     /// `refused_handshake`, `completed`, `lease_lost` or `error`.
     pub fn name(self) -> &'static str {
         match self {
@@ -134,6 +141,7 @@ impl Kind {
             Kind::Ignored => "ignored",
             Kind::Rejected => "rejected",
             Kind::MissingEventId => "missing_event_id",
+            Kind::RepeatedHeader => "repeated_header",
             Kind::RefusedHandshake => "refused_handshake",
             Kind::Completed => "completed",
             Kind::LeaseLost => "lease_lost",
@@ -149,11 +157,12 @@ impl Kind {
     }
 
     /// Whether a call in `mode` can end in this kind: the claim outcomes
-    /// only when claiming, but for an enqueue's duplicate and conflict;
-    /// `accepted` only when enqueueing.
+    /// only when claiming, but for an enqueue's duplicate, conflict and
+    /// in_progress (`webhook_receive` bounds every lock wait by its
+    /// `wait`, issue 41); `accepted` only when enqueueing.
     pub fn in_mode(self, mode: Mode) -> bool {
         match self {
-            Kind::Claim(Outcome::Duplicate | Outcome::Conflict) => true,
+            Kind::Claim(Outcome::Duplicate | Outcome::Conflict | Outcome::InProgress) => true,
             Kind::Claim(_) | Kind::Completed | Kind::LeaseLost => mode == Mode::Claim,
             Kind::Accepted => mode == Mode::Enqueue,
             _ => true,
@@ -225,13 +234,17 @@ pub fn reply(kind: Kind, mode: Mode, profile: Option<&Profile>, retry_after_s: O
             (SERVICE_UNAVAILABLE, Body::Status)
         }
         Kind::Rejected => (401, Body::Error("invalid signature")),
-        Kind::MissingEventId | Kind::RefusedHandshake => {
+        Kind::MissingEventId | Kind::RepeatedHeader | Kind::RefusedHandshake => {
             stop_header(&mut headers);
             let status = match stop {
                 Some(StopSignal::Status(code)) => code,
                 _ => 400,
             };
-            let text = if kind == Kind::MissingEventId { "no event id" } else { "refused handshake" };
+            let text = match kind {
+                Kind::MissingEventId => "no event id",
+                Kind::RepeatedHeader => "repeated header",
+                _ => "refused handshake",
+            };
             (status, Body::Error(text))
         }
         Kind::Error => (500, Body::Error("internal error")),
@@ -282,8 +295,8 @@ mod tests {
                 }
             }
         }
-        assert!(answered > 17 * 20, "{answered}");
-        assert_eq!(Kind::all().count(), 17);
+        assert!(answered > 18 * 20, "{answered}");
+        assert_eq!(Kind::all().count(), 18);
     }
 
     /// The mapping, kind by kind, for a provider without a stop signal.
@@ -314,7 +327,10 @@ mod tests {
         assert_eq!(at(Kind::Error, None).status, 500);
         let enqueued = reply(Kind::Accepted, Mode::Enqueue, github, None).unwrap();
         assert_eq!((enqueued.status, enqueued.body), (200, Body::Status));
-        assert!(reply(Kind::Claim(Outcome::InProgress), Mode::Enqueue, github, None).is_err());
+        assert!(reply(Kind::Claim(Outcome::Claimed), Mode::Enqueue, github, None).is_err());
+        let busy = reply(Kind::Claim(Outcome::InProgress), Mode::Enqueue, github, Some(4)).unwrap();
+        assert_eq!((busy.status, header(&busy, "Retry-After")), (503, Some("4")), "a lock held past the wait");
+        assert_eq!(at(Kind::RepeatedHeader, None).status, 400);
         assert!(reply(Kind::Claim(Outcome::Conflict), Mode::Enqueue, github, None).is_ok());
         assert!(reply(Kind::Accepted, Mode::Claim, github, None).is_err());
         assert_eq!(dup.headers.len(), 1, "Content-Type only");
@@ -332,7 +348,7 @@ mod tests {
             let at = |kind| reply(kind, Mode::Claim, Some(p), Some(5)).unwrap();
             match p.stop_signal.unwrap() {
                 StopSignal::Header(name, value) => {
-                    for kind in [Kind::MissingEventId, Kind::RefusedHandshake] {
+                    for kind in [Kind::MissingEventId, Kind::RepeatedHeader, Kind::RefusedHandshake] {
                         assert_eq!(header(&at(kind), name), Some(value), "{:?} {kind:?}", p.scheme);
                         assert_eq!(at(kind).status, 400);
                     }

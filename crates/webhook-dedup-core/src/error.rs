@@ -16,8 +16,11 @@ pub enum Error {
     /// 22023 invalid_parameter_value: an argument has the right type but an
     /// unacceptable value (empty key, bad secret, unknown scheme, ...).
     InvalidParameter { message: String, hint: Option<String> },
-    /// P0002 no_data_found: the key named by the call does not exist.
+    /// P0002 no_data_found: what the call names does not exist.
     NoDataFound { message: String },
+    /// P0002 no_data_found: the idempotency key named by the call does not
+    /// exist ([`Error::unknown_key`]).
+    UnknownKey { source: String, idem_key: String },
     /// 40001 serialization_failure: a race that the caller's REPEATABLE READ
     /// or SERIALIZABLE snapshot cannot see; retry the transaction.
     SerializationFailure { message: String },
@@ -45,13 +48,21 @@ impl Error {
         Error::InvalidParameter { message: message.into(), hint: Some(hint.into()) }
     }
 
+    /// P0002 for `idem_key` of `source`, which does not exist. A key
+    /// that does not start with `<source>:` is most likely a bare event id
+    /// passed where the key `webhook_key` derives from it is wanted (issue
+    /// 41): the HINT says so.
+    pub fn unknown_key(source: &str, idem_key: &str) -> Self {
+        Error::UnknownKey { source: source.to_string(), idem_key: idem_key.to_string() }
+    }
+
     /// The SQLSTATE this error is reported with: five characters, as
     /// PostgreSQL's `errcodes.txt` spells them.
     pub fn sqlstate(&self) -> &'static str {
         match self {
             Error::NullValue { .. } => "22004",
             Error::InvalidParameter { .. } => "22023",
-            Error::NoDataFound { .. } => "P0002",
+            Error::NoDataFound { .. } | Error::UnknownKey { .. } => "P0002",
             Error::SerializationFailure { .. } => "40001",
             Error::NotInPrerequisiteState { .. } => "55000",
             Error::UndefinedColumn { .. } => "42703",
@@ -62,14 +73,24 @@ impl Error {
     }
 
     /// The HINT reported with the error, if any.
-    pub fn hint(&self) -> Option<&str> {
+    pub fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
         match self {
             Error::InvalidParameter { hint, .. }
             | Error::NotInPrerequisiteState { hint, .. }
-            | Error::FeatureNotSupported { hint, .. } => hint.as_deref(),
+            | Error::FeatureNotSupported { hint, .. } => hint.as_deref().map(Into::into),
             Error::SerializationFailure { .. } => {
-                Some("Retry the transaction; the key was changed by a concurrent transaction.")
+                Some("Retry the transaction; the key was changed by a concurrent transaction.".into())
             }
+            Error::UnknownKey { source, idem_key } if !idem_key.starts_with(&format!("{source}:")) => Some(
+                format!(
+                    "A key made from a provider's event id starts with \"{source}:\": pass \
+                     webhook_dedup.webhook_key('{source}', <event id>) (here perhaps \
+                     webhook_dedup.webhook_key('{source}', '{}')), or the idem_key webhook_receive returned, \
+                     not the bare event id.",
+                    idem_key.replace('\'', "''")
+                )
+                .into(),
+            ),
             _ => None,
         }
     }
@@ -87,6 +108,9 @@ impl fmt::Display for Error {
             | Error::DatatypeMismatch { message }
             | Error::TriggerProtocolViolated { message }
             | Error::FeatureNotSupported { message, .. } => f.write_str(message),
+            Error::UnknownKey { source, idem_key } => {
+                write!(f, "no idempotency key \"{idem_key}\" for source \"{source}\"")
+            }
         }
     }
 }
@@ -103,6 +127,7 @@ mod tests {
             Error::NullValue { what: "x" },
             Error::invalid("x"),
             Error::NoDataFound { message: "x".into() },
+            Error::unknown_key("s", "k"),
             Error::SerializationFailure { message: "x".into() },
             Error::NotInPrerequisiteState { message: "x".into(), hint: None },
             Error::UndefinedColumn { message: "x".into() },
@@ -117,5 +142,19 @@ mod tests {
         }
         assert_eq!(Error::NullValue { what: "payload" }.to_string(), "payload must not be NULL");
         assert!(Error::SerializationFailure { message: "x".into() }.hint().is_some());
+    }
+
+    /// Issue 41: a bare event id where the key is wanted gets a HINT naming
+    /// webhook_key; a key of the source's own shape none.
+    #[test]
+    fn an_unknown_bare_event_id_is_hinted_at_webhook_key() {
+        let bare = Error::unknown_key("stripe", "evt_1");
+        assert_eq!(bare.to_string(), "no idempotency key \"evt_1\" for source \"stripe\"");
+        assert_eq!(bare.sqlstate(), "P0002");
+        let hint = bare.hint().unwrap();
+        assert!(hint.contains("webhook_dedup.webhook_key('stripe', 'evt_1')"), "{hint}");
+        assert!(Error::unknown_key("stripe", "stripe:evt_1").hint().is_none());
+        let quoted = Error::unknown_key("s", "it's").hint().unwrap().into_owned();
+        assert!(quoted.contains("'it''s'"), "{quoted}");
     }
 }

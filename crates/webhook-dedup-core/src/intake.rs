@@ -310,7 +310,7 @@ mod tests {
         let rules = intake.apply(Rules::of(Scheme::Hmac), Scheme::Hmac);
         let headers = Headers::from_pairs([("X-Acme-Delivery", "d-1")]);
         let body = br#"{"kind":"order.paid","at":1700000000123,"data":{"n":1},"attempt":1}"#;
-        let got = extract(&rules, &headers, &Body::new(body));
+        let got = extract(&rules, &headers, &Body::new(body)).unwrap();
         let pg_us = (1_700_000_000_123 - crate::calendar::PG_EPOCH_UNIX_S * 1_000) * 1_000;
         assert_eq!(
             got,

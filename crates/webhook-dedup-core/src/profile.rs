@@ -749,20 +749,39 @@ impl<'a> Body<'a> {
     }
 }
 
+/// A header the delivery's event id, type or time is read from was sent
+/// more than once: which value is the provider's cannot be told, so
+/// `webhook_receive` refuses the delivery (`reject_reason =
+/// 'repeated_header'`, answered 400 like a missing id; issue 41). No
+/// provider sends these headers twice; a proxy or a forger may.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepeatedHeader {
+    /// The header's name, lower-cased.
+    pub header: String,
+}
+
 /// The value at `location`, as text: a string as is, a number as written,
-/// anything else (or nothing, or an empty string) `None`.
-fn value(location: Location<'_>, headers: &Headers, body: &Body<'_>) -> Option<String> {
+/// anything else (or nothing, or an empty string) `None`; a header sent
+/// more than once is [`RepeatedHeader`] (of alternative names, the first
+/// one sent decides).
+fn value(location: Location<'_>, headers: &Headers, body: &Body<'_>) -> Result<Option<String>, RepeatedHeader> {
+    let one = |name: &str| match headers.all(name) {
+        [] => Ok(None),
+        [value] => Ok(Some(value.clone())),
+        _ => Err(RepeatedHeader { header: name.to_string() }),
+    };
     let text = match location {
-        Location::Headers(names) => names.iter().find_map(|n| headers.all(n).first().cloned()),
-        Location::Header(name) => headers.all(name).first().cloned(),
-        Location::Body(pointer) => match body.json()?.pointer(pointer)? {
+        Location::Headers(names) => {
+            names.iter().find(|n| !headers.all(n).is_empty()).map_or(Ok(None), |name| one(name))?
+        }
+        Location::Header(name) => one(name)?,
+        Location::Body(pointer) => body.json().and_then(|json| json.pointer(pointer)).and_then(|v| match v {
             Value::String(s) => Some(s.clone()),
             Value::Number(n) => Some(n.to_string()),
             _ => None,
-        },
-    }?;
-    let text = text.trim().to_string();
-    (!text.is_empty()).then_some(text)
+        }),
+    };
+    Ok(text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty()))
 }
 
 /// Parse an event time; `None` when it is not in the profile's format.
@@ -783,15 +802,18 @@ pub fn parse_time(text: &str, format: TimeFormat) -> Option<i64> {
     i64::try_from(unix_us - i128::from(crate::calendar::PG_EPOCH_UNIX_S) * 1_000_000).ok()
 }
 
-/// Read a delivery by `rules`.
-pub fn extract(rules: &Rules<'_>, headers: &Headers, body: &Body<'_>) -> Extracted {
-    Extracted {
-        event_id: rules.event_id.and_then(|l| value(l, headers, body)),
-        event_type: rules.event_type.and_then(|l| value(l, headers, body)),
-        event_time: rules
-            .event_time
-            .and_then(|(l, format)| value(l, headers, body).and_then(|t| parse_time(&t, format))),
-    }
+/// Read a delivery by `rules`: its event id, type and time, each `None`
+/// when absent (a time also when not in the rule's format); a header any
+/// of them is read from that was sent more than once is
+/// [`RepeatedHeader`].
+pub fn extract(rules: &Rules<'_>, headers: &Headers, body: &Body<'_>) -> Result<Extracted, RepeatedHeader> {
+    let read = |location: Option<Location<'_>>| location.map_or(Ok(None), |l| value(l, headers, body));
+    Ok(Extracted {
+        event_id: read(rules.event_id)?,
+        event_type: read(rules.event_type)?,
+        event_time: read(rules.event_time.map(|(l, _)| l))?
+            .and_then(|t| rules.event_time.and_then(|(_, format)| parse_time(&t, format))),
+    })
 }
 
 #[cfg(test)]
@@ -896,7 +918,7 @@ mod tests {
     #[test]
     fn stripe_reads_the_body() {
         let body = br#"{"id":"evt_1","type":"invoice.paid","created":1700000000}"#;
-        let got = extract(&Rules::of(Scheme::Stripe), &Headers::default(), &Body::new(body));
+        let got = extract(&Rules::of(Scheme::Stripe), &Headers::default(), &Body::new(body)).unwrap();
         assert_eq!(
             got,
             Extracted {
@@ -914,12 +936,51 @@ mod tests {
             ("X-Shopify-Topic", "orders/create"),
             ("X-Shopify-Triggered-At", "2023-03-29T18:00:27.877041743Z"),
         ]);
-        let got = extract(&Rules::of(Scheme::Shopify), &headers, &Body::new(b"{}"));
+        let got = extract(&Rules::of(Scheme::Shopify), &headers, &Body::new(b"{}")).unwrap();
         assert_eq!(got.event_id.as_deref(), Some("b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"));
         assert_eq!(got.event_time, Some(pg(1_680_112_827) + 877_041));
         let both = Headers::from_pairs([("X-Shopify-Webhook-Id", "w"), ("X-Shopify-Event-Id", "e")]);
-        let got = extract(&Rules::of(Scheme::Shopify), &both, &Body::new(b""));
+        let got = extract(&Rules::of(Scheme::Shopify), &both, &Body::new(b"")).unwrap();
         assert_eq!(got.event_id.as_deref(), Some("e"), "the event id wins");
+    }
+
+    /// Issue 41, item 6: a header the event id, type or time is read from,
+    /// sent twice, is refused whichever value comes first; a repeated header
+    /// the profile does not read changes nothing.
+    #[test]
+    fn a_repeated_id_type_or_time_header_is_refused() {
+        let github = Rules::of(Scheme::Github);
+        let twice = |name: &'static str| {
+            let mut pairs = vec![("X-GitHub-Delivery", "d-1"), ("X-GitHub-Event", "push"), (name, "other")];
+            pairs.sort_by_key(|(n, _)| *n != name); // the repeated value first, then the genuine one
+            Headers::from_pairs(pairs)
+        };
+        for name in ["X-GitHub-Delivery", "X-GitHub-Event"] {
+            let got = extract(&github, &twice(name), &Body::new(b"{}"));
+            assert_eq!(got, Err(RepeatedHeader { header: name.to_ascii_lowercase() }), "{name}");
+        }
+        let same_twice = Headers::from_pairs([("X-GitHub-Delivery", "d-1"), ("x-github-delivery", "d-1")]);
+        assert!(extract(&github, &same_twice, &Body::new(b"{}")).is_err(), "even the same value twice");
+        let other = Headers::from_pairs([("X-GitHub-Delivery", "d-1"), ("Accept", "a"), ("Accept", "b")]);
+        assert_eq!(extract(&github, &other, &Body::new(b"{}")).unwrap().event_id.as_deref(), Some("d-1"));
+        // of alternative names, the one sent decides: Shopify's event id
+        // twice is refused, its webhook id (not read then) may repeat
+        let shopify = Rules::of(Scheme::Shopify);
+        let ids = Headers::from_pairs([("X-Shopify-Event-Id", "e"), ("X-Shopify-Event-Id", "f")]);
+        assert!(extract(&shopify, &ids, &Body::new(b"")).is_err());
+        let time = Headers::from_pairs([
+            ("X-Shopify-Event-Id", "e"),
+            ("X-Shopify-Triggered-At", "2023-03-29T18:00:27Z"),
+            ("X-Shopify-Triggered-At", "2023-03-29T18:00:28Z"),
+        ]);
+        assert_eq!(
+            extract(&shopify, &time, &Body::new(b"")),
+            Err(RepeatedHeader { header: "x-shopify-triggered-at".into() })
+        );
+        // an id in the body is not a header: a repeated header elsewhere is no matter
+        let stripe = Headers::from_pairs([("Stripe-Signature", "a"), ("Stripe-Signature", "b")]);
+        let got = extract(&Rules::of(Scheme::Stripe), &stripe, &Body::new(br#"{"id":"evt_1"}"#)).unwrap();
+        assert_eq!(got.event_id.as_deref(), Some("evt_1"));
     }
 
     /// Twitch's message headers: the id, the subscription type and the
@@ -931,7 +992,7 @@ mod tests {
             ("Twitch-Eventsub-Subscription-Type", "channel.follow"),
             ("Twitch-Eventsub-Message-Timestamp", "2019-11-16T10:11:12.634234626Z"),
         ]);
-        let got = extract(&Rules::of(Scheme::Twitch), &headers, &Body::new(b"{}"));
+        let got = extract(&Rules::of(Scheme::Twitch), &headers, &Body::new(b"{}")).unwrap();
         assert_eq!(
             got,
             Extracted {
@@ -951,7 +1012,7 @@ mod tests {
                         {"eventId":2,"subscriptionType":"deal.creation","occurredAt":1700000000999}]"#;
         let rules = Rules::of(Scheme::Hubspot);
         assert!(rules.body_key && rules.event_id.is_none());
-        let got = extract(&rules, &Headers::default(), &Body::new(body));
+        let got = extract(&rules, &Headers::default(), &Body::new(body)).unwrap();
         assert_eq!(got.event_type.as_deref(), Some("contact.creation"));
         assert_eq!(got.event_time, Some(pg(1_700_000_000) + 123_000));
     }
@@ -970,7 +1031,7 @@ mod tests {
         let fp = |b: &[u8]| rule.fingerprint(&Body::new(b));
         assert_eq!(fp(first), fp(again));
         assert_ne!(fp(first), fp(other));
-        let got = extract(&Rules::of(Scheme::Intercom), &Headers::default(), &Body::new(first));
+        let got = extract(&Rules::of(Scheme::Intercom), &Headers::default(), &Body::new(first)).unwrap();
         assert_eq!(got.event_id.as_deref(), Some("notif_1"));
         assert_eq!(got.event_time, Some(pg(1_700_000_000)));
     }
@@ -978,12 +1039,12 @@ mod tests {
     #[test]
     fn square_typeform_and_calendly_read_the_body() {
         let square = br#"{"merchant_id":"M","type":"payment.updated","event_id":"ac3ac95b","created_at":"2022-07-13T20:30:59.037339943Z"}"#;
-        let got = extract(&Rules::of(Scheme::Square), &Headers::default(), &Body::new(square));
+        let got = extract(&Rules::of(Scheme::Square), &Headers::default(), &Body::new(square)).unwrap();
         assert_eq!(got.event_id.as_deref(), Some("ac3ac95b"));
         assert_eq!(got.event_type.as_deref(), Some("payment.updated"));
         assert_eq!(got.event_time, Some(pg(1_657_744_259) + 37_339));
         let typeform = br#"{"event_id":"01HF","event_type":"form_response","form_response":{"submitted_at":"2023-11-14T22:13:20Z"}}"#;
-        let got = extract(&Rules::of(Scheme::Typeform), &Headers::default(), &Body::new(typeform));
+        let got = extract(&Rules::of(Scheme::Typeform), &Headers::default(), &Body::new(typeform)).unwrap();
         assert_eq!(
             got,
             Extracted {
@@ -993,7 +1054,7 @@ mod tests {
             }
         );
         let calendly = br#"{"event":"invitee.created","created_at":"2023-11-14T22:13:20.000000Z","payload":{}}"#;
-        let got = extract(&Rules::of(Scheme::Calendly), &Headers::default(), &Body::new(calendly));
+        let got = extract(&Rules::of(Scheme::Calendly), &Headers::default(), &Body::new(calendly)).unwrap();
         assert_eq!(got.event_id, None, "keyed on the body");
         assert!(Rules::of(Scheme::Calendly).body_key);
         assert_eq!(got.event_time, Some(pg(1_700_000_000)));
@@ -1030,7 +1091,7 @@ mod tests {
         let ping =
             br#"{"id":"787053080478613555","token":"ThisIsATokenFromDiscordThatIsVeryLong","type":1,"version":1}"#;
         let headers = Headers::from_pairs([("X-Signature-Timestamp", "1700000000")]);
-        let got = extract(&Rules::of(Scheme::Discord), &headers, &Body::new(ping));
+        let got = extract(&Rules::of(Scheme::Discord), &headers, &Body::new(ping)).unwrap();
         assert_eq!(
             got,
             Extracted {
@@ -1042,10 +1103,10 @@ mod tests {
         let batch = br#"[{"email":"a@b.c","event":"dropped","sg_event_id":"e1","timestamp":1600112492}]"#;
         let rules = Rules::of(Scheme::Sendgrid);
         assert!(rules.body_key);
-        assert_eq!(extract(&rules, &Headers::default(), &Body::new(batch)), Extracted::default());
+        assert_eq!(extract(&rules, &Headers::default(), &Body::new(batch)).unwrap(), Extracted::default());
         let mailgun = br#"{"signature":{"timestamp":"1403645220","token":"t1","signature":"00"},
                           "event-data":{"id":"CPgfbmQMTCKtHW6uIWtuVe","event":"delivered","timestamp":1403645220.908181}}"#;
-        let got = extract(&Rules::of(Scheme::Mailgun), &Headers::default(), &Body::new(mailgun));
+        let got = extract(&Rules::of(Scheme::Mailgun), &Headers::default(), &Body::new(mailgun)).unwrap();
         assert_eq!(
             (got.event_id.as_deref(), got.event_type.as_deref()),
             (Some("CPgfbmQMTCKtHW6uIWtuVe"), Some("delivered"))
@@ -1058,7 +1119,7 @@ mod tests {
         assert_eq!(rule.fingerprint(&Body::new(mailgun)), rule.fingerprint(&Body::new(retry)));
         let linear = br#"{"action":"create","type":"Issue","createdAt":"2023-11-14T22:13:19.000Z","data":{"id":"i1"},"webhookTimestamp":1700000000000}"#;
         let headers = Headers::from_pairs([("Linear-Delivery", "0a0e5c3e-8f41-4a49-9b6b-0b2b6f1c1a11")]);
-        let got = extract(&Rules::of(Scheme::Linear), &headers, &Body::new(linear));
+        let got = extract(&Rules::of(Scheme::Linear), &headers, &Body::new(linear)).unwrap();
         assert_eq!(
             got,
             Extracted {
@@ -1079,9 +1140,9 @@ mod tests {
     #[test]
     fn missing_or_malformed_values_are_none() {
         let p = &Rules::of(Scheme::Paddle);
-        assert_eq!(extract(p, &Headers::default(), &Body::new(b"not json")), Extracted::default());
+        assert_eq!(extract(p, &Headers::default(), &Body::new(b"not json")).unwrap(), Extracted::default());
         let body = br#"{"event_id":"","event_type":7,"occurred_at":"yesterday"}"#;
-        let got = extract(p, &Headers::default(), &Body::new(body));
+        let got = extract(p, &Headers::default(), &Body::new(body)).unwrap();
         assert_eq!(got, Extracted { event_id: None, event_type: Some("7".into()), event_time: None });
         assert_eq!(parse_time("1700000000000", TimeFormat::UnixSeconds), None, "milliseconds");
         assert_eq!(parse_time("2023-08-21T11:57:42.337Z", TimeFormat::Rfc3339), Some(pg(1_692_619_062) + 337_000));

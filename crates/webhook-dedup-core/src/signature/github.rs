@@ -70,8 +70,15 @@ mod tests {
     }
 
     #[test]
-    fn any_presented_value_may_match() {
+    fn a_repeated_signature_header_is_malformed() {
+        // issue 41: @octokit/webhooks-methods verify() takes one string, so
+        // a signature header sent twice never verifies there, good or not
         let v = check(b"Hello, World!", &["sha256=00", DOC_SIG], &[SECRET]);
-        assert!(v.valid());
+        assert_eq!(v.reason, Reason::MalformedHeader);
+        assert_eq!(check(b"Hello, World!", &[DOC_SIG, DOC_SIG], &[SECRET]).reason, Reason::MalformedHeader);
+        // joined into one value (Node's req.headers, the Fetch API): no signature decodes
+        let joined = format!("{DOC_SIG}, sha256=00");
+        assert_eq!(check(b"Hello, World!", &[&joined], &[SECRET]).reason, Reason::MalformedHeader);
+        assert!(check(b"Hello, World!", &[DOC_SIG], &[SECRET]).valid());
     }
 }

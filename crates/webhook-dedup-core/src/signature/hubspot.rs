@@ -111,11 +111,8 @@ pub fn verify(
         let ts_text = single(delivery.headers, TIMESTAMP_HEADER)?.trim();
         let ts_ms = parse_unix_milliseconds(ts_text).ok_or(Verdict::rejected(Reason::MalformedHeader))?;
         let signed_at = Some(ts_ms.div_euclid(1_000));
-        let values = delivery.headers.all(HEADER);
-        if values.is_empty() {
-            return Err(Verdict { reason: Reason::MissingHeader, secret_index: None, signed_at });
-        }
-        let candidates: Vec<Vec<u8>> = values.iter().filter_map(|v| ct::decode_base64(v.trim(), Some(32))).collect();
+        let value = super::signature_header(delivery.headers, HEADER, signed_at)?;
+        let candidates: Vec<Vec<u8>> = ct::decode_base64(value.trim(), Some(32)).into_iter().collect();
         if candidates.is_empty() {
             return Err(Verdict { reason: Reason::MalformedHeader, secret_index: None, signed_at });
         }

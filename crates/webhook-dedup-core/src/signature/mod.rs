@@ -507,6 +507,25 @@ pub(crate) fn single<'h>(headers: &'h Headers, name: &str) -> Result<&'h str, Ve
     }
 }
 
+/// The value of a scheme's signature header, present and sent once:
+/// `missing_header` without it, `malformed_header` when it was sent more
+/// than once (issue 41; docs/signatures.md, "Repeated headers": every
+/// provider sends its signature header once, and the SDKs that read it as
+/// one value fail a repeated one). Several signatures go in that one value
+/// (Stripe's and Standard Webhooks' lists). `signed_at` goes with the
+/// verdict where the timestamp was read first.
+pub(crate) fn signature_header<'h>(
+    headers: &'h Headers,
+    name: &str,
+    signed_at: Option<i64>,
+) -> Result<&'h str, Verdict> {
+    match headers.one(name) {
+        Ok(Some(value)) => Ok(value),
+        Ok(None) => Err(Verdict { reason: Reason::MissingHeader, secret_index: None, signed_at }),
+        Err(_) => Err(Verdict { reason: Reason::MalformedHeader, secret_index: None, signed_at }),
+    }
+}
+
 /// A signed Unix timestamp header: present once and strictly numeric.
 pub(crate) fn timestamp_header<'h>(headers: &'h Headers, name: &str) -> Result<(&'h str, i64), Verdict> {
     let text = single(headers, name)?.trim();
@@ -526,7 +545,11 @@ pub(crate) fn untimed(keys: &[Vec<u8>], candidates: &[Vec<u8>], mac: impl Fn(&[u
 /// The signatures in header values of the form `<tag><encoded MAC>` (GitHub
 /// `sha256=`, Slack `v0=`), decoded by `decode`; also whether a value with
 /// another `<tag>=` was seen (for `unsupported_version`).
-pub(crate) fn tagged(values: &[String], tag: &str, decode: impl Fn(&str) -> Option<Vec<u8>>) -> (Vec<Vec<u8>>, bool) {
+pub(crate) fn tagged(
+    values: &[impl AsRef<str>],
+    tag: &str,
+    decode: impl Fn(&str) -> Option<Vec<u8>>,
+) -> (Vec<Vec<u8>>, bool) {
     tagged_by(values, tag, names_a_tag, decode)
 }
 
@@ -539,7 +562,7 @@ pub(crate) fn names_a_tag(value: &str) -> bool {
 /// [`tagged`], with `other_tag` saying which values without `tag` name
 /// another version (the generic scheme counts every such value).
 fn tagged_by(
-    values: &[String],
+    values: &[impl AsRef<str>],
     tag: &str,
     other_tag: fn(&str) -> bool,
     decode: impl Fn(&str) -> Option<Vec<u8>>,
@@ -548,7 +571,7 @@ fn tagged_by(
     let mut other = false;
     for value in values {
         ct::check_interrupts();
-        let value = value.trim();
+        let value = value.as_ref().trim();
         match value.strip_prefix(tag) {
             Some(encoded) => candidates.extend(decode(encoded.trim())),
             None => other |= other_tag(value),
@@ -577,11 +600,8 @@ impl<D: Fn(&str) -> Option<Vec<u8>>> TaggedHeader<'_, D> {
     /// when a value named another version and `malformed_header` when none
     /// did ([`no_candidates`]).
     pub(crate) fn signatures(&self, delivery: &Delivery<'_>) -> Result<Vec<Vec<u8>>, Verdict> {
-        let values = delivery.headers.all(self.header);
-        if values.is_empty() {
-            return Err(Verdict::rejected(Reason::MissingHeader));
-        }
-        let (candidates, other_tag) = tagged_by(values, self.tag, self.other_tag, &self.decode);
+        let value = signature_header(delivery.headers, self.header, None)?;
+        let (candidates, other_tag) = tagged_by(&[value], self.tag, self.other_tag, &self.decode);
         if candidates.is_empty() {
             return Err(no_candidates(other_tag, None));
         }

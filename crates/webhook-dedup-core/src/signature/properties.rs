@@ -427,6 +427,41 @@ proptest! {
         prop_assert_eq!(check(scheme, signed.body(&body), &signed, &other, t), Reason::NoMatchingSignature);
     }
 
+    /// Issue 41, item 6: every header a scheme signs with, sent twice (the
+    /// same good value again, or a good and a bad one in either order, as
+    /// Node's headersDistinct and Starlette's getlist pass them), fails
+    /// verification: `malformed_header` (docs/signatures.md, "Repeated
+    /// headers"). Mailgun signs in the body.
+    #[test]
+    fn a_signed_header_sent_twice_never_verifies(
+        scheme in scheme(),
+        body in proptest::collection::vec(any::<u8>(), 0..64),
+        key in proptest::collection::vec(any::<u8>(), 1..48),
+        t in 1_000_000_000i64..4_000_000_000,
+        which in any::<proptest::sample::Index>(),
+        bad_first in any::<bool>(),
+        same in any::<bool>(),
+    ) {
+        prop_assume!(scheme != Scheme::Mailgun);
+        let body = as_sent(scheme, body);
+        let secret = secret_for(scheme, &key);
+        let signed = sign(scheme, &body, &key, t);
+        let (signature_header, _, _) = mac_location(scheme);
+        // the signature header, or another header the scheme sent
+        let names: Vec<String> = signed.headers.iter().map(|(n, _)| n.clone()).collect();
+        let name = if which.index(2) == 0 { signature_header.to_string() } else { which.get(&names).clone() };
+        let good = signed.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(&name)).unwrap().1.clone();
+        let other = if same { good.clone() } else { format!("{good}0") };
+        let mut twice = signed.clone();
+        let at = twice.headers.iter().position(|(n, _)| n.eq_ignore_ascii_case(&name)).unwrap();
+        twice.headers.insert(if bad_first { at } else { at + 1 }, (name.clone(), other));
+        let reason = check(scheme, twice.body(&body), &twice, &secret, t);
+        prop_assert_ne!(reason, Reason::Ok, "{:?}: {} sent twice verified", scheme, name);
+        if name.eq_ignore_ascii_case(signature_header) {
+            prop_assert_eq!(reason, Reason::MalformedHeader, "{:?}", scheme);
+        }
+    }
+
     #[test]
     fn any_changed_byte_fails(
         scheme in scheme(),

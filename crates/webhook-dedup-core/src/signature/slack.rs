@@ -7,7 +7,7 @@
 //! reject a request whose timestamp is more than five minutes from local
 //! time (so exactly 300 s passes); `v0` is the only version defined.
 
-use super::{ct, no_candidates, tagged, timestamp_header, Delivery, Reason, Verdict};
+use super::{ct, no_candidates, tagged, timestamp_header, Delivery, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-slack-signature";
@@ -36,11 +36,8 @@ pub(super) fn verify_v0(
 ) -> Verdict {
     let check = || -> Result<Verdict, Verdict> {
         let (ts_text, ts) = timestamp_header(delivery.headers, timestamp_header_name)?;
-        let values = delivery.headers.all(signature_header);
-        if values.is_empty() {
-            return Err(Verdict { reason: Reason::MissingHeader, secret_index: None, signed_at: Some(ts) });
-        }
-        let (candidates, other_tag) = tagged(values, TAG, |hex| ct::decode_hex(hex, 32));
+        let value = super::signature_header(delivery.headers, signature_header, Some(ts))?;
+        let (candidates, other_tag) = tagged(&[value], TAG, |hex| ct::decode_hex(hex, 32));
         if candidates.is_empty() {
             return Err(no_candidates(other_tag, Some(ts)));
         }
@@ -73,6 +70,7 @@ timed_mac_scheme!(Slack, "slack");
 mod tests {
     use super::*;
     use crate::signature::Headers;
+    use crate::signature::Reason;
 
     fn check(body: &[u8], headers: &[(&str, &str)], now: i64) -> Verdict {
         let headers = Headers::from_pairs(headers.iter().copied());

@@ -27,7 +27,7 @@
 //! is verified strictly ([`super::asymmetric`]).
 
 use super::scheme::{headers, needs_msg_id, Check, SchemeRules};
-use super::{asymmetric, ct, no_candidates, single, timestamp_header, Delivery, Key, Reason, Verdict};
+use super::{asymmetric, ct, no_candidates, single, timestamp_header, Delivery, Key, Verdict};
 use super::{SignRequest, Signed};
 use crate::error::Error;
 use crate::signature::Headers;
@@ -83,15 +83,12 @@ fn check(delivery: Delivery<'_>, keys: &[Key], tolerance_us: i64, now_us: i64) -
     let [id_name, ts_name, sig_name] = names(delivery.headers);
     let id = single(delivery.headers, id_name)?.trim();
     let (ts_text, ts) = timestamp_header(delivery.headers, ts_name)?;
-    let values = delivery.headers.all(sig_name);
-    if values.is_empty() {
-        return Err(Verdict { reason: Reason::MissingHeader, secret_index: None, signed_at: Some(ts) });
-    }
+    let value = super::signature_header(delivery.headers, sig_name, Some(ts))?;
     let has_mac = keys.iter().any(|k| matches!(k, Key::Mac(_)));
     let has_public = keys.iter().any(|k| matches!(k, Key::Ed25519(_)));
     let (mut macs, mut signatures) = (Vec::new(), Vec::new());
     let mut other_version = false;
-    for entry in values.iter().flat_map(|v| v.split_ascii_whitespace()) {
+    for entry in value.split_ascii_whitespace() {
         ct::check_interrupts();
         match entry.split_once(',') {
             Some(("v1", sig)) if has_mac => macs.extend(ct::decode_base64(sig, Some(32))),
@@ -150,6 +147,7 @@ impl SchemeRules for Standard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::signature::Reason;
 
     fn check(body: &[u8], pairs: &[(&str, &str)], now: i64) -> Verdict {
         check_with(body, pairs, now, &[Key::Mac(vec![7; 24])])
@@ -197,6 +195,7 @@ mod tests {
 mod v1a_tests {
     use super::*;
     use crate::signature::asymmetric::testing::{ed25519, ed25519_sign};
+    use crate::signature::Reason;
     use crate::signature::{keys, verify as verify_scheme, Config, Scheme};
 
     /// The reference libraries' published v1a vector: Go's

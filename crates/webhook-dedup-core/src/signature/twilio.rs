@@ -105,11 +105,11 @@ fn form_suffix(body: &[u8], limit: usize) -> Option<Vec<u8>> {
 
 /// Verify a Twilio request to `url` against every key (auth token).
 pub fn verify(delivery: Delivery<'_>, url: &str, keys: &[Vec<u8>]) -> Verdict {
-    let values = delivery.headers.all(HEADER);
-    if values.is_empty() {
-        return Verdict::rejected(Reason::MissingHeader);
-    }
-    let candidates: Vec<Vec<u8>> = values.iter().filter_map(|v| ct::decode_base64(v.trim(), Some(20))).collect();
+    let value = match super::signature_header(delivery.headers, HEADER, None) {
+        Ok(value) => value,
+        Err(rejected) => return rejected,
+    };
+    let candidates: Vec<Vec<u8>> = ct::decode_base64(value.trim(), Some(20)).into_iter().collect();
     if candidates.is_empty() {
         return Verdict::rejected(Reason::MalformedHeader);
     }

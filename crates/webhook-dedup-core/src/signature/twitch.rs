@@ -66,11 +66,8 @@ pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_u
         let ts_text = single(delivery.headers, TIMESTAMP_HEADER)?.trim();
         let ts_ns = parse_timestamp(ts_text).ok_or(Verdict::rejected(Reason::MalformedHeader))?;
         let signed_at = Some(super::unix_seconds_of_ns(ts_ns));
-        let values = delivery.headers.all(HEADER);
-        if values.is_empty() {
-            return Err(Verdict { reason: Reason::MissingHeader, secret_index: None, signed_at });
-        }
-        let (candidates, other_tag) = tagged(values, TAG, |hex| ct::decode_hex(hex, 32));
+        let value = super::signature_header(delivery.headers, HEADER, signed_at)?;
+        let (candidates, other_tag) = tagged(&[value], TAG, |hex| ct::decode_hex(hex, 32));
         if candidates.is_empty() {
             return Err(no_candidates(other_tag, signed_at));
         }
