@@ -6,7 +6,7 @@
 # docs/benchmarks.md (median, min and max over several rounds of
 # alternating workloads) and the CPU time per call of one backend.
 #
-#   scripts/bench.sh                       # every scenario (about 15 minutes on 2 cores)
+#   scripts/bench.sh                       # every scenario (about 25 minutes on 2 cores)
 #   scripts/bench.sh cpu claim             # some of them
 #   ROUNDS=5 SECONDS_PER_RUN=20 CLIENTS=8 scripts/bench.sh
 #   scripts/bench.sh --json /tmp/bench.json   # also keep the results as JSON

@@ -31,6 +31,15 @@ impl Raise for Error {
     }
 }
 
+/// Report a NOTICE with a HINT (something the caller should know that is
+/// not an error: a redrive that will skip keys, an export of a source that
+/// archives nothing).
+pub fn notice(message: impl Into<String>, hint: impl Into<String>) {
+    ErrorReport::new(PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION, message.into(), "webhook_dedup")
+        .set_hint(hint.into())
+        .report(PgLogLevel::NOTICE);
+}
+
 /// The error's SQLSTATE as PostgreSQL packs it (`MAKE_SQLSTATE`: six bits
 /// per character, the first lowest).
 pub fn sqlstate(error: &Error) -> PgSqlErrorCode {

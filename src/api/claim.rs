@@ -640,10 +640,7 @@ fn webhook_complete(
             (true, event_type)
         }
         Completed::Stale { event_type } => (false, event_type),
-        Completed::Unknown => Error::NoDataFound {
-            message: format!("no idempotency key \"{}\" for source \"{}\"", key.idem_key, key.source),
-        }
-        .raise(),
+        Completed::Unknown => Error::unknown_key(key.source, key.idem_key).raise(),
     };
     let counter = if done { Counter::Completions } else { Counter::StaleCompletions };
     metrics::count(key.source, label.as_deref(), counter, false);

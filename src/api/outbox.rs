@@ -99,10 +99,7 @@ fn webhook_outbox_put(
             metrics::count(key.source, None, Counter::StaleTokens, false);
             None
         }
-        Put::UnknownKey => Error::NoDataFound {
-            message: format!("no idempotency key \"{}\" for source \"{}\"", key.idem_key, key.source),
-        }
-        .raise(),
+        Put::UnknownKey => Error::unknown_key(key.source, key.idem_key).raise(),
     }
 }
 

@@ -88,8 +88,38 @@ mod webhook_dedup {
             max,
         };
         let by = crate::api::args::session_user();
-        let row = spi::connected(|conn| store::start(conn, &filter, dry_run, clock_now(), &by));
-        TableIterator::once(row)
+        let (matched, keeps_payload) = spi::connected(|conn| {
+            let keeps = crate::store::sources::settings(conn, source).keep_payload;
+            (store::start(conn, &filter, dry_run, clock_now(), &by), keeps)
+        });
+        warn_without_payload(source, matched, keeps_payload);
+        TableIterator::once((matched.run, matched.keys))
+    }
+
+    /// The NOTICEs of a redrive whose keys cannot all be processed again
+    /// (issue 41): how many matched keys have no payload for the workers
+    /// (the move skips them as `no_payload`, `redrive_keys.outcome`), and
+    /// that a source which keeps no payloads has only its enqueued keys'.
+    fn warn_without_payload(source: &str, matched: store::Matched, keeps_payload: bool) {
+        if !keeps_payload {
+            crate::error::notice(
+                format!("source \"{source}\" keeps no payloads (webhook_dedup.sources.keep_payload is not on)"),
+                "A key claimed without its body (webhook_claim, webhook_receive in claim mode) has nothing for \
+                 webhook_next to hand over unless its delivery was archived; only enqueued keys carry theirs. \
+                 Set keep_payload for the source (docs/operations.md, \"The payload archive\").",
+            );
+        }
+        if matched.without_payload > 0 {
+            crate::error::notice(
+                format!(
+                    "{} of the {} keys matched have no payload to redrive: the run will skip them as no_payload",
+                    matched.without_payload, matched.keys
+                ),
+                "They were claimed without their body and not archived (or past payload_retention), or redacted. \
+                 See them, once the run reaches them, in webhook_dedup.redrive_keys (outcome no_payload); \
+                 docs/operations.md, \"A dead letter without a payload\".",
+            );
+        }
     }
 
     /// Stop the bulk redrive `run`: the keys it has not moved yet stay as

@@ -20,10 +20,7 @@ use pgrx::Uuid;
 
 /// The key named by a call, locked: P0002 when it does not exist.
 fn existing(conn: &Conn<'_>, key: Key<'_>) -> KeyRow {
-    write::lock(conn, key).unwrap_or_else(|| {
-        Error::NoDataFound { message: format!("no idempotency key \"{}\" for source \"{}\"", key.idem_key, key.source) }
-            .raise()
-    })
+    write::lock(conn, key).unwrap_or_else(|| Error::unknown_key(key.source, key.idem_key).raise())
 }
 
 /// A call by the holder of `token`: lock the key, read it (P0002 when

@@ -211,7 +211,7 @@ COMMENT ON FUNCTION webhook_dedup.pause(text, text) IS
 COMMENT ON FUNCTION webhook_dedup.resume(text) IS
   'webhook_dedup.resume(source) -> bigint: ends a pause (webhook_dedup.pause): clears paused_at, paused_by and pause_reason, and makes the parked keys due as before it (a failed key at its retry time, a pending key at its first delivery, so the oldest is taken first); returns how many. Unparks keys left parked even when the source is not paused (its row was deleted during a pause). Waits for a webhook_next that is parking a key of the source, so none stays parked. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed install.';
 COMMENT ON FUNCTION webhook_dedup.redact(text, text, timestamptz, text) IS
-  'webhook_dedup.redact(source, idem_key => NULL, before => NULL, account => NULL) -> (keys bigint, deliveries bigint): erases what deliveries of source carried, for exactly one scope: one key (idem_key; its archived deliveries even when the key is gone), the keys first seen before a time (before; and every delivery of the source archived before it), or the keys derived with one account (account: the third field of a webhook_key with account; a key whose account field was cut by the 255-character bound is not found), and the archived deliveries of that key, time or account whose key is gone. Each key keeps its state, fingerprint and times (a tombstone: later deliveries are still answered duplicate or conflict, never processed again); its result becomes NULL, redacted_at and redacted_by (the session user) are set (webhook_dedup.key_history); its payload for the workers (webhook_dedup.payloads) and its archived bodies and headers (webhook_dedup.archive) are deleted. A key waiting for a worker (pending, or failed with its payload queued) cannot be processed without it: it becomes dead_lettered, last_error payload erased by webhook_dedup.redact (else last_error becomes NULL). keys: keys redacted; deliveries: payloads and archived deliveries erased. before and account scan the keys table (its primary key leads with idem_key) and the source''s archived deliveries. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 a bad source or key, not exactly one scope, an empty account, an infinite before; 0A000 on a distributed install. docs/operations.md, "Erasing payloads".';
+  'webhook_dedup.redact(source, idem_key => NULL, before => NULL, account => NULL) -> (keys bigint, deliveries bigint): erases what deliveries of source carried, for exactly one scope: one key (idem_key; its archived deliveries even when the key is gone), the keys first seen before a time (before; and every delivery of the source archived before it), or the keys derived with one account (account: the third field of a webhook_key with account; a key whose account field was cut by the 255-character bound is not found), and the archived deliveries of that key, time or account whose key is gone. Each key keeps its state, fingerprint and times (a tombstone: later deliveries are still answered duplicate or conflict, never processed again); its result becomes NULL, redacted_at and redacted_by (the session user) are set (webhook_dedup.key_history); its payload for the workers (webhook_dedup.payloads) and its archived bodies and headers (webhook_dedup.archive) are deleted. A key waiting for a worker (pending, or failed with its payload queued) cannot be processed without it: it becomes dead_lettered, last_error payload erased by webhook_dedup.redact (else last_error becomes NULL). keys: keys redacted; deliveries: payloads and archived deliveries erased. Recorded in webhook_dedup.redactions when anything was erased (who, when, how many, the relations erased from). The erased bytes stay in the free space of those relations'' data files (heap and TOAST) until overwritten: webhook_dedup.purge_redactions rewrites them (docs/security.md, "Erased data"). before and account scan the keys table (its primary key leads with idem_key) and the source''s archived deliveries. Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 a bad source or key, not exactly one scope, an empty account, an infinite before; 0A000 on a distributed install. docs/operations.md, "Erasing payloads".';
 COMMENT ON FUNCTION webhook_dedup.source_node(text) IS
   'source_node(source) -> rows (node_name, node_port, group_id, shard_id): on a distributed install (Citus), the primary node that holds source''s shard of webhook_dedup.keys (one row; one per placement of a replicated shard), from the Citus metadata of the node it runs on. A receiver or a per-node pooler that sends a source''s calls there saves the coordinator''s planning and round trip, and the calls write the shard directly (the local-shard fast path). No row on a server that is not distributed. A route can go stale when a shard moves: a call that reaches a node without the shard is still delegated to the right one (one hop more); ask again then. Executable by webhook_dedup_receiver, webhook_dedup_operator and webhook_dedup_reader. Errors: 22004 NULL source; 22023 an empty source, one over 255 characters or the reserved (overflow). docs/distributed.md.';
 COMMENT ON FUNCTION webhook_dedup.unseen(text, text[], text, text, text) IS
@@ -219,7 +219,7 @@ COMMENT ON FUNCTION webhook_dedup.unseen(text, text[], text, text, text) IS
 COMMENT ON FUNCTION webhook_dedup.reconcile(text, text, bytea, text, jsonb, text, text, text) IS
   'webhook_dedup.reconcile(source, event_id, payload, event_type => NULL, headers => NULL, environment => NULL, account => NULL, operation => NULL) -> text: enqueues an event a reconciliation job fetched from the provider''s API because it never arrived (webhook_dedup.unseen): stored as webhook_enqueue stores a delivery (pending for webhook_next, with payload and headers; archived when the source keeps payloads) under the key webhook_receive derives from event_id with the same environment, account and operation, and marked reconciled_at on the key (key_history). accepted: counted as reconciled (webhook_dedup.duplicate_metrics; not as a delivery), which duplicate_rate_alerts reports as reconciled_above_threshold; duplicate or conflict: the key exists by then (it arrived meanwhile; counted on the key as a delivery of it unless it came within webhook_dedup.duplicate_record_interval of the key''s last recorded activity, nothing else stored). Executable by webhook_dedup_receiver. Errors: 22004 NULL source, event_id or payload; 22023 a bad source, an empty id or part. docs/operations.md, "Reconciling with the provider".';
 COMMENT ON FUNCTION webhook_dedup.redrive(text, text[], timestamptz, timestamptz, text[], bigint, boolean) IS
-  'webhook_dedup.redrive(source, states => ARRAY[''dead_lettered''], since => NULL, until => NULL, event_types => NULL, max => NULL, dry_run => false) -> (run bigint, matched bigint): after a fix, moves keys of source back to due so that the workers (webhook_next) process them again with their payload. states: dead_lettered (the default), failed, unknown_outcome (only when named: its effect may have happened), conflict (keys whose latest conflicting delivery is archived: that delivery is processed and becomes the key''s content). since, until: first seen (a conflict: received) in [since, until); event_types; max: at most this many, oldest first. dry_run: count, change nothing (run NULL). A real run is recorded (webhook_dedup.redrive_runs) and the maintenance worker moves its keys, webhook_dedup.batch_size per pass, skipping a paused source until it is resumed: each key, under its row lock, is skipped when a live delivery or an operator changed it since it matched (so no key is processed twice), when it is gone, or when there is no payload for the workers (claimed, not enqueued, and not archived: keep_payload; or redacted, or past its payload retention); else its payload is put in the queue (from the archive) and it becomes pending, due now, with redriven_at and redrive_run set (key_history). Executable by webhook_dedup_operator. Errors: 22004 NULL source, states, a state or dry_run; 22023 a bad source, no state or another one, since not before until, an infinite time, max below 1; 0A000 on a distributed install. docs/operations.md, "Redriving after a fix".';
+  'webhook_dedup.redrive(source, states => ARRAY[''dead_lettered''], since => NULL, until => NULL, event_types => NULL, max => NULL, dry_run => false) -> (run bigint, matched bigint): after a fix, moves keys of source back to due so that the workers (webhook_next) process them again with their payload. states: dead_lettered (the default), failed, unknown_outcome (only when named: its effect may have happened), conflict (keys whose latest conflicting delivery is archived: that delivery is processed and becomes the key''s content). since, until: first seen (a conflict: received) in [since, until); event_types; max: at most this many, oldest first. dry_run: count, change nothing (run NULL). A real run is recorded (webhook_dedup.redrive_runs) and the maintenance worker moves its keys, webhook_dedup.batch_size per pass, skipping a paused source until it is resumed: each key, under its row lock, is skipped when a live delivery or an operator changed it since it matched (so no key is processed twice), when it is gone, or when there is no payload for the workers (claimed, not enqueued, and not archived: keep_payload; or redacted, or past its payload retention); else its payload is put in the queue (from the archive) and it becomes pending, due now, with redriven_at and redrive_run set (key_history); what became of each key is in webhook_dedup.redrive_keys (outcome). NOTICEs say how many matched keys have no payload to redrive (they will be skipped as no_payload) and when the source keeps no payloads (keep_payload). Executable by webhook_dedup_operator. Errors: 22004 NULL source, states, a state or dry_run; 22023 a bad source, no state or another one, since not before until, an infinite time, max below 1; 0A000 on a distributed install. docs/operations.md, "Redriving after a fix".';
 COMMENT ON FUNCTION webhook_dedup.cancel_redrive(bigint) IS
   'webhook_dedup.cancel_redrive(run) -> bigint: stops a running bulk redrive (status cancelled, cancelled_by the session user); the keys it has not moved stay as they are, a batch being moved finishes first. Returns the keys it moved. A finished run is left as it is. Executable by webhook_dedup_operator. Errors: 22004 NULL run; P0002 unknown run; 0A000 on a distributed install.';
 COMMENT ON FUNCTION webhook_dedup.webhook_forget(text, text) IS
@@ -237,13 +237,13 @@ SELECT scheme, event_id, event_type, event_time, retry_horizon, response_deadlin
 COMMENT ON VIEW webhook_dedup.providers IS
   'What each scheme''s deliveries carry, as webhook_receive reads them: where the event id is (the idempotency key is built from it), the event type, the event time to order by (with its format), the provider''s documented retry horizon (retention should cover it), the fingerprint rule (what part of the payload identifies the content: raw body, or the RFC 8785 canonical JSON of the values at some JSON pointers, leaving out what the provider changes between attempts), whether the replay guard is on by default (schemes that sign neither the event id nor a time), the handshake webhook_receive answers itself, how the provider takes answers (response_deadline: how long it waits for one, NULL where it documents none; default_wait: webhook_receive''s default wait for an in-flight duplicate, the deadline less a fifth of it and at least 1 s, from an assumed 3 s where none is documented; retries_4xx: whether it retries a 4xx answer; disable_rule: what repeated failures do to the endpoint; stop_signal: the answer that stops its retries of one message, sent by webhook_dedup.http_answer with a final refusal), and the sources of these facts. A source overrides the intake settings in webhook_dedup.sources. The generic hmac scheme has no profile. Per provider: docs/providers.md.';
 COMMENT ON FUNCTION webhook_dedup.http_answer(text, text, jsonb, interval, text) IS
-  'webhook_dedup.http_answer(outcome, scheme => NULL, result => NULL, retry_after => NULL, mode => ''claim'') -> one row (http_status integer, http_headers jsonb, response jsonb): the HTTP answer webhook_receive returns with its rows, for an outcome named by the caller: any outcome of webhook_claim, webhook_receive or webhook_enqueue; rejected (a signature that did not verify: 401), missing_event_id and refused_handshake (400, or the provider''s stop signal: Mailgun 406, Slack X-Slack-No-Retry: 1, Svix webhook-delivery: abort-message); completed (webhook_complete returned true: 200 with result); lease_lost (webhook_complete or webhook_checkpoint returned false: 503); error (the database could not be asked: 500). Success is always 200 (Mailgun, Paddle, Linear, X and Intercom count only 200); duplicate, conflict, unknown_outcome and dead_lettered are 200 (a 409 or 422 makes some providers drop the event and counts toward disabling the endpoint at others); in_progress, retry_later and lease_lost are 503 with Retry-After (retry_after rounded up to whole seconds, at least 1; none when NULL). http_headers always has Content-Type: application/json; response is result (duplicate, completed, handshake) or {"status": outcome}, {"error": ...}, NULL for claimed and reclaimed. The rules and their sources: docs/providers.md. Changes nothing; every role may call it. Errors: 22004 NULL outcome or mode; 22023 an unknown outcome, scheme or mode, an outcome the mode never ends in, a negative retry_after or one with months.';
+  'webhook_dedup.http_answer(outcome, scheme => NULL, result => NULL, retry_after => NULL, mode => ''claim'') -> one row (http_status integer, http_headers jsonb, response jsonb): the HTTP answer webhook_receive returns with its rows, for an outcome named by the caller: any outcome of webhook_claim, webhook_receive or webhook_enqueue; rejected (a signature that did not verify: 401), missing_event_id, repeated_header (a header the event id, type or time is read from, sent more than once) and refused_handshake (400, or the provider''s stop signal: Mailgun 406, Slack X-Slack-No-Retry: 1, Svix webhook-delivery: abort-message); completed (webhook_complete returned true: 200 with result); lease_lost (webhook_complete or webhook_checkpoint returned false: 503); error (the database could not be asked: 500). Success is always 200 (Mailgun, Paddle, Linear, X and Intercom count only 200); duplicate, conflict, unknown_outcome and dead_lettered are 200 (a 409 or 422 makes some providers drop the event and counts toward disabling the endpoint at others); in_progress, retry_later and lease_lost are 503 with Retry-After (retry_after rounded up to whole seconds, at least 1; none when NULL). http_headers always has Content-Type: application/json; response is result (duplicate, completed, handshake) or {"status": outcome}, {"error": ...}, NULL for claimed and reclaimed. The rules and their sources: docs/providers.md. Changes nothing; every role may call it. Errors: 22004 NULL outcome or mode; 22023 an unknown outcome, scheme or mode, an outcome the mode never ends in, a negative retry_after or one with months.';
 COMMENT ON FUNCTION webhook_dedup.provider_profiles() IS
   'The built-in provider profiles as rows; read them through webhook_dedup.providers.';
 COMMENT ON FUNCTION webhook_dedup.webhook_body_key(text, bytea, text, text, text) IS
   'webhook_dedup.webhook_body_key(source, payload, environment => NULL, account => NULL, operation => NULL) -> text. The key of an event without an event id: SHA-256 over the raw payload (%b and 64 hex digits where the event id goes; never equal to a webhook_key), scoped like webhook_key. Wrong when two distinct events have byte-identical bodies (one key) or a provider re-serialises a retry (a new key). Errors: 22004 NULL source or payload; 22023 empty part.';
 COMMENT ON FUNCTION webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval, timestamptz, text, text, text, text, text, text, interval) IS
-  'webhook_dedup.webhook_receive(scheme, payload, headers, secrets => NULL, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL, wait => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step, response, secret_index, http_status, http_headers). Answer the provider with http_status, http_headers and response, for every outcome (webhook_dedup.http_answer: 200 for duplicates, conflicts and parked keys, 503 with Retry-After for in_progress and retry_later, 401 for a bad signature, 400 for what no retry can fix; for claimed and reclaimed, http_status and http_headers once the work committed, with your own result as the body). (1) Verifies with secrets, or with secrets NULL with the source''s keys in webhook_dedup.source_secrets valid at at (secret_index: the position of the secret that verified, or the key''s id), and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail); stored keys verify only the scheme add_secret accepted them for. A scheme whose signature covers nothing of the body (mailgun) binds its signed token to the bytes it first arrived with (webhook_dedup.signature_tokens): the token on other bytes is refused (verified false, reject_reason token_reused), nothing else written. (2) Answers a provider handshake: outcome handshake, response = the JSON body to answer, nothing stored (slack url_verification, zoom endpoint.url_validation and the discord PING once verified; the unsigned twitter CRC, payload empty and the request URL in url, before verification with verified false); an answer that could sign a forged delivery is refused (reject_reason refused_handshake). (3) Reads the event id, type and time by the scheme''s profile (webhook_dedup.providers) with the source''s settings in its place (webhook_dedup.sources; source defaults to the scheme); an event type the source does not accept (accept_event_types) is outcome ignored, nothing stored. (4) A delivery without an event id gets reject_reason missing_event_id unless body_key_fallback (zoom and twitter, which send no id, are keyed on the body). url: Twilio, Square and HubSpot sign it, X''s CRC carries its token; ignored for a signed twitter delivery; method: HubSpot signs it. (5) With the source''s replay guard on (by default for github, shopify, linear and twilio, and for a source whose event_id_from is a header its scheme does not sign), a signed body (twilio: its canonical signed text) already received under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered; idem_key names it) and nothing is processed (webhook_dedup.replay_guards). (6) Claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict), with the fingerprint of the source''s rule (fingerprint_pointers, else the profile''s: the raw body; for stripe the RFC 8785 canonical JSON of /type and /data, so that a retry Stripe re-rendered is no conflict; for twilio the signed URL and form parameters sorted by name). (7) In mode claim, before it writes anything, a delivery whose key another worker holds with a live lease (a claim would answer in_progress) waits for that holder, at most wait (NULL: the provider''s default_wait in webhook_dedup.providers; 0 turns it off): holding no lock, woken when the holder''s transaction commits a change of the key (else every 500 ms at most, 100 ms without the library preloaded, and at the lease''s expiry), it then claims as usual, so a holder that completed in time makes the answer a duplicate''s 200 with the stored result, an expired lease a reclaim; a cancel or statement_timeout ends it at once. Errors as webhook_verify and webhook_claim; 22023 another mode, a wait outside 0 to 60 seconds, a webhook_dedup.sources row whose intake settings do not check, or a stored key that cannot be a key of the scheme (named by id, never echoed); 55000 secrets NULL and no key of the source for the scheme valid at at; 25006 on a standby or in a read-only transaction, once it would write.';
+  'webhook_dedup.webhook_receive(scheme, payload, headers, secrets => NULL, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL, wait => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step, response, secret_index, http_status, http_headers). Answer the provider with http_status, http_headers and response, for every outcome (webhook_dedup.http_answer: 200 for duplicates, conflicts and parked keys, 503 with Retry-After for in_progress and retry_later, 401 for a bad signature, 400 for what no retry can fix; for claimed and reclaimed, http_status and http_headers once the work committed, with your own result as the body). (1) Verifies with secrets, or with secrets NULL with the source''s keys in webhook_dedup.source_secrets valid at at (secret_index: the position of the secret that verified, or the key''s id), and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail); stored keys verify only the scheme add_secret accepted them for. A scheme whose signature covers nothing of the body (mailgun) binds its signed token to the bytes it first arrived with (webhook_dedup.signature_tokens): the token on other bytes is refused (verified false, reject_reason token_reused), nothing else written. (2) Answers a provider handshake: outcome handshake, response = the JSON body to answer, nothing stored (slack url_verification, zoom endpoint.url_validation and the discord PING once verified; the unsigned twitter CRC, payload empty and the request URL in url, before verification with verified false); an answer that could sign a forged delivery is refused (reject_reason refused_handshake). (3) Reads the event id, type and time by the scheme''s profile (webhook_dedup.providers) with the source''s settings in its place (webhook_dedup.sources; source defaults to the scheme); an event type the source does not accept (accept_event_types) is outcome ignored, nothing stored. (4) A delivery without an event id gets reject_reason missing_event_id unless body_key_fallback; one whose event id, type or time header was sent more than once gets reject_reason repeated_header (400, nothing written: which value is the provider''s cannot be told; docs/signatures.md, "Repeated headers") (zoom and twitter, which send no id, are keyed on the body). url: Twilio, Square and HubSpot sign it, X''s CRC carries its token; ignored for a signed twitter delivery; method: HubSpot signs it. (5) With the source''s replay guard on (by default for github, shopify, linear and twilio, and for a source whose event_id_from is a header its scheme does not sign), a signed body (twilio: its canonical signed text) already received under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered; idem_key names it) and nothing is processed (webhook_dedup.replay_guards). (6) Claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict; in_progress as below), with the fingerprint of the source''s rule (fingerprint_pointers, else the profile''s: the raw body; for stripe the RFC 8785 canonical JSON of /type and /data, so that a retry Stripe re-rendered is no conflict; for twilio the signed URL and form parameters sorted by name). (7) In mode claim, before it writes anything, a delivery whose key another worker holds with a live lease (a claim would answer in_progress) waits for that holder, at most wait (NULL: the provider''s default_wait in webhook_dedup.providers; 0 turns it off): holding no lock, woken when the holder''s transaction commits a change of the key (else every 500 ms at most, 100 ms without the library preloaded, and at the lease''s expiry), it then claims as usual, so a holder that completed in time makes the answer a duplicate''s 200 with the stored result, an expired lease a reclaim; a cancel or statement_timeout ends it at once. (8) The whole call is bounded by wait, in both modes: every lock wait after verification (a holder whose open transaction changed the key, a first claim not yet committed) ends by then, what the call wrote is rolled back, and it answers in_progress (503, Retry-After: the holder''s remaining lease, else the source''s lease); a session''s own lock_timeout that ends sooner raises 55P03 as before. Errors as webhook_verify and webhook_claim; 22023 another mode, a wait outside 0 to 60 seconds, a webhook_dedup.sources row whose intake settings do not check, or a stored key that cannot be a key of the scheme (named by id, never echoed); 55000 secrets NULL and no key of the source for the scheme valid at at; 25006 on a standby or in a read-only transaction, once it would write.';
 
 COMMENT ON FUNCTION webhook_dedup.webhook_advance(text, text, timestamptz, text, bigint) IS
   'webhook_dedup.webhook_advance(source, entity_id, source_updated_at, event_id => NULL, sequence => NULL) -> boolean. The out-of-order guard: true when the event is newer than every event seen for (source, entity_id) (apply it; the watermark moves), false when it is older (skip it; nothing changed). Ties on source_updated_at: the same event_id is an idempotent re-apply (true); with both sequences given the greater wins; any other tie is refused (false). One atomic upsert on webhook_dedup.watermarks; concurrent advances end at the newest event in any order. Errors: 22004 NULL source, entity_id or source_updated_at; 22023 empty or over 255 characters, an infinite time. See docs/ordering.md.';
@@ -274,9 +274,12 @@ REVOKE ALL ON FUNCTION webhook_dedup.source_has_history(text) FROM PUBLIC;
 COMMENT ON FUNCTION webhook_dedup.source_has_history(text) IS
   'source_has_history(source) -> boolean: whether source has keys made by webhook_key or webhook_receive (idempotency keys starting with source:) or counted deliveries (webhook_dedup.claim_counts). Used by webhook_dedup.retention_warnings for sources named after a provider; executable by webhook_dedup_reader and pg_monitor.';
 
+-- (source keeps the database's collation, as in 0.3.0, where
+-- webhook_dedup.sources.source had it: the 0.3.0 -> 0.4.0 update replaces
+-- the view in place, keeping every grant on it)
 CREATE VIEW webhook_dedup.retention_warnings AS
 WITH used AS (
-  SELECT s.source FROM webhook_dedup.sources AS s
+  SELECT s.source COLLATE "default" AS source FROM webhook_dedup.sources AS s
   UNION
   -- sources named after a provider that have keys made by webhook_key or
   -- webhook_receive, or counted deliveries
@@ -403,12 +406,17 @@ COMMENT ON VIEW webhook_dedup.key_history IS
 CREATE VIEW webhook_dedup.redrive_runs AS
 SELECT r.id, r.source::text AS source,
        CASE WHEN r.conflicts THEN r.states OPERATOR(pg_catalog.||) 'conflict'::text ELSE r.states END AS states,
-       r.since, r."until", r.event_types, r.max_keys, r.status, r.matched, r.moved, r.skipped,
+       r.since, r."until", r.event_types, r.max_keys,
+       -- a running run of a paused source waits for its resume (issue 41)
+       CASE WHEN r.status OPERATOR(pg_catalog.=) 'running' AND s.paused_at IS NOT NULL THEN 'paused'::text
+            ELSE r.status END AS status,
+       r.matched, r.moved, r.skipped,
        r.matched OPERATOR(pg_catalog.-) r.moved OPERATOR(pg_catalog.-) r.skipped AS remaining,
        r.created_at, r.created_by, r.finished_at, r.cancelled_by
-  FROM webhook_dedup.redrives AS r;
+  FROM webhook_dedup.redrives AS r
+  LEFT JOIN webhook_dedup.sources AS s ON s.source OPERATOR(pg_catalog.=) r.source;
 COMMENT ON VIEW webhook_dedup.redrive_runs IS
-  'One row per bulk redrive (webhook_dedup.redrive), newest last: id (what cancel_redrive takes), source, states (as named: dead_lettered, failed, unknown_outcome, conflict), since, until, event_types, max_keys, status (running: the maintenance worker moves its keys, batch_size a pass; done; cancelled), matched (keys when it started), moved (made due again: webhook_next hands them out with their payload), skipped (changed since they matched, gone, or without a payload), remaining, created_at, created_by, finished_at, cancelled_by. Finished runs are pruned after their source''s retention.';
+  'One row per bulk redrive (webhook_dedup.redrive), newest last: id (what cancel_redrive takes), source, states (as named: dead_lettered, failed, unknown_outcome, conflict), since, until, event_types, max_keys, status (running: the maintenance worker moves its keys, batch_size a pass; paused: running, but its source is paused (webhook_dedup.pause), so nothing moves until webhook_dedup.resume; done; cancelled), matched (keys when it started), moved (made due again: webhook_next hands them out with their payload), skipped (changed since they matched, gone, or without a payload: which, per key, in webhook_dedup.redrive_keys.outcome, readable by webhook_dedup_operator), remaining, created_at, created_by, finished_at, cancelled_by. Finished runs are pruned after their source''s retention.';
 
 -- The payload archive's export (issue 27, docs/operations.md "Replaying
 -- into staging"): a source's archived deliveries in a documented, stable
@@ -447,6 +455,13 @@ BEGIN
     RAISE EXCEPTION 'webhook_dedup.export_deliveries: unknown state "%"', bad
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
+  -- issue 41: an export of a source that archives nothing is empty with a word why
+  IF NOT COALESCE((SELECT s.keep_payload FROM webhook_dedup.sources AS s
+                    WHERE s.source OPERATOR(pg_catalog.=) export_deliveries.source), false) THEN
+    RAISE NOTICE 'source "%" keeps no payloads (webhook_dedup.sources.keep_payload is not on)', source
+      USING HINT = 'Only deliveries received while keep_payload was on are in the archive; turn it on to keep the next '
+                   'ones (docs/operations.md, "The payload archive").';
+  END IF;
   RETURN QUERY
     SELECT a.received_at, a.idem_key::text, a.event_id, a.event_type, a.conflict, k.state, a.payload, a.headers,
            pg_catalog.jsonb_build_object(
@@ -475,7 +490,134 @@ BEGIN
 END
 $fn$;
 COMMENT ON FUNCTION webhook_dedup.export_deliveries(text, timestamptz, timestamptz, text[], text[], boolean, integer) IS
-  'webhook_dedup.export_deliveries(source, since, until, event_types => NULL, states => NULL, include_conflicts => false, max => 10000) -> rows (received_at, idem_key, event_id, event_type, conflict, state, payload, headers, delivery): the source''s archived deliveries (webhook_dedup.archive) that arrived in [since, until), oldest first, at most max (1 to 100000: page by received_at): each key''s first delivery, and the conflicting ones with include_conflicts; filtered by event type and by the key''s state now (NULL state: the key is gone). payload is the raw body, byte for byte; delivery is the same as one JSON document in the stable format webhook_dedup.delivery/1: format, source, scheme (the source''s provider, else its name), idem_key, event_id (NULL when not read by webhook_receive), event_type, received_at (RFC 3339, UTC, microseconds), conflict, state, headers (as given), body_base64 (the raw body, RFC 4648 base64). One line of JSON Lines each: psql -At -c "SELECT delivery FROM webhook_dedup.export_deliveries(...)" > deliveries.jsonl, replayed into staging by examples/replay/resend.py. Executable by webhook_dedup_operator (readers never see payloads). Errors: 22004 a NULL argument but the filters; 22023 since not before until, an infinite time, max outside 1..100000, an unknown state. docs/operations.md, "Replaying into staging".';
+  'webhook_dedup.export_deliveries(source, since, until, event_types => NULL, states => NULL, include_conflicts => false, max => 10000) -> rows (received_at, idem_key, event_id, event_type, conflict, state, payload, headers, delivery): the source''s archived deliveries (webhook_dedup.archive) that arrived in [since, until), oldest first, at most max (1 to 100000: page by received_at): each key''s first delivery, and the conflicting ones with include_conflicts; filtered by event type and by the key''s state now (NULL state: the key is gone). payload is the raw body, byte for byte; delivery is the same as one JSON document in the stable format webhook_dedup.delivery/1: format, source, scheme (the source''s provider, else its name), idem_key, event_id (NULL when not read by webhook_receive), event_type, received_at (RFC 3339, UTC, microseconds), conflict, state, headers (as given), body_base64 (the raw body, RFC 4648 base64). One line of JSON Lines each: psql -At -c "SELECT delivery FROM webhook_dedup.export_deliveries(...)" > deliveries.jsonl, replayed into staging by examples/replay/resend.py. A NOTICE says when the source keeps no payloads (only deliveries received while keep_payload was on are archived). Executable by webhook_dedup_operator (readers never see payloads). Errors: 22004 a NULL argument but the filters; 22023 since not before until, an infinite time, max outside 1..100000, an unknown state. docs/operations.md, "Replaying into staging".';
+
+-- Making redactions final on the primary (issue 41, docs/security.md
+-- "Erased data"): redact deletes and updates rows, and PostgreSQL leaves
+-- the old row versions' bytes in the pages (heap and TOAST) until the space
+-- is reused; VACUUM marks the space free without wiping it. This rewrites
+-- each relation a pending redaction erased from (CLUSTER: a new file with
+-- the live rows only; the old file is truncated when the transaction
+-- commits and removed at the next checkpoint), which is only safe once no
+-- snapshot can still see the erased versions: else CLUSTER copies them
+-- (recently dead) into the new file.
+CREATE FUNCTION webhook_dedup.purge_redactions(include_keys boolean DEFAULT false)
+RETURNS TABLE (relation text, bytes_before bigint, bytes_after bigint)
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+DECLARE
+  newest xid8;
+  own xid8 := pg_catalog.pg_current_xact_id_if_assigned();
+  blockers text;
+  defer integer := COALESCE(pg_catalog.current_setting('vacuum_defer_cleanup_age', true)::integer, 0);
+  rel pg_catalog.regclass;
+  idx pg_catalog.regclass;
+  before bigint;
+  distributed boolean := false;
+BEGIN
+  IF include_keys IS NULL THEN
+    RAISE EXCEPTION 'webhook_dedup.purge_redactions: include_keys must not be NULL'
+      USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+    EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p'
+            ' WHERE p.logicalrelid OPERATOR(pg_catalog.=) ''webhook_dedup.keys''::pg_catalog.regclass)' INTO distributed;
+    IF distributed THEN
+      RAISE EXCEPTION 'purging redactions is not available on a distributed (Citus) install of webhook_dedup'
+        USING ERRCODE = 'feature_not_supported', HINT = 'redact is not either (docs/distributed.md).';
+    END IF;
+  END IF;
+  -- the redactions whose relations are still to rewrite, locked against a
+  -- second purge running at the same time
+  SELECT pg_catalog.max(r.xid) INTO newest
+    FROM webhook_dedup.redactions AS r
+   WHERE r.purged_at IS NULL
+      OR (include_keys AND NOT r.keys_purged AND 'webhook_dedup.keys' OPERATOR(pg_catalog.=) ANY (r.relations));
+  IF newest IS NULL THEN
+    RETURN;
+  END IF;
+  PERFORM FROM webhook_dedup.redactions AS r
+   WHERE r.purged_at IS NULL
+      OR (include_keys AND NOT r.keys_purged AND 'webhook_dedup.keys' OPERATOR(pg_catalog.=) ANY (r.relations))
+   FOR UPDATE OF r;
+  IF own IS NOT NULL AND newest OPERATOR(pg_catalog.>=) own THEN
+    RAISE EXCEPTION 'webhook_dedup.purge_redactions: a redaction of this transaction is not committed yet'
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            HINT = 'Commit the redaction, then call purge_redactions in a transaction of its own.';
+  END IF;
+  -- Every snapshot that may still see an erased row version holds a
+  -- transaction horizon (xmin) at or before the newest redaction: a
+  -- session (this one included: its statement's snapshot), a standby
+  -- through hot_standby_feedback (its walsender's xmin), a replication
+  -- slot, a prepared transaction; vacuum_defer_cleanup_age (until
+  -- PostgreSQL 15) holds the horizon that many transactions further back.
+  SELECT pg_catalog.string_agg(b.what, ', ') INTO blockers FROM (
+    SELECT pg_catalog.format('%s of %s (pid %s, since %s)',
+                             CASE WHEN a.backend_type OPERATOR(pg_catalog.=) 'client backend' THEN 'session'
+                                  ELSE a.backend_type END,
+                             COALESCE(a.usename::pg_catalog.text, '?'), a.pid,
+                             COALESCE(a.xact_start, a.backend_start)) AS what
+      FROM pg_catalog.pg_stat_activity AS a
+     WHERE (a.backend_xmin IS NOT NULL
+            AND pg_catalog.age(a.backend_xmin) OPERATOR(pg_catalog.>=) pg_catalog.age(pg_catalog.xid(newest)))
+        OR (a.backend_xid IS NOT NULL
+            AND pg_catalog.age(a.backend_xid) OPERATOR(pg_catalog.>=) pg_catalog.age(pg_catalog.xid(newest)))
+    UNION ALL
+    SELECT pg_catalog.format('replication slot %s', s.slot_name)
+      FROM pg_catalog.pg_replication_slots AS s
+     WHERE s.xmin IS NOT NULL AND pg_catalog.age(s.xmin) OPERATOR(pg_catalog.>=) pg_catalog.age(pg_catalog.xid(newest))
+    UNION ALL
+    SELECT pg_catalog.format('prepared transaction %s', p.gid)
+      FROM pg_catalog.pg_prepared_xacts AS p
+     WHERE pg_catalog.age(p.transaction) OPERATOR(pg_catalog.>=) pg_catalog.age(pg_catalog.xid(newest))
+    UNION ALL
+    SELECT pg_catalog.format('vacuum_defer_cleanup_age (%s)', defer)
+     WHERE pg_catalog.age(pg_catalog.xid(newest)) OPERATOR(pg_catalog.<=) defer
+  ) AS b;
+  IF blockers IS NOT NULL THEN
+    RAISE EXCEPTION 'webhook_dedup.purge_redactions: the erased rows are still visible to snapshots older than the redaction: %', blockers
+      USING ERRCODE = 'object_not_in_prerequisite_state',
+            HINT = 'Wait for those transactions to end (or end them), then call purge_redactions again in a new transaction.';
+  END IF;
+
+  -- archive partitions first, the hot tables last: each rewritten table
+  -- stays locked (ACCESS EXCLUSIVE) from its rewrite to the end of the call
+  FOR rel IN
+    SELECT x.rel FROM (
+      SELECT DISTINCT pg_catalog.to_regclass(n.name) AS rel,
+             CASE WHEN n.name OPERATOR(pg_catalog.=) 'webhook_dedup.payloads' THEN 1
+                  WHEN n.name OPERATOR(pg_catalog.=) 'webhook_dedup.keys' THEN 2 ELSE 0 END AS o
+        FROM webhook_dedup.redactions AS r, pg_catalog.unnest(r.relations) AS n(name)
+       WHERE (r.purged_at IS NULL AND n.name OPERATOR(pg_catalog.<>) 'webhook_dedup.keys')
+          OR (include_keys AND NOT r.keys_purged AND n.name OPERATOR(pg_catalog.=) 'webhook_dedup.keys')
+    ) AS x
+     WHERE x.rel IS NOT NULL  -- an archive partition dropped since: its file is gone
+     ORDER BY x.o, x.rel::pg_catalog.text
+  LOOP
+    -- the table's primary key, else its one index (an archive partition's)
+    SELECT i.indexrelid INTO idx FROM pg_catalog.pg_index AS i
+     WHERE i.indrelid OPERATOR(pg_catalog.=) rel
+     ORDER BY i.indisprimary DESC, i.indexrelid LIMIT 1;
+    before := pg_catalog.pg_total_relation_size(rel);
+    EXECUTE pg_catalog.format('CLUSTER %s USING %I', rel, (SELECT c.relname FROM pg_catalog.pg_class AS c
+                                                            WHERE c.oid OPERATOR(pg_catalog.=) idx));
+    EXECUTE pg_catalog.format('ALTER TABLE %s SET WITHOUT CLUSTER', rel);
+    relation := rel::pg_catalog.text;
+    bytes_before := before;
+    bytes_after := pg_catalog.pg_total_relation_size(rel);
+    RETURN NEXT;
+  END LOOP;
+
+  UPDATE webhook_dedup.redactions AS r
+     SET purged_at = COALESCE(r.purged_at, pg_catalog.now()),
+         purged_by = COALESCE(r.purged_by, SESSION_USER::pg_catalog.text),
+         keys_purged = r.keys_purged OR include_keys OR NOT ('webhook_dedup.keys' OPERATOR(pg_catalog.=) ANY (r.relations))
+   WHERE r.xid OPERATOR(pg_catalog.<=) newest
+     AND (r.purged_at IS NULL OR (include_keys AND NOT r.keys_purged));
+END
+$fn$;
+COMMENT ON FUNCTION webhook_dedup.purge_redactions(boolean) IS
+  'webhook_dedup.purge_redactions(include_keys => false) -> rows (relation, bytes_before, bytes_after): makes the redactions of webhook_dedup.redactions not yet purged final on this server: rewrites (CLUSTER) each relation they erased from, so that the erased bodies, headers and results leave its data files (heap and TOAST): webhook_dedup.payloads and the archive partitions, and with include_keys webhook_dedup.keys (the erased results). Each table is locked ACCESS EXCLUSIVE from its rewrite to the end of the call: webhook_next and enqueues wait for payloads, and with include_keys every claim waits for keys (a webhook_receive answers in_progress when its wait runs out); the rewrite takes about the time of reading the table. Records purged_at, purged_by (and keys_purged). Refused (55000, naming them) while a session, a standby''s feedback, a replication slot or a prepared transaction holds a snapshot from before the newest redaction (it could still read the erased rows, and the rewrite would copy them), and in the redaction''s own transaction. What it does not reach: the WAL written before (until its segments are recycled, and archived WAL), base backups taken before, standbys until they replay the rewrite and checkpoint, and the file system''s own copies of freed blocks. Executable by webhook_dedup_operator. Errors: 22004 NULL include_keys; 55000 as above; 0A000 on a distributed install. docs/security.md, "Erased data".';
 
 CREATE FUNCTION webhook_dedup.duplicate_rate_alerts(threshold double precision DEFAULT 0.02,
                                                     "window" interval DEFAULT '1 hour')
@@ -758,6 +900,7 @@ BEGIN
       ('webhook_dedup.pause(text, text)', 'webhook_dedup_operator'),
       ('webhook_dedup.resume(text)', 'webhook_dedup_operator'),
       ('webhook_dedup.redact(text, text, timestamptz, text)', 'webhook_dedup_operator'),
+      ('webhook_dedup.purge_redactions(boolean)', 'webhook_dedup_operator'),
       ('webhook_dedup.unseen(text, text[], text, text, text)', 'webhook_dedup_reader'),
       ('webhook_dedup.export_deliveries(text, timestamptz, timestamptz, text[], text[], boolean, integer)',
        'webhook_dedup_operator'),
@@ -800,6 +943,12 @@ GRANT INSERT (source, lease, max_attempts, retention, tolerance, provider, note,
               event_time_from, event_time_format, fingerprint_pointers, replay_guard, accept_event_types,
               keep_payload, payload_retention)
   ON webhook_dedup.sources TO webhook_dedup_operator;
+-- Operators read what became of each key of a bulk redrive (outcome:
+-- moved, or skipped as changed, gone or no_payload; issue 41).
+GRANT SELECT ON webhook_dedup.redrive_keys TO webhook_dedup_operator;
+-- and the record of redactions (who erased how much, and whether it is
+-- purged from the data files); DELETE to clear it.
+GRANT SELECT, DELETE ON webhook_dedup.redactions TO webhook_dedup_operator;
 -- The outbox: nobody but its owner at the table level (an explicit ACL,
 -- as an update that revokes what default privileges gave leaves it).
 -- Operators reconcile outbox intents with their downstream: they read each
@@ -874,6 +1023,8 @@ SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.conflict_log', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.conflict_log_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.claim_counts', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.maintenance_runs', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redactions', '');
+SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redactions_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.maintenance_runs_id_seq', '');
 
 -- Every backend caches per-source settings (src/store/sources.rs); a

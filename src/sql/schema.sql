@@ -238,7 +238,7 @@ CREATE TYPE webhook_dedup.receive_result AS (
     http_headers  jsonb
 );
 COMMENT ON TYPE webhook_dedup.receive_result IS
-  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id, or refused_handshake: a handshake answer that could sign a forged delivery), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (the JSON body to answer with: the stored result of a duplicate, the handshake''s answer, {"status": outcome} or {"error": ...}; NULL for claimed and reclaimed, whose body is the caller''s own result once its work committed), secret_index (which secret verified: its position in secrets, 1-based as in webhook_verify_detail, or with secrets NULL the id of the webhook_dedup.source_secrets key), http_status and http_headers (the HTTP status and the headers, a JSON object of names and string values, to answer with: webhook_dedup.http_answer, docs/providers.md).';
+  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id, or repeated_header: the event id, type or time header sent more than once, or refused_handshake: a handshake answer that could sign a forged delivery), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict, or in_progress when the wait ran out, when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (the JSON body to answer with: the stored result of a duplicate, the handshake''s answer, {"status": outcome} or {"error": ...}; NULL for claimed and reclaimed, whose body is the caller''s own result once its work committed), secret_index (which secret verified: its position in secrets, 1-based as in webhook_verify_detail, or with secrets NULL the id of the webhook_dedup.source_secrets key), http_status and http_headers (the HTTP status and the headers, a JSON object of names and string values, to answer with: webhook_dedup.http_answer, docs/providers.md).';
 
 -- The transactional outbox (docs/outbox.md, crates/webhook-dedup-core/src/outbox.rs): one row per
 -- downstream call a receiver decided on while it held a key's lease
@@ -366,7 +366,7 @@ COMMENT ON COLUMN webhook_dedup.redrive_keys.outcome IS 'NULL (to do), moved, or
 -- Per-source overrides of the settings. Intervals have no months (a month
 -- has no fixed length), as every interval argument of the extension.
 CREATE TABLE webhook_dedup.sources (
-    source       text PRIMARY KEY CHECK (pg_catalog.char_length(source) BETWEEN 1 AND 255),
+    source       text COLLATE "C" PRIMARY KEY CHECK (pg_catalog.char_length(source) BETWEEN 1 AND 255),
     lease        interval CHECK (lease > interval '0' AND lease <= interval '365 days'
                                  AND pg_catalog.date_part('month', lease) = 0
                                  AND pg_catalog.date_part('year', lease) = 0),
@@ -613,7 +613,7 @@ COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_unsupported_version IS 'we
 COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_no_matching_signature IS 'webhook_receive deliveries rejected: no signature matched any secret (a forgery, a wrong secret, or a body changed in transit).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_timestamp_too_old IS 'webhook_receive deliveries rejected: the signed timestamp was older than the tolerance (a replay, or a clock off).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_timestamp_too_new IS 'webhook_receive deliveries rejected: the signed timestamp was further ahead than the tolerance.';
-COMMENT ON COLUMN webhook_dedup.claim_counts.missing_event_ids IS 'webhook_receive deliveries that verified but carried no event id (answered missing_event_id, nothing claimed).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.missing_event_ids IS 'webhook_receive deliveries that verified but carried no event id, or sent the header it is read from (or the type''s or time''s) more than once (answered missing_event_id or repeated_header, nothing claimed).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.ignored IS 'webhook_receive deliveries that verified but whose event type the source does not accept (webhook_dedup.sources.accept_event_types; answered ignored, nothing stored).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.replayed IS 'webhook_receive deliveries whose signed body the replay guard found under another event id (webhook_dedup.replay_guards; answered from that key, nothing processed). Not counted as deliveries or duplicates: a provider''s retries carry the same id.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_token_reused IS 'webhook_receive deliveries whose signature verified but whose signed token had come before with other content (schemes whose signature covers nothing of the body: mailgun; webhook_dedup.signature_tokens): a copied signature block, refused (verified false, reject_reason token_reused), nothing written. Part of signature_rejections.';
@@ -627,6 +627,42 @@ COMMENT ON COLUMN webhook_dedup.claim_counts.reconciled IS 'Events the provider 
 COMMENT ON COLUMN webhook_dedup.claim_counts.expired_leases IS 'Expired leases that maintenance moved to failed (or dead_lettered): the holder neither completed, failed nor extended in time.';
 COMMENT ON TABLE webhook_dedup.claim_counts IS
   'Claim counters flushed from shared memory by webhook_dedup.run_maintenance(): one row per hour (bucket), source and event type ('''' when unknown), and one per minute and source for the last two hours (bucket_width). Read them through webhook_dedup.duplicate_metrics and webhook_dedup.duplicate_metrics_by_minute.';
+
+-- One row per redaction (webhook_dedup.redact, issue 41): who erased how
+-- much of which source, when, in which transaction, and from which
+-- relations, until webhook_dedup.purge_redactions rewrote those relations
+-- so that the erased bytes leave the primary's data files (a deleted or
+-- updated row version stays in its page, and in the TOAST table, until
+-- the space is reused: VACUUM frees the space, it does not wipe it). What
+-- was erased is not recorded (no key, account or time of the scope): the
+-- record of an erasure must not keep what it erased. Kept until an
+-- operator deletes it.
+CREATE TABLE webhook_dedup.redactions (
+    id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source      text        COLLATE "C" NOT NULL,
+    redacted_at timestamptz NOT NULL,
+    redacted_by text        NOT NULL,
+    keys        bigint      NOT NULL,
+    deliveries  bigint      NOT NULL,
+    xid         xid8        NOT NULL,
+    relations   text[]      NOT NULL,
+    purged_at   timestamptz,
+    purged_by   text,
+    keys_purged boolean     NOT NULL DEFAULT false
+);
+COMMENT ON TABLE webhook_dedup.redactions IS
+  'One row per webhook_dedup.redact call that erased something, and whether webhook_dedup.purge_redactions has since rewritten the relations it erased from (purged_at). Until then the erased bodies, headers and results stay in the free space of those relations'' data files (and TOAST) until overwritten. docs/security.md, "Erased data".';
+COMMENT ON COLUMN webhook_dedup.redactions.id IS 'Identity.';
+COMMENT ON COLUMN webhook_dedup.redactions.source IS 'The source redacted.';
+COMMENT ON COLUMN webhook_dedup.redactions.redacted_at IS 'When (database clock).';
+COMMENT ON COLUMN webhook_dedup.redactions.redacted_by IS 'The session user who called redact.';
+COMMENT ON COLUMN webhook_dedup.redactions.keys IS 'Keys redacted (their result and last_error erased).';
+COMMENT ON COLUMN webhook_dedup.redactions.deliveries IS 'Payloads and archived deliveries deleted.';
+COMMENT ON COLUMN webhook_dedup.redactions.xid IS 'The redacting transaction: the erased row versions are gone from every snapshot once no transaction at or before it is running (what purge_redactions checks).';
+COMMENT ON COLUMN webhook_dedup.redactions.relations IS 'The relations rows were erased from: webhook_dedup.keys (the results'' old versions), webhook_dedup.payloads, archive partitions (webhook_dedup.archive_YYYYMMDD, archive_default).';
+COMMENT ON COLUMN webhook_dedup.redactions.purged_at IS 'When purge_redactions rewrote the relations (but webhook_dedup.keys unless keys_purged); NULL: the erased bytes may still be in the data files.';
+COMMENT ON COLUMN webhook_dedup.redactions.purged_by IS 'The session user who ran purge_redactions.';
+COMMENT ON COLUMN webhook_dedup.redactions.keys_purged IS 'Whether webhook_dedup.keys was rewritten too (purge_redactions(include_keys => true)): only then are the erased results gone from its files.';
 
 -- One row per maintenance pass that ran (what it did), for operators and
 -- the worker's tests; pruned after webhook_dedup.retention.

@@ -24,7 +24,7 @@ static MATCH: Statement = Statement::returning(
         TIMESTAMPTZOID,
         TEXTOID,
     ],
-    &["run", "matched"],
+    &["run", "matched", "without_payload"],
 );
 static RUNNING: Statement =
     Statement::returning(crate::sql_statement!("redrive_running.sql"), &[], &["id", "source", "states", "conflicts"]);
@@ -79,9 +79,8 @@ pub struct Filter<'a> {
 }
 
 /// Count the keys `f` matches (`dry_run`), or record a run for them
-/// started by `by` at `now`: (the run's id, None for a dry run; how many
-/// keys matched).
-pub fn start(conn: &Conn<'_>, f: &Filter<'_>, dry_run: bool, now: i64, by: &str) -> (Option<i64>, i64) {
+/// started by `by` at `now`.
+pub fn start(conn: &Conn<'_>, f: &Filter<'_>, dry_run: bool, now: i64, by: &str) -> Matched {
     let rows = conn.execute(
         &MATCH,
         &[
@@ -98,7 +97,18 @@ pub fn start(conn: &Conn<'_>, f: &Filter<'_>, dry_run: bool, now: i64, by: &str)
         ],
         Snap::Statement,
     );
-    (rows.get(0, 1), rows.get(0, 2).unwrap_or(0))
+    Matched { run: rows.get(0, 1), keys: rows.get(0, 2).unwrap_or(0), without_payload: rows.get(0, 3).unwrap_or(0) }
+}
+
+/// What a redrive matched ([`start`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Matched {
+    /// The run recorded; `None` for a dry run.
+    pub run: Option<i64>,
+    pub keys: i64,
+    /// Of `keys`, those the move will skip as `no_payload` (as matched:
+    /// redacted, or neither queued nor archived).
+    pub without_payload: i64,
 }
 
 /// A running run, locked until the transaction ends.

@@ -20,6 +20,9 @@ PROBES = {
     # there either way
     "icu": "SELECT EXISTS (SELECT FROM pg_catalog.pg_collation WHERE collprovider = 'i' AND collname LIKE '%-x-icu')",
     "amcheck": "SELECT EXISTS (SELECT FROM pg_catalog.pg_available_extensions WHERE name = 'amcheck')",
+    # a contrib module without an extension: its library in $libdir
+    "auto_explain": "SELECT (pg_catalog.pg_stat_file((SELECT c.setting FROM pg_catalog.pg_config AS c"
+                    " WHERE c.name = 'PKGLIBDIR') || '/auto_explain.so', true)).size IS NOT NULL",
 }
 
 

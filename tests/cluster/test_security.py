@@ -150,6 +150,8 @@ CALLS = [
     "SELECT * FROM webhook_dedup.redact('a', idem_key => 'a1')",
     "SELECT * FROM webhook_dedup.redact('a', account => 'acct')",
     "SELECT * FROM webhook_dedup.redact('a', before => pg_catalog.now())",
+    # the redactions made final: every table they erased from rewritten
+    "SELECT * FROM webhook_dedup.purge_redactions(include_keys => true)",
     "SELECT * FROM webhook_dedup.unseen('a', ARRAY['a1', 'a9'])",
     "SELECT * FROM webhook_dedup.source_node('a')",
     "SELECT webhook_dedup.reconcile('a', 'a9', 'p'::bytea, event_type => 't')",
@@ -672,6 +674,12 @@ ACTIONS = [
     ("redact a key", "SELECT * FROM webhook_dedup.redact('lp', idem_key => 'held')", {"t_operator"}),
     ("redact a source's past", "SELECT * FROM webhook_dedup.redact('lp', before => now())", {"t_operator"}),
     ("redact an account", "SELECT * FROM webhook_dedup.redact('lp', account => 'a')", {"t_operator"}),
+    ("purge redactions from the data files", "SELECT * FROM webhook_dedup.purge_redactions()", {"t_operator"}),
+    ("read the record of redactions", "SELECT count(*) FROM webhook_dedup.redactions", {"t_operator"}),
+    ("clear the record of redactions", "DELETE FROM webhook_dedup.redactions", {"t_operator"}),
+    ("forge a redaction", "INSERT INTO webhook_dedup.redactions (source, redacted_at, redacted_by, keys, deliveries,"
+     " xid, relations) VALUES ('lp', now(), 'me', 0, 0, '1', '{}')", set()),
+    ("mark a redaction purged by hand", "UPDATE webhook_dedup.redactions SET purged_at = now()", set()),
     ("read the archive", "SELECT payload, headers FROM webhook_dedup.archive", set()),
     ("read the archive's default partition", "SELECT payload FROM webhook_dedup.archive_default", set()),
     ("erase the archive by hand", "DELETE FROM webhook_dedup.archive", set()),
@@ -682,6 +690,9 @@ ACTIONS = [
     ("start a redrive", "SELECT * FROM webhook_dedup.redrive('lp')", {"t_operator"}),
     ("cancel a redrive", "SELECT webhook_dedup.cancel_redrive({redrive})", {"t_operator"}),
     ("read redrive progress", "SELECT count(*) FROM webhook_dedup.redrive_runs", {"t_operator", "t_analyst"}),
+    ("read what a redrive did with each key", "SELECT run, n, idem_key, outcome FROM webhook_dedup.redrive_keys",
+     {"t_operator"}),
+    ("change what a redrive did by hand", "UPDATE webhook_dedup.redrive_keys SET outcome = 'moved'", set()),
     ("start a redrive by hand", "INSERT INTO webhook_dedup.redrives (source, states, conflicts, created_at,"
      " created_by, status, matched) VALUES ('lp', '{}', false, now(), 'me', 'running', 0)", set()),
     ("enqueue a reconciled event", "SELECT webhook_dedup.reconcile('lp', 'r-' || current_user, 'p'::bytea)",
@@ -782,8 +793,9 @@ def test_each_role_does_its_job_and_nothing_else(logins, login, what, sql, allow
 
 def test_no_role_but_the_owner_holds_table_privileges(connect):
     """The catalog says the same: privileges on tables of the schema are
-    only the owner's, but for the operator on webhook_dedup.sources and the
-    readers on maintenance_runs; every SECURITY DEFINER function pins
+    only the owner's, but for the operator on webhook_dedup.sources, the
+    record of redactions and what each redrive did per key (issue 41), and
+    the readers on maintenance_runs; every SECURITY DEFINER function pins
     search_path, and no function that changes state is executable by
     PUBLIC."""
     with connect() as conn:
@@ -795,6 +807,8 @@ def test_no_role_but_the_owner_holds_table_privileges(connect):
                   AND a.grantee <> c.relowner ORDER BY 1, 2, 3""").fetchall()
         assert grants == [
             ("maintenance_runs", "pg_monitor", "SELECT"), ("maintenance_runs", "webhook_dedup_reader", "SELECT"),
+            ("redactions", "webhook_dedup_operator", "DELETE"), ("redactions", "webhook_dedup_operator", "SELECT"),
+            ("redrive_keys", "webhook_dedup_operator", "SELECT"),
             ("sources", "webhook_dedup_operator", "DELETE"), ("sources", "webhook_dedup_operator", "SELECT"),
         ]
         # the operator inserts and updates every column of a source's row

@@ -17,6 +17,9 @@
 -- partition is dropped; or an earlier key of the same id, gone before this
 -- one was made) are found by a scan of the source's archive: by key (the
 -- deliveries before the key's first), by time, by account.
+-- A redaction that erased something is recorded in webhook_dedup.redactions
+-- (who, when, its transaction, the relations it erased from), for
+-- webhook_dedup.purge_redactions.
 -- Returns keys (redacted) and deliveries (payloads and archived rows erased).
 WITH red AS (
   UPDATE webhook_dedup.keys AS k
@@ -55,7 +58,7 @@ WITH red AS (
    USING arrivals
    WHERE a.source OPERATOR(pg_catalog.=) $1 AND a.received_at OPERATOR(pg_catalog.=) arrivals.at
      AND a.idem_key OPERATOR(pg_catalog.=) arrivals.idem_key
-  RETURNING 1
+  RETURNING a.tableoid
 ), swept AS (
   DELETE FROM webhook_dedup.archive AS a
    WHERE a.source OPERATOR(pg_catalog.=) $1
@@ -66,8 +69,20 @@ WITH red AS (
           OR ($4::pg_catalog.text IS NOT NULL
               AND pg_catalog.split_part(a.idem_key, ':', 3) OPERATOR(pg_catalog.=) $4
               AND pg_catalog.split_part(a.idem_key, ':', 4) OPERATOR(pg_catalog.<>) ''))
-  RETURNING 1
+  RETURNING a.tableoid
+), counted AS (
+  SELECT (SELECT pg_catalog.count(*) FROM red) AS keys,
+         (SELECT pg_catalog.count(*) FROM pay) OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM arc)
+           OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM swept) AS deliveries
+), logged AS (
+  INSERT INTO webhook_dedup.redactions (source, redacted_at, redacted_by, keys, deliveries, xid, relations)
+    SELECT $1, $5, $6, c.keys, c.deliveries, pg_catalog.pg_current_xact_id(),
+           ARRAY(SELECT r.name FROM (SELECT 'webhook_dedup.keys'::pg_catalog.text AS name WHERE c.keys OPERATOR(pg_catalog.>) 0
+                                     UNION SELECT 'webhook_dedup.payloads' WHERE EXISTS (SELECT FROM pay)
+                                     UNION SELECT x.tableoid::pg_catalog.regclass::pg_catalog.text
+                                             FROM (SELECT arc.tableoid FROM arc UNION SELECT swept.tableoid FROM swept) AS x
+                                    ) AS r ORDER BY r.name)
+      FROM counted AS c
+     WHERE c.keys OPERATOR(pg_catalog.>) 0 OR c.deliveries OPERATOR(pg_catalog.>) 0
 )
-SELECT (SELECT pg_catalog.count(*) FROM red) AS keys,
-       (SELECT pg_catalog.count(*) FROM pay) OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM arc)
-         OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM swept) AS deliveries
+SELECT c.keys, c.deliveries FROM counted AS c
