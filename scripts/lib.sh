@@ -177,49 +177,78 @@ install_extension() {
 # pinned requirements; recreated when a requirements file changes.
 # The Python client package (clients/python) is installed into it editable
 # (its sources are imported from the checkout), built offline with the
-# virtualenv's setuptools and wheel.
+# virtualenv's flit_core (which writes nothing into the checkout). The wheels
+# the package's README install line fetches (its build backend and its
+# dependencies) are kept in $VENV/wheelhouse, so that its tests run that line
+# offline in a fresh virtualenv.
 ensure_venv() {
     local stamp=$VENV/.requirements.sha256
     local files=("$ROOT/examples/requirements.txt" "$ROOT/examples/fastapi/requirements.txt"
                  "$ROOT/clients/python/requirements-test.txt")
+    local wheelhouse=$ROOT/clients/python/requirements-wheelhouse.txt
     local want
-    want=$(cat "${files[@]}" "$ROOT/clients/python/pyproject.toml" | sha256sum | cut -d' ' -f1)
+    want=$(cat "${files[@]}" "$wheelhouse" "$ROOT/clients/python/pyproject.toml" | sha256sum | cut -d' ' -f1)
     if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         log "creating the Python virtualenv $VENV"
         rm -rf "$VENV"
         /usr/bin/python3 -m venv "$VENV"
         "$VENV/bin/pip" install -q --disable-pip-version-check "${files[@]/#/-r}"
         "$VENV/bin/pip" install -q --disable-pip-version-check --no-build-isolation --no-deps -e "$ROOT/clients/python"
+        "$VENV/bin/pip" download -q --disable-pip-version-check --only-binary=:all: -d "$VENV/wheelhouse" \
+            -r "$wheelhouse"
         echo "$want" > "$stamp"
     fi
 }
 
 # The Node.js client package (clients/node: its devDependencies as its
-# package-lock.json pins them, then `tsc` into dist/), built again when its
-# lock file or a source changed; then the Express, Hono and Next.js
-# examples' packages, exactly as their package-lock.json pin them (npm ci;
-# the client package is linked in from clients/node), again only when a lock
-# file changed; then the Next.js example's build.
+# package-lock.json pins them; npm ci runs its prepare script, `tsc` into
+# dist/), built again when its lock file or a source changed; then the
+# packages of the Express, Hono and Next.js examples and of the client's
+# README examples (clients/node/examples), exactly as their package-lock.json
+# pin them (npm ci; the client package is linked in from clients/node), again
+# only when a lock file changed; then npm's cache gets what the README's
+# install line (clients/node/examples/install.sh) fetches, by running it once
+# in a scratch directory, so that the client's tests run it without network;
+# then the Next.js example's build.
 ensure_node_modules() {
     local client=$ROOT/clients/node
     local stamp=$client/node_modules/.dist-sources.sha256
     local want
-    want=$(cd "$client" && cat package-lock.json tsconfig.json src/*.ts | sha256sum | cut -d' ' -f1)
-    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-        log "building the Node.js client package (clients/node: npm ci, tsc)"
-        (cd "$client" && npm ci --no-audit --no-fund --loglevel=error && rm -rf dist && npm run --silent build)
+    want=$(cd "$client" && cat package.json package-lock.json tsconfig.json scripts/prepare.js src/*.ts \
+        | sha256sum | cut -d' ' -f1)
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ ! -f "$client/dist/index.js" ]; then
+        log "building the Node.js client package (clients/node: npm ci, whose prepare script runs tsc)"
+        (cd "$client" && rm -rf dist && npm ci --no-audit --no-fund --loglevel=error)
+        [ -f "$client/dist/index.js" ] || die "clients/node: npm ci built no dist/index.js"
         echo "$want" > "$stamp"
     fi
     local dir
-    for dir in "$ROOT/examples/express" "$ROOT/examples/hono" "$ROOT/examples/nextjs"; do
+    for dir in "$ROOT/examples/express" "$ROOT/examples/hono" "$ROOT/examples/nextjs" "$client/examples"; do
         stamp=$dir/node_modules/.package-lock.sha256
         want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
         if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-            log "installing the packages of examples/$(basename "$dir") (npm ci)"
+            log "installing the packages of ${dir#"$ROOT"/} (npm ci)"
             (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
             echo "$want" > "$stamp"
         fi
     done
+    # the README's install, as test/readme.test.js runs it: from a copy of
+    # the checkout without node_modules or dist/, into an empty application
+    stamp=$client/examples/node_modules/.install-cache.sha256
+    want=$(cat "$client/examples/install.sh" "$client/package.json" "$client/package-lock.json" | sha256sum | cut -d' ' -f1)
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        log "caching what the Node.js client's README install fetches (clients/node/examples/install.sh)"
+        local scratch
+        scratch=$(mktemp -d)
+        mkdir -p "$scratch/checkout/clients/node" "$scratch/app"
+        (cd "$client" && cp -r src scripts package.json package-lock.json tsconfig.json README.md "$scratch/checkout/clients/node/")
+        echo '{ "name": "app", "version": "1.0.0", "private": true }' > "$scratch/app/package.json"
+        (cd "$scratch/app" && WEBHOOK_DEDUP=$scratch/checkout npm_config_audit=false npm_config_fund=false \
+            npm_config_loglevel=error sh "$client/examples/install.sh") \
+            || { rm -rf "$scratch"; die "clients/node/examples/install.sh failed"; }
+        rm -rf "$scratch"
+        echo "$want" > "$stamp"
+    fi
     # the Next.js example is served built (next build: seconds), again when
     # its lock file, its configuration or a file of app/ changed
     dir=$ROOT/examples/nextjs

@@ -142,17 +142,25 @@ log "6/10 end-to-end (pytest: the demo receiver, the FastAPI, Django, Express, H
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "end-to-end tests failed"
 summary+=("e2e: $(tail -1 "$WORK/e2e.log")")
 # The Node.js client package (clients/node, which the Express example uses):
-# its tests against this cluster, then npm pack offline, and the tarball's
-# files (the compiled code and its type declarations)
-log "6/10 the Node.js client package: node --test against the cluster, npm pack --offline"
+# its tests against this cluster (test/client.test.js; test/outbox.test.js,
+# the outbox sender with a deduplicating downstream and a sender killed
+# between the call and the ack; test/readme.test.js, every code block of its
+# README a file of clients/node/examples that it runs: the install without
+# network, the Express program and the Fetch API handler answering signed
+# GitHub deliveries, the worker, the sender), then npm pack offline, and the
+# tarball's files (the compiled code and its type declarations)
+log "6/10 the Node.js client package: node --test against the cluster (the client, the outbox sender, the README's examples run), npm pack --offline"
 (cd clients/node && node --test test/) 2>&1 | tee "$WORK/node-client.log" | grep -E '^(not ok|# (pass|fail))' || true
 grep -q '^# fail 0$' "$WORK/node-client.log" || { cat "$WORK/node-client.log"; die "the Node.js client package's tests failed"; }
 tarball=$(cd clients/node && npm pack --offline --silent --pack-destination "$WORK")
 tar -tzf "$WORK/$tarball" | grep -qx 'package/dist/index.d.ts' || die "npm pack: $tarball holds no dist/index.d.ts"
 summary+=("Node.js client: $(grep -E '^# (pass|fail)' "$WORK/node-client.log" | paste -sd' '); npm pack: $tarball")
 # The Python client package (clients/python, which the FastAPI example
-# uses): its tests against this cluster, then its wheel built offline
-log "6/10 the Python client package: pytest against the cluster, pip wheel --no-index"
+# uses): its tests against this cluster (among them every block of its
+# README, run: the install line in a fresh virtualenv, the receivers served,
+# the worker and the outbox sender as processes), then its wheel built
+# offline (flit_core: nothing written into the checkout)
+log "6/10 the Python client package: pytest against the cluster (README examples included), pip wheel --no-index"
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q clients/python/tests 2>&1 | tee "$WORK/python-client.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the Python client package's tests failed"
 "$VENV/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps --no-index \
@@ -160,6 +168,12 @@ log "6/10 the Python client package: pytest against the cluster, pip wheel --no-
 wheel=$(basename "$WORK"/wheel/webhook_dedup-*.whl)
 "$VENV/bin/python" -m zipfile -l "$WORK/wheel/$wheel" | grep -q 'webhook_dedup/py.typed' \
     || die "$wheel holds no webhook_dedup/py.typed"
+"$VENV/bin/python" -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); print(z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode())' \
+    "$WORK/wheel/$wheel" | grep -q '^Requires-Dist: psycopg-pool' \
+    || die "$wheel does not require psycopg-pool, which its README's examples import"
+if compgen -G 'clients/python/build' >/dev/null || compgen -G 'clients/python/src/*.egg-info' >/dev/null; then
+    die "building the Python client package wrote into the checkout (build/ or an egg-info)"
+fi
 summary+=("Python client: $(tail -1 "$WORK/python-client.log"); wheel: $wheel")
 
 log "7/10 upgrade (pytest: 0.1.0 from commit 9f23a3f and 0.2.0 from 4604008, filled with keys in every state, ALTER EXTENSION UPDATE)"

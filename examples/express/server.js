@@ -62,14 +62,13 @@ function requestUrl(req) {
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
 
 // Sends an answer exactly (wd.sendNode: its status and headers, no charset
-// added to the Content-Type as Express's res.json would, the JSON body).
-// X-Webhook-Outcome (and X-Webhook-Resumed-From) are not needed by the
-// pattern: they only let the tests (and the curious) see what happened.
+// added to the Content-Type as Express's res.json would, the JSON body, and
+// X-Webhook-Outcome naming the delivery's outcome when there is one).
+// X-Webhook-Resumed-From is not needed by the pattern: it only lets the
+// tests (and the curious) see where a reclaim resumed.
 function answer(res, status, headers, body, { outcome, resumedFrom } = {}) {
-  const extra = {};
-  if (outcome) extra['X-Webhook-Outcome'] = outcome;
-  if (resumedFrom) extra['X-Webhook-Resumed-From'] = resumedFrom;
-  wd.sendNode(res, { status, headers: { ...headers, ...extra }, body });
+  const extra = resumedFrom ? { 'X-Webhook-Resumed-From': resumedFrom } : {};
+  wd.sendNode(res, { status, headers: { ...headers, ...extra }, body, outcome });
 }
 
 // The answer the database computed (webhook_receive's, http_answer's), or

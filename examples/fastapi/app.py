@@ -21,13 +21,15 @@ contract it follows):
    the provider's retry reclaims the key and the job resumes after the last
    step done.
 
-Every answer carries an X-Webhook-Outcome header naming the outcome (only for
-the tests and the curious), and a resumed job X-Webhook-Resumed-From.
+Every answer to a delivery carries an X-Webhook-Outcome header naming the
+outcome (to_starlette adds it from the answer; only for the tests and the
+curious), and a resumed job X-Webhook-Resumed-From.
 
 Run: see README.md (PGHOST etc. select the database, PORT the port).
 """
 
 import asyncio
+import dataclasses
 import logging
 import os
 import sys
@@ -39,7 +41,7 @@ import uvicorn
 from fastapi import FastAPI, Request, Response
 from psycopg.rows import namedtuple_row
 from psycopg_pool import AsyncConnectionPool
-from webhook_dedup import Answer, NotReady, aio
+from webhook_dedup import Answer, BodyTooLarge, NotReady, aio
 from webhook_dedup.frameworks import from_starlette, to_starlette
 
 import job
@@ -131,8 +133,7 @@ async def lifespan(app: FastAPI):
 app = FastAPI(lifespan=lifespan)
 
 
-def answer(computed: Answer, body=None, outcome: Optional[str] = None,
-           resumed_from: Optional[str] = None) -> Response:
+def answer(computed: Answer, body=None, resumed_from: Optional[str] = None) -> Response:
     """The answer the database computed (webhook_receive's, http_answer's),
     or `body` (our own result, after the job) in place of its body, sent
     exactly (to_starlette: its status, its headers, the JSON body with sorted
@@ -140,12 +141,10 @@ def answer(computed: Answer, body=None, outcome: Optional[str] = None,
     answer's). X-Webhook-Outcome and X-Webhook-Resumed-From are only for
     the tests and the curious."""
     extra = {}
-    if outcome:
-        extra["X-Webhook-Outcome"] = outcome
     if resumed_from:
         extra["X-Webhook-Resumed-From"] = resumed_from
     if body is not None:
-        computed = Answer(computed.status, computed.headers, body)
+        computed = dataclasses.replace(computed, body=body)
     return to_starlette(computed, **extra)
 
 
@@ -164,9 +163,12 @@ async def receive(provider: str, request: Request) -> Response:
         return answer(Answer(404, JSON, {"error": "unknown provider"}))
     # The exact bytes the provider signed, never a parse of them serialised
     # again, and every header, a repeated one as the list of its values
-    # (from_starlette). Put a body-size limit in front of the app (your
-    # proxy's), as providers cap theirs.
-    body, headers = await from_starlette(request)
+    # (from_starlette), at most 25 MB (GitHub's cap): a larger body is
+    # answered 413 without reading the rest of it.
+    try:
+        body, headers = await from_starlette(request)
+    except BodyTooLarge as refused:
+        return answer(refused.answer)
     # The URL as the provider called it (scheme://host:port/path?query). Behind
     # a TLS-terminating proxy, let uvicorn trust its X-Forwarded-* headers
     # (--forwarded-allow-ips) so the scheme and host are the public ones.
@@ -181,7 +183,7 @@ async def receive(provider: str, request: Request) -> Response:
                 return await process(conn, provider, delivery, body, request)
             # Every other outcome, and every refusal (outcome NULL), is
             # answered as the database says (examples/README.md's table).
-            return answer(delivery.answer, outcome=delivery.outcome)
+            return answer(delivery.answer)
     except Exception:  # noqa: BLE001 - a database error or a bug: the same answer
         # A provider retries a 5xx, which is what we want for a transient
         # database problem. The details go to our log, never to the caller.
@@ -202,9 +204,9 @@ async def process(conn, provider: str, delivery, body: bytes, request: Request) 
         # Our lease expired and another worker reclaimed the key; our step was
         # rolled back. The provider's retry will get that worker's answer.
         lost = await aio.http_answer(conn, "lease_lost", scheme=provider)
-        return answer(lost, outcome=delivery.outcome)
+        return answer(dataclasses.replace(lost, outcome=delivery.outcome))
     resumed = job.NOTIFIED if delivery.last_step == job.NOTIFIED else None
-    return answer(delivery.answer, body=result, outcome=delivery.outcome, resumed_from=resumed)
+    return answer(delivery.answer, body=result, resumed_from=resumed)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ README = REPO / "examples" / "README.md"
 # outcomes and refusals, and what becomes of its own work): each needs a row.
 RECEIVER_OUTCOMES = {"claimed", "reclaimed", "duplicate", "in_progress", "conflict", "retry_later",
                      "unknown_outcome", "dead_lettered", "accepted", "ignored", "handshake", "rejected",
-                     "missing_event_id", "lease_lost", "error"}
+                     "missing_event_id", "repeated_header", "lease_lost", "error"}
 # The Retry-After http_answer is asked for when a row shows one (`<...>`: a
 # number of seconds the database fills in).
 RETRY_AFTER_S = 7

@@ -16,9 +16,24 @@ export interface Claim {
   lastStep?: string | null;
 }
 
+/**
+ * Thrown by a job to end `withClaim` as `lease_lost`: the job found that its
+ * claim token no longer holds the key (`webhook_outbox_put` returned NULL,
+ * `webhook_checkpoint` false; `outboxPut` throws it itself). `withClaim`
+ * rolls the transaction back and returns `{ status: 'lease_lost' }` without
+ * calling `webhook_fail`: the key is another worker's now.
+ */
+export class LeaseLost extends Error {
+  constructor(message = 'webhook-dedup: the lease was lost: another worker holds the key (or the intent) now') {
+    super(message);
+    this.name = 'LeaseLost';
+  }
+}
+
 /** What became of the work: `completed` with the stored result;
- * `lease_lost` (the lease expired and another worker reclaimed the key:
- * the job's writes were rolled back, the key is that worker's); `failed`
+ * `lease_lost` (the lease expired and another worker reclaimed the key, or
+ * the job threw `LeaseLost`: the job's writes were rolled back, the key is
+ * that worker's); `failed`
  * (the job threw: rolled back, recorded with `webhook_fail`, whose new
  * state is `state`, `failed` or `dead_lettered`, or null when the token
  * was stale by then). */
@@ -44,7 +59,9 @@ export interface WithClaimOptions {
  * the result to store (JSON; what every duplicate is answered with).
  *
  * - `webhook_complete` returns false (the lease expired and another worker
- *   reclaimed the key): ROLLBACK, `{ status: 'lease_lost' }`.
+ *   reclaimed the key), or the job throws `LeaseLost` (its
+ *   `webhook_outbox_put` returned NULL: `outboxPut` throws it):
+ *   ROLLBACK, `{ status: 'lease_lost' }`, no `webhook_fail`.
  * - `job` throws: ROLLBACK, then `webhook_fail` (retryable per the options)
  *   outside the transaction, `{ status: 'failed', error, state }`; an error
  *   of webhook_fail itself (the database is gone) is thrown: the lease
@@ -72,6 +89,7 @@ export async function withClaim(pool: pg.Pool, claim: Claim,
     });
     return completed ? { status: 'completed', result } : { status: 'lease_lost' };
   } catch (error) {
+    if (error instanceof LeaseLost) return { status: 'lease_lost' }; // rolled back; the key is not ours
     const retryable = typeof options.retryable === 'function'
       ? options.retryable(error) : options.retryable ?? true;
     const message = error instanceof Error ? error.message : String(error);
@@ -187,6 +205,7 @@ export class Worker {
         try {
           await this.handler(delivery);
         } catch (error) {
+          if (error instanceof LeaseLost) continue; // the key is another worker's: nothing to record
           const message = error instanceof Error ? error.message : String(error);
           try {
             await this.pool.query('SELECT webhook_dedup.webhook_fail($1, $2, $3, $4, retryable => true)',

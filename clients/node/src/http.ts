@@ -98,21 +98,32 @@ function encode(answer: Answer): Buffer {
   return Buffer.from(JSON.stringify(answer.body));
 }
 
+/** The name of the header that names the delivery's outcome. */
+export const OUTCOME_HEADER = 'X-Webhook-Outcome';
+
+/** `answer`'s headers, with X-Webhook-Outcome when it has an outcome. */
+function headersOf(answer: Answer): Record<string, string> {
+  return answer.outcome ? { ...answer.headers, [OUTCOME_HEADER]: answer.outcome } : answer.headers;
+}
+
 /**
  * Sends `answer` on a Node response (Express's `res` too): exactly its
  * status and headers (no charset added to its Content-Type, as Express's
- * `res.json` would) and its body as JSON, with Content-Length.
+ * `res.json` would), `X-Webhook-Outcome: <outcome>` when the answer has an
+ * outcome (`receive`'s answers, `answerAfter`'s), and its body as JSON,
+ * with Content-Length.
  */
 export function sendNode(res: ServerResponse, answer: Answer): void {
   const data = encode(answer);
-  for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+  for (const [name, value] of Object.entries(headersOf(answer))) res.setHeader(name, value);
   res.setHeader('Content-Length', data.length);
   res.statusCode = answer.status;
   res.end(data);
 }
 
 /** `answer` as a Fetch API Response (return it from a Next.js route handler
- * or a Hono handler): its status, its headers, its body as JSON. */
+ * or a Hono handler): its status, its headers (with X-Webhook-Outcome as
+ * `sendNode`'s), its body as JSON. */
 export function toResponse(answer: Answer): Response {
-  return new Response(JSON.stringify(answer.body), { status: answer.status, headers: answer.headers });
+  return new Response(JSON.stringify(answer.body), { status: answer.status, headers: headersOf(answer) });
 }

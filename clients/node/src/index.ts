@@ -9,7 +9,9 @@ export { receive, httpAnswer, answerAfter, checkInstalled, prepareReceiver, RECE
 export type { Outcome, AfterWork, Json, Answer, HeaderMap, ReceiveOptions, Delivery } from './receive';
 export {
   headersFromNode, headersFromFetch, rawBodyFromNode, rawBodyFromFetch, sendNode, toResponse, BodyTooLarge,
-  MAX_BODY_BYTES,
+  MAX_BODY_BYTES, OUTCOME_HEADER,
 } from './http';
-export { withClaim, Worker } from './claim';
+export { withClaim, Worker, LeaseLost } from './claim';
 export type { Claim, ClaimOutcome, WithClaimOptions, QueuedDelivery, WorkerOptions } from './claim';
+export { outboxPut, OutboxSender } from './outbox';
+export type { OutboxPutOptions, OutboxIntent, SendFailure, OutboxSenderOptions } from './outbox';

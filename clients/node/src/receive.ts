@@ -14,7 +14,7 @@ export type Outcome =
 /** What becomes of the caller's work, for `httpAnswer`: `completed` (its
  * `webhook_complete` returned true), `lease_lost` (it, or a checkpoint,
  * returned false), `error` (the database could not be asked), `rejected`. */
-export type AfterWork = 'completed' | 'lease_lost' | 'error' | 'rejected' | 'missing_event_id' | 'refused_handshake';
+export type AfterWork = 'completed' | 'lease_lost' | 'error' | 'rejected' | 'missing_event_id' | 'repeated_header' | 'refused_handshake';
 
 /** A JSON value as PostgreSQL's jsonb returns it. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -25,6 +25,12 @@ export interface Answer {
   status: number;
   headers: Record<string, string>;
   body: Json;
+  /** The outcome of the delivery it answers (`webhook_receive`'s): `sendNode`
+   * and `toResponse` send it as the `X-Webhook-Outcome` header. Set by
+   * `receive` (null for a delivery refused before a claim: no header) and
+   * kept by `answerAfter`; `httpAnswer` answers no delivery and sets none
+   * (`{ ...answer, outcome: delivery.outcome }` adds it). */
+  outcome?: Outcome | null;
 }
 
 /** A request's headers as `webhook_receive` takes them: names (any case) to
@@ -150,7 +156,7 @@ export async function receive(db: Queryable, scheme: string, body: Buffer | Uint
     eventTime: r.event_time,
     lastStep: r.last_step,
     secretIndex: r.secret_index,
-    answer: { status: r.http_status, headers: r.http_headers, body: r.response },
+    answer: { status: r.http_status, headers: r.http_headers, body: r.response, outcome },
     mustProcess: outcome === 'claimed' || outcome === 'reclaimed',
   };
 }
@@ -174,7 +180,8 @@ export async function httpAnswer(db: Queryable, outcome: Outcome | AfterWork,
 
 /** The answer once the caller's work committed: the claim's status and
  * headers with `result` (as stored by `webhook_complete`, which every later
- * duplicate is answered with) as the body. */
+ * duplicate is answered with) as the body, and the delivery's outcome
+ * (`claimed` or `reclaimed`). */
 export function answerAfter(delivery: Delivery, result: Json): Answer {
   return { ...delivery.answer, body: result };
 }

@@ -26,7 +26,8 @@ function githubHeaders(id, body, signature = signGithub(body)) {
 }
 
 function issueBody(id) {
-  return Buffer.from(JSON.stringify({ action: 'opened', issue: { id, title: 'x' } }));
+  // the run in it: each run's deliveries are new to a cluster that served an earlier one
+  return Buffer.from(JSON.stringify({ action: 'opened', issue: { id, title: `x-${RUN}` } }));
 }
 
 before(async () => {
@@ -81,8 +82,85 @@ test('a signed delivery is claimed, completed with its job, and its copy answere
   assert.equal(copy.answer.status, 200);
   assert.deepEqual(copy.answer.body, done.result);
   assert.equal(copy.answer.headers['Content-Type'], 'application/json');
-  // the first delivery's answer once its work committed is the duplicate's
-  assert.deepEqual(wd.answerAfter(first, done.result), copy.answer);
+  // the first delivery's answer once its work committed is the duplicate's,
+  // each naming its own outcome (sent as X-Webhook-Outcome)
+  assert.equal(first.answer.outcome, 'claimed');
+  assert.equal(copy.answer.outcome, 'duplicate');
+  assert.deepEqual({ ...wd.answerAfter(first, done.result), outcome: 'duplicate' }, copy.answer);
+  assert.equal(wd.answerAfter(first, done.result).outcome, 'claimed');
+});
+
+test('outboxPut writes one intent per operation; withClaim ends as lease_lost when it finds the key taken', async () => {
+  const source = `outbox-${RUN}`;
+  const { rows: [c] } = await pool.query("SELECT claim_token FROM webhook_dedup.webhook_claim($1, 'k')", [source]);
+  const claim = { source, idemKey: 'k', claimToken: c.claim_token };
+  const ids = [];
+  const done = await wd.withClaim(pool, claim, async (client) => {
+    ids.push(await wd.outboxPut(client, claim, 'refund', 'refunds', { amount: 5 }, { downstream: 'stripe' }));
+    // a second put of the operation (a retried handler) returns the first intent
+    ids.push(await wd.outboxPut(client, claim, 'refund', 'refunds', { amount: 5 }));
+    return { ok: true };
+  });
+  assert.equal(done.status, 'completed');
+  assert.equal(typeof ids[0], 'string'); // a bigint, as text
+  assert.equal(ids[0], ids[1]);
+  const { rows: [intent] } = await admin.query(
+    'SELECT target, request, downstream_key, downstream_idempotent FROM webhook_dedup.outbox WHERE id = $1', [ids[0]]);
+  assert.deepEqual(intent, { target: 'refunds', request: { amount: 5 }, downstream_idempotent: true,
+    downstream_key: (await admin.query("SELECT webhook_dedup.webhook_operation_key($1, 'k', 'refund') AS k",
+      [source])).rows[0].k });
+
+  // a holder whose token no longer holds the key: the put returns NULL,
+  // outboxPut throws LeaseLost, withClaim rolls back and records nothing
+  const { rows: [c2] } = await pool.query("SELECT claim_token FROM webhook_dedup.webhook_claim($1, 'k2')", [source]);
+  const stale = { source, idemKey: 'k2', claimToken: crypto.randomUUID() };
+  let thrown;
+  const lost = await wd.withClaim(pool, stale, async (client) => {
+    await client.query('INSERT INTO public.node_client_effects VALUES ($1, 9)', [`${source}/k2`]);
+    try {
+      await wd.outboxPut(client, stale, 'refund', 'refunds', { amount: 6 });
+    } catch (error) {
+      thrown = error;
+      throw error;
+    }
+    return { unreachable: true };
+  });
+  assert.ok(thrown instanceof wd.LeaseLost);
+  assert.deepEqual(lost, { status: 'lease_lost' });
+  const { rows: effects } = await admin.query('SELECT * FROM public.node_client_effects WHERE idem_key = $1', [`${source}/k2`]);
+  assert.deepEqual(effects, []);
+  const { rows: [key] } = await admin.query(
+    "SELECT state, attempt, last_error FROM webhook_dedup.keys WHERE source = $1 AND idem_key = 'k2'", [source]);
+  assert.deepEqual(key, { state: 'processing', attempt: 1, last_error: null }); // no webhook_fail: the holder's key
+  const { rows: [{ n }] } = await admin.query(
+    "SELECT count(*)::int AS n FROM webhook_dedup.outbox WHERE source = $1 AND idem_key = 'k2'", [source]);
+  assert.equal(n, 0);
+  // the real holder goes on
+  const held = await wd.withClaim(pool, { source, idemKey: 'k2', claimToken: c2.claim_token },
+    async (client, claim) => { await wd.outboxPut(client, claim, 'refund', 'refunds', {}); return null; });
+  assert.equal(held.status, 'completed');
+});
+
+test('a Worker records nothing for a handler that throws LeaseLost', async () => {
+  const queries = [];
+  let handed = false;
+  const fake = { query: async (sql) => {
+    queries.push(sql);
+    if (/webhook_next/.test(sql) && !handed) {
+      handed = true;
+      return { rows: [{ source: 's', idem_key: 'k', claim_token: crypto.randomUUID(), attempt: 1 }] };
+    }
+    return { rows: [] };
+  } };
+  let handled = 0;
+  const worker = new wd.Worker(fake, async () => { handled += 1; throw new wd.LeaseLost(); }, { idleMs: 10 });
+  const loop = worker.start();
+  while (handled === 0) await new Promise((r) => setTimeout(r, 10));
+  await worker.stop();
+  await loop;
+  assert.equal(handled, 1);
+  assert.ok(queries.length >= 1);
+  assert.deepEqual(queries.filter((sql) => /webhook_fail/.test(sql)), []);
 });
 
 test('a connection that dies inside withClaim fails the job, not the process', async () => {
@@ -227,10 +305,15 @@ test('answers are sent exactly: Node responses and Fetch API responses', async (
   assert.equal(response.headers.get('retry-after'), '3');
   assert.equal(response.headers.get('content-type'), 'application/json');
   assert.deepEqual(await response.json(), { a: 1 });
+  assert.equal(response.headers.get('x-webhook-outcome'), null); // no outcome, no header
+  const named = wd.toResponse({ ...answer, outcome: 'duplicate' });
+  assert.equal(named.headers.get('x-webhook-outcome'), 'duplicate');
+  assert.equal(named.headers.get('retry-after'), '3');
 
   const server = http.createServer(async (req, res) => {
     const body = await wd.rawBodyFromNode(req);
-    wd.sendNode(res, { ...answer, body: { got: body.toString('hex'), headers: wd.headersFromNode(req) } });
+    wd.sendNode(res, { ...answer, body: { got: body.toString('hex'), headers: wd.headersFromNode(req) },
+      outcome: req.headers['x-outcome'] ?? null });
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   try {
@@ -251,10 +334,19 @@ test('answers are sent exactly: Node responses and Fetch API responses', async (
     assert.equal(reply.res.statusCode, 429);
     assert.equal(reply.res.headers['content-type'], 'application/json'); // no charset added
     assert.equal(reply.res.headers['retry-after'], '3');
+    assert.equal(reply.res.headers['x-webhook-outcome'], undefined); // outcome null: no header
     const got = JSON.parse(reply.body);
     assert.equal(got.got, '000102ff');
     assert.deepEqual(got.headers['x-repeated'], ['a', 'b']);
     assert.equal(got.headers['x-once'], 'c');
+    const named = await new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/', headers: { 'X-Outcome': 'conflict' } },
+        (res) => { res.resume(); res.on('end', () => resolve(res)); });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(named.statusCode, 429);
+    assert.equal(named.headers['x-webhook-outcome'], 'conflict');
   } finally {
     server.close();
   }

@@ -77,7 +77,7 @@ def test_check_installed_says_what_to_grant(admin, conn):
 
 
 def test_claim_complete_and_the_copy_answered_with_the_result(conn, pool, admin):
-    body = json.dumps({"action": "opened", "n": 1}).encode()
+    body = json.dumps({"action": "opened", "n": 1, "run": RUN}).encode()  # GitHub keys a redelivery by its body
     first = sync.receive(conn, "github", body, github(f"d1-{RUN}", body), secrets=[SECRET])
     assert (first.verified, first.outcome, first.must_process, first.answer.body) == (True, "claimed", True, None)
 
@@ -92,7 +92,10 @@ def test_claim_complete_and_the_copy_answered_with_the_result(conn, pool, admin)
         ("duplicate", False, 200, done.result)
     assert copy.answer.headers["Content-Type"] == "application/json"
     # the first delivery's answer once its work committed is the duplicate's
-    assert webhook_dedup.answer_after(first, done.result) == copy.answer
+    after = webhook_dedup.answer_after(first, done.result)
+    assert (after.status, after.headers, after.body_bytes()) == \
+        (copy.answer.status, copy.answer.headers, copy.answer.body_bytes())
+    assert (after.outcome, copy.answer.outcome) == ("claimed", "duplicate")  # each says what it answers
 
 
 def test_a_forged_signature_writes_nothing(conn, admin):
@@ -300,10 +303,82 @@ def test_framework_answers_are_exact():
     assert body == b"\x00\xff" and headers["x-hub-signature-256"] == "sha256=ab"
 
     class FakeStarletteRequest:
-        headers = type("H", (), {"items": lambda self: [("X-Rep", "a"), ("x-rep", "b"), ("X-Once", "c")]})()
+        headers = type("H", (), {"items": lambda self: [("X-Rep", "a"), ("x-rep", "b"), ("X-Once", "c")],
+                                 "get": lambda self, name: None})()
 
-        async def body(self):
-            return b"\x00\x01"
+        async def stream(self):
+            yield b"\x00"
+            yield b"\x01"
 
     body, headers = asyncio.run(from_starlette(FakeStarletteRequest()))
     assert body == b"\x00\x01" and headers == {"x-rep": ["a", "b"], "x-once": "c"}
+
+
+def test_a_deliverys_answer_carries_its_outcome_as_x_webhook_outcome(conn):
+    body = json.dumps({"outcome": RUN}).encode()
+    first = sync.receive(conn, "github", body, github(f"outcome-{RUN}", body), secrets=[SECRET])
+    assert first.answer.outcome == "claimed"
+    assert webhook_dedup.answer_after(first, {"ok": 1}).outcome == "claimed"
+    busy = sync.receive(conn, "github", body, github(f"outcome-{RUN}", body), secrets=[SECRET], wait="0")
+    assert (busy.outcome, busy.answer.outcome, busy.answer.status) == ("in_progress", "in_progress", 503)
+    response = to_starlette(busy.answer)
+    assert (response.headers["x-webhook-outcome"], response.headers["retry-after"]) == \
+        ("in_progress", busy.answer.headers["Retry-After"])
+    from django.conf import settings
+    if not settings.configured:
+        settings.configure(DEFAULT_CHARSET="utf-8")
+    assert to_django(busy.answer)["X-Webhook-Outcome"] == "in_progress"
+    refused = sync.receive(conn, "github", body, github(f"outcome-{RUN}", body, "sha256=00"), secrets=[SECRET])
+    assert refused.answer.outcome is None
+    assert "x-webhook-outcome" not in to_starlette(refused.answer).headers
+    assert not to_django(refused.answer).has_header("X-Webhook-Outcome")
+    # an outcome given by hand wins over none
+    assert to_starlette(refused.answer, **{"X-Webhook-Outcome": "x"}).headers["x-webhook-outcome"] == "x"
+
+
+def test_prepare_receiver_returns_the_error_answer(conn):
+    assert sync.prepare_receiver(conn) == sync.http_answer(conn, "error")
+    assert sync.prepare_receiver(conn).status == 500
+
+
+def test_outbox_put_raises_lease_lost_and_with_claim_rolls_back(conn, pool, admin):
+    source = f"outbox-{RUN}"
+    token = conn.execute("SELECT claim_token FROM webhook_dedup.webhook_claim(%s, 'k')", (source,)).fetchone()[0]
+
+    def job(c, claim):
+        c.execute("INSERT INTO public.py_client_effects VALUES (%s, 1)", (f"{source}/{claim.idem_key}",))
+        intent = sync.outbox_put(c, claim, "notify", f"t-{RUN}", {"n": 1}, downstream_idempotent=False)
+        assert isinstance(intent, int)
+        assert sync.outbox_put(c, claim, "notify", f"t-{RUN}", {"n": 1}) == intent  # one per operation
+        return {"intent": intent}
+
+    stale = sync.with_claim(pool, webhook_dedup.Claim(source, "k", uuid.uuid4()), job)
+    assert (stale.status, stale.error, stale.state) == ("lease_lost", None, None)
+    assert admin.execute("SELECT count(*) FROM webhook_dedup.outbox WHERE source = %s", (source,)).fetchone()[0] == 0
+    assert admin.execute("SELECT count(*) FROM public.py_client_effects WHERE idem_key = %s",
+                         (f"{source}/k",)).fetchone()[0] == 0  # the write before the put rolled back
+    assert admin.execute("SELECT state FROM webhook_dedup.keys WHERE source = %s", (source,)).fetchone()[0] == \
+        "processing"  # nothing recorded with webhook_fail
+
+    done = sync.with_claim(pool, webhook_dedup.Claim(source, "k", token), job)
+    assert done.status == "completed"
+    assert admin.execute("SELECT id, downstream_idempotent, state FROM webhook_dedup.outbox WHERE source = %s",
+                         (source,)).fetchone() == (done.result["intent"], False, "pending")
+
+    def raises(c, claim):
+        raise webhook_dedup.LeaseLost("a checkpoint returned false")
+
+    token2 = conn.execute("SELECT claim_token FROM webhook_dedup.webhook_claim(%s, 'k2')", (source,)).fetchone()[0]
+    assert sync.with_claim(pool, webhook_dedup.Claim(source, "k2", token2), raises).status == "lease_lost"
+
+    async def scenario():
+        async with AsyncConnectionPool(conninfo(user=RECEIVER), min_size=1, max_size=2, open=False) as apool:
+            async def ajob(c, claim):
+                return {"intent": await aio.outbox_put(c, claim, "notify", f"t-{RUN}", {"n": 2})}
+            lost = await aio.with_claim(apool, webhook_dedup.Claim(source, "k2", uuid.uuid4()), ajob)
+            ok = await aio.with_claim(apool, webhook_dedup.Claim(source, "k2", token2), ajob)
+            async with apool.connection() as c:
+                answer = await aio.prepare_receiver(c)
+            return lost.status, ok.status, answer.status
+
+    assert asyncio.run(scenario()) == ("lease_lost", "completed", 500)

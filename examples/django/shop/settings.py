@@ -13,8 +13,10 @@ INSTALLED_APPS: list = []
 MIDDLEWARE: list = []
 DATABASES: dict = {}
 USE_TZ = True
-# GitHub caps a delivery's payload at 25 MB; Django refuses a larger body
-# (RequestDataTooBig, answered 400) before the view reads it
+# GitHub caps a delivery's payload at 25 MB. The view reads the body with
+# from_django, which refuses a larger one itself (413, before reading the
+# rest) and does not go through request.body, which this setting guards;
+# kept equal for any other view that reads request.body
 DATA_UPLOAD_MAX_MEMORY_SIZE = 25 * 1024 * 1024
 LOGGING = {"version": 1, "disable_existing_loggers": False,
            "handlers": {"stderr": {"class": "logging.StreamHandler"}},

@@ -4,11 +4,12 @@ reclaimed, and every answer exactly as the database computed it. The call,
 the raw body and headers and the answers are the webhook-dedup package's
 (webhook_dedup.sync, from_django, to_django)."""
 
+import dataclasses
 import logging
 import os
 
 from django.views.decorators.http import require_GET, require_POST
-from webhook_dedup import Answer, answer_after, sync
+from webhook_dedup import Answer, BodyTooLarge, answer_after, sync
 from webhook_dedup.frameworks import from_django, to_django
 
 from . import job, runtime
@@ -26,15 +27,13 @@ FAULT_INJECTION = os.environ.get("WEBHOOK_FAULT_INJECTION") == "1"  # tests only
 JSON = {"Content-Type": "application/json"}
 
 
-def respond(answer: Answer, outcome=None, resumed_from=None):
-    """The answer as computed, with the tests' X-Webhook-Outcome (and
-    X-Webhook-Resumed-From): not needed by the pattern."""
-    headers = dict(answer.headers)
-    if outcome:
-        headers["X-Webhook-Outcome"] = outcome
+def respond(answer: Answer, resumed_from=None):
+    """The answer as computed; to_django adds X-Webhook-Outcome for a
+    delivery's answer, and this the tests' X-Webhook-Resumed-From: neither
+    is needed by the pattern."""
     if resumed_from:
-        headers["X-Webhook-Resumed-From"] = resumed_from
-    return to_django(Answer(answer.status, headers, answer.body))
+        return to_django(answer, **{"X-Webhook-Resumed-From": resumed_from})
+    return to_django(answer)
 
 
 @require_GET
@@ -46,21 +45,25 @@ def healthz(request):
 def receive(request, provider: str):
     if provider not in PROVIDERS:
         return respond(Answer(404, JSON, {"error": "unknown provider"}))
-    body, headers = from_django(request)  # request.body: the exact bytes the provider signed
+    try:
+        body, headers = from_django(request)  # the exact bytes the provider signed, at most 25 MB
+    except BodyTooLarge as refused:
+        return respond(refused.answer)  # 413, the rest of the body never read
     url = request.build_absolute_uri() if provider in URL_SIGNED else None
     try:
         with runtime.pool.connection() as conn:  # autocommit: the claim commits when the call returns
             delivery = sync.receive(conn, provider, body, headers, url=url, lease=LEASE, mode=MODE, wait=WAIT)
         if not delivery.must_process:
-            return respond(delivery.answer, delivery.outcome)
+            return respond(delivery.answer)
         fault = request.headers.get("X-Demo-Fault") if FAULT_INJECTION and delivery.attempt == 1 else None
         result = job.run(runtime.pool, delivery, body, fault)
         if result is None:
             # our lease expired and another worker took the key over
             with runtime.pool.connection() as conn:
-                return respond(sync.http_answer(conn, "lease_lost", scheme=provider), delivery.outcome)
+                lost = sync.http_answer(conn, "lease_lost", scheme=provider)
+                return respond(dataclasses.replace(lost, outcome=delivery.outcome))
         resumed = job.NOTIFIED if delivery.last_step == job.NOTIFIED else None
-        return respond(answer_after(delivery, result), delivery.outcome, resumed)
+        return respond(answer_after(delivery, result), resumed)
     except Exception:  # noqa: BLE001 - a database error or a bug: the same answer
         # the provider retries a 5xx; the details go to the log only
         log.exception("error on a %s delivery", provider)

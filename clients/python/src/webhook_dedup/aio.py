@@ -12,7 +12,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from . import core
-from .core import Answer, Claim, ClaimOutcome, Delivery, HeaderMap, Json
+from .core import Answer, Claim, ClaimOutcome, Delivery, HeaderMap, Intent, Json, LeaseLost
 
 
 async def receive(conn, scheme: str, body: bytes, headers: HeaderMap, **options: Any) -> Delivery:
@@ -40,6 +40,24 @@ async def check_installed(conn) -> None:
         core.check_row(await cur.fetchone())
 
 
+async def prepare_receiver(conn) -> Answer:
+    """webhook_dedup.sync.prepare_receiver, awaited: check_installed, then
+    http_answer('error'), kept for when the database fails."""
+    await check_installed(conn)
+    return await http_answer(conn, "error")
+
+
+async def outbox_put(conn, claim: Claim, operation: str, target: str, request: Json,
+                     max_length: Optional[int] = None, downstream: Optional[str] = None,
+                     downstream_idempotent: Optional[bool] = None) -> int:
+    """webhook_dedup.sync.outbox_put, awaited: the intent's id, or LeaseLost."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(core.PUT_SQL, core.put_params(claim, operation, target, request, max_length, downstream,
+                                                        downstream_idempotent))
+        row = await cur.fetchone()
+    return core.put_result(row, claim)
+
+
 class _Rollback(Exception):
     """Leaves conn.transaction() with a ROLLBACK (a lost lease)."""
 
@@ -58,7 +76,7 @@ async def with_claim(pool, claim: Claim, job: Callable[[Any, Claim], Awaitable[J
                 if not done["completed"]:
                     raise _Rollback()
                 return ClaimOutcome("completed", result=done["result"])
-    except _Rollback:
+    except (_Rollback, LeaseLost):
         return ClaimOutcome("lease_lost")
     except Exception as error:  # noqa: BLE001 - recorded, then returned
         again = retryable(error) if callable(retryable) else retryable
@@ -67,6 +85,67 @@ async def with_claim(pool, claim: Claim, job: Callable[[Any, Claim], Awaitable[J
                                               core.error_text(error), again))
             state = (await cur.fetchone())["state"]
         return ClaimOutcome("failed", error=error, state=state)
+
+
+class _Stoppable:
+    """A stop event bound to the loop that runs (made by run())."""
+
+    _stopping = False
+    _stop: Optional[asyncio.Event] = None
+
+    def stop(self) -> None:
+        self._stopping = True
+        if self._stop is not None:
+            self._stop.set()
+
+    def _start(self) -> None:
+        self._stop = asyncio.Event()
+        if self._stopping:
+            self._stop.set()
+
+    async def _pause(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+
+class OutboxSender(_Stoppable, core.OutboxSenderBase):
+    """webhook_dedup.sync.OutboxSender for asyncio: `await sender.run()`
+    until `sender.stop()`; send(intent) is a coroutine function."""
+
+    def __init__(self, pool, target: Optional[str], send: Callable[[Intent], Awaitable[Json]], **options: Any):
+        core.OutboxSenderBase.__init__(self, pool, target, send, **options)
+
+    async def run(self) -> None:
+        self._start()
+        while not self._stop.is_set():
+            try:
+                async with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+                    await cur.execute(core.NEXT_INTENTS_SQL, self.next_params())
+                    rows = await cur.fetchall()
+            except Exception as error:  # noqa: BLE001 - the database is gone: pause, go on
+                self.report(error)
+                await self._pause(self.idle_s * 4)
+                continue
+            if not rows:
+                await self._pause(self.idle_s)
+                continue
+            for row in rows:  # all of them, even once stopping: they are leased to this sender
+                await self.send_one(core.intent_of(row))
+
+    async def send_one(self, intent: Intent) -> None:
+        try:
+            value = await self.send(intent)
+        except Exception as error:  # noqa: BLE001 - reported by the failure table
+            _, sql, params = core.report_of(intent, error)
+        else:
+            sql, params = core.ACK_SQL, (intent.id, intent.lease_token, None if value is None else Jsonb(value))
+        try:
+            async with self.pool.connection() as conn:
+                await conn.execute(sql, params)
+        except Exception as report_error:  # noqa: BLE001
+            self.report(report_error)
 
 
 class Worker(core.WorkerBase):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from psycopg.types.json import Jsonb
@@ -22,10 +23,15 @@ MUST_PROCESS = ("claimed", "reclaimed")
 @dataclass(frozen=True)
 class Answer:
     """The HTTP answer the database computed: status, headers (names to
-    string values, Content-Type among them) and the JSON body."""
+    string values, Content-Type among them) and the JSON body. `outcome`
+    is the delivery's outcome this answers (webhook_receive's `outcome`:
+    claimed, duplicate, in_progress, ...; None for a refusal and for
+    http_answer's answers): to_starlette and to_django send it as the
+    X-Webhook-Outcome header."""
     status: int
     headers: Dict[str, str]
     body: Json
+    outcome: Optional[str] = None
 
     def body_bytes(self) -> bytes:
         """The body as JSON bytes, as every helper here sends it; keys sorted,
@@ -133,7 +139,7 @@ def delivery_of(row: Mapping[str, Any], scheme: str, source: Optional[str]) -> D
         source=source or scheme, scheme=scheme, idem_key=row["idem_key"], claim_token=row["claim_token"],
         attempt=row["attempt"], result=row["result"], event_type=row["event_type"],
         event_time=row["event_time"], last_step=row["last_step"], secret_index=row["secret_index"],
-        answer=Answer(row["http_status"], dict(row["http_headers"]), row["response"]),
+        answer=Answer(row["http_status"], dict(row["http_headers"]), row["response"], row["outcome"]),
     )
 
 
@@ -152,8 +158,54 @@ def answer_of(row: Mapping[str, Any]) -> Answer:
 
 def answer_after(delivery: Delivery, result: Json) -> Answer:
     """The answer once the caller's work committed: the claim's status and
-    headers with `result` (as webhook_complete stored it) as the body."""
+    headers (and its outcome, claimed or reclaimed) with `result` (as
+    webhook_complete stored it) as the body."""
     return replace(delivery.answer, body=result)
+
+
+#: The default cap on a body read by from_starlette and from_django: 25 MB,
+#: GitHub's limit on a delivery's payload (the Node package's MAX_BODY_BYTES).
+MAX_BODY_BYTES = 25 * 1024 * 1024
+
+
+class BodyTooLarge(Exception):
+    """A request body over the limit, refused before the rest of it is read
+    (from_starlette, from_django). `status` is 413; `answer` the ready 413
+    answer (to_starlette(error.answer), to_django(error.answer))."""
+
+    status = 413
+
+    def __init__(self, limit: int):
+        super().__init__(f"request body over {limit} bytes")
+        self.limit = limit
+        self.answer = Answer(413, {"Content-Type": "application/json"}, {"error": "Payload Too Large"})
+
+
+class LeaseLost(Exception):
+    """Raised by a with_claim job (or by outbox_put, which raises it when
+    webhook_outbox_put returns NULL) when the claim token no longer holds the
+    key: with_claim rolls the job's transaction back and returns status
+    "lease_lost" (the key's new holder does the work); nothing is recorded
+    with webhook_fail."""
+
+
+PUT_SQL = ("SELECT webhook_dedup.webhook_outbox_put(%s, %s, %s, %s, %s, %s::jsonb,"
+           " max_length => coalesce(%s::integer, 255), downstream => %s::text,"
+           " downstream_idempotent => coalesce(%s::boolean, true)) AS id")
+
+
+def put_params(claim: Claim, operation: str, target: str, request: Json, max_length: Optional[int],
+               downstream: Optional[str], downstream_idempotent: Optional[bool]) -> tuple:
+    return (claim.source, claim.idem_key, claim.claim_token, operation, target, Jsonb(request), max_length,
+            downstream, downstream_idempotent)
+
+
+def put_result(row: Mapping[str, Any], claim: Claim) -> int:
+    """webhook_outbox_put's id, or LeaseLost for its NULL."""
+    if row["id"] is None:
+        raise LeaseLost(f"the claim token no longer holds {claim.source} {claim.idem_key}: "
+                        "webhook_outbox_put wrote nothing")
+    return row["id"]
 
 
 COMPLETE_SQL = ("SELECT webhook_dedup.webhook_complete(%s, %s, %s, %s::jsonb) AS completed,"
@@ -213,6 +265,114 @@ class WorkerBase:
             self.on_error(error)
 
 
+@dataclass(frozen=True)
+class Intent:
+    """An outbox intent webhook_outbox_next handed out, leased to the
+    sender (docs/sql-reference.md): call its downstream with
+    `downstream_key` (the same on every attempt) and `request`."""
+    id: int
+    lease_token: Any
+    downstream_key: str
+    target: str
+    operation: str
+    request: Json
+    attempt: int
+    lease_expires_at: Any
+    source: str
+    idem_key: str
+    downstream_idempotent: bool
+
+
+def intent_of(row: Mapping[str, Any]) -> Intent:
+    return Intent(id=row["id"], lease_token=row["lease_token"], downstream_key=row["downstream_key"],
+                  target=row["target"], operation=row["operation"], request=row["request"],
+                  attempt=row["attempt"], lease_expires_at=row["lease_expires_at"], source=row["source"],
+                  idem_key=row["idem_key"], downstream_idempotent=row["downstream_idempotent"])
+
+
+class SendError(Exception):
+    """What an OutboxSender's `send` raises when the call did not succeed
+    (any exception works; these attributes, read from any exception, choose
+    the report):
+
+    - `status`: the downstream's HTTP status. 408, 429 and 5xx: webhook_outbox_fail,
+      retried (after `retry_after` when given, else the backoff); any other
+      (4xx: the request is wrong and will never succeed): webhook_outbox_fail
+      with retryable => false, a dead letter.
+    - no status: `sent` says whether the request may have reached the
+      downstream. False (a refused connection, a failure before sending):
+      webhook_outbox_fail, retried. True or not said (a timeout after
+      sending): retried with the same key when the intent's downstream is
+      idempotent, else webhook_outbox_unknown (parked for a person).
+    - `retry_after` (or `retryAfter`): seconds before the retry (the
+      downstream's Retry-After)."""
+
+    def __init__(self, message: str, status: Optional[int] = None, retry_after: Optional[float] = None,
+                 sent: Optional[bool] = None):
+        super().__init__(message)
+        self.status, self.retry_after, self.sent = status, retry_after, sent
+
+
+NEXT_INTENTS_SQL = ("SELECT * FROM webhook_dedup.webhook_outbox_next(target => %s, lease => %s::interval,"
+                    " batch => %s)")
+ACK_SQL = "SELECT webhook_dedup.webhook_outbox_ack(%s, %s, %s::jsonb) AS done"
+OUTBOX_FAIL_SQL = ("SELECT webhook_dedup.webhook_outbox_fail(%s, %s, %s, retryable => %s, retry_after => %s)"
+                   " AS done")
+UNKNOWN_SQL = "SELECT webhook_dedup.webhook_outbox_unknown(%s, %s, %s) AS done"
+
+
+def _retry_after(error: BaseException) -> Optional[timedelta]:
+    seconds = getattr(error, "retry_after", None)
+    if seconds is None:
+        seconds = getattr(error, "retryAfter", None)
+    if seconds is None or isinstance(seconds, bool):
+        return None
+    try:
+        return timedelta(seconds=max(0.0, float(seconds)))
+    except (TypeError, ValueError):
+        return None
+
+
+def report_of(intent: Intent, error: BaseException) -> Tuple[str, str, tuple]:
+    """The report of a failed call, by docs/outbox.md's failure table:
+    (what, sql, params), what being "failed" (retried), "dead_lettered"
+    (fail with retryable false) or "unknown"."""
+    text = error_text(error)
+    status = getattr(error, "status", None)
+    if isinstance(status, int) and not isinstance(status, bool):
+        if status in (408, 429) or status >= 500:  # not read, busy or broken: the key again, later
+            return "failed", OUTBOX_FAIL_SQL, (intent.id, intent.lease_token, text, True, _retry_after(error))
+        # 4xx (a 409/422 for a reused key too): the request will never succeed
+        return "dead_lettered", OUTBOX_FAIL_SQL, (intent.id, intent.lease_token, text, False, None)
+    if getattr(error, "sent", None) is False or intent.downstream_idempotent:
+        # not sent, or sent to a downstream that performs a repeated key once
+        return "failed", OUTBOX_FAIL_SQL, (intent.id, intent.lease_token, text, True, _retry_after(error))
+    return "unknown", UNKNOWN_SQL, (intent.id, intent.lease_token, text)
+
+
+class OutboxSenderBase:
+    """What sync.OutboxSender and aio.OutboxSender share: their settings
+    (target: the intents' target, None for every target; send: the call;
+    lease: a PostgreSQL interval per intent, None for the source's; batch:
+    intents per webhook_outbox_next, 1..1000, default 1, see docs/outbox.md
+    "One call per lease"; idle_s: the pause when nothing is due; on_error:
+    called with the error when webhook_outbox_next or a report fails: the
+    sender pauses and goes on, and an intent whose report failed is taken
+    again once its lease lapses, with the same key)."""
+
+    def __init__(self, pool, target: Optional[str], send, lease: Optional[str] = None, batch: int = 1,
+                 idle_s: float = 0.5, on_error=None):
+        self.pool, self.target, self.send = pool, target, send
+        self.lease, self.batch, self.idle_s, self.on_error = lease, batch, idle_s, on_error
+
+    def next_params(self) -> tuple:
+        return (self.target, self.lease, self.batch)
+
+    def report(self, error: BaseException) -> None:
+        if self.on_error:
+            self.on_error(error)
+
+
 def error_text(error: BaseException) -> str:
     return str(error)[:1000] or type(error).__name__
 
@@ -228,4 +388,4 @@ def headers_of(pairs) -> Dict[str, Union[str, List[str]]]:
 
 
 __all__ = ["Answer", "Delivery", "Claim", "QueuedDelivery", "ClaimOutcome", "NotReady", "HeaderMap", "Json",
-           "answer_after", "headers_of"]
+           "answer_after", "headers_of", "BodyTooLarge", "MAX_BODY_BYTES", "LeaseLost", "Intent", "SendError"]

@@ -11,7 +11,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from . import core
-from .core import Answer, Claim, ClaimOutcome, Delivery, HeaderMap, Json
+from .core import Answer, Claim, ClaimOutcome, Delivery, HeaderMap, Intent, Json, LeaseLost
 
 
 def receive(conn, scheme: str, body: bytes, headers: HeaderMap, **options: Any) -> Delivery:
@@ -46,6 +46,29 @@ def check_installed(conn) -> None:
         core.check_row(cur.execute(core.CHECK_SQL, (core.RECEIVE_SIGNATURE,) * 2).fetchone())
 
 
+def prepare_receiver(conn) -> Answer:
+    """What a receiver does at start-up, before it serves: check_installed
+    (NotReady saying what to run or grant), then http_answer('error'), the
+    answer to send when the database fails later (it cannot be asked then)."""
+    check_installed(conn)
+    return http_answer(conn, "error")
+
+
+def outbox_put(conn, claim: Claim, operation: str, target: str, request: Json, max_length: Optional[int] = None,
+               downstream: Optional[str] = None, downstream_idempotent: Optional[bool] = None) -> int:
+    """webhook_dedup.webhook_outbox_put in the caller's transaction (a
+    with_claim job's `conn`): records the downstream call `operation` for
+    the senders of `target`, with `request`, while `claim` holds the key.
+    Returns the intent's id; raises LeaseLost when the put returns NULL (the
+    token no longer holds the key): raised out of the job, with_claim rolls
+    back and returns status "lease_lost". Call it first in the job: it
+    locks the key's row until the transaction ends."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(core.PUT_SQL, core.put_params(claim, operation, target, request, max_length, downstream,
+                                                        downstream_idempotent)).fetchone()
+    return core.put_result(row, claim)
+
+
 def with_claim(pool, claim: Claim, job: Callable[[Any, Claim], Json],
                retryable: "bool | Callable[[BaseException], bool]" = True) -> ClaimOutcome:
     """Runs job(conn, claim) and webhook_complete in ONE transaction on one
@@ -54,7 +77,9 @@ def with_claim(pool, claim: Claim, job: Callable[[Any, Claim], Json],
     later duplicate is answered with it). webhook_complete false (another
     worker reclaimed the key): ROLLBACK, status lease_lost. job raises:
     ROLLBACK, then webhook_fail (retryable as given) outside the
-    transaction, status failed; an error of webhook_fail itself is raised."""
+    transaction, status failed; an error of webhook_fail itself is raised.
+    job raises LeaseLost (outbox_put does when webhook_outbox_put returns
+    NULL): ROLLBACK, status lease_lost, nothing recorded."""
     try:
         with pool.connection() as conn:
             with conn.transaction() as tx:
@@ -65,7 +90,7 @@ def with_claim(pool, claim: Claim, job: Callable[[Any, Claim], Json],
                 if not done["completed"]:
                     raise _Rollback()
                 return ClaimOutcome("completed", result=done["result"])
-    except _Rollback:
+    except (_Rollback, LeaseLost):
         return ClaimOutcome("lease_lost")
     except Exception as error:  # noqa: BLE001 - recorded, then returned
         again = retryable(error) if callable(retryable) else retryable
@@ -117,3 +142,53 @@ class Worker(core.WorkerBase):
                     except Exception as fail_error:  # noqa: BLE001
                         self.report(fail_error)
 
+
+
+class OutboxSender(core.OutboxSenderBase):
+    """The outbox's sender (docs/outbox.md): takes due intents of `target`
+    with webhook_outbox_next (each leased to it, committed before any call:
+    no transaction stays open during one) and calls send(intent) for each,
+    with no connection held. What send returns is acked
+    (webhook_outbox_ack, kept as the intent's response); an exception is
+    reported by the failure table (SendError: webhook_outbox_fail, retried
+    or dead-lettered, or webhook_outbox_unknown). Options as Worker's:
+    lease, batch (default 1), idle_s, on_error(error). stop() ends
+    it after the intents in hand (they are leased to it)."""
+
+    def __init__(self, pool, target: Optional[str], send: Callable[[Intent], Json], **options: Any):
+        super().__init__(pool, target, send, **options)
+        self._stop = threading.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self) -> None:
+        """The loop, until stop() (from another thread or a signal handler)."""
+        while not self._stop.is_set():
+            try:
+                with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+                    rows = cur.execute(core.NEXT_INTENTS_SQL, self.next_params()).fetchall()
+            except Exception as error:  # noqa: BLE001 - the database is gone: pause, go on
+                self.report(error)
+                self._stop.wait(self.idle_s * 4)
+                continue
+            if not rows:
+                self._stop.wait(self.idle_s)
+                continue
+            for row in rows:  # all of them, even once stopping: they are leased to this sender
+                self.send_one(core.intent_of(row))
+
+    def send_one(self, intent: Intent) -> None:
+        """One call and its report (a report that fails goes to on_error: the
+        lease lapses and the intent is taken again, with the same key)."""
+        try:
+            value = self.send(intent)
+        except Exception as error:  # noqa: BLE001 - reported by the failure table
+            _, sql, params = core.report_of(intent, error)
+        else:
+            sql, params = core.ACK_SQL, (intent.id, intent.lease_token, None if value is None else Jsonb(value))
+        try:
+            with self.pool.connection() as conn:
+                conn.execute(sql, params)
+        except Exception as report_error:  # noqa: BLE001
+            self.report(report_error)
