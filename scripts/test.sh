@@ -16,7 +16,7 @@
 #      Django, Express, Hono, Next.js, Sinatra: receiver and worker; the client
 #      packages' own tests, npm pack and the wheel) and the SQL walk-through, with
 #      real signed deliveries (pytest);
-#   7. upgrade: 0.1.0 and 0.2.0 built from their commits, filled, updated to this version
+#   7. upgrade: 0.1.0, 0.2.0 and 0.3.0 built from their commits, filled, updated to this version
 #      (pytest; after the shared cluster stopped, since it installs other
 #      builds of the library);
 #   8. package: scripts/package.sh builds the .deb and the source tarball;
@@ -176,7 +176,7 @@ if compgen -G 'clients/python/build' >/dev/null || compgen -G 'clients/python/sr
 fi
 summary+=("Python client: $(tail -1 "$WORK/python-client.log"); wheel: $wheel")
 
-log "7/10 upgrade (pytest: 0.1.0 from commit 9f23a3f and 0.2.0 from 4604008, filled with keys in every state, ALTER EXTENSION UPDATE)"
+log "7/10 upgrade (pytest: 0.1.0 from commit 9f23a3f, 0.2.0 from 4604008 and 0.3.0 from 2a017cf, filled with keys in every state, ALTER EXTENSION UPDATE)"
 cluster_stop
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/upgrade 2>&1 | tee "$WORK/upgrade.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "upgrade tests failed"
@@ -260,7 +260,7 @@ export PG_MAJOR
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/package/test_apt_repository.py -k "not apt_get" 2>&1 | tee "$WORK/apt.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the apt repository of every major does not check out"
 summary+=("apt repository ($(sed -n 's/^Description: //p' "$WORK/apt/Release")): $(tail -1 "$WORK/apt.log")")
-not_on_wheels="the end-to-end layer (the receivers and client packages: SQL the major does not change), the upgrade layer (0.1.0 and 0.2.0 are built for $DEBIAN_PG_MAJOR), the package's install with apt-get (Debian 12 has no postgresql-N package of ${wheel_majors[*]}) and the distributed layer (Citus 13.2.2 is built for $DEBIAN_PG_MAJOR)"
+not_on_wheels="the end-to-end layer (the receivers and client packages: SQL the major does not change), the upgrade layer (0.1.0, 0.2.0 and 0.3.0 are built for $DEBIAN_PG_MAJOR), the package's install with apt-get (Debian 12 has no postgresql-N package of ${wheel_majors[*]}) and the distributed layer (Citus 13.2.2 is built for $DEBIAN_PG_MAJOR)"
 log "run on PostgreSQL $DEBIAN_PG_MAJOR only: $not_on_wheels"
 summary+=("PostgreSQL ${wheel_majors[*]}: not run there: $not_on_wheels")
 

@@ -27,8 +27,8 @@ SELECT NULL::text AS source, NULL::text AS provider, NULL::interval AS retention
 ALTER TABLE webhook_dedup.sources ALTER COLUMN source TYPE text COLLATE "C";
 -- On a distributed install sources is a reference table: its placement on
 -- every node changes too (DDL inside an extension script is not
--- propagated by Citus: the update runs on the coordinator only,
--- docs/distributed.md).
+-- propagated by Citus). Updating a distributed install is not tested yet
+-- (issue 44: docs/distributed.md).
 DO $$
 DECLARE
   reference boolean := false;
@@ -38,6 +38,11 @@ BEGIN
     EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p'
             ' WHERE p.logicalrelid OPERATOR(pg_catalog.=) ''webhook_dedup.sources''::pg_catalog.regclass)'
       INTO reference;
+  END IF;
+  -- (from the coordinator only: run_command_on_placements reaches every
+  -- node's placement from there)
+  IF reference THEN
+    EXECUTE 'SELECT pg_catalog.citus_is_coordinator()' INTO reference;
   END IF;
   IF reference THEN
     EXECUTE 'SELECT pg_catalog.string_agg(r.nodename || '':'' || r.nodeport || '': '' || r.result, ''; '')'
@@ -149,6 +154,7 @@ DECLARE
   idx pg_catalog.regclass;
   before bigint;
   distributed boolean := false;
+  margin integer;
 BEGIN
   IF include_keys IS NULL THEN
     RAISE EXCEPTION 'webhook_dedup.purge_redactions: include_keys must not be NULL'
@@ -185,7 +191,12 @@ BEGIN
   -- session (this one included: its statement's snapshot), a standby
   -- through hot_standby_feedback (its walsender's xmin), a replication
   -- slot, a prepared transaction; vacuum_defer_cleanup_age (until
-  -- PostgreSQL 15) holds the horizon that many transactions further back.
+  -- PostgreSQL 15) holds the horizon that many transactions further back,
+  -- so a horizon less than that many transactions past the redaction
+  -- blocks too. pg_stat_activity is read afresh (its snapshot is kept for
+  -- the transaction otherwise).
+  PERFORM pg_catalog.pg_stat_clear_snapshot();
+  margin := pg_catalog.age(pg_catalog.xid(newest)) OPERATOR(pg_catalog.-) defer;
   SELECT pg_catalog.string_agg(b.what, ', ') INTO blockers FROM (
     SELECT pg_catalog.format('%s of %s (pid %s, since %s)',
                              CASE WHEN a.backend_type OPERATOR(pg_catalog.=) 'client backend' THEN 'session'
@@ -193,21 +204,19 @@ BEGIN
                              COALESCE(a.usename::pg_catalog.text, '?'), a.pid,
                              COALESCE(a.xact_start, a.backend_start)) AS what
       FROM pg_catalog.pg_stat_activity AS a
-     WHERE (a.backend_xmin IS NOT NULL
-            AND pg_catalog.age(a.backend_xmin) OPERATOR(pg_catalog.>=) pg_catalog.age(pg_catalog.xid(newest)))
-        OR (a.backend_xid IS NOT NULL
-            AND pg_catalog.age(a.backend_xid) OPERATOR(pg_catalog.>=) pg_catalog.age(pg_catalog.xid(newest)))
+     WHERE (a.backend_xmin IS NOT NULL AND pg_catalog.age(a.backend_xmin) OPERATOR(pg_catalog.>=) margin)
+        OR (a.backend_xid IS NOT NULL AND pg_catalog.age(a.backend_xid) OPERATOR(pg_catalog.>=) margin)
     UNION ALL
     SELECT pg_catalog.format('replication slot %s', s.slot_name)
       FROM pg_catalog.pg_replication_slots AS s
-     WHERE s.xmin IS NOT NULL AND pg_catalog.age(s.xmin) OPERATOR(pg_catalog.>=) pg_catalog.age(pg_catalog.xid(newest))
+     WHERE s.xmin IS NOT NULL AND pg_catalog.age(s.xmin) OPERATOR(pg_catalog.>=) margin
     UNION ALL
     SELECT pg_catalog.format('prepared transaction %s', p.gid)
       FROM pg_catalog.pg_prepared_xacts AS p
-     WHERE pg_catalog.age(p.transaction) OPERATOR(pg_catalog.>=) pg_catalog.age(pg_catalog.xid(newest))
+     WHERE pg_catalog.age(p.transaction) OPERATOR(pg_catalog.>=) margin
     UNION ALL
     SELECT pg_catalog.format('vacuum_defer_cleanup_age (%s)', defer)
-     WHERE pg_catalog.age(pg_catalog.xid(newest)) OPERATOR(pg_catalog.<=) defer
+     WHERE margin OPERATOR(pg_catalog.<=) 0
   ) AS b;
   IF blockers IS NOT NULL THEN
     RAISE EXCEPTION 'webhook_dedup.purge_redactions: the erased rows are still visible to snapshots older than the redaction: %', blockers
@@ -215,14 +224,22 @@ BEGIN
             HINT = 'Wait for those transactions to end (or end them), then call purge_redactions again in a new transaction.';
   END IF;
 
-  -- archive partitions first, the hot tables last: each rewritten table
-  -- stays locked (ACCESS EXCLUSIVE) from its rewrite to the end of the call
+  -- In the order intake locks them (keys, payloads, the archive), so that
+  -- a claim that holds one and waits for the next never waits for this
+  -- call while it waits for that claim (a deadlock); each rewritten table
+  -- stays locked (ACCESS EXCLUSIVE) from its rewrite to the end of the
+  -- call. The archive's default partition goes with any day's: the rows a
+  -- pass moved out of it into their day's partition left their old
+  -- versions there.
   FOR rel IN
     SELECT x.rel FROM (
       SELECT DISTINCT pg_catalog.to_regclass(n.name) AS rel,
-             CASE WHEN n.name OPERATOR(pg_catalog.=) 'webhook_dedup.payloads' THEN 1
-                  WHEN n.name OPERATOR(pg_catalog.=) 'webhook_dedup.keys' THEN 2 ELSE 0 END AS o
-        FROM webhook_dedup.redactions AS r, pg_catalog.unnest(r.relations) AS n(name)
+             CASE WHEN n.name OPERATOR(pg_catalog.=) 'webhook_dedup.keys' THEN 0
+                  WHEN n.name OPERATOR(pg_catalog.=) 'webhook_dedup.payloads' THEN 1 ELSE 2 END AS o
+        FROM webhook_dedup.redactions AS r,
+             pg_catalog.unnest(r.relations OPERATOR(pg_catalog.||)
+                               CASE WHEN pg_catalog.array_to_string(r.relations, ' ') OPERATOR(pg_catalog.~) 'webhook_dedup\.archive_'
+                                    THEN ARRAY['webhook_dedup.archive_default'] END) AS n(name)
        WHERE (r.purged_at IS NULL AND n.name OPERATOR(pg_catalog.<>) 'webhook_dedup.keys')
           OR (include_keys AND NOT r.keys_purged AND n.name OPERATOR(pg_catalog.=) 'webhook_dedup.keys')
     ) AS x
@@ -402,3 +419,145 @@ COMMENT ON FUNCTION webhook_dedup.http_answer(text, text, jsonb, interval, text)
 
 COMMENT ON FUNCTION webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval, timestamptz, text, text, text, text, text, text, interval) IS
   'webhook_dedup.webhook_receive(scheme, payload, headers, secrets => NULL, source => NULL, environment => NULL, account => NULL, operation => NULL, mode => ''claim'', lease => NULL, body_key_fallback => false, tolerance => NULL, at => now(), url => NULL, signature_header => NULL, signature_prefix => NULL, algorithm => NULL, encoding => NULL, method => NULL, wait => NULL) -> one row (verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step, response, secret_index, http_status, http_headers). Answer the provider with http_status, http_headers and response, for every outcome (webhook_dedup.http_answer: 200 for duplicates, conflicts and parked keys, 503 with Retry-After for in_progress and retry_later, 401 for a bad signature, 400 for what no retry can fix; for claimed and reclaimed, http_status and http_headers once the work committed, with your own result as the body). (1) Verifies with secrets, or with secrets NULL with the source''s keys in webhook_dedup.source_secrets valid at at (secret_index: the position of the secret that verified, or the key''s id), and writes nothing for a delivery that fails (verified false, reject_reason as webhook_verify_detail); stored keys verify only the scheme add_secret accepted them for. A scheme whose signature covers nothing of the body (mailgun) binds its signed token to the bytes it first arrived with (webhook_dedup.signature_tokens): the token on other bytes is refused (verified false, reject_reason token_reused), nothing else written. (2) Answers a provider handshake: outcome handshake, response = the JSON body to answer, nothing stored (slack url_verification, zoom endpoint.url_validation and the discord PING once verified; the unsigned twitter CRC, payload empty and the request URL in url, before verification with verified false); an answer that could sign a forged delivery is refused (reject_reason refused_handshake). (3) Reads the event id, type and time by the scheme''s profile (webhook_dedup.providers) with the source''s settings in its place (webhook_dedup.sources; source defaults to the scheme); an event type the source does not accept (accept_event_types) is outcome ignored, nothing stored. (4) A delivery without an event id gets reject_reason missing_event_id unless body_key_fallback; one whose event id, type or time header was sent more than once gets reject_reason repeated_header (400, nothing written: which value is the provider''s cannot be told; docs/signatures.md, "Repeated headers") (zoom and twitter, which send no id, are keyed on the body). url: Twilio, Square and HubSpot sign it, X''s CRC carries its token; ignored for a signed twitter delivery; method: HubSpot signs it. (5) With the source''s replay guard on (by default for github, shopify, linear and twilio, and for a source whose event_id_from is a header its scheme does not sign), a signed body (twilio: its canonical signed text) already received under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered; idem_key names it) and nothing is processed (webhook_dedup.replay_guards). (6) Claims (mode claim: outcome as webhook_claim) or stores for webhook_next (mode enqueue: accepted, duplicate, conflict; in_progress as below), with the fingerprint of the source''s rule (fingerprint_pointers, else the profile''s: the raw body; for stripe the RFC 8785 canonical JSON of /type and /data, so that a retry Stripe re-rendered is no conflict; for twilio the signed URL and form parameters sorted by name). (7) In mode claim, before it writes anything, a delivery whose key another worker holds with a live lease (a claim would answer in_progress) waits for that holder, at most wait (NULL: the provider''s default_wait in webhook_dedup.providers; 0 turns it off): holding no lock, woken when the holder''s transaction commits a change of the key (else every 500 ms at most, 100 ms without the library preloaded, and at the lease''s expiry), it then claims as usual, so a holder that completed in time makes the answer a duplicate''s 200 with the stored result, an expired lease a reclaim; a cancel or statement_timeout ends it at once. (8) The whole call is bounded by wait, in both modes: every lock wait after verification (a holder whose open transaction changed the key, a first claim not yet committed) ends by then, what the call wrote is rolled back, and it answers in_progress (503, Retry-After: the holder''s remaining lease, else the source''s lease); a session''s own lock_timeout that ends sooner raises 55P03 as before. Errors as webhook_verify and webhook_claim; 22023 another mode, a wait outside 0 to 60 seconds, a webhook_dedup.sources row whose intake settings do not check, or a stored key that cannot be a key of the scheme (named by id, never echoed); 55000 secrets NULL and no key of the source for the scheme valid at at; 25006 on a standby or in a read-only transaction, once it would write.';
+
+-- On a distributed install the readers read webhook_dedup.redrives too:
+-- redrive_runs now joins it with the sources (reference table), and Citus
+-- checks what such a query reads with the reader's own rights
+-- (citusdata/citus#1683, #6161; src/sql/distribute.sql).
+CREATE OR REPLACE FUNCTION webhook_dedup.distribute(shard_count integer DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $distribute$
+DECLARE
+  t record;
+  f record;
+  node record;
+  done integer := 0;
+BEGIN
+  IF pg_catalog.to_regproc('pg_catalog.create_distributed_table') IS NULL THEN
+    RAISE EXCEPTION 'webhook_dedup.distribute() needs Citus: the extension citus is not installed in this database'
+      USING ERRCODE = '55000',
+            HINT = 'Install Citus from its packages, add citus first to shared_preload_libraries, CREATE EXTENSION citus and add the workers (docs/distributed.md).';
+  END IF;
+  IF NOT pg_catalog.citus_is_coordinator() THEN
+    RAISE EXCEPTION 'webhook_dedup.distribute() runs on the coordinator' USING ERRCODE = '55000';
+  END IF;
+  -- Every node preloads the library: its guard keeps a NULL source from
+  -- Citus's function delegation, which would crash the server on it
+  -- (src/citus_guard.rs), and its worker does that node's maintenance.
+  FOR node IN SELECT r.nodeid, r.success, r.result
+                FROM pg_catalog.run_command_on_all_nodes('SHOW shared_preload_libraries') AS r LOOP
+    IF NOT node.success OR NOT EXISTS (
+         SELECT FROM pg_catalog.unnest(pg_catalog.string_to_array(node.result, ',')) AS e(lib)
+          WHERE pg_catalog.btrim(e.lib, ' "') OPERATOR(pg_catalog.~) '(^|/)webhook_dedup(\.so)?$') THEN
+      RAISE EXCEPTION 'webhook_dedup.distribute() needs webhook_dedup in shared_preload_libraries on every node: Citus node % has %',
+        node.nodeid, node.result
+        USING ERRCODE = '55000',
+              HINT = 'Set shared_preload_libraries = ''citus,webhook_dedup'' on every node, restart it, and try again (docs/distributed.md).';
+    END IF;
+  END LOOP;
+  IF shard_count IS NOT NULL AND (shard_count OPERATOR(pg_catalog.<) 1 OR shard_count OPERATOR(pg_catalog.>) 64000) THEN
+    RAISE EXCEPTION 'shard_count must be between 1 and 64000, not %', shard_count USING ERRCODE = '22023';
+  END IF;
+
+  -- The statement triggers that empty every backend's caches of the
+  -- sources and their keys when they change are kept on the reference
+  -- tables, and Citus puts them on every node's copy as well.
+  PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', 'on', true);
+  IF shard_count IS NOT NULL THEN
+    PERFORM pg_catalog.set_config('citus.shard_count', shard_count::text, true);
+  END IF;
+
+  FOR t IN SELECT x.rel::pg_catalog.regclass AS rel FROM (VALUES
+      ('webhook_dedup.sources'), ('webhook_dedup.source_secrets')) AS x(rel)
+  LOOP
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid OPERATOR(pg_catalog.=) t.rel) THEN
+      PERFORM pg_catalog.create_reference_table(t.rel);
+      -- the rows were copied to every node; the coordinator's own copy
+      -- under the table is no longer read, and would only take space
+      PERFORM pg_catalog.truncate_local_data_after_distributing_table(t.rel);
+      done := done OPERATOR(pg_catalog.+) 1;
+    END IF;
+  END LOOP;
+
+  -- A distributed table's unique constraints must hold its distribution
+  -- column: the conflict log's identity becomes (id, source).
+  IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p
+                  WHERE p.logicalrelid OPERATOR(pg_catalog.=) 'webhook_dedup.conflict_log'::pg_catalog.regclass) THEN
+    ALTER TABLE webhook_dedup.conflict_log DROP CONSTRAINT conflict_log_pkey;
+    ALTER TABLE webhook_dedup.conflict_log ADD CONSTRAINT conflict_log_pkey PRIMARY KEY (id, source);
+  END IF;
+
+  -- One co-location group (every source column is text COLLATE "C"):
+  -- a source's rows of every table are in shards on one node, so a
+  -- statement that names the source, whichever tables it reads, runs there.
+  FOR t IN SELECT x.rel::pg_catalog.regclass AS rel, x.ord, x.colocate_with FROM (VALUES
+      ('webhook_dedup.keys', 1, 'none'), ('webhook_dedup.payloads', 2, 'webhook_dedup.keys'),
+      ('webhook_dedup.replay_guards', 3, 'webhook_dedup.keys'), ('webhook_dedup.conflict_log', 4, 'webhook_dedup.keys'),
+      ('webhook_dedup.watermarks', 5, 'webhook_dedup.keys'),
+      ('webhook_dedup.claim_counts', 6, 'webhook_dedup.keys'),
+      ('webhook_dedup.signature_tokens', 7, 'webhook_dedup.keys')) AS x(rel, ord, colocate_with)
+    ORDER BY x.ord
+  LOOP
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p WHERE p.logicalrelid OPERATOR(pg_catalog.=) t.rel) THEN
+      PERFORM pg_catalog.create_distributed_table(t.rel, 'source', colocate_with => t.colocate_with);
+      PERFORM pg_catalog.truncate_local_data_after_distributing_table(t.rel);
+      done := done OPERATOR(pg_catalog.+) 1;
+    END IF;
+  END LOOP;
+
+  -- Readers: the views run with their owner's rights on one server, but
+  -- Citus checks the shards it reads on the workers with the reader's own
+  -- (citusdata/citus#1683, #6161). So the roles the views are granted to
+  -- may read what the views show: the key columns they read (never
+  -- claim_token or fingerprint; payloads, headers and secrets stay out of
+  -- reach), the conflicts, the counts, the per-source settings and the
+  -- bulk redrives (redrive_runs joins them with the sources, issue 41).
+  GRANT SELECT (source, idem_key, state, event_type, attempt, leased_at, lease_expires_at, next_attempt_at, due_at,
+                last_step, last_error, deliveries, conflicts, result, first_seen_at, last_seen_at, completed_at,
+                redacted_at, redacted_by, redriven_at, redrive_run, reconciled_at)
+    ON webhook_dedup.keys TO webhook_dedup_reader, pg_monitor;
+  GRANT SELECT ON webhook_dedup.conflict_log, webhook_dedup.claim_counts, webhook_dedup.sources,
+                  webhook_dedup.redrives
+    TO webhook_dedup_reader, pg_monitor;
+
+  -- Every function of one source's state runs on the node that holds the
+  -- source's shard, in one round trip, when it is called outside a
+  -- transaction block (Citus delegates such calls; inside one, the call
+  -- runs on the coordinator and its statements go to that shard).
+  FOR f IN SELECT x.signature::pg_catalog.regprocedure AS fn, x.colocate_with FROM (VALUES
+      ('webhook_dedup.webhook_claim(text, text, bytea, interval, text)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_claim_many(text, text[], interval, text)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_complete(text, text, uuid, jsonb)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_fail(text, text, uuid, text, boolean, interval)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_mark_unknown(text, text, uuid, text)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_checkpoint(text, text, uuid, text)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_extend_lease(text, text, uuid, interval)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_enqueue(text, text, bytea, text, jsonb)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_receive(text, bytea, jsonb, text[], text, text, text, text, text, interval, boolean, interval,'
+       ' timestamptz, text, text, text, text, text, text, interval)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_resolve(text, text, text, jsonb)', 'webhook_dedup.keys'),
+      ('webhook_dedup.webhook_forget(text, text)', 'webhook_dedup.keys')) AS x(signature, colocate_with)
+  LOOP
+    PERFORM pg_catalog.create_distributed_function(f.fn, 'source', colocate_with => f.colocate_with);
+  END LOOP;
+  RETURN pg_catalog.format('webhook_dedup is distributed by source (%s tables converted now)', done);
+END
+$distribute$;
+DO $$
+DECLARE
+  distributed boolean := false;
+BEGIN
+  -- (Citus's catalog is named only when it exists: dynamic SQL)
+  IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+    EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition AS p'
+            ' WHERE p.logicalrelid OPERATOR(pg_catalog.=) ''webhook_dedup.keys''::pg_catalog.regclass)'
+      INTO distributed;
+  END IF;
+  IF distributed THEN
+    GRANT SELECT ON webhook_dedup.redrives TO webhook_dedup_reader, pg_monitor;
+  END IF;
+END
+$$;

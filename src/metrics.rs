@@ -150,6 +150,55 @@ pub fn count(source: &str, event_type: Option<&str>, counter: Counter, delivery:
     if !shared() {
         return;
     }
+    let deferred = DEFERRED.with_borrow_mut(|d| {
+        d.as_mut().map(|list| {
+            list.push(Held { source: source.into(), event_type: event_type.map(Into::into), counter, delivery })
+        })
+    });
+    if deferred.is_none() {
+        record(source, event_type, counter, delivery);
+    }
+}
+
+/// A count [`deferring`] holds back: the arguments of [`count`].
+struct Held {
+    source: String,
+    event_type: Option<String>,
+    counter: Counter,
+    delivery: bool,
+}
+
+thread_local! {
+    /// The counts [`deferring`] holds back (`None`: none is running).
+    static DEFERRED: std::cell::RefCell<Option<Vec<Held>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `body` with the counts it makes held back, then record them only
+/// when it returns `Some` (issue 41: a subtransaction that is rolled back,
+/// `webhook_receive`'s bound, undoes its claim, which must then not stay
+/// counted: the delivery is counted as what it was answered). Dropped when
+/// `body` returns `None` or raises.
+pub fn deferring<R>(body: impl FnOnce() -> Option<R>) -> Option<R> {
+    struct Restore(Option<Vec<Held>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let outer = self.0.take();
+            DEFERRED.with_borrow_mut(|d| *d = outer);
+        }
+    }
+    let restore = Restore(DEFERRED.with_borrow_mut(|d| d.replace(Vec::new())));
+    let result = body();
+    let held = DEFERRED.with_borrow_mut(|d| d.take()).unwrap_or_default();
+    drop(restore);
+    if result.is_some() {
+        for h in held {
+            count(&h.source, h.event_type.as_deref(), h.counter, h.delivery);
+        }
+    }
+    result
+}
+
+fn record(source: &str, event_type: Option<&str>, counter: Counter, delivery: bool) {
     let counts = event_counts(counter, delivery);
     let event = event(database(), crate::time::clock_now(), source, event_type.unwrap_or(""));
     let mut known = Known::Unchecked;

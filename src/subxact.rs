@@ -55,16 +55,25 @@ pub fn attempt<R>(body: impl FnOnce() -> R + UnwindSafe) -> Result<R, Failure> {
 }
 
 /// Run `body` in an internal subtransaction, as [`attempt`], but give up
-/// only on an ERROR whose SQLSTATE is `code`: the subtransaction is rolled
-/// back and `None` returned. Any other ERROR (or panic) is re-raised
-/// unchanged (its SQLSTATE, message, detail and hint) once the
-/// subtransaction is rolled back, so the caller's transaction aborts with
-/// it as it would have without the subtransaction.
-pub fn attempt_unless<R>(code: pgrx::PgSqlErrorCode, body: impl FnOnce() -> R + UnwindSafe) -> Option<R> {
+/// only on an ERROR whose SQLSTATE is `code` and that `ours` (asked in the
+/// catch, after the subtransaction is rolled back) claims: then `None`.
+/// Any other ERROR (or panic) is re-raised unchanged (its SQLSTATE,
+/// message, detail and hint) once the subtransaction is rolled back, so the
+/// caller's transaction aborts with it as it would have without the
+/// subtransaction. While `body` runs, [`in_transaction_block`] answers for
+/// the transaction around it, not for the subtransaction.
+pub fn attempt_unless<R>(
+    code: pgrx::PgSqlErrorCode,
+    ours: impl Fn() -> bool,
+    body: impl FnOnce() -> R + UnwindSafe,
+) -> Option<R> {
+    let outer = OuterBlock::enter();
+    // (asked after the rollback, once: nothing of it is observed mid-unwind)
+    let ours = std::panic::AssertUnwindSafe(ours);
     // SAFETY: as `attempt`; a re-raised error unwinds from the catch
     // handler once the subtransaction, memory context and resource owner
     // are back as they were before it began.
-    unsafe {
+    let result = unsafe {
         let context = pg_sys::CurrentMemoryContext;
         let owner = pg_sys::CurrentResourceOwner;
         pg_sys::BeginInternalSubTransaction(std::ptr::null());
@@ -81,20 +90,62 @@ pub fn attempt_unless<R>(code: pgrx::PgSqlErrorCode, body: impl FnOnce() -> R + 
             pg_sys::RollbackAndReleaseCurrentSubTransaction();
             pg_sys::MemoryContextSwitchTo(context);
             pg_sys::CurrentResourceOwner = owner;
-            let ours = match &caught {
+            let coded = match &caught {
                 CaughtError::PostgresError(report) | CaughtError::ErrorReport(report) => {
                     report.sql_error_code() == code
                 }
                 CaughtError::RustPanic { .. } => false,
             };
-            if ours {
+            if coded && ask(&ours) {
                 None
             } else {
                 caught.rethrow()
             }
         })
         .execute()
+    };
+    drop(outer);
+    result
+}
+
+/// Call the `ours` of [`attempt_unless`] (a function of its own, so that
+/// the catch handler captures the whole wrapper, not its field).
+fn ask(ours: &std::panic::AssertUnwindSafe<impl Fn() -> bool>) -> bool {
+    (ours.0)()
+}
+
+thread_local! {
+    /// Whether the transaction around the [`attempt_unless`] running now
+    /// was in a transaction block (`None`: none is running).
+    static OUTER_BLOCK: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+/// Records the block state for [`attempt_unless`]; restored when dropped
+/// (on every way out, an unwinding error included).
+struct OuterBlock(Option<bool>);
+
+impl OuterBlock {
+    fn enter() -> OuterBlock {
+        let previous = OUTER_BLOCK.get();
+        OUTER_BLOCK.set(Some(in_transaction_block()));
+        OuterBlock(previous)
     }
+}
+
+impl Drop for OuterBlock {
+    fn drop(&mut self) {
+        OUTER_BLOCK.set(self.0);
+    }
+}
+
+/// Whether the call runs in a transaction block (`BEGIN` ... `COMMIT`),
+/// as `IsTransactionBlock` says, except inside [`attempt_unless`], whose
+/// own subtransaction `IsTransactionBlock` would count as one: there, what
+/// it said for the transaction around it (the local-shard fast path of a
+/// Citus call decides on it, `crate::store::local_shard`).
+pub fn in_transaction_block() -> bool {
+    // SAFETY: backend state.
+    OUTER_BLOCK.get().unwrap_or_else(|| unsafe { pg_sys::IsTransactionBlock() })
 }
 
 /// Run `body` with `settings` (name, value) in force, restoring the

@@ -24,6 +24,7 @@ use crate::time::{clock_now, micros, timestamptz};
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
+use std::cell::Cell;
 
 /// `reject_reason` of a delivery whose signature verified but whose signed
 /// token was first seen with other content (a signature block copied onto
@@ -316,11 +317,27 @@ fn webhook_receive(
             let signed = Signed { at: signed_at, window_until: signed_at.saturating_add(tolerance_us) };
             let token_hash = Fingerprint::raw(token.as_bytes());
             let body_hash = Fingerprint::raw(body);
-            if signature_tokens::bind(conn, source, token_hash.as_bytes(), body_hash.as_bytes(), signed, clock_now())
-                == Binding::Other
-            {
-                metrics::count(source, None, Counter::RejectedTokenReused, false);
-                return Answer { reject_reason: Some(TOKEN_REUSED.into()), secret_index, ..Answer::default() };
+            // the bind waits for another copy binding the same token in a
+            // transaction still open: bounded as the rest of the call
+            let bound = within(lock_deadline, |_| {
+                signature_tokens::bind(conn, source, token_hash.as_bytes(), body_hash.as_bytes(), signed, clock_now())
+            });
+            match bound {
+                Some(Binding::Other) => {
+                    metrics::count(source, None, Counter::RejectedTokenReused, false);
+                    return Answer { reject_reason: Some(TOKEN_REUSED.into()), secret_index, ..Answer::default() };
+                }
+                Some(_) => {}
+                None => {
+                    metrics::count(source, None, Counter::for_outcome(Outcome::InProgress), true);
+                    return Answer {
+                        verified: true,
+                        secret_index,
+                        outcome: Some(Outcome::InProgress.as_str().into()),
+                        retry_at: Some(clock_now().saturating_add(settings.default_lease_us())),
+                        ..Answer::default()
+                    };
+                }
             }
         }
 
@@ -423,6 +440,7 @@ fn webhook_receive(
                     // while the caller may still wait, a held key is waited for
                     // on the full path (the second wait, below)
                     let waiting = wait_us > 0 && clock_now() < deadline;
+                    bound.refresh();
                     read_answer(conn, idem_key, fingerprint, raw, event_type.as_deref(), waiting, own_body)
                 })
                 .flatten();
@@ -434,10 +452,12 @@ fn webhook_receive(
                     let own_body = || {
                         replay_guards::owner_unlocked(conn, source, signed.as_bytes()).as_deref() == Some(key.as_str())
                     };
+                    bound.refresh();
                     super::queue::read_answer(conn, idem_key, content.fingerprint, content.raw, own_body)
                 })
                 .flatten();
             if rules.replay_guard && read_only.is_none() && enqueued.is_none() {
+                bound.refresh();
                 if let Some(replayed) = replay_guard(conn, idem_key, signed.as_bytes(), content, mode) {
                     metrics::count(source, event_type.as_deref(), Counter::Replayed, false);
                     return Answer {
@@ -457,6 +477,7 @@ fn webhook_receive(
                         let waiting = wait_us > 0 && clock_now() < deadline;
                         let (fingerprint, raw, event_type) =
                             (Some(content.fingerprint), content.raw, event_type.as_deref());
+                        bound.refresh();
                         match claim_unless_held(conn, idem_key, fingerprint, raw, lease_us, event_type, waiting) {
                             Some(claimed) => break claimed,
                             None => {
@@ -474,6 +495,7 @@ fn webhook_receive(
                             payload: body,
                             headers: given_headers,
                         };
+                        bound.refresh();
                         super::archive::keep(conn, &archived);
                     }
                     Answer {
@@ -490,6 +512,7 @@ fn webhook_receive(
                 Mode::Enqueue => {
                     let event_id = (!body_hash).then_some(event_id.as_str());
                     let outcome = enqueued.unwrap_or_else(|| {
+                        bound.refresh();
                         enqueue_one(
                             conn,
                             idem_key,
@@ -511,7 +534,10 @@ fn webhook_receive(
             // (the row as the latest snapshot shows it), else in a lease of
             // the source's (an uncommitted first claim's).
             metrics::count(source, event_type.as_deref(), Counter::for_outcome(Outcome::InProgress), true);
-            let held_until = store::look_now(conn, idem_key)
+            // (the look opens the keys table: it must not wait either, for
+            // a rewrite of the table that holds it, purge_redactions)
+            let held_until = within(clock_now(), |_| store::look_now(conn, idem_key))
+                .flatten()
                 .and_then(|looked| looked.stored.lease_expires_at)
                 .filter(|until| *until > clock_now())
                 .unwrap_or_else(|| clock_now().saturating_add(settings.default_lease_us()));
@@ -538,35 +564,40 @@ fn transaction_wrote() -> bool {
 /// 2000): in a subtransaction with `lock_timeout` at the time left, at
 /// least 1 ms, which `stored` sets again with the [`Bound`] it is given
 /// before each step that may wait (the time left shrinks as it sleeps for
-/// a holder). When a wait runs out (55P03) the subtransaction is rolled
-/// back, undoing everything `stored` wrote, and the answer is `None`.
-/// Where the session's own `lock_timeout` is the shorter, it bounds the
-/// call as before (its error is the caller's): no subtransaction is begun.
+/// a holder or waits for a lock). When a wait runs out (55P03) the
+/// subtransaction is rolled back, undoing everything `stored` wrote and
+/// the counts it made (`crate::metrics::deferring`), and the answer is
+/// `None`. A session whose own `lock_timeout` is shorter than the time
+/// left keeps it: its 55P03 is raised as before (the caller chose it).
 fn within<R>(deadline: i64, stored: impl FnOnce(&Bound) -> R) -> Option<R> {
-    let bound = Bound { deadline, set_ms: std::cell::Cell::new(0) };
     // SAFETY: reads a GUC variable of this backend (milliseconds, 0: none).
     let session_ms = unsafe { pg_sys::LockTimeout };
-    let left_ms = bound.left_ms();
-    if session_ms > 0 && session_ms <= left_ms {
-        return Some(stored(&Bound { deadline: i64::MAX, set_ms: std::cell::Cell::new(0) }));
-    }
-    bound.set_ms.set(left_ms);
-    let timeout = format!("{left_ms}ms");
-    crate::subxact::attempt_unless(
-        PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
-        std::panic::AssertUnwindSafe(|| {
-            crate::subxact::with_settings(&[("lock_timeout", &timeout)], || stored(&bound))
-        }),
-    )
+    let bound = Bound { deadline, session_ms, set_ms: Cell::new(i32::MAX), session_in_force: Cell::new(false) };
+    let (first, session) = bound.effective_ms();
+    bound.set_ms.set(first);
+    bound.session_in_force.set(session);
+    let timeout = format!("{first}ms");
+    crate::metrics::deferring(|| {
+        crate::subxact::attempt_unless(
+            PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+            || !bound.session_in_force.get(),
+            std::panic::AssertUnwindSafe(|| {
+                crate::subxact::with_settings(&[("lock_timeout", &timeout)], || stored(&bound))
+            }),
+        )
+    })
 }
 
 /// The deadline of [`within`]'s lock waits.
 struct Bound {
-    /// Microseconds since 2000; `i64::MAX`: the session's own
-    /// `lock_timeout` bounds the call, nothing is set.
+    /// Microseconds since 2000.
     deadline: i64,
+    /// The session's own `lock_timeout` (milliseconds, 0: none).
+    session_ms: i32,
     /// The `lock_timeout` set last, in milliseconds.
-    set_ms: std::cell::Cell<i32>,
+    set_ms: Cell<i32>,
+    /// Whether that is the session's own (shorter than the time left).
+    session_in_force: Cell<bool>,
 }
 
 /// How far the time left may fall below the `lock_timeout` in force
@@ -576,23 +607,28 @@ struct Bound {
 const REFRESH_SLACK_MS: i32 = 10;
 
 impl Bound {
-    /// Milliseconds left, rounded up, at least 1 (`lock_timeout` 0 would be
-    /// none).
-    fn left_ms(&self) -> i32 {
+    /// The `lock_timeout` to be in force now, in milliseconds: the time
+    /// left, rounded up and at least 1 (0 would be none), or the session's
+    /// own where that is shorter (then `true`).
+    fn effective_ms(&self) -> (i32, bool) {
         let left = self.deadline.saturating_sub(clock_now()).max(0).saturating_add(999) / 1000;
-        left.clamp(1, i64::from(i32::MAX)) as i32
+        let left = left.clamp(1, i64::from(i32::MAX)) as i32;
+        if self.session_ms > 0 && self.session_ms <= left {
+            (self.session_ms, true)
+        } else {
+            (left, false)
+        }
     }
 
-    /// `lock_timeout` at the time left now, unless the one in force ends
-    /// at most [`REFRESH_SLACK_MS`] later.
+    /// `lock_timeout` at what [`Bound::effective_ms`] says now, unless the
+    /// one in force ends at most [`REFRESH_SLACK_MS`] later. Called before
+    /// each step that may wait for a lock.
     fn refresh(&self) {
-        if self.deadline == i64::MAX {
-            return;
-        }
-        let left = self.left_ms();
-        if self.set_ms.get() - left > REFRESH_SLACK_MS {
-            crate::subxact::set_for_level("lock_timeout", &format!("{left}ms"));
-            self.set_ms.set(left);
+        let (ms, session) = self.effective_ms();
+        if self.set_ms.get() - ms > REFRESH_SLACK_MS {
+            crate::subxact::set_for_level("lock_timeout", &format!("{ms}ms"));
+            self.set_ms.set(ms);
+            self.session_in_force.set(session);
         }
     }
 }

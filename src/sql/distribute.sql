@@ -97,12 +97,14 @@ BEGIN
   -- (citusdata/citus#1683, #6161). So the roles the views are granted to
   -- may read what the views show: the key columns they read (never
   -- claim_token or fingerprint; payloads, headers and secrets stay out of
-  -- reach), the conflicts, the counts and the per-source settings.
+  -- reach), the conflicts, the counts, the per-source settings and the
+  -- bulk redrives (redrive_runs joins them with the sources, issue 41).
   GRANT SELECT (source, idem_key, state, event_type, attempt, leased_at, lease_expires_at, next_attempt_at, due_at,
                 last_step, last_error, deliveries, conflicts, result, first_seen_at, last_seen_at, completed_at,
                 redacted_at, redacted_by, redriven_at, redrive_run, reconciled_at)
     ON webhook_dedup.keys TO webhook_dedup_reader, pg_monitor;
-  GRANT SELECT ON webhook_dedup.conflict_log, webhook_dedup.claim_counts, webhook_dedup.sources
+  GRANT SELECT ON webhook_dedup.conflict_log, webhook_dedup.claim_counts, webhook_dedup.sources,
+                  webhook_dedup.redrives
     TO webhook_dedup_reader, pg_monitor;
 
   -- Every function of one source's state runs on the node that holds the

@@ -514,6 +514,7 @@ DECLARE
   idx pg_catalog.regclass;
   before bigint;
   distributed boolean := false;
+  margin integer;
 BEGIN
   IF include_keys IS NULL THEN
     RAISE EXCEPTION 'webhook_dedup.purge_redactions: include_keys must not be NULL'
@@ -550,7 +551,12 @@ BEGIN
   -- session (this one included: its statement's snapshot), a standby
   -- through hot_standby_feedback (its walsender's xmin), a replication
   -- slot, a prepared transaction; vacuum_defer_cleanup_age (until
-  -- PostgreSQL 15) holds the horizon that many transactions further back.
+  -- PostgreSQL 15) holds the horizon that many transactions further back,
+  -- so a horizon less than that many transactions past the redaction
+  -- blocks too. pg_stat_activity is read afresh (its snapshot is kept for
+  -- the transaction otherwise).
+  PERFORM pg_catalog.pg_stat_clear_snapshot();
+  margin := pg_catalog.age(pg_catalog.xid(newest)) OPERATOR(pg_catalog.-) defer;
   SELECT pg_catalog.string_agg(b.what, ', ') INTO blockers FROM (
     SELECT pg_catalog.format('%s of %s (pid %s, since %s)',
                              CASE WHEN a.backend_type OPERATOR(pg_catalog.=) 'client backend' THEN 'session'
@@ -558,21 +564,19 @@ BEGIN
                              COALESCE(a.usename::pg_catalog.text, '?'), a.pid,
                              COALESCE(a.xact_start, a.backend_start)) AS what
       FROM pg_catalog.pg_stat_activity AS a
-     WHERE (a.backend_xmin IS NOT NULL
-            AND pg_catalog.age(a.backend_xmin) OPERATOR(pg_catalog.>=) pg_catalog.age(pg_catalog.xid(newest)))
-        OR (a.backend_xid IS NOT NULL
-            AND pg_catalog.age(a.backend_xid) OPERATOR(pg_catalog.>=) pg_catalog.age(pg_catalog.xid(newest)))
+     WHERE (a.backend_xmin IS NOT NULL AND pg_catalog.age(a.backend_xmin) OPERATOR(pg_catalog.>=) margin)
+        OR (a.backend_xid IS NOT NULL AND pg_catalog.age(a.backend_xid) OPERATOR(pg_catalog.>=) margin)
     UNION ALL
     SELECT pg_catalog.format('replication slot %s', s.slot_name)
       FROM pg_catalog.pg_replication_slots AS s
-     WHERE s.xmin IS NOT NULL AND pg_catalog.age(s.xmin) OPERATOR(pg_catalog.>=) pg_catalog.age(pg_catalog.xid(newest))
+     WHERE s.xmin IS NOT NULL AND pg_catalog.age(s.xmin) OPERATOR(pg_catalog.>=) margin
     UNION ALL
     SELECT pg_catalog.format('prepared transaction %s', p.gid)
       FROM pg_catalog.pg_prepared_xacts AS p
-     WHERE pg_catalog.age(p.transaction) OPERATOR(pg_catalog.>=) pg_catalog.age(pg_catalog.xid(newest))
+     WHERE pg_catalog.age(p.transaction) OPERATOR(pg_catalog.>=) margin
     UNION ALL
     SELECT pg_catalog.format('vacuum_defer_cleanup_age (%s)', defer)
-     WHERE pg_catalog.age(pg_catalog.xid(newest)) OPERATOR(pg_catalog.<=) defer
+     WHERE margin OPERATOR(pg_catalog.<=) 0
   ) AS b;
   IF blockers IS NOT NULL THEN
     RAISE EXCEPTION 'webhook_dedup.purge_redactions: the erased rows are still visible to snapshots older than the redaction: %', blockers
@@ -580,14 +584,22 @@ BEGIN
             HINT = 'Wait for those transactions to end (or end them), then call purge_redactions again in a new transaction.';
   END IF;
 
-  -- archive partitions first, the hot tables last: each rewritten table
-  -- stays locked (ACCESS EXCLUSIVE) from its rewrite to the end of the call
+  -- In the order intake locks them (keys, payloads, the archive), so that
+  -- a claim that holds one and waits for the next never waits for this
+  -- call while it waits for that claim (a deadlock); each rewritten table
+  -- stays locked (ACCESS EXCLUSIVE) from its rewrite to the end of the
+  -- call. The archive's default partition goes with any day's: the rows a
+  -- pass moved out of it into their day's partition left their old
+  -- versions there.
   FOR rel IN
     SELECT x.rel FROM (
       SELECT DISTINCT pg_catalog.to_regclass(n.name) AS rel,
-             CASE WHEN n.name OPERATOR(pg_catalog.=) 'webhook_dedup.payloads' THEN 1
-                  WHEN n.name OPERATOR(pg_catalog.=) 'webhook_dedup.keys' THEN 2 ELSE 0 END AS o
-        FROM webhook_dedup.redactions AS r, pg_catalog.unnest(r.relations) AS n(name)
+             CASE WHEN n.name OPERATOR(pg_catalog.=) 'webhook_dedup.keys' THEN 0
+                  WHEN n.name OPERATOR(pg_catalog.=) 'webhook_dedup.payloads' THEN 1 ELSE 2 END AS o
+        FROM webhook_dedup.redactions AS r,
+             pg_catalog.unnest(r.relations OPERATOR(pg_catalog.||)
+                               CASE WHEN pg_catalog.array_to_string(r.relations, ' ') OPERATOR(pg_catalog.~) 'webhook_dedup\.archive_'
+                                    THEN ARRAY['webhook_dedup.archive_default'] END) AS n(name)
        WHERE (r.purged_at IS NULL AND n.name OPERATOR(pg_catalog.<>) 'webhook_dedup.keys')
           OR (include_keys AND NOT r.keys_purged AND n.name OPERATOR(pg_catalog.=) 'webhook_dedup.keys')
     ) AS x

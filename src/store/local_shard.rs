@@ -285,8 +285,9 @@ fn may_run_locally(source: &str) -> Option<Citus> {
         trace(source, || "not Citus 13, or its functions were not found".into());
         return None;
     };
-    // SAFETY: backend state.
-    if unsafe { pg_sys::IsTransactionBlock() } {
+    // (webhook_receive's bound runs the call in a subtransaction of its
+    // own, which is no transaction block of the caller's)
+    if crate::subxact::in_transaction_block() {
         trace(source, || "in a transaction block".into());
         return None;
     }

@@ -386,16 +386,55 @@ def test_an_enqueue_waiting_on_a_worker_is_bounded_too(connect):
 
 
 def test_a_shorter_lock_timeout_of_the_session_is_the_callers(connect):
-    """A session whose own lock_timeout ends before the wait keeps it: its
-    55P03 is raised as before (the caller chose it), not turned into an
-    answer."""
+    """A session whose own lock_timeout ends before the time left keeps it:
+    a lock wait that runs out then raises its 55P03 as before (the caller
+    chose it), not turned into an answer. Here the copy's look waits for a
+    first claim still inside its open transaction, with 5 s left."""
     event = new_id()
-    with connect() as holder_conn, connect() as step, connect() as timed:
-        first = receive(holder_conn, event, wait="0", lease="60 seconds")
-        step.execute("BEGIN")
-        step.execute("SELECT webhook_dedup.webhook_checkpoint(%s, %s, %s, 'x')",
-                     (SOURCE, first["idem_key"], first["claim_token"]))
+    with connect() as holder, connect() as timed:
+        holder.execute("BEGIN")
+        assert receive(holder, event, wait="0", lease="60 seconds")["outcome"] == "claimed"
         timed.execute("SET lock_timeout = '200ms'")
+        started = time.monotonic()
         with pytest.raises(psycopg.errors.LockNotAvailable):
             receive(timed, event, wait="5 seconds")
-        step.execute("ROLLBACK")
+        assert time.monotonic() - started < 2
+        holder.execute("ROLLBACK")
+
+
+def test_a_claim_rolled_back_by_the_bound_is_not_counted(connect):
+    """Found by review: the claim counts its outcome before the archive
+    insert that follows it; a lock wait there that runs out rolls the claim
+    back, and it must not stay counted. A day partition of the archive
+    locked by another session (as purge_redactions' CLUSTER locks it): the
+    claim answers in_progress, no key stays, and the counters say one
+    delivery answered in_progress, no first claim."""
+    source = "github_wait_archived"
+    with connect() as conn, connect() as locker:
+        conn.execute("INSERT INTO webhook_dedup.sources (source, provider, keep_payload) VALUES (%s, 'github', true)"
+                     " ON CONFLICT (source) DO NOTHING", (source,))
+        conn.execute("SELECT * FROM webhook_dedup.run_maintenance()")  # the day partitions
+        today = conn.execute("SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')").fetchone()[0]
+
+        def counts():
+            return conn.execute(
+                "SELECT coalesce(sum(deliveries), 0), coalesce(sum(first_claims), 0),"
+                "       coalesce(sum(duplicates_in_progress), 0)"
+                "  FROM webhook_dedup.duplicate_metrics WHERE source = %s", (source,)).fetchone()
+
+        before = counts()
+        locker.execute("BEGIN")
+        locker.execute(f"LOCK TABLE webhook_dedup.archive_{today} IN ACCESS EXCLUSIVE MODE")
+        event = new_id()
+        payload, headers = delivery(event)
+        started = time.monotonic()
+        row = conn.cursor(row_factory=dict_row).execute(
+            "SELECT outcome, http_status FROM webhook_dedup.webhook_receive('github', %s, %s, ARRAY[%s],"
+            " source => %s, wait => '1 second')", (payload, Jsonb(headers), SECRET, source)).fetchone()
+        assert (row["outcome"], row["http_status"]) == ("in_progress", 503)
+        assert time.monotonic() - started < 2.5
+        locker.execute("ROLLBACK")
+        assert key_row(conn, event, source) is None
+        after = counts()
+        assert [a - b for a, b in zip(after, before)] == [1, 0, 1]
+        conn.execute("DELETE FROM webhook_dedup.sources WHERE source = %s", (source,))

@@ -150,8 +150,11 @@ CALLS = [
     "SELECT * FROM webhook_dedup.redact('a', idem_key => 'a1')",
     "SELECT * FROM webhook_dedup.redact('a', account => 'acct')",
     "SELECT * FROM webhook_dedup.redact('a', before => pg_catalog.now())",
-    # the redactions made final: every table they erased from rewritten
-    "SELECT * FROM webhook_dedup.purge_redactions(include_keys => true)",
+    # the redactions made final: every table they erased from rewritten (in
+    # the pass without the pin, all in one transaction, the redactions are
+    # this transaction's own: 55000 after the function's first statements)
+    "DO $$ BEGIN PERFORM webhook_dedup.purge_redactions(include_keys => true);"
+    " EXCEPTION WHEN object_not_in_prerequisite_state THEN NULL; END $$",
     "SELECT * FROM webhook_dedup.unseen('a', ARRAY['a1', 'a9'])",
     "SELECT * FROM webhook_dedup.source_node('a')",
     "SELECT webhook_dedup.reconcile('a', 'a9', 'p'::bytea, event_type => 't')",

@@ -168,3 +168,26 @@ def test_a_signature_older_than_what_is_remembered_is_refused(cluster):
         assert row == (True, "claimed")
         assert conn.execute("SELECT count(*) FROM webhook_dedup.keys WHERE idem_key = %s",
                             (f"{SOURCE}:evt-aged",)).fetchone()[0] == 0
+
+
+def test_a_token_bound_in_an_open_transaction_is_waited_for_at_most_the_wait(cluster):
+    """Issue 41, item 4 (found by review): the bind of a signed token waits
+    for another copy binding the same token in a transaction still open.
+    It is bounded by the wait as the rest of the call: the copy answers
+    in_progress (503) by the deadline, and writes nothing."""
+    block = signature_block("tok-open-transaction", int(time.time()))
+    payload = body(block, "evt-open")
+    with cluster.connect() as holder, cluster.connect() as copy:
+        holder.execute("BEGIN")
+        assert receive(holder, payload)[2] == "claimed"
+        started = time.monotonic()
+        row = copy.execute(
+            "SELECT outcome, http_status FROM webhook_dedup.webhook_receive('mailgun', %s, '{}', source => %s,"
+            " wait => '1 second')", (payload, SOURCE)).fetchone()
+        elapsed = time.monotonic() - started
+        assert row == ("in_progress", 503)
+        assert 1.0 <= elapsed < 2.5, elapsed
+        holder.execute("ROLLBACK")
+        assert copy.execute("SELECT count(*) FROM webhook_dedup.signature_tokens WHERE source = %s"
+                            " AND token_sha256 = sha256(%s::bytea)",
+                            (SOURCE, block["token"].encode())).fetchone()[0] == 0
