@@ -25,7 +25,10 @@ if (!fs.existsSync(tsc)) {
     ? [process.execPath, process.env.npm_execpath] : ['npm'];
   console.error('webhook-dedup: installing the pinned TypeScript to build dist/ (npm ci in clients/node)');
   execFileSync(command, [...first, 'ci', '--prefix', root, '--include=dev', '--ignore-scripts',
-    '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: root, stdio: 'inherit' });
+    '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'],
+    // its stdout goes to stderr: `npm pack` prints the tarball's name on
+    // stdout, and a caller reading that name must read nothing else
+    { cwd: root, stdio: ['ignore', 2, 2] });
 }
 fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true });
-execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.json')], { cwd: root, stdio: 'inherit' });
+execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.json')], { cwd: root, stdio: ['ignore', 2, 2] });
