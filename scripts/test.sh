@@ -3,8 +3,9 @@
 #   1. lint: rustfmt and clippy (warnings are errors), the core crate free of
 #      pgrx (scripts/check-core.sh), the fuzz targets built, a type-check
 #      against PostgreSQL 13..18 (scripts/check-versions.sh), the Grafana
-#      dashboard's queries against the exporter's metrics, and the scripts'
-#      own functions with fake tools (pytest: tests/contrib, tests/scripts);
+#      dashboard's queries against the exporter's metrics, the scripts'
+#      own functions with fake tools (pytest: tests/contrib, tests/scripts),
+#      and the Python client package's types (mypy, strict);
 #   2. unit: the pure core (cargo test -p webhook-dedup-core) and the
 #      extension's own unit tests (cargo test, no PostgreSQL);
 #   3. pg_test: the SQL functions in one session (cargo pgrx test);
@@ -87,7 +88,7 @@ chown "$PG_OS_USER" "$WORK"
 cleanup() { cluster_stop; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-log "1/10 lint: cargo fmt --check, cargo clippy -D warnings, the core without pgrx, type-check for PostgreSQL 13..18, the Grafana dashboard, scripts/lib.sh"
+log "1/10 lint: cargo fmt --check, cargo clippy -D warnings, the core without pgrx, type-check for PostgreSQL 13..18, the Grafana dashboard, scripts/lib.sh, mypy --strict on the Python client"
 cargo fmt --all --check
 cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --all-targets -- -D warnings
 cargo clippy --quiet -p webhook-dedup-core --all-targets --all-features -- -D warnings
@@ -106,7 +107,12 @@ cargo clippy --quiet --locked --manifest-path fuzz/Cargo.toml --bins -- -D warni
 # scripts/lib.sh's functions against fake cargo and pg_config (no build)
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/scripts 2>&1 | tee "$WORK/scripts.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the scripts' tests failed"
-summary+=("lint: ok (rustfmt, clippy, builds for pg13..pg18; dashboard: $(tail -1 "$WORK/contrib.log"); scripts: $(tail -1 "$WORK/scripts.log"))")
+# the Python client package's types: mypy (requirements-test.txt pins it)
+# as clients/python/pyproject.toml's [tool.mypy] says, strict over src/, the
+# README's examples checked against it; its cache outside the checkout
+(cd clients/python && "$VENV/bin/python" -m mypy --cache-dir "$WORK/mypy-cache") 2>&1 | tee "$WORK/mypy.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "mypy found type errors in the Python client package (clients/python)"
+summary+=("lint: ok (rustfmt, clippy, builds for pg13..pg18; dashboard: $(tail -1 "$WORK/contrib.log"); scripts: $(tail -1 "$WORK/scripts.log"); mypy: $(tail -1 "$WORK/mypy.log"))")
 
 log "2/10 unit tests (pure Rust: the core crate with plain cargo test, then the extension's own)"
 cargo test --quiet -p webhook-dedup-core 2>&1 | tee "$WORK/core.log"

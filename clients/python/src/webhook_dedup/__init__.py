@@ -8,9 +8,13 @@ and sends back what they return.
     from webhook_dedup.frameworks import from_starlette, to_starlette, from_django, to_django
 """
 
-from .core import (MAX_BODY_BYTES, Answer, BodyTooLarge, Claim, ClaimOutcome, Delivery, HeaderMap, Intent, Json,
-                   LeaseLost, NotReady, QueuedDelivery, SendError, answer_after, headers_of)
+from .core import (MAX_BODY_BYTES, AfterWork, Answer, BodyTooLarge, Claim, ClaimLike, ClaimOutcome, ClaimStatus,
+                   Delivery, ErrorHook, FailState, HeaderMap, Intent, Interval, Json, LeaseLost, Mode, NotReady,
+                   Outcome, QueuedDelivery, ReceiveOptions, RejectReason, SendError, SenderOptions, answer_after,
+                   headers_of)
 
 __version__ = "0.4.0"
-__all__ = ["Answer", "BodyTooLarge", "Claim", "ClaimOutcome", "Delivery", "HeaderMap", "Intent", "Json", "LeaseLost",
-           "MAX_BODY_BYTES", "NotReady", "QueuedDelivery", "SendError", "answer_after", "headers_of", "__version__"]
+__all__ = ["AfterWork", "Answer", "BodyTooLarge", "Claim", "ClaimLike", "ClaimOutcome", "ClaimStatus", "Delivery",
+           "ErrorHook", "FailState", "HeaderMap", "Intent", "Interval", "Json", "LeaseLost", "MAX_BODY_BYTES", "Mode",
+           "NotReady", "Outcome", "QueuedDelivery", "ReceiveOptions", "RejectReason", "SendError", "SenderOptions",
+           "answer_after", "headers_of", "__version__"]

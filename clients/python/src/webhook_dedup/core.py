@@ -5,19 +5,123 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from datetime import timedelta
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from datetime import datetime, timedelta
+from typing import (Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Protocol, Tuple, TypedDict,
+                    TypeVar, Union)
+from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-#: A JSON value as psycopg returns jsonb.
+#: A JSON value as psycopg returns jsonb (and as Jsonb sends it): None,
+#: bool, int, float, str, lists and dicts of them.
 Json = Any
 #: A request's headers as webhook_receive takes them: names (any case) to a
 #: value, or to the list of values of a header sent more than once.
 HeaderMap = Mapping[str, Union[str, List[str]]]
+#: A PostgreSQL interval: its text ('30 seconds') or a timedelta.
+Interval = Union[str, timedelta]
+#: The parameters of a statement.
+Params = Tuple[Any, ...]
+
+#: What webhook_receive made of a delivery (its `outcome`; webhook_claim's
+#: outcomes, and in enqueue mode accepted; docs/sql-reference.md). claimed
+#: and reclaimed are the caller's to process; the others are answered as
+#: they are. None (no outcome): refused, see RejectReason.
+Outcome = Literal["claimed", "reclaimed", "in_progress", "duplicate", "conflict", "retry_later",
+                  "unknown_outcome", "dead_lettered", "accepted", "handshake", "ignored"]
+#: Why webhook_receive refused a delivery (its `reject_reason`): the
+#: signature did not verify (the reasons of webhook_verify_detail), its
+#: signed token came before with other content, a handshake that could
+#: sign a forged delivery, or (verified) no event id or a repeated id, type
+#: or time header.
+RejectReason = Literal["missing_header", "malformed_header", "unsupported_version", "no_matching_signature",
+                       "timestamp_too_old", "timestamp_too_new", "token_reused", "refused_handshake",
+                       "missing_event_id", "repeated_header"]
+#: What http_answer answers beside an Outcome: what became of the work
+#: (completed, lease_lost), the database failing (error), or a refusal.
+AfterWork = Literal["completed", "lease_lost", "error", "rejected", "missing_event_id", "repeated_header",
+                    "refused_handshake"]
+#: webhook_receive's (and http_answer's) mode.
+Mode = Literal["claim", "enqueue"]
+#: What became of with_claim's work.
+ClaimStatus = Literal["completed", "lease_lost", "failed"]
+#: A key's state after webhook_fail (None from it: a stale token).
+FailState = Literal["failed", "dead_lettered"]
+#: How an OutboxSender reports a failed call (report_of).
+Report = Literal["failed", "dead_lettered", "unknown"]
+#: An on_error hook: called with the error.
+ErrorHook = Callable[[BaseException], object]
 
 #: Outcomes a caller must process (it holds the key's lease).
-MUST_PROCESS = ("claimed", "reclaimed")
+MUST_PROCESS: Tuple[Outcome, ...] = ("claimed", "reclaimed")
+
+_T = TypeVar("_T")
+
+
+def one(row: Optional[_T]) -> _T:
+    """The row of a SELECT of one function call (every statement here is
+    one, and returns exactly one row)."""
+    if row is None:
+        raise RuntimeError("webhook_dedup: the statement returned no row")
+    return row
+
+
+class ReceiveOptions(TypedDict, total=False):
+    """webhook_receive's options, by their SQL names (docs/sql-reference.md):
+    the keyword arguments of sync.receive and aio.receive. Only those given
+    (and not None) are sent; the extension's defaults apply to the rest."""
+    #: The verification keys (a list, never one string); not given: the
+    #: source's stored keys (webhook_dedup.add_secret).
+    secrets: Optional[Union[List[str], Tuple[str, ...]]]
+    #: The source (default: the scheme's name).
+    source: Optional[str]
+    environment: Optional[str]
+    account: Optional[str]
+    operation: Optional[str]
+    #: claim (process now) or enqueue (store for webhook_next).
+    mode: Optional[Mode]
+    #: How long the holder has; not given: the source's lease.
+    lease: Optional[Interval]
+    body_key_fallback: Optional[bool]
+    tolerance: Optional[Interval]
+    #: The URL the provider called, for twilio, square, hubspot (and X's CRC).
+    url: Optional[str]
+    signature_header: Optional[str]
+    signature_prefix: Optional[str]
+    algorithm: Optional[str]
+    encoding: Optional[str]
+    method: Optional[str]
+    #: How long a copy of a delivery being processed waits for its holder
+    #: ('0': not at all); not given: the provider's.
+    wait: Optional[Interval]
+
+
+class SenderOptions(TypedDict, total=False):
+    """The keyword options of sync.OutboxSender and aio.OutboxSender
+    (OutboxSenderBase's)."""
+    #: Each intent's lease; None: its source's lease.
+    lease: Optional[Interval]
+    #: Intents per webhook_outbox_next, 1..1000 (default 1).
+    batch: int
+    #: The pause when nothing is due, in seconds (default 0.5).
+    idle_s: float
+    #: Called with the error when webhook_outbox_next or a report fails.
+    on_error: Optional[ErrorHook]
+
+
+class ClaimLike(Protocol):
+    """What with_claim and outbox_put read of a claim: a Claim, a
+    QueuedDelivery or a Delivery (whose key and token are set when it
+    must be processed)."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def idem_key(self) -> Optional[str]: ...
+
+    @property
+    def claim_token(self) -> Optional[UUID]: ...
 
 
 @dataclass(frozen=True)
@@ -31,7 +135,7 @@ class Answer:
     status: int
     headers: Dict[str, str]
     body: Json
-    outcome: Optional[str] = None
+    outcome: Optional[Outcome] = None
 
     def body_bytes(self) -> bytes:
         """The body as JSON bytes, as every helper here sends it; keys sorted,
@@ -44,17 +148,24 @@ class Answer:
 class Delivery:
     """A delivery as webhook_receive answered it (docs/sql-reference.md)."""
     verified: bool
-    reject_reason: Optional[str]
-    outcome: Optional[str]
+    #: Why it was refused; None when it was not.
+    reject_reason: Optional[RejectReason]
+    #: None for a refusal.
+    outcome: Optional[Outcome]
     source: str
     scheme: str
     idem_key: Optional[str]
-    claim_token: Optional[Any]
+    #: Set for claimed and reclaimed (the caller holds the key).
+    claim_token: Optional[UUID]
     attempt: Optional[int]
+    #: The stored result of a duplicate.
     result: Json
     event_type: Optional[str]
-    event_time: Optional[Any]
+    #: The provider's event time (timezone-aware), None when it sends none.
+    event_time: Optional[datetime]
+    #: Where a reclaim resumes (the last webhook_checkpoint's step).
     last_step: Optional[str]
+    #: Which key verified it (its position in `secrets`, or the stored key's id).
     secret_index: Optional[int]
     #: The answer for this outcome; for claimed and reclaimed its body is
     #: None: answer with answer_after once the work committed.
@@ -71,7 +182,7 @@ class Claim:
     """A key the caller holds (from webhook_receive, webhook_claim or webhook_next)."""
     source: str
     idem_key: str
-    claim_token: Any
+    claim_token: UUID
     attempt: Optional[int] = None
     last_step: Optional[str] = None
 
@@ -91,10 +202,10 @@ class ClaimOutcome:
     reclaimed the key: the job's writes were rolled back), or "failed" (the
     job raised: rolled back and recorded with webhook_fail, whose new state
     is `state`: failed, dead_lettered, or None for a stale token)."""
-    status: str
+    status: ClaimStatus
     result: Json = None
     error: Optional[BaseException] = None
-    state: Optional[str] = None
+    state: Optional[FailState] = None
 
 
 # webhook_receive's options by their SQL names, with their types.
@@ -107,7 +218,8 @@ OPTIONS: Tuple[Tuple[str, str], ...] = (
 _OPTION_TYPES = dict(OPTIONS)
 
 
-def receive_sql(scheme: str, body: bytes, headers: HeaderMap, options: Mapping[str, Any]) -> Tuple[str, list]:
+def receive_sql(scheme: str, body: Union[bytes, bytearray, memoryview], headers: HeaderMap,
+                options: Mapping[str, Any]) -> Tuple[str, List[Any]]:
     """The webhook_receive call: the body as bytea (psycopg sends bytes as
     binary bytea: every byte as it is), the headers as jsonb (Jsonb: a dict
     is not adapted to jsonb by itself), and only the options given, by name
@@ -120,7 +232,7 @@ def receive_sql(scheme: str, body: bytes, headers: HeaderMap, options: Mapping[s
     unknown = set(options) - set(_OPTION_TYPES)
     if unknown:
         raise TypeError(f"webhook_dedup: webhook_receive has no option {', '.join(sorted(unknown))}")
-    params: list = [scheme, bytes(body), Jsonb(dict(headers))]
+    params: List[Any] = [scheme, bytes(body), Jsonb(dict(headers))]
     named = []
     for name, sql_type in OPTIONS:
         value = options.get(name)
@@ -147,8 +259,8 @@ HTTP_ANSWER_SQL = ("SELECT http_status, http_headers, response FROM webhook_dedu
                    "%s, %s, %s::jsonb, %s::interval, coalesce(%s, 'claim'))")
 
 
-def http_answer_params(outcome: str, scheme: Optional[str], result: Json, retry_after: Optional[str],
-                       mode: Optional[str]) -> tuple:
+def http_answer_params(outcome: Union[Outcome, AfterWork], scheme: Optional[str], result: Json,
+                       retry_after: Optional[Interval], mode: Optional[Mode]) -> Params:
     return (outcome, scheme, None if result is None else Jsonb(result), retry_after, mode)
 
 
@@ -194,18 +306,19 @@ PUT_SQL = ("SELECT webhook_dedup.webhook_outbox_put(%s, %s, %s, %s, %s, %s::json
            " downstream_idempotent => coalesce(%s::boolean, true)) AS id")
 
 
-def put_params(claim: Claim, operation: str, target: str, request: Json, max_length: Optional[int],
-               downstream: Optional[str], downstream_idempotent: Optional[bool]) -> tuple:
+def put_params(claim: ClaimLike, operation: str, target: str, request: Json, max_length: Optional[int],
+               downstream: Optional[str], downstream_idempotent: Optional[bool]) -> Params:
     return (claim.source, claim.idem_key, claim.claim_token, operation, target, Jsonb(request), max_length,
             downstream, downstream_idempotent)
 
 
-def put_result(row: Mapping[str, Any], claim: Claim) -> int:
+def put_result(row: Mapping[str, Any], claim: ClaimLike) -> int:
     """webhook_outbox_put's id, or LeaseLost for its NULL."""
     if row["id"] is None:
         raise LeaseLost(f"the claim token no longer holds {claim.source} {claim.idem_key}: "
                         "webhook_outbox_put wrote nothing")
-    return row["id"]
+    intent_id: int = row["id"]
+    return intent_id
 
 
 COMPLETE_SQL = ("SELECT webhook_dedup.webhook_complete(%s, %s, %s, %s::jsonb) AS completed,"
@@ -248,16 +361,21 @@ class WorkerBase:
     is due; on_error: called when webhook_next, or the webhook_fail after a
     handler raised, fails) and the statements they run."""
 
-    def __init__(self, pool, handler, source: Optional[str] = None, lease: Optional[str] = None,
-                 batch: int = 10, idle_s: float = 0.5, on_error=None):
+    #: sync: a ConnectionPool, aio: an AsyncConnectionPool (typed there).
+    pool: Any
+    #: handler(delivery): sync, a function; aio, a coroutine function (typed there).
+    handler: Any
+
+    def __init__(self, pool: Any, handler: Any, source: Optional[str] = None, lease: Optional[Interval] = None,
+                 batch: int = 10, idle_s: float = 0.5, on_error: Optional[ErrorHook] = None):
         self.pool, self.handler = pool, handler
         self.source, self.lease, self.batch, self.idle_s, self.on_error = source, lease, batch, idle_s, on_error
 
-    def next_params(self) -> tuple:
+    def next_params(self) -> Params:
         return (self.source, self.lease, self.batch)
 
     @staticmethod
-    def fail_params(delivery: "QueuedDelivery", error: BaseException) -> tuple:
+    def fail_params(delivery: QueuedDelivery, error: BaseException) -> Params:
         return (delivery.source, delivery.idem_key, delivery.claim_token, error_text(error), True)
 
     def report(self, error: BaseException) -> None:
@@ -271,13 +389,15 @@ class Intent:
     sender (docs/sql-reference.md): call its downstream with
     `downstream_key` (the same on every attempt) and `request`."""
     id: int
-    lease_token: Any
+    #: This lease's token: the reports are fenced by it.
+    lease_token: UUID
     downstream_key: str
     target: str
     operation: str
     request: Json
     attempt: int
-    lease_expires_at: Any
+    #: When this lease ends (timezone-aware).
+    lease_expires_at: datetime
     source: str
     idem_key: str
     downstream_idempotent: bool
@@ -333,7 +453,7 @@ def _retry_after(error: BaseException) -> Optional[timedelta]:
         return None
 
 
-def report_of(intent: Intent, error: BaseException) -> Tuple[str, str, tuple]:
+def report_of(intent: Intent, error: BaseException) -> Tuple[Report, str, Params]:
     """The report of a failed call, by docs/outbox.md's failure table:
     (what, sql, params), what being "failed" (retried), "dead_lettered"
     (fail with retryable false) or "unknown"."""
@@ -360,12 +480,17 @@ class OutboxSenderBase:
     sender pauses and goes on, and an intent whose report failed is taken
     again once its lease lapses, with the same key)."""
 
-    def __init__(self, pool, target: Optional[str], send, lease: Optional[str] = None, batch: int = 1,
-                 idle_s: float = 0.5, on_error=None):
+    #: sync: a ConnectionPool, aio: an AsyncConnectionPool (typed there).
+    pool: Any
+    #: send(intent): sync, a function; aio, a coroutine function (typed there).
+    send: Any
+
+    def __init__(self, pool: Any, target: Optional[str], send: Any, lease: Optional[Interval] = None,
+                 batch: int = 1, idle_s: float = 0.5, on_error: Optional[ErrorHook] = None):
         self.pool, self.target, self.send = pool, target, send
         self.lease, self.batch, self.idle_s, self.on_error = lease, batch, idle_s, on_error
 
-    def next_params(self) -> tuple:
+    def next_params(self) -> Params:
         return (self.target, self.lease, self.batch)
 
     def report(self, error: BaseException) -> None:
@@ -377,7 +502,7 @@ def error_text(error: BaseException) -> str:
     return str(error)[:1000] or type(error).__name__
 
 
-def headers_of(pairs) -> Dict[str, Union[str, List[str]]]:
+def headers_of(pairs: Iterable[Tuple[str, str]]) -> Dict[str, Union[str, List[str]]]:
     """(name, value) pairs, repeats included, as a HeaderMap: names
     lower-cased, a header sent more than once as the list of its values in
     order (joining them with ", " would change what a provider signed)."""
@@ -388,4 +513,6 @@ def headers_of(pairs) -> Dict[str, Union[str, List[str]]]:
 
 
 __all__ = ["Answer", "Delivery", "Claim", "QueuedDelivery", "ClaimOutcome", "NotReady", "HeaderMap", "Json",
-           "answer_after", "headers_of", "BodyTooLarge", "MAX_BODY_BYTES", "LeaseLost", "Intent", "SendError"]
+           "answer_after", "headers_of", "BodyTooLarge", "MAX_BODY_BYTES", "LeaseLost", "Intent", "SendError",
+           "Outcome", "RejectReason", "AfterWork", "Mode", "ClaimStatus", "FailState", "Interval", "ReceiveOptions",
+           "SenderOptions", "ClaimLike", "ErrorHook"]

@@ -1,12 +1,18 @@
 """The HTTP side for FastAPI/Starlette and Django: the raw body (at most
 `limit` bytes), every header, and the answer sent exactly as the database
-computed it. Neither framework is imported until its helper is called."""
+computed it. Neither framework is imported until its helper is called.
+Starlette's Request and Response are typed; Django's request and
+HttpResponse are Any (Django ships no types)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from .core import MAX_BODY_BYTES, Answer, BodyTooLarge, HeaderMap, headers_of
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
 
 #: What from_django reads at a time.
 CHUNK_BYTES = 64 * 1024
@@ -16,12 +22,12 @@ def _declared_length(value: Optional[str]) -> Optional[int]:
     """A Content-Length as an int, None when there is none (or it does not
     parse: the server then frames the body itself)."""
     try:
-        return int(value) if value not in (None, "") else None
+        return int(value) if value is not None and value != "" else None
     except (TypeError, ValueError):
         return None
 
 
-async def from_starlette(request: Any, limit: int = MAX_BODY_BYTES) -> Tuple[bytes, HeaderMap]:
+async def from_starlette(request: Request, limit: int = MAX_BODY_BYTES) -> Tuple[bytes, HeaderMap]:
     """The raw body (the exact bytes, never a parse of them) and every header
     of a Starlette/FastAPI request, a repeated one as the list of its values.
     At most `limit` bytes (default 25 MB): a Content-Length over it is refused
@@ -32,7 +38,7 @@ async def from_starlette(request: Any, limit: int = MAX_BODY_BYTES) -> Tuple[byt
     declared = _declared_length(request.headers.get("content-length"))
     if declared is not None and declared > limit:
         raise BodyTooLarge(limit)
-    chunks = []
+    chunks: List[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
@@ -50,7 +56,7 @@ def _with_outcome(answer: Answer, extra: Dict[str, str]) -> Dict[str, str]:
     return headers
 
 
-def to_starlette(answer: Answer, **extra_headers: str) -> Any:
+def to_starlette(answer: Answer, **extra_headers: str) -> Response:
     """A Starlette Response with exactly the answer's status, headers and
     JSON body (JSONResponse would set its own Content-Type), plus
     X-Webhook-Outcome when the answer has an outcome (a delivery's answer
@@ -79,7 +85,7 @@ def from_django(request: Any, limit: int = MAX_BODY_BYTES) -> Tuple[bytes, Heade
         read = meta["wsgi.input"].read  # Django reads nothing without a length: the server ends this stream
     else:
         read = request.read
-    chunks = []
+    chunks: List[bytes] = []
     size = 0
     while True:
         chunk = read(CHUNK_BYTES)

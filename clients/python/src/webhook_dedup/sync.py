@@ -5,16 +5,28 @@ psycopg_pool.ConnectionPool for the calls that take `pool`."""
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
 
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from . import core
-from .core import Answer, Claim, ClaimOutcome, Delivery, HeaderMap, Intent, Json, LeaseLost
+from .core import (AfterWork, Answer, Claim, ClaimLike, ClaimOutcome, Delivery, ErrorHook, HeaderMap, Intent,
+                   Interval, Json, LeaseLost, Mode, Outcome, QueuedDelivery, ReceiveOptions, SenderOptions)
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+    from psycopg_pool import ConnectionPool
+    from typing_extensions import Unpack
+
+    #: Any psycopg connection, whatever its row factory.
+    Conn = Connection[Any]
+    Pool = ConnectionPool[Connection[Any]]
+
+_C = TypeVar("_C", bound=ClaimLike)
 
 
-def receive(conn, scheme: str, body: bytes, headers: HeaderMap, **options: Any) -> Delivery:
+def receive(conn: Conn, scheme: str, body: bytes, headers: HeaderMap, **options: Unpack[ReceiveOptions]) -> Delivery:
     """Verify, key and claim (or enqueue) one delivery in one statement:
     webhook_dedup.webhook_receive(scheme, body, headers, ...). `body` is the
     raw request body exactly as received; `headers` every request header.
@@ -25,28 +37,28 @@ def receive(conn, scheme: str, body: bytes, headers: HeaderMap, **options: Any) 
     webhook_dedup_receiver)."""
     sql, params = core.receive_sql(scheme, body, headers, options)
     with conn.cursor(row_factory=dict_row) as cur:
-        row = cur.execute(sql, params).fetchone()
+        row = core.one(cur.execute(sql, params).fetchone())
     return core.delivery_of(row, scheme, options.get("source"))
 
 
-def http_answer(conn, outcome: str, scheme: Optional[str] = None, result: Json = None,
-                retry_after: Optional[str] = None, mode: Optional[str] = None) -> Answer:
+def http_answer(conn: Conn, outcome: Union[Outcome, AfterWork], scheme: Optional[str] = None, result: Json = None,
+                retry_after: Optional[Interval] = None, mode: Optional[Mode] = None) -> Answer:
     """webhook_dedup.http_answer: the answer to any outcome, and to what
     became of the work (completed, lease_lost, error)."""
     with conn.cursor(row_factory=dict_row) as cur:
-        row = cur.execute(core.HTTP_ANSWER_SQL,
-                          core.http_answer_params(outcome, scheme, result, retry_after, mode)).fetchone()
+        row = core.one(cur.execute(core.HTTP_ANSWER_SQL,
+                                   core.http_answer_params(outcome, scheme, result, retry_after, mode)).fetchone())
     return core.answer_of(row)
 
 
-def check_installed(conn) -> None:
+def check_installed(conn: Conn) -> None:
     """Raises NotReady, saying what to run or grant, unless the extension is
     there and the current role may call webhook_receive."""
     with conn.cursor(row_factory=dict_row) as cur:
-        core.check_row(cur.execute(core.CHECK_SQL, (core.RECEIVE_SIGNATURE,) * 2).fetchone())
+        core.check_row(core.one(cur.execute(core.CHECK_SQL, (core.RECEIVE_SIGNATURE,) * 2).fetchone()))
 
 
-def prepare_receiver(conn) -> Answer:
+def prepare_receiver(conn: Conn) -> Answer:
     """What a receiver does at start-up, before it serves: check_installed
     (NotReady saying what to run or grant), then http_answer('error'), the
     answer to send when the database fails later (it cannot be asked then)."""
@@ -54,8 +66,9 @@ def prepare_receiver(conn) -> Answer:
     return http_answer(conn, "error")
 
 
-def outbox_put(conn, claim: Claim, operation: str, target: str, request: Json, max_length: Optional[int] = None,
-               downstream: Optional[str] = None, downstream_idempotent: Optional[bool] = None) -> int:
+def outbox_put(conn: Conn, claim: ClaimLike, operation: str, target: str, request: Json,
+               max_length: Optional[int] = None, downstream: Optional[str] = None,
+               downstream_idempotent: Optional[bool] = None) -> int:
     """webhook_dedup.webhook_outbox_put in the caller's transaction (a
     with_claim job's `conn`): records the downstream call `operation` for
     the senders of `target`, with `request`, while `claim` holds the key.
@@ -64,13 +77,13 @@ def outbox_put(conn, claim: Claim, operation: str, target: str, request: Json, m
     back and returns status "lease_lost". Call it first in the job: it
     locks the key's row until the transaction ends."""
     with conn.cursor(row_factory=dict_row) as cur:
-        row = cur.execute(core.PUT_SQL, core.put_params(claim, operation, target, request, max_length, downstream,
-                                                        downstream_idempotent)).fetchone()
+        row = core.one(cur.execute(core.PUT_SQL, core.put_params(claim, operation, target, request, max_length,
+                                                                 downstream, downstream_idempotent)).fetchone())
     return core.put_result(row, claim)
 
 
-def with_claim(pool, claim: Claim, job: Callable[[Any, Claim], Json],
-               retryable: "bool | Callable[[BaseException], bool]" = True) -> ClaimOutcome:
+def with_claim(pool: Pool, claim: _C, job: Callable[[Conn, _C], Json],
+               retryable: Union[bool, Callable[[BaseException], bool]] = True) -> ClaimOutcome:
     """Runs job(conn, claim) and webhook_complete in ONE transaction on one
     connection of `pool`: the job's writes and the completion commit
     together or not at all. job returns the result to store (JSON; every
@@ -85,8 +98,8 @@ def with_claim(pool, claim: Claim, job: Callable[[Any, Claim], Json],
             with conn.transaction() as tx:
                 value = job(conn, claim)
                 with conn.cursor(row_factory=dict_row) as cur:
-                    done = cur.execute(core.COMPLETE_SQL, (claim.source, claim.idem_key, claim.claim_token,
-                                                           Jsonb(value), Jsonb(value))).fetchone()
+                    done = core.one(cur.execute(core.COMPLETE_SQL, (claim.source, claim.idem_key, claim.claim_token,
+                                                                    Jsonb(value), Jsonb(value))).fetchone())
                 if not done["completed"]:
                     raise _Rollback()
                 return ClaimOutcome("completed", result=done["result"])
@@ -95,8 +108,8 @@ def with_claim(pool, claim: Claim, job: Callable[[Any, Claim], Json],
     except Exception as error:  # noqa: BLE001 - recorded, then returned
         again = retryable(error) if callable(retryable) else retryable
         with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            state = cur.execute(core.FAIL_SQL, (claim.source, claim.idem_key, claim.claim_token,
-                                                core.error_text(error), again)).fetchone()["state"]
+            state = core.one(cur.execute(core.FAIL_SQL, (claim.source, claim.idem_key, claim.claim_token,
+                                                         core.error_text(error), again)).fetchone())["state"]
         return ClaimOutcome("failed", error=error, state=state)
 
 
@@ -111,8 +124,13 @@ class Worker(core.WorkerBase):
     raises has its key recorded with webhook_fail (retryable). stop() ends
     it after the deliveries in hand (they are leased to it)."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    pool: Pool
+    handler: Callable[[QueuedDelivery], object]
+
+    def __init__(self, pool: Pool, handler: Callable[[QueuedDelivery], object], source: Optional[str] = None,
+                 lease: Optional[Interval] = None, batch: int = 10, idle_s: float = 0.5,
+                 on_error: Optional[ErrorHook] = None):
+        super().__init__(pool, handler, source, lease, batch, idle_s, on_error)
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -155,7 +173,11 @@ class OutboxSender(core.OutboxSenderBase):
     lease, batch (default 1), idle_s, on_error(error). stop() ends
     it after the intents in hand (they are leased to it)."""
 
-    def __init__(self, pool, target: Optional[str], send: Callable[[Intent], Json], **options: Any):
+    pool: Pool
+    send: Callable[[Intent], Json]
+
+    def __init__(self, pool: Pool, target: Optional[str], send: Callable[[Intent], Json],
+                 **options: Unpack[SenderOptions]):
         super().__init__(pool, target, send, **options)
         self._stop = threading.Event()
 
