@@ -310,10 +310,10 @@ class Bench:
             "PL/pgSQL claim, duplicate": "PERFORM bench.claim('bench', 'dup-' || (1 + i % 10000), NULL, '30 seconds')",
             "look-up of a stored key": "PERFORM state FROM webhook_dedup.keys WHERE source = 'bench' "
                                        "AND idem_key = 'dup-' || (1 + i % 10000)",
-            # issue 29: the 4 KiB GitHub delivery of the receive scenario, a
-            # new event each time, signed by the sender in the statement
-            # (both sides pay that HMAC), as receive_github.sql and
-            # pgcrypto_github.sql run it
+            # the 4 KiB GitHub delivery of the receive scenario, a new event
+            # each time, signed by the sender in the statement (both sides
+            # pay that HMAC), as receive_github.sql and pgcrypto_github.sql
+            # run it
             "webhook_receive, new GitHub event": receive("github"),
             "webhook_receive without the replay guard, new GitHub event": receive("github-unguarded"),
             "pgcrypto check + insert, new GitHub event": (
@@ -336,8 +336,8 @@ class Bench:
             self.say(f"CPU per call, {name}: {statistics.median(s):.1f} µs (min {min(s):.1f}, max {max(s):.1f})")
         r = self.ratio("CPU per call: webhook_claim / plain insert, new key", 2.0, "<=")
         r.samples = [c / p for c, p in zip(samples["webhook_claim, new key"], samples["plain insert, new key"])]
-        # issue 29: a duplicate of a completed key (in the loop's one
-        # transaction: no commit per call, on either side)
+        # a duplicate of a completed key (in the loop's one transaction:
+        # no commit per call, on either side)
         r = self.ratio("CPU per call: webhook_claim / plain insert, duplicate of a completed key", 1.2, "<=")
         r.samples = [c / p for c, p in zip(samples["webhook_claim, duplicate"], samples["plain insert, duplicate"])]
         r = self.ratio("CPU per call: webhook_receive / pgcrypto check + insert (4 KiB GitHub delivery, new event,"

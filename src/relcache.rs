@@ -1,7 +1,9 @@
 //! Invalidation of what this backend caches about the extension's tables
-//! (per-source settings, [`super::sources`]; their verification keys,
-//! [`super::secrets`]; the layout of the keys table or of its local shards,
-//! [`super::direct`]; the source's shard, [`super::local_shard`]),
+//! (per-source settings and their verification keys,
+//! [`crate::store::cache::SourceCache`]; the layout of the keys table or of
+//! its local shards, [`crate::store::direct`]; the source's shard,
+//! [`crate::store::local_shard`]; whether the keys table is a Citus table,
+//! [`crate::citus`]),
 //! following PostgreSQL's own caches: a relation cache invalidation of a
 //! watched table (or of every relation, after the shared invalidation
 //! queue overflowed) bumps [`generation`], and a cache built
@@ -133,7 +135,7 @@ pub fn invalidate_settings_tables() {
 /// exist; the table is watched from then on. (The one look-up of the keys
 /// table by name: the direct writes, the Citus checks and the local shard
 /// path all start here.)
-pub(super) fn keys_oid() -> Option<(Oid, Oid)> {
+pub fn keys_oid() -> Option<(Oid, Oid)> {
     // SAFETY: catalog look-ups by name; both return InvalidOid when missing
     // (missing_ok = true for the schema).
     let (schema, oid) = unsafe {

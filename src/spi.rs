@@ -223,14 +223,14 @@ impl Statement {
 
     /// The kept plan, prepared on first use. Where the extension's tables
     /// are Citus tables on a Citus whose generic plans grow the backend
-    /// with every execution (`crate::store::citus::plans_must_be_custom`:
+    /// with every execution (`crate::citus::plans_must_be_custom`:
     /// citusdata/citus#8783), it is prepared with `CURSOR_OPT_CUSTOM_PLAN`,
     /// so that PostgreSQL's plan cache plans every execution afresh and
     /// frees the plan after it instead of reusing a generic one; and it is
     /// prepared again when that answer changes (`distribute()` ran while
     /// this backend had its plans).
     fn plan(&self, _conn: &Conn<'_>) -> NonNull<pg_sys::_SPI_plan> {
-        let custom = self.always_custom || (!self.on_shard && crate::store::citus::plans_must_be_custom());
+        let custom = self.always_custom || (!self.on_shard && crate::citus::plans_must_be_custom());
         if let Some(plan) = self.plan.get() {
             if self.custom.get() == custom {
                 return plan;

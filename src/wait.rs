@@ -4,8 +4,8 @@
 //! transaction commits a change to the key, the lease runs out, or the
 //! wait ends, then claims as usual. A holder that completes in time turns
 //! the answer from a 503 into the duplicate's 200 with the stored result
-//! (issue 25: senders retry at once while the first attempt still runs,
-//! and some of them drop or count a non-2xx).
+//! (senders retry at once while the first attempt still runs, and some of
+//! them drop or count a non-2xx).
 //!
 //! How, and why so:
 //! - **Nothing the holder needs is held while sleeping.** The wait comes

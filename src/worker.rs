@@ -30,8 +30,8 @@
 //!   statement it runs, as PostgreSQL's own `die()` handler ends any backend
 //!   (FATAL "terminating background worker ... due to administrator
 //!   command"): a fast shutdown never waits for a pass of five steps of up
-//!   to `batch_size` rows each ([`on_sigterm`]; issue 24). After an ERROR it
-//!   exits the same way and is restarted (pgrx's default is never);
+//!   to `batch_size` rows each ([`on_sigterm`]). After an ERROR it exits the
+//!   same way and is restarted (pgrx's default is never);
 //! - shows as `backend_type` and `application_name`
 //!   `webhook_dedup maintenance` in `pg_stat_activity`, with the pass it is
 //!   running as its query.

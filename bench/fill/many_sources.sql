@@ -1,11 +1,11 @@
--- A database with many sources, one of them with a short retention (issue
--- 41, item 5: docs/operations.md's own example, 'internal-jobs' at 1 day),
--- and work for every step of a maintenance pass: history rows of many
--- sources older than the shortest retention but within their own (the
--- candidates each statement looks up its source's retention for), keys
--- past retention and leases expired, delivered and lapsed outbox intents,
--- archived deliveries past a short payload retention, a finished and a
--- running bulk redrive. Read by bench/bench.py (scenario sources) and
+-- A database with many sources, one of them with a short retention
+-- (docs/operations.md's own example, 'internal-jobs' at 1 day), and work
+-- for every step of a maintenance pass: history rows of many sources older
+-- than the shortest retention but within their own (the candidates each
+-- statement looks up its source's retention for), keys past retention and
+-- leases expired, delivered and lapsed outbox intents, archived deliveries
+-- past a short payload retention, a finished and a running bulk redrive.
+-- Read by bench/bench.py (scenario sources) and
 -- tests/cluster/test_maintenance_plans.py. The number of sources is the
 -- setting fill.sources, the history rows per table fill.rows:
 --   SET fill.sources = '10000'; SET fill.rows = '2000'; \i many_sources.sql

@@ -3,7 +3,7 @@
 //! `webhook_claim`, or one whose work ended in a lost lease);
 //! `webhook_receive` returns the same with every row.
 
-use super::receive::http_row;
+use super::rows::http_row;
 use crate::answer::{self, Kind, Mode};
 use crate::error::{required, OrRaise, Raise};
 use crate::jsonb::Jsonb;

@@ -1,6 +1,6 @@
-//! The payload archive's SQL surface (issue 27, docs/operations.md "The
-//! payload archive"): what the intake functions archive
-//! ([`keep`]), and the operator's erasure, `webhook_dedup.redact`.
+//! The payload archive's SQL surface (docs/operations.md "The payload
+//! archive"): the operator's erasure, `webhook_dedup.redact`; what the
+//! intake functions archive is [`crate::engine::archive`]'s.
 //!
 //! The rules:
 //!
@@ -17,19 +17,6 @@
 //!   instead of being processed again (GDPR Art. 17 erasure without
 //!   re-processing). Who and when are recorded on the key
 //!   (`redacted_by`, `redacted_at`, shown by `key_history`).
-
-use crate::spi::Conn;
-use crate::store::archive::{self as store, Archived};
-use crate::store::sources;
-
-/// Archive `a` when its source keeps payloads (`keep_payload`, read from
-/// the cached settings: no statement for a source that does not). Nothing
-/// on a distributed install (the archive is single-server, issue 28).
-pub(crate) fn keep(conn: &Conn<'_>, a: &Archived<'_>) {
-    if sources::settings(conn, a.key.source).keep_payload && !crate::store::citus::keys_distributed() {
-        store::insert(conn, a);
-    }
-}
 
 #[pgrx::pg_schema]
 mod webhook_dedup {

@@ -15,6 +15,7 @@ pub mod maintenance;
 pub mod ordering;
 pub mod outbox;
 pub mod pause;
+pub mod providers;
 pub mod queue;
 pub mod receive;
 pub mod reconcile;

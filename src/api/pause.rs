@@ -1,4 +1,4 @@
-//! Pausing a source (issue 27): intake goes on, processing through
+//! Pausing a source: intake goes on, processing through
 //! `webhook_next` stops, until an operator resumes it. The rules:
 //!
 //! - `pause` records the pause in the source's row of
@@ -17,7 +17,7 @@
 //!
 //! Claims (`webhook_claim`, `webhook_receive` in claim mode) are intake and
 //! are not refused: the receiver that claims a key processes it. On a
-//! distributed install both functions raise 0A000 (issue 28), and
+//! distributed install both functions raise 0A000, and
 //! `webhook_next` ignores the columns.
 
 #[pgrx::pg_schema]

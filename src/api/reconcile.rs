@@ -1,4 +1,4 @@
-//! Reconciliation (issue 27, docs/operations.md "Reconciling with the
+//! Reconciliation (docs/operations.md "Reconciling with the
 //! provider"): the nightly job lists what the provider sent (Stripe's list
 //! of events, GitHub's list of deliveries, ...) and asks which of those
 //! events never reached this database (`unseen`). The keys are kept for the
@@ -78,17 +78,14 @@ mod webhook_dedup {
                 None => Fingerprint::raw(payload),
             };
             let raw = (!fingerprint.is_raw()).then(|| Fingerprint::raw(payload));
-            let intake = crate::api::queue::Intake { event_id: Some(event_id), headers, reconciled: true };
-            let outcome = crate::api::queue::enqueue_one(
-                conn,
-                key,
-                payload,
-                fingerprint.as_bytes(),
-                raw.as_ref().map(Fingerprint::as_bytes),
-                event_type,
-                headers,
-                Some(intake),
-            );
+            let origin = crate::engine::queue::Origin { event_id: Some(event_id), headers, reconciled: true };
+            let content = crate::engine::Content {
+                fingerprint: Some(fingerprint.as_bytes()),
+                raw: raw.as_ref().map(Fingerprint::as_bytes),
+            };
+            let enqueue =
+                crate::engine::queue::Enqueue { key, payload, content, event_type, headers, origin: Some(origin) };
+            let outcome = crate::engine::queue::enqueue(conn, &enqueue);
             outcome.as_str().to_string()
         })
     }

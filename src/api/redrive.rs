@@ -1,4 +1,4 @@
-//! Bulk redrive (issue 27, docs/operations.md "Redriving after a fix"):
+//! Bulk redrive (docs/operations.md "Redriving after a fix"):
 //! `webhook_dedup.redrive` matches keys (dead letters by default, failed
 //! keys, unknown outcomes when named, conflicts whose delivery is
 //! archived), counts them (a dry run) or records a run that the
@@ -96,8 +96,8 @@ mod webhook_dedup {
         TableIterator::once((matched.run, matched.keys))
     }
 
-    /// The NOTICEs of a redrive whose keys cannot all be processed again
-    /// (issue 41): how many matched keys have no payload for the workers
+    /// The NOTICEs of a redrive whose keys cannot all be processed again:
+    /// how many matched keys have no payload for the workers
     /// (the move skips them as `no_payload`, `redrive_keys.outcome`), and
     /// that a source which keeps no payloads has only its enqueued keys'.
     fn warn_without_payload(source: &str, matched: store::Matched, keeps_payload: bool) {

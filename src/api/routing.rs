@@ -29,7 +29,7 @@ fn source_node(
 {
     let source = required(source, "source");
     crate::key::check_source(source).or_raise();
-    if !crate::store::citus::keys_distributed() {
+    if !crate::citus::keys_distributed() {
         return TableIterator::new(Vec::new());
     }
     let rows: Vec<(String, i32, i32, i64)> = spi::connected(|conn| {

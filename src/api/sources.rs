@@ -54,8 +54,8 @@ mod webhook_dedup {
     pub(crate) fn sources_changed<'a>(
         trigger: &'a PgTrigger<'a>,
     ) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, pgrx::trigger_support::PgTriggerError> {
-        crate::store::cache::invalidate(trigger.relid()?);
-        crate::store::cache::invalidate_settings_tables();
+        crate::relcache::invalidate(trigger.relid()?);
+        crate::relcache::invalidate_settings_tables();
         Ok(None)
     }
 }

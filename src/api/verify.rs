@@ -3,64 +3,13 @@
 //! `webhook_hmac` and `webhook_sign`. The rules live in
 //! [`crate::signature`]; these wrappers only convert arguments.
 
+use super::args::{header_map, unknown_algorithm, HmacArgs};
 use crate::error::{required, Error, OrRaise, Raise};
 use crate::jsonb::Jsonb;
-use crate::signature::{self, Algorithm, Config, Delivery, Encoding, Headers, HmacSpec, Scheme, Verdict};
+use crate::signature::{self, Algorithm, Config, Delivery, Headers, Scheme, Verdict};
 use crate::time::{duration_us, micros, timestamptz, unix_micros, unix_seconds};
 use pgrx::datum::{Array, Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
-
-/// The optional arguments of the generic scheme, as SQL passes them.
-pub(crate) struct HmacArgs<'a> {
-    pub header: Option<&'a str>,
-    pub prefix: Option<&'a str>,
-    pub algorithm: Option<&'a str>,
-    pub encoding: Option<&'a str>,
-}
-
-impl HmacArgs<'_> {
-    const NONE: HmacArgs<'static> = HmacArgs { header: None, prefix: None, algorithm: None, encoding: None };
-
-    /// The spec for scheme `hmac` (`None` when `signature_header` is
-    /// missing: the verifier reports it). Any of these arguments given to
-    /// another scheme is 22023 rather than silently ignored.
-    fn spec(&self, scheme: Scheme) -> Result<Option<HmacSpec>, Error> {
-        let given =
-            self.header.is_some() || self.prefix.is_some() || self.algorithm.is_some() || self.encoding.is_some();
-        if scheme != Scheme::Hmac {
-            return if given {
-                Err(Error::invalid(format!(
-                    "signature_header, signature_prefix, algorithm and encoding apply only to scheme hmac, not {}",
-                    scheme.name()
-                )))
-            } else {
-                Ok(None)
-            };
-        }
-        let Some(header) = self.header else {
-            return Ok(None);
-        };
-        let algorithm = match self.algorithm {
-            None => Algorithm::Sha256,
-            Some(name) => Algorithm::parse(name).ok_or_else(|| unknown_algorithm(name))?,
-        };
-        let encoding = match self.encoding {
-            None => Encoding::Hex,
-            Some(name) => Encoding::parse(name)
-                .ok_or_else(|| Error::invalid(format!("unknown encoding \"{name}\" (hex or base64)")))?,
-        };
-        Ok(Some(HmacSpec {
-            header: header.to_string(),
-            prefix: self.prefix.unwrap_or("").to_string(),
-            algorithm,
-            encoding,
-        }))
-    }
-}
-
-fn unknown_algorithm(name: &str) -> Error {
-    Error::invalid(format!("unknown HMAC algorithm \"{name}\" (sha1, sha256 or sha512)"))
-}
 
 /// Everything a verification needs, converted from SQL.
 #[allow(clippy::too_many_arguments)]
@@ -86,11 +35,6 @@ pub(crate) fn verify_sql(
         hmac: hmac.spec(scheme).or_raise(),
     };
     signature::verify(scheme, Delivery { body, headers, url, method }, &config).or_raise()
-}
-
-pub(crate) fn header_map(headers: Option<Jsonb>) -> Headers {
-    let members = required(headers, "headers").string_members().map_err(Error::from).or_raise();
-    Headers::from_members(members)
 }
 
 /// True when `payload` (the raw body, byte for byte) carries a valid

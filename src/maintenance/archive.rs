@@ -13,7 +13,7 @@ use crate::store::archive as store;
 use crate::time::duration_us;
 
 pub(super) fn run(now: i64, batch: i64, retention: &Retention, counts: &mut Counts) {
-    if crate::store::citus::keys_distributed() {
+    if crate::citus::keys_distributed() {
         return;
     }
     let default_retention = super::retention::interval(retention.default_us);

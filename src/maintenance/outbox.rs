@@ -14,7 +14,7 @@ use crate::spi;
 use crate::store::{outbox as store, sources};
 
 pub(super) fn run(now: i64, batch: i64, retention: &Retention, counts: &mut Counts) {
-    if crate::store::citus::keys_distributed() {
+    if crate::citus::keys_distributed() {
         return; // the outbox is single-server (docs/outbox.md, "Limits")
     }
     let mut counted: Vec<(String, Counter)> = Vec::new();

@@ -44,7 +44,7 @@ pub(super) fn history(now: i64, batch: i64, retention: &Retention, pass: &mut Co
             pass.more |= pruned >= batch;
         };
         let default = Interval::from_micros(retention.default_us);
-        if !citus::keys_distributed() {
+        if !crate::citus::keys_distributed() {
             let rows = conn.execute(
                 &HISTORY,
                 &[arg(timestamptz(now)), arg(default), arg(batch), arg(Interval::from_micros(retention.shortest_us))],

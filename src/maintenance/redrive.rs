@@ -27,7 +27,7 @@ use crate::store::redrive::{self as store, Found};
 use crate::store::{sources, Key};
 
 pub(super) fn run(now: i64, batch: i64, retention: &Retention, counts: &mut Counts) {
-    if crate::store::citus::keys_distributed() {
+    if crate::citus::keys_distributed() {
         return;
     }
     spi::connected(|conn| {

@@ -62,7 +62,7 @@ thread_local! {
 /// On a distributed install the check is the cluster's, made on the
 /// coordinator only (the workers' passes skip it).
 pub(super) fn warnings(now: i64, pass: &mut Counts) {
-    if crate::store::citus::keys_distributed() && !crate::store::citus::is_coordinator() {
+    if crate::citus::keys_distributed() && !crate::store::citus::is_coordinator() {
         return;
     }
     let messages: Vec<String> = Spi::connect(|client| {

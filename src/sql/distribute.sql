@@ -98,7 +98,7 @@ BEGIN
   -- may read what the views show: the key columns they read (never
   -- claim_token or fingerprint; payloads, headers and secrets stay out of
   -- reach), the conflicts, the counts, the per-source settings and the
-  -- bulk redrives (redrive_runs joins them with the sources, issue 41).
+  -- bulk redrives (redrive_runs joins them with the sources).
   GRANT SELECT (source, idem_key, state, event_type, attempt, leased_at, lease_expires_at, next_attempt_at, due_at,
                 last_step, last_error, deliveries, conflicts, result, first_seen_at, last_seen_at, completed_at,
                 redacted_at, redacted_by, redriven_at, redrive_run, reconciled_at)

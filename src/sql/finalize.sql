@@ -402,12 +402,12 @@ SELECT k.source, k.idem_key, k.state, k.event_type, k.first_seen_at, k.last_seen
 COMMENT ON VIEW webhook_dedup.key_history IS
   'Everything known about a key: SELECT * FROM webhook_dedup.key_history WHERE idem_key = ''github:...'' (an index scan of the primary key, which leads with idem_key). source, idem_key, state, event_type, first_seen_at, last_seen_at, completed_at, attempts (leases granted), deliveries (claims and enqueues, the first included: deliveries - 1 duplicates), conflicts, last_step, last_error, result (what webhook_complete stored), leased_at, lease_expires_at, next_attempt_at, due_at, last_conflict_at, redacted_at and redacted_by (when and by which session user webhook_dedup.redact erased the key''s payloads and result), redriven_at and redrive_run (when and by which bulk redrive, webhook_dedup.redrive_runs, the key was last made due again), reconciled_at (when a reconciliation job enqueued its event, which never arrived: webhook_dedup.reconcile). No payload or headers.';
 
--- Bulk redrives and their progress (issue 27, webhook_dedup.redrive).
+-- Bulk redrives and their progress (webhook_dedup.redrive).
 CREATE VIEW webhook_dedup.redrive_runs AS
 SELECT r.id, r.source::text AS source,
        CASE WHEN r.conflicts THEN r.states OPERATOR(pg_catalog.||) 'conflict'::text ELSE r.states END AS states,
        r.since, r."until", r.event_types, r.max_keys,
-       -- a running run of a paused source waits for its resume (issue 41)
+       -- a running run of a paused source waits for its resume
        CASE WHEN r.status OPERATOR(pg_catalog.=) 'running' AND s.paused_at IS NOT NULL THEN 'paused'::text
             ELSE r.status END AS status,
        r.matched, r.moved, r.skipped,
@@ -418,8 +418,8 @@ SELECT r.id, r.source::text AS source,
 COMMENT ON VIEW webhook_dedup.redrive_runs IS
   'One row per bulk redrive (webhook_dedup.redrive), newest last: id (what cancel_redrive takes), source, states (as named: dead_lettered, failed, unknown_outcome, conflict), since, until, event_types, max_keys, status (running: the maintenance worker moves its keys, batch_size a pass; paused: running, but its source is paused (webhook_dedup.pause), so nothing moves until webhook_dedup.resume; done; cancelled), matched (keys when it started), moved (made due again: webhook_next hands them out with their payload), skipped (changed since they matched, gone, or without a payload: which, per key, in webhook_dedup.redrive_keys.outcome, readable by webhook_dedup_operator), remaining, created_at, created_by, finished_at, cancelled_by. Finished runs are pruned after their source''s retention.';
 
--- The payload archive's export (issue 27, docs/operations.md "Replaying
--- into staging"): a source's archived deliveries in a documented, stable
+-- The payload archive's export (docs/operations.md "Replaying into
+-- staging"): a source's archived deliveries in a documented, stable
 -- format, for audit and for replaying real events into staging
 -- (examples/replay/resend.py). Runs as the extension's owner (the archive
 -- is the owner's alone); executable by webhook_dedup_operator (granted
@@ -455,7 +455,7 @@ BEGIN
     RAISE EXCEPTION 'webhook_dedup.export_deliveries: unknown state "%"', bad
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  -- issue 41: an export of a source that archives nothing is empty with a word why
+  -- an export of a source that archives nothing is empty with a word why
   IF NOT COALESCE((SELECT s.keep_payload FROM webhook_dedup.sources AS s
                     WHERE s.source OPERATOR(pg_catalog.=) export_deliveries.source), false) THEN
     RAISE NOTICE 'source "%" keeps no payloads (webhook_dedup.sources.keep_payload is not on)', source
@@ -492,15 +492,15 @@ $fn$;
 COMMENT ON FUNCTION webhook_dedup.export_deliveries(text, timestamptz, timestamptz, text[], text[], boolean, integer) IS
   'webhook_dedup.export_deliveries(source, since, until, event_types => NULL, states => NULL, include_conflicts => false, max => 10000) -> rows (received_at, idem_key, event_id, event_type, conflict, state, payload, headers, delivery): the source''s archived deliveries (webhook_dedup.archive) that arrived in [since, until), oldest first, at most max (1 to 100000: page by received_at): each key''s first delivery, and the conflicting ones with include_conflicts; filtered by event type and by the key''s state now (NULL state: the key is gone). payload is the raw body, byte for byte; delivery is the same as one JSON document in the stable format webhook_dedup.delivery/1: format, source, scheme (the source''s provider, else its name), idem_key, event_id (NULL when not read by webhook_receive), event_type, received_at (RFC 3339, UTC, microseconds), conflict, state, headers (as given), body_base64 (the raw body, RFC 4648 base64). One line of JSON Lines each: psql -At -c "SELECT delivery FROM webhook_dedup.export_deliveries(...)" > deliveries.jsonl, replayed into staging by examples/replay/resend.py. A NOTICE says when the source keeps no payloads (only deliveries received while keep_payload was on are archived). Executable by webhook_dedup_operator (readers never see payloads). Errors: 22004 a NULL argument but the filters; 22023 since not before until, an infinite time, max outside 1..100000, an unknown state. docs/operations.md, "Replaying into staging".';
 
--- Making redactions final on the primary (issue 41, docs/security.md
--- "Erased data"): redact deletes and updates rows, and PostgreSQL leaves
--- the old row versions' bytes in the pages (heap and TOAST) until the space
--- is reused; VACUUM marks the space free without wiping it. This rewrites
--- each relation a pending redaction erased from (CLUSTER: a new file with
--- the live rows only; the old file is truncated when the transaction
--- commits and removed at the next checkpoint), which is only safe once no
--- snapshot can still see the erased versions: else CLUSTER copies them
--- (recently dead) into the new file.
+-- Making redactions final on the primary (docs/security.md "Erased data"):
+-- redact deletes and updates rows, and PostgreSQL leaves the old row
+-- versions' bytes in the pages (heap and TOAST) until the space is reused;
+-- VACUUM marks the space free without wiping it. This rewrites each
+-- relation a pending redaction erased from (CLUSTER: a new file with the
+-- live rows only; the old file is truncated when the transaction commits
+-- and removed at the next checkpoint), which is only safe once no snapshot
+-- can still see the erased versions: else CLUSTER copies them (recently
+-- dead) into the new file.
 CREATE FUNCTION webhook_dedup.purge_redactions(include_keys boolean DEFAULT false)
 RETURNS TABLE (relation text, bytes_before bigint, bytes_after bigint)
 LANGUAGE plpgsql VOLATILE
@@ -956,7 +956,7 @@ GRANT INSERT (source, lease, max_attempts, retention, tolerance, provider, note,
               keep_payload, payload_retention)
   ON webhook_dedup.sources TO webhook_dedup_operator;
 -- Operators read what became of each key of a bulk redrive (outcome:
--- moved, or skipped as changed, gone or no_payload; issue 41).
+-- moved, or skipped as changed, gone or no_payload).
 GRANT SELECT ON webhook_dedup.redrive_keys TO webhook_dedup_operator;
 -- and the record of redactions (who erased how much, and whether it is
 -- purged from the data files); DELETE to clear it.

@@ -4,7 +4,7 @@
 -- Text is handled as UTF-8 throughout (Rust strings, JSON, the signed
 -- bytes of every scheme); another server encoding would hand the functions
 -- bytes that are not UTF-8. Refuse it here, clearly, rather than fail in
--- every call (issue 13).
+-- every call.
 DO $$
 BEGIN
   IF pg_catalog.getdatabaseencoding() OPERATOR(pg_catalog.<>) 'UTF8' THEN
@@ -139,11 +139,11 @@ COMMENT ON COLUMN webhook_dedup.payloads.idem_key IS 'The key.';
 COMMENT ON COLUMN webhook_dedup.payloads.payload IS 'The raw body, byte for byte.';
 COMMENT ON COLUMN webhook_dedup.payloads.headers IS 'The request headers given to webhook_enqueue, if any.';
 
--- The payload archive (issue 27, docs/operations.md "The payload
--- archive", src/store/archive.rs): the raw deliveries of the sources that
--- keep them (webhook_dedup.sources.keep_payload), for audit, export and
--- redrive, with their own retention (payload_retention), apart from the
--- keys, which stay narrow and live for the whole retry window. Bulky and
+-- The payload archive (docs/operations.md "The payload archive",
+-- src/store/archive.rs): the raw deliveries of the sources that keep them
+-- (webhook_dedup.sources.keep_payload), for audit, export and redrive,
+-- with their own retention (payload_retention), apart from the keys,
+-- which stay narrow and live for the whole retry window. Bulky and
 -- append-only, so partitioned by day of arrival (UTC): the maintenance
 -- worker attaches each day's partition ahead of time and drops it whole
 -- once it is past the longest payload retention (no row-by-row delete, no
@@ -303,11 +303,11 @@ COMMENT ON COLUMN webhook_dedup.outbox.leased_at IS 'When the current (or last) 
 COMMENT ON COLUMN webhook_dedup.outbox.delivered_at IS 'When the intent was acknowledged (or resolved completed). Maintenance deletes a delivered intent once delivered_at plus its source''s retention (webhook_dedup.sources.retention, else webhook_dedup.retention) has passed. Summarised per block range (outbox_delivered, BRIN).';
 COMMENT ON COLUMN webhook_dedup.outbox.updated_at IS 'The intent''s last change.';
 
--- Bulk redrive (issue 27, src/api/redrive.rs, src/maintenance/redrive.rs):
--- one row per run of webhook_dedup.redrive, and one per key it matched,
--- which the maintenance worker moves back to due in paced batches. Read
--- through the view webhook_dedup.redrive_runs; pruned with the source's
--- retention once finished.
+-- Bulk redrive (src/api/redrive.rs, src/maintenance/redrive.rs): one row
+-- per run of webhook_dedup.redrive, and one per key it matched, which the
+-- maintenance worker moves back to due in paced batches. Read through the
+-- view webhook_dedup.redrive_runs; pruned with the source's retention once
+-- finished.
 CREATE TABLE webhook_dedup.redrives (
     id           bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     source       text        COLLATE "C" NOT NULL,
@@ -628,13 +628,13 @@ COMMENT ON COLUMN webhook_dedup.claim_counts.expired_leases IS 'Expired leases t
 COMMENT ON TABLE webhook_dedup.claim_counts IS
   'Claim counters flushed from shared memory by webhook_dedup.run_maintenance(): one row per hour (bucket), source and event type ('''' when unknown), and one per minute and source for the last two hours (bucket_width). Read them through webhook_dedup.duplicate_metrics and webhook_dedup.duplicate_metrics_by_minute.';
 
--- One row per redaction (webhook_dedup.redact, issue 41): who erased how
--- much of which source, when, in which transaction, and from which
--- relations, until webhook_dedup.purge_redactions rewrote those relations
--- so that the erased bytes leave the primary's data files (a deleted or
--- updated row version stays in its page, and in the TOAST table, until
--- the space is reused: VACUUM frees the space, it does not wipe it). What
--- was erased is not recorded (no key, account or time of the scope): the
+-- One row per redaction (webhook_dedup.redact): who erased how much of
+-- which source, when, in which transaction, and from which relations,
+-- until webhook_dedup.purge_redactions rewrote those relations so that
+-- the erased bytes leave the primary's data files (a deleted or updated
+-- row version stays in its page, and in the TOAST table, until the space
+-- is reused: VACUUM frees the space, it does not wipe it). What was
+-- erased is not recorded (no key, account or time of the scope): the
 -- record of an erasure must not keep what it erased. Kept until an
 -- operator deletes it.
 CREATE TABLE webhook_dedup.redactions (

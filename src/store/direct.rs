@@ -39,7 +39,7 @@
 //!   rule, every unique index immediate and no exclusion constraint, the
 //!   primary key on `(idem_key, source)` and no other unique index that
 //!   `ON CONFLICT (idem_key, source)` would infer as an arbiter; checked
-//!   once per relation cache generation ([`super::cache`]);
+//!   once per relation cache generation ([`crate::relcache`]);
 //! - the caller must hold all of INSERT, SELECT and UPDATE on it and USAGE
 //!   on its schema (a caller with column privileges only goes through SQL,
 //!   which checks them), and row-level security must not apply to it;
@@ -60,12 +60,11 @@
 //! for a completion the check of the token on the version of the row the
 //! statement's snapshot sees before any lock is taken (a stale token takes
 //! no lock, as the UPDATE's qualification takes none). Each of these was a
-//! difference to the SQL found by review (issue 24); `tests/cluster/
+//! difference to the SQL found by review; `tests/cluster/
 //! test_direct_writes.py` runs the same calls both ways and compares.
 //!
 //! `webhook_dedup.direct_writes = off` sends everything through SQL.
 
-use super::cache;
 use super::claim::Delivery;
 use super::{Key, KeyRow};
 use crate::claim::State;
@@ -176,7 +175,7 @@ unsafe fn check_layout(rel: pg_sys::Relation) -> Option<Layout> {
             || class.relam != pg_sys::HEAP_TABLE_AM_OID
             || !(*rel).trigdesc.is_null()
             || !(*rel).rd_rules.is_null()
-            || super::citus::is_citus_table((*rel).rd_id)
+            || crate::citus::is_citus_table((*rel).rd_id)
         {
             return None;
         }
@@ -202,7 +201,7 @@ unsafe fn check_layout(rel: pg_sys::Relation) -> Option<Layout> {
             // and the rows this module locks do ("C", the extension's own
             // collation): under a nondeterministic collation the index
             // would call 'ABC' and 'abc' one key while the row read back
-            // has the other (issue 24).
+            // has the other.
             if (c == Col::Source as usize || c == Col::IdemKey as usize) && attr.attcollation != pg_sys::C_COLLATION_OID
             {
                 return None;
@@ -226,7 +225,7 @@ unsafe fn check_layout(rel: pg_sys::Relation) -> Option<Layout> {
 unsafe fn layout(rel: pg_sys::Relation) -> Option<Layout> {
     // SAFETY: `rel` is open (caller).
     let oid = unsafe { (*rel).rd_id.to_u32() };
-    let generation = cache::generation();
+    let generation = crate::relcache::generation();
     let cached = LAYOUTS.with_borrow_mut(|(at, layouts)| {
         if *at != generation {
             *at = generation;
@@ -459,7 +458,7 @@ impl Session {
         if !crate::guc::direct_writes() || !writable_here() {
             return None;
         }
-        let (schema, keys) = cache::keys_oid()?;
+        let (schema, keys) = crate::relcache::keys_oid()?;
         // SAFETY: plain catalog checks for the current user.
         let allowed = unsafe {
             let user = pg_sys::GetUserId();
@@ -478,7 +477,7 @@ impl Session {
         // Privileges and row-level security are those of the table the
         // statements name (a shard has the same grants, which Citus
         // propagates); the rows go where the statements' would.
-        let relid = match super::citus::keys_distributed() {
+        let relid = match crate::citus::keys_distributed() {
             false => keys,
             true if write => super::local_shard::lock(conn, keys, source)?.keys,
             true => super::local_shard::readable(conn, keys, source)?,
@@ -514,7 +513,7 @@ impl Session {
             }
             // A session that only looks opens the primary key alone (the
             // probe's and the look-up's index): the other indexes are for
-            // writes (issue 29: opening them was a tenth of a read).
+            // writes (opening them was a tenth of a read).
             if write {
                 pg_sys::ExecOpenIndices(rri, true);
             } else {
@@ -731,7 +730,7 @@ impl Session {
     /// `key`'s row as the latest snapshot sees it, copied ([`Values::key_row`]),
     /// with its `last_seen_at`: read without a lock and without waiting for
     /// its writers, for a duplicate answered without a write
-    /// (`crate::api::claim`, issue 29). `None` when no version is visible,
+    /// (`crate::engine::claim`). `None` when no version is visible,
     /// or when this transaction wrote the visible one (the caller then
     /// takes the row's lock, as for any other delivery). Call it while
     /// connected to SPI (the copy of `result` goes to the caller's context).
@@ -742,7 +741,7 @@ impl Session {
     /// [`Session::read_row`] where the probe found the key at `tid`
     /// ([`Insert::Known`], [`Session::locate`]): the version at that TID
     /// fetched with the latest snapshot, without a second descent of the
-    /// primary key (issue 29: the descent was a fifth of a duplicate's
+    /// primary key (the descent was a fifth of a duplicate's
     /// CPU). When that version is no longer visible (changed or deleted
     /// and committed since the probe) or no longer has `key` (a TID is
     /// reused only after the row was removed), the primary key is read as

@@ -45,7 +45,7 @@ static EXPIRE_KEYS_OF_SOURCE: Statement = Statement::returning(
 /// by source.
 pub fn expired_leases(conn: &Conn<'_>, now: i64, limit: i64) -> Vec<KeyRow> {
     let read = |rows: crate::spi::Rows<'_>| KeyRow::all(&rows);
-    if !super::citus::keys_distributed() {
+    if !crate::citus::keys_distributed() {
         return read(conn.execute(&EXPIRED_LEASES, &[arg(timestamptz(now)), arg(limit)], Snap::Statement));
     }
     let due = conn.execute(&SOURCES_EXPIRED_LEASES, &[arg(timestamptz(now)), arg(limit)], Snap::Statement);
@@ -89,7 +89,7 @@ pub fn expire_keys(conn: &Conn<'_>, now: i64, default_retention_us: i64, limit: 
         kept: rows.get(0, 3).unwrap_or(0),
     };
     let retention = Interval::from_micros(default_retention_us);
-    if !super::citus::keys_distributed() {
+    if !crate::citus::keys_distributed() {
         return read(conn.execute(&EXPIRE_KEYS, &[arg(timestamptz(now)), arg(retention), arg(limit)], Snap::Statement));
     }
     let due = conn.execute(&SOURCES_PAST_RETENTION, &[arg(timestamptz(now)), arg(limit)], Snap::Statement);

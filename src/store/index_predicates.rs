@@ -7,8 +7,7 @@
 //! in the `IndexInfo`. The SQL statements build that `IndexInfo` once per
 //! execution; [`super::direct`] builds it once per call, so each new key
 //! compiled both predicates of the extension's indexes (`keys_open`,
-//! `keys_expiry`) again: 5% of a new key's CPU, measured with `perf` for
-//! issue 29. Here the compiled state is kept in a memory context of the
+//! `keys_expiry`) again: 5% of a new key's CPU, measured with `perf`. Here the compiled state is kept in a memory context of the
 //! backend and handed to the next call's `IndexInfo`.
 //!
 //! It is used only for the predicate it was compiled from: the call's

@@ -1,4 +1,4 @@
-//! The local-shard fast path on Citus (issue 28; docs/distributed.md, "The
+//! The local-shard fast path on Citus (docs/distributed.md, "The
 //! local-shard fast path").
 //!
 //! Distributed, a source's keys are in one shard of `webhook_dedup.keys`
@@ -75,7 +75,6 @@
 //! for writes only: held while the call sleeps, it would make a shard move
 //! wait and every write to the shard's group queue behind the move.
 
-use super::cache;
 use crate::spi::{arg, Conn, Snap, Statement};
 use pgrx::pg_sys::{self, Oid, TEXTOID};
 use std::cell::{Cell, RefCell};
@@ -150,7 +149,7 @@ fn citus() -> Option<Citus> {
     if let Some(found) = CITUS.get() {
         return found;
     }
-    let found = (super::citus::loaded_version().is_some_and(|(major, _, _)| major == 13))
+    let found = (crate::citus::loaded_version().is_some_and(|(major, _, _)| major == 13))
         .then(|| {
             // SAFETY: load_external_function finds a symbol of an already
             // loaded library (citus is in shared_preload_libraries, or the
@@ -208,13 +207,13 @@ fn citus_setting_on(name: &std::ffi::CStr, default: bool) -> bool {
 /// dropped later), so a write would land in a copy about to be dropped.
 fn route(conn: &Conn<'_>, source: &str) -> Option<Route> {
     for _ in 0..3 {
-        let generation = cache::generation();
+        let generation = crate::relcache::generation();
         let cached = ROUTES.with_borrow_mut(|(at, routes)| {
             if *at != generation {
                 *at = generation;
                 routes.clear();
                 // the shards to watch are those written from now on
-                cache::forget_shards();
+                crate::relcache::forget_shards();
                 crate::spi::forget_relations();
             }
             routes.get(source).copied()
@@ -233,7 +232,7 @@ fn route(conn: &Conn<'_>, source: &str) -> Option<Route> {
         // changed may name a shard Citus no longer knows (a split), whose
         // lock would raise. Only one found under a steady generation is
         // used, and kept.
-        if cache::generation() == generation {
+        if crate::relcache::generation() == generation {
             ROUTES.with_borrow_mut(|(at, routes)| {
                 if *at == generation {
                     if routes.len() >= ROUTES_KEPT {
@@ -318,7 +317,7 @@ fn still_there(source: &str, shard_id: i64, shard: Oid, mode: pg_sys::LOCKMODE) 
         }
         pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
     }
-    cache::watch_shard(shard);
+    crate::relcache::watch_shard(shard);
     true
 }
 
@@ -344,7 +343,7 @@ fn locked_shard(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Local> {
             trace(source, || format!("shard {shard_id} has no placement here that may be written directly"));
             return None;
         };
-        if locked != Some((shard_id, cache::generation())) {
+        if locked != Some((shard_id, crate::relcache::generation())) {
             // The shard's lock, taken (again when an invalidation arrived
             // since: a split elsewhere in the co-location group changes the
             // shard index the lock's tag is made of,
@@ -356,7 +355,7 @@ fn locked_shard(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Local> {
             // SAFETY: takes in what a move or split that committed while
             // we waited for the lock sent (before it released the lock).
             unsafe { pg_sys::AcceptInvalidationMessages() };
-            locked = Some((shard_id, cache::generation()));
+            locked = Some((shard_id, crate::relcache::generation()));
             continue;
         }
         // The shard relation exists while its metadata lock is held (a move
@@ -377,7 +376,7 @@ fn locked_shard(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Local> {
             pg_sys::ffi::pg_guard_ffi_boundary(|| (citus.use_2pc)());
         }
         if let Some(guards) = replay_guards {
-            cache::watch_shard(guards);
+            crate::relcache::watch_shard(guards);
         }
         return Some(Local { keys: shard, replay_guards });
     }
@@ -394,7 +393,7 @@ fn locked_shard(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Local> {
 /// queue behind the move, the holder's completion the wait waits for
 /// among them. A look at a copy a move just left is harmless: the claim
 /// that follows takes the lock and decides; and a recent duplicate
-/// answered from such a copy without a write (issue 29) read a state the
+/// answered from such a copy without a write read a state the
 /// key had during the call (the move freezes the copy at its cut-over,
 /// and writes to the key wait for the move), as any read may.
 pub fn readable(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Oid> {
@@ -415,9 +414,9 @@ pub fn readable(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Oid> {
 /// taken with the keys' ([`lock`]: one lock covers co-located shards); None
 /// when the fast path declines or `webhook_dedup.direct_writes` is off.
 pub fn replay_guards(conn: &Conn<'_>, source: &str) -> Option<Oid> {
-    if !crate::guc::direct_writes() || !super::citus::keys_distributed() {
+    if !crate::guc::direct_writes() || !crate::citus::keys_distributed() {
         return None;
     }
-    let (_, keys) = super::cache::keys_oid()?;
+    let (_, keys) = crate::relcache::keys_oid()?;
     lock(conn, keys, source)?.replay_guards
 }

@@ -210,7 +210,7 @@ pub fn read(conn: &Conn<'_>, key: Key<'_>, snap: Snap) -> Option<KeyRow> {
 /// (a claim: it commits at once) without taking any lock, and the key is
 /// looked at again. Otherwise the claim after the wait would meet that
 /// insert, wait for it and answer `in_progress` without having waited for
-/// the holder (found by review of issue 25: 10 of 30 simultaneous pairs).
+/// the holder (found by review: 10 of 30 simultaneous pairs).
 /// The SQL path (a Citus table written through SQL) has no such probe.
 pub fn look(conn: &Conn<'_>, key: Key<'_>) -> Option<direct::Looked> {
     match direct::Session::open_to_look(conn, key.source) {

@@ -73,7 +73,7 @@ pub fn enqueue(conn: &Conn<'_>, d: &Delivery<'_>) -> Upserted {
 /// time: the sources with due keys, the oldest due first, then each
 /// source's keys oldest first (so "oldest first" holds within a source).
 pub fn take_due(conn: &Conn<'_>, now: i64, source: Option<&str>, limit: i32) -> Vec<KeyRow> {
-    if !super::citus::keys_distributed() {
+    if !crate::citus::keys_distributed() {
         return KeyRow::all(&conn.execute(&TAKE, &[arg(timestamptz(now)), arg(source), arg(limit)], Snap::Statement));
     }
     let take_of = |source: &str, limit: i32| {

@@ -15,7 +15,7 @@
 //!    while it reclaims, so a replay that would take a failed (or gone)
 //!    owner's body over waits, and then reads the owner as that redelivery
 //!    left it. A recent duplicate of the owner that is answered from the
-//!    owner's row without a write (issue 29, `crate::api::receive`) reads
+//!    owner's row without a write (`crate::engine::receive`) reads
 //!    the guard without the lock ([`owner_unlocked`]): it changes nothing a
 //!    take-over decides on, and a take-over committing meanwhile is ordered
 //!    after it. So does a replayed body whose answer the owner's committed

@@ -6,12 +6,11 @@
 //! without a redeploy. Only `webhook_receive` (run as the extension's
 //! owner) reads them; no function returns a secret.
 
-use super::cache;
+use super::cache::SourceCache;
+use crate::relcache::Table;
 use crate::spi::{arg, Conn, Snap, Statement};
 use pgrx::datum::TimestampWithTimeZone;
 use pgrx::pg_sys::{self, TEXTOID};
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 static READ: Statement = Statement::returning(
@@ -19,9 +18,6 @@ static READ: Statement = Statement::returning(
     &[TEXTOID],
     &["id", "secret", "not_before", "not_after", "secrets", "scheme"],
 );
-
-/// How many sources one backend keeps the keys of.
-pub const CAPACITY: usize = 1_024;
 
 /// One stored key. Times in microseconds since 2000-01-01 UTC.
 #[derive(Clone)]
@@ -57,36 +53,24 @@ impl StoredSecret {
     /// Whether the key may verify `scheme` (a canonical name): it was
     /// accepted for that scheme, or for none. A key is never used for
     /// another scheme than the one it was checked against, so a change of
-    /// the source's provider cannot make it one (issue 24: a Mailgun key
+    /// the source's provider cannot make it one (a Mailgun key
     /// answering X's unsigned CRC is a Mailgun signing oracle).
     pub fn serves(&self, scheme: &str) -> bool {
         self.scheme.as_deref().is_none_or(|accepted| accepted == scheme)
     }
 }
 
-/// The keys per source, and the [`cache::generation`] they were read under.
-type Cache = (u64, HashMap<String, Rc<[StoredSecret]>>);
-
 thread_local! {
-    static CACHE: RefCell<Cache> = RefCell::new((0, HashMap::new()));
+    static CACHE: SourceCache<Rc<[StoredSecret]>> = SourceCache::new(Table::Secrets);
 }
 
 /// Every key of `source`, oldest first (cached; read with `conn` on a miss).
 pub fn of(conn: &Conn<'_>, source: &str) -> Rc<[StoredSecret]> {
-    let generation = cache::generation();
-    let cached = CACHE.with_borrow_mut(|(built, c)| {
-        if *built != generation {
-            c.clear();
-            *built = generation;
-        }
-        c.get(source).cloned()
-    });
-    if let Some(found) = cached {
-        return found;
-    }
-    // The latest snapshot, not the statement's: under REPEATABLE READ the
-    // transaction snapshot can predate an invalidation already processed
-    // (the generation read above), and what it reads would stay cached.
+    CACHE.with(|cache| cache.get(source, || read(conn, source)))
+}
+
+/// Every key of `source` as stored, and the table's oid (when it has one).
+fn read(conn: &Conn<'_>, source: &str) -> (Rc<[StoredSecret]>, Option<pg_sys::Oid>) {
     let rows = conn.execute(&READ, &[arg(source)], Snap::Latest);
     let us = |t: Option<TimestampWithTimeZone>| t.map(pg_sys::TimestampTz::from);
     let found: Rc<[StoredSecret]> = (0..rows.len())
@@ -100,17 +84,6 @@ pub fn of(conn: &Conn<'_>, source: &str) -> Rc<[StoredSecret]> {
             })
         })
         .collect();
-    if let Some(oid) = (!rows.is_empty()).then(|| rows.get::<pg_sys::Oid>(0, 5)).flatten() {
-        cache::watch(cache::Table::Secrets, oid);
-    }
-    // Keep it only if no invalidation arrived while it was read.
-    if cache::generation() == generation {
-        CACHE.with_borrow_mut(|(_, c)| {
-            if c.len() >= CAPACITY {
-                c.clear();
-            }
-            c.insert(source.to_owned(), found.clone());
-        });
-    }
-    found
+    let oid = (!rows.is_empty()).then(|| rows.get::<pg_sys::Oid>(0, 5)).flatten();
+    (found, oid)
 }

@@ -9,18 +9,15 @@
 //! change commits and process it at their next transaction start (or lock
 //! acquisition); the changing transaction itself at its next command. So a
 //! call sees every change committed before its transaction began, as a
-//! query of the table would under READ COMMITTED. The cache holds at most
-//! [`CAPACITY`] sources (sources without a row included) and starts over
-//! when full.
+//! query of the table would under READ COMMITTED ([`super::cache`]).
 
-use super::cache;
+use super::cache::SourceCache;
 use crate::error::{Error, OrRaise, Raise};
 use crate::intake::{Columns, SourceIntake};
+use crate::relcache::Table;
 use crate::spi::{arg, Conn, Snap, Statement};
 use pgrx::datum::Interval;
 use pgrx::pg_sys::{self, TEXTOID, TIMESTAMPTZOID};
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 static SETTINGS: Statement = Statement::returning(
@@ -53,9 +50,6 @@ static PAUSE: Statement = Statement::returning(
 );
 static RESUME: Statement = Statement::new(crate::sql_statement!("source_resume.sql"), &[TEXTOID]);
 static PAUSED: Statement = Statement::returning(crate::sql_statement!("source_paused.sql"), &[TEXTOID], &["paused"]);
-
-/// How many sources one backend keeps.
-pub const CAPACITY: usize = 1_024;
 
 /// A source's own settings; `None` falls back to the `webhook_dedup.*`
 /// setting of the same name.
@@ -121,26 +115,16 @@ impl SourceSettings {
 }
 
 thread_local! {
-    /// The cached settings, and the [`cache::generation`] they were read under.
-    static CACHE: RefCell<(u64, HashMap<String, SourceSettings>)> = RefCell::new((0, HashMap::new()));
+    static CACHE: SourceCache<SourceSettings> = SourceCache::new(Table::Sources);
 }
 
 /// The settings of `source` (cached; read with `conn` on a miss).
 pub fn settings(conn: &Conn<'_>, source: &str) -> SourceSettings {
-    let generation = cache::generation();
-    let cached = CACHE.with_borrow_mut(|(built, c)| {
-        if *built != generation {
-            c.clear();
-            *built = generation;
-        }
-        c.get(source).cloned()
-    });
-    if let Some(found) = cached {
-        return found;
-    }
-    // The latest snapshot, not the statement's: under REPEATABLE READ the
-    // transaction snapshot can predate an invalidation already processed
-    // (the generation read above), and what it reads would stay cached.
+    CACHE.with(|cache| cache.get(source, || read(conn, source)))
+}
+
+/// The settings of `source` as stored, and the table's oid.
+fn read(conn: &Conn<'_>, source: &str) -> (SourceSettings, Option<pg_sys::Oid>) {
     let rows = conn.execute(&SETTINGS, &[arg(source)], Snap::Latest);
     let found = SourceSettings {
         lease: rows.get(0, 1),
@@ -170,20 +154,7 @@ pub fn settings(conn: &Conn<'_>, source: &str) -> SourceSettings {
         },
         ..found
     };
-    if let Some(oid) = rows.get::<pg_sys::Oid>(0, 5) {
-        cache::watch(cache::Table::Sources, oid);
-    }
-    // Keep it only if no invalidation arrived while it was read (the read
-    // may have seen the table before or after that change).
-    if cache::generation() == generation {
-        CACHE.with_borrow_mut(|(_, c)| {
-            if c.len() >= CAPACITY {
-                c.clear();
-            }
-            c.insert(source.to_owned(), found.clone());
-        });
-    }
-    found
+    (found, rows.get::<pg_sys::Oid>(0, 5))
 }
 
 /// Record a pause of `source` by `by` (its row made when it has none; a

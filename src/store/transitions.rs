@@ -3,13 +3,14 @@
 //! with [`lock`] (holders' failures, checkpoints, lease extensions,
 //! operators' resolutions), and forgetting a key.
 
+use super::direct::{Col, Locked, Session};
 use super::{serialization_failure, Key, KeyRow, KEY_ROW};
 use crate::claim::State;
 use crate::jsonb::Jsonb;
 use crate::spi::{arg, Conn, Snap, Statement};
 use crate::time::timestamptz;
 use pgrx::pg_sys::{JSONBOID, TEXTOID, TIMESTAMPTZOID, UUIDOID};
-use pgrx::Uuid;
+use pgrx::{IntoDatum, Uuid};
 
 static LOCK: Statement = Statement::returning(crate::sql_statement!("key_lock.sql"), &[TEXTOID, TEXTOID], KEY_ROW);
 static COMPLETE: Statement = Statement::returning(
@@ -71,9 +72,13 @@ pub enum Completed {
     Unknown,
 }
 
-/// Complete the key if `token` holds its lease: one guarded update (the
-/// fencing is in its condition). `expires_at`: when maintenance looks at
-/// the completed key again (now plus the source's retention).
+/// Complete the key if `token` holds its lease, storing `result`:
+/// `expires_at` is when maintenance looks at the completed key again (now
+/// plus the source's retention). Without an SQL plan where the table
+/// allows ([`super::direct`]: the token checked on the version of the
+/// key's row the statement would see, then the row locked and completed if
+/// the token still holds it), else one guarded update (`key_complete.sql`:
+/// the fencing is in its condition).
 pub fn complete(
     conn: &Conn<'_>,
     key: Key<'_>,
@@ -82,6 +87,9 @@ pub fn complete(
     result: Option<Jsonb>,
     expires_at: i64,
 ) -> Completed {
+    if let Some(session) = Session::open(conn, key.source) {
+        return complete_direct(conn, session, key, token, now, result, expires_at);
+    }
     let rows = conn.execute(
         &COMPLETE,
         &[
@@ -98,6 +106,63 @@ pub fn complete(
         return Completed::Yes { event_type: rows.get(0, 1) };
     }
     unmatched(conn, key, token)
+}
+
+/// `key_complete.sql` without an SQL plan: check the token on the version
+/// of the key's row the statement would see (no lock for a stale token, as
+/// the UPDATE's condition takes none), then lock the row (its newest
+/// version), and complete it if `token` still holds its lease.
+fn complete_direct(
+    conn: &Conn<'_>,
+    mut session: Session,
+    key: Key<'_>,
+    token: Uuid,
+    now: i64,
+    result: Option<Jsonb>,
+    expires_at: i64,
+) -> Completed {
+    // The UPDATE refuses a table published for updates without a replica
+    // identity when it starts, before it matches anything.
+    session.check_updatable();
+    if !session.visible_holder(key, &token) {
+        session.close();
+        return unmatched(conn, key, token);
+    }
+    let completed = loop {
+        let Some(tid) = session.locate(key) else {
+            // The version the snapshot sees is held, but the key is gone
+            // now: under REPEATABLE READ the UPDATE meets the deletion of
+            // the row it found (40001); under READ COMMITTED it re-checks
+            // and matches nothing (the key is unknown).
+            if super::transaction_snapshot() {
+                serialization_failure();
+            }
+            break Completed::Unknown;
+        };
+        match session.lock(key, tid) {
+            // deleted since the probe: look again (it is gone, or new)
+            Locked::Gone => continue,
+            Locked::Row(mut values, tid) => {
+                let event_type = values.event_type();
+                if !values.held_by(&token) {
+                    break Completed::Stale { event_type };
+                }
+                let now = timestamptz(now);
+                values.set(Col::State, State::Completed.as_str().into_datum());
+                values.set(Col::Result, result.into_datum());
+                values.set(Col::CompletedAt, now.into_datum());
+                values.set(Col::LastSeenAt, now.into_datum());
+                values.set(Col::LeaseExpiresAt, None);
+                values.set(Col::DueAt, None);
+                values.set(Col::ExpiresAt, timestamptz(expires_at).into_datum());
+                values.set(Col::ClaimToken, None);
+                session.update(tid, &values);
+                break Completed::Yes { event_type };
+            }
+        }
+    };
+    session.close();
+    completed
 }
 
 /// What a completion that matched no row (the UPDATE's condition, or the
@@ -211,7 +276,7 @@ pub fn forget(conn: &Conn<'_>, key: Key<'_>) -> Option<Option<String>> {
         super::visible_conflict(conn, key);
         return None;
     }
-    if !super::citus::keys_distributed() {
+    if !crate::citus::keys_distributed() {
         let first_seen_at: Option<pgrx::datum::TimestampWithTimeZone> = rows.get(0, 2);
         if let Some(at) = first_seen_at {
             super::archive::forget(conn, key, at);

@@ -1,4 +1,4 @@
-//! `#[pg_test]`s of the HTTP answer (issue 25): `webhook_receive`'s
+//! `#[pg_test]`s of the HTTP answer: `webhook_receive`'s
 //! `http_status`, `http_headers` and `response` for every outcome one
 //! session can reach, and `webhook_dedup.http_answer`.
 

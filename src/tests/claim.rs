@@ -13,8 +13,8 @@ mod tests {
     #[pg_test]
     fn argument_errors_have_precise_sqlstates() {
         let cases = [
-            // issue 24: the metrics report overflowing counts under this
-            // name, so no real source may have it
+            // the metrics report overflowing counts under this name, so
+            // no real source may have it
             (
                 "SELECT * FROM webhook_dedup.webhook_claim('(overflow)', 'k')",
                 "22023: source \"(overflow)\" is reserved: the metrics report the counts of sources past a database's share under it",

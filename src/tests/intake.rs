@@ -45,12 +45,12 @@ mod tests {
         Some(text.to_string())
     }
 
-    /// Issue 14, item 1: Stripe renders an event anew for each attempt, so
-    /// a retry of `evt_X` whose `pending_webhooks` (and `request`) changed
-    /// was answered `conflict` (422) and Stripe retried for three days. The
-    /// fingerprint covers the event's `type` and `data` now: the retry is a
-    /// `duplicate` with the stored result, in both modes; a different
-    /// `data` under the same id is still a `conflict`.
+    /// Stripe renders an event anew for each attempt, so a retry of `evt_X`
+    /// whose `pending_webhooks` (and `request`) changed was answered
+    /// `conflict` (422) and Stripe retried for three days. The fingerprint
+    /// covers the event's `type` and `data` now: the retry is a `duplicate`
+    /// with the stored result, in both modes; a different `data` under the
+    /// same id is still a `conflict`.
     #[pg_test]
     fn a_stripe_retry_with_a_rerendered_envelope_is_a_duplicate() {
         let at = 1_700_000_000;

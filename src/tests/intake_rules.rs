@@ -1,5 +1,5 @@
-//! `#[pg_test]`s of how `webhook_receive` reads what providers really send
-//! (issue 14): the replay guard, custom sources configured in
+//! `#[pg_test]`s of how `webhook_receive` reads what providers really
+//! send: the replay guard, custom sources configured in
 //! `webhook_dedup.sources`, handshakes and intake filters. See
 //! `src/tests/mod.rs` for how these tests run.
 
@@ -82,10 +82,10 @@ mod tests {
         signed("github", body, GITHUB_SECRET, 0, "", json!({"X-GitHub-Delivery": delivery, "X-GitHub-Event": "push"}))
     }
 
-    /// Issue 14, item 2: GitHub signs the body but not X-GitHub-Delivery, so
-    /// a captured delivery re-sent under a new id was claimed and processed
-    /// again. The replay guard answers it from the key the body first came
-    /// with; a redelivery with the same id behaves as before.
+    /// GitHub signs the body but not X-GitHub-Delivery, so a captured
+    /// delivery re-sent under a new id was claimed and processed again. The
+    /// replay guard answers it from the key the body first came with; a
+    /// redelivery with the same id behaves as before.
     #[pg_test]
     fn a_github_body_resent_under_a_new_delivery_id_is_a_duplicate() {
         const SRC: &str = ", source => 'gh-replay'";
@@ -232,9 +232,8 @@ mod tests {
         assert_eq!(count("SELECT count(*) FROM webhook_dedup.replay_guards WHERE source = 'stripe-guarded'"), 2);
     }
 
-    /// Issue 14, item 3: a provider without a profile, configured in SQL
-    /// only, keys, types, orders and fingerprints its events like a
-    /// built-in one.
+    /// A provider without a profile, configured in SQL only, keys,
+    /// types, orders and fingerprints its events like a built-in one.
     #[pg_test]
     fn a_custom_source_defined_in_sql_reads_like_a_provider() {
         Spi::run(
@@ -337,8 +336,8 @@ mod tests {
         assert_eq!(count("SELECT count(*) FROM webhook_dedup.sources WHERE source = 'bad'"), 0);
     }
 
-    /// Issue 14, item 4: Slack's url_verification, signed like any request,
-    /// is answered with the challenge and stores nothing.
+    /// Slack's url_verification, signed like any request, is answered with
+    /// the challenge and stores nothing.
     #[pg_test]
     fn slack_url_verification_is_a_handshake() {
         // Slack's documented example (https://api.slack.com/events/url_verification)
@@ -364,7 +363,7 @@ mod tests {
             &[body.as_slice().into(), JsonB(headers.clone()).into()],
         );
         assert_eq!(text, Ok(s(r#"{"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}"#)));
-        // unsigned, it is no handshake: refused with 401 (issue 25)
+        // unsigned, it is no handshake: refused with 401
         let forged = receive("slack", body, &json!({}), "slack-secret", 1_700_000_000, "");
         assert_eq!(
             (forged.verified, forged.outcome, forged.response),
@@ -466,8 +465,8 @@ mod tests {
         assert_eq!(count("SELECT count(*) FROM webhook_dedup.keys WHERE source = 'twitter'"), 1);
     }
 
-    /// Issue 14, item 5: a source that lists its event types answers the
-    /// others `ignored` (2xx), stores nothing and counts them.
+    /// A source that lists its event types answers the others `ignored`
+    /// (2xx), stores nothing and counts them.
     #[pg_test]
     fn event_types_a_source_does_not_accept_are_ignored() {
         Spi::run(

@@ -154,7 +154,7 @@ mod tests {
             "39P01: webhook_monotonic_guard must be a BEFORE ... FOR EACH ROW trigger"
         );
         // Called as a plain function, every trigger function of the
-        // extension (the class: issue 24) is 39P01, never pgrx's XX000
+        // extension is 39P01, never pgrx's XX000
         // ("PgTrigger::from_fcinfo failed: NotTrigger").
         for name in ["webhook_dedup.webhook_monotonic_guard", "webhook_dedup.sources_changed"] {
             assert_eq!(

@@ -1,6 +1,6 @@
 //! `#[pg_test]`s of verification keys kept in the database
-//! (`webhook_dedup.source_secrets`, issue 15): rotation with an overlap, a
-//! retired key, the checks of the management functions. Roles and dumps:
+//! (`webhook_dedup.source_secrets`): rotation with an overlap, a retired
+//! key, the checks of the management functions. Roles and dumps:
 //! `tests/cluster/test_security.py`, `test_backup.py`.
 
 #[pgrx::pg_schema]
@@ -147,8 +147,8 @@ mod tests {
             )
             .unwrap()
         };
-        // a Mailgun source's key is no key of X at all (issue 24: keys carry
-        // their scheme): 55000, no answer
+        // a Mailgun source's key is no key of X at all (keys carry their
+        // scheme): 55000, no answer
         let refused = error_of(
             "SELECT reject_reason FROM webhook_dedup.webhook_receive('twitter', ''::bytea, '{}', source => 'mailgun',
                url => 'https://x/hook?crc_token=14036452205egbgr1vjgqxtrnp65xfznchgdccwh5d6i09vijqi3whgowmn6')",
@@ -165,10 +165,10 @@ mod tests {
         assert_eq!(crc("x-main").0, None, "a source whose provider is twitter");
     }
 
-    /// Issue 24: the operator may change a source's provider at any time,
-    /// and keys used to be checked against the scheme only when added. A
-    /// Mailgun source whose provider became twitter answered the CRC with
-    /// its Mailgun key: a valid Mailgun signature of a chosen timestamp and
+    /// The operator may change a source's provider at any time, and keys
+    /// used to be checked against the scheme only when added. A Mailgun
+    /// source whose provider became twitter answered the CRC with its
+    /// Mailgun key: a valid Mailgun signature of a chosen timestamp and
     /// token. Keys now carry the scheme they were accepted for and verify
     /// (and answer) for that scheme only.
     #[pg_test]

@@ -1,4 +1,4 @@
-//! `#[pg_test]`s of issue 13's single-session faults: settings bounded like
+//! `#[pg_test]`s of the single-session security faults: settings bounded like
 //! the arguments they stand for, replay windows compared in microseconds.
 //! Hostile header maps and bodies (timing, cancels), the roles with real
 //! logins, `search_path` attacks on every function and the worker, other

@@ -1,5 +1,5 @@
-"""Fixtures for the distributed layer (issue 17): a Citus coordinator and two
-workers of the tests' own, on loopback (citus_cluster.py).
+"""Fixtures for the distributed layer: a Citus coordinator and two workers of
+the tests' own, on loopback (citus_cluster.py).
 
 scripts/test.sh runs this layer only when Citus is installed (it skips the
 layer, saying so, when it cannot be); here nothing is skipped: a missing

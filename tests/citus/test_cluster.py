@@ -3,7 +3,7 @@ Citus coordinator and two workers on loopback, webhook_dedup created on the
 coordinator and propagated to both workers at one version, both workers
 active, the maintenance worker running on every node, and a worker stopped
 with -m immediate and started again rejoining by itself (what the crash
-tests of issue 17 build on).
+tests of the distributed mode build on).
 """
 
 from citus_cluster import LOOPBACK, wait_for

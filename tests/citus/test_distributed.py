@@ -1,4 +1,4 @@
-"""The distributed mode (issue 17) through the coordinator: after
+"""The distributed mode through the coordinator: after
 `SELECT webhook_dedup.distribute()` the same SQL as on one node, with every
 guarantee kept.
 
@@ -159,7 +159,7 @@ def test_32_connections_through_the_coordinator_on_1000_keys(distributed):
         # every delivery counted once, in the per-source counters of the
         # node that ran it (the coordinator's view adds every node's); on
         # the keys, the first of each and the duplicates that wrote (a
-        # recent duplicate is a read, issue 29)
+        # recent duplicate is a read)
         assert one(conn, "SELECT sum(deliveries) FROM webhook_dedup.duplicate_metrics WHERE source = ANY(%s)",
                    (SOURCES,)) == CONNECTIONS * KEYS
         assert KEYS <= rows[2] <= CONNECTIONS * KEYS

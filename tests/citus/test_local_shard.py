@@ -1,5 +1,5 @@
-"""Issue 28: the local-shard fast path, routing by source, and claims under
-cluster changes.
+"""The local-shard fast path, routing by source, and claims under cluster
+changes.
 
 On the node that holds a source's shard, outside a transaction block, the
 single-source calls write the shard itself under Citus's own locks
@@ -80,7 +80,7 @@ def every_duplicate_recorded(cluster):
     """webhook_dedup.duplicate_record_interval = 0 on every node while the
     body runs (delegated calls run in sessions of their own, which a SET
     does not reach): where the write paths are compared, a recent duplicate
-    answered with a read (the direct path's alone, issue 29;
+    answered with a read (the direct path's alone;
     test_a_recent_duplicate_on_the_owner_is_a_read) would differ in the
     key's deliveries."""
     cluster.alter_system("SET webhook_dedup.duplicate_record_interval = 0")
@@ -155,10 +155,10 @@ def test_the_fast_path_and_every_decline_answer_alike(distributed):
 
 
 def test_a_recent_duplicate_on_the_owner_is_a_read(distributed):
-    """Issue 29 on the local-shard fast path: a recent duplicate of a
-    completed key, claimed on the owner, is answered from the shard's row
-    with no transaction id and no write; the coordinator's delegated call
-    likewise leaves the row as it was."""
+    """Duplicates are reads on the local-shard fast path too: a recent
+    duplicate of a completed key, claimed on the owner, is answered from
+    the shard's row with no transaction id and no write; the
+    coordinator's delegated call likewise leaves the row as it was."""
     source = "read-src"
     owner, _ = owner_and_other(distributed, source)
     with owner.connect() as conn:
@@ -268,7 +268,7 @@ def test_a_shard_move_waits_for_a_claim_that_holds_the_shard_lock(distributed, m
         with ThreadPoolExecutor(2) as pool:
             waiter_conn = owner.connect()
             # a duplicate that writes (a recent one would be answered with a
-            # read, without waiting for the row: issue 29)
+            # read, without waiting for the row)
             waiter_conn.execute("SET webhook_dedup.duplicate_record_interval = 0")
             notes = debug_notices(waiter_conn)
             waiter_pid = one(waiter_conn, "SELECT pg_backend_pid()")

@@ -1,8 +1,7 @@
-"""Issue 24, item 2, and issue 28, item 2: a worker backend must not grow
-with every claim, delegated by the coordinator or made by a client
-connected to the worker that holds the source (both write the source's
-shard directly since issue 28, src/store/local_shard.rs; each decline runs
-the SQL, as before).
+"""A worker backend must not grow with every claim, delegated by the
+coordinator or made by a client connected to the worker that holds the
+source (both write the source's shard directly, src/store/local_shard.rs;
+each decline runs the SQL, as before).
 
 Citus 13.2.1 and later 13.2.x keep a local plan per execution of a kept
 (generic) plan of a fast-path statement or a parameterised INSERT on a
@@ -19,18 +18,18 @@ more through the same connection: through the coordinator, all delegated
 to the worker that holds the source; and with the client connected to that
 worker. Every backend that served them may grow its own memory (RssAnon of
 /proc/PID/status: the anonymous pages where its memory contexts live) by at
-most 1 MB over the 20,000 claims (issue 41, item 8): the coordinator's
-backend of the client and the worker's backend of Citus's connection on
-the delegated route, the owner's backend of the client on the other. One
-probe of issue 41 measured 377 bytes per claim (7.5 MB over 20,000) on one
-backend while another found every one flat: 1 MB (52 bytes per claim)
-tells the two apart, where the earlier 4 MB, over the worker's backend
-only, did not look at the coordinator's at all. VmRSS also counts the
-shared buffers a backend touches, which grow as the claims fill new pages
-(about 8 MB here) and are no leak; the leak of #8783 was private: 23 MB
-to 437 MB of private dirty memory over 5,000 claims. Measured after the
-fix: RssAnon 6,936 kB before and after (0 bytes per claim); with the fast
-path, 0.0 to 0.1 MB over 20,000 (make bench, docs/distributed.md).
+most 1 MB over the 20,000 claims: the coordinator's backend of the client
+and the worker's backend of Citus's connection on the delegated route, the
+owner's backend of the client on the other. One earlier probe measured 377
+bytes per claim (7.5 MB over 20,000) on one backend while another found
+every one flat: 1 MB (52 bytes per claim) tells the two apart, where the
+earlier 4 MB, over the worker's backend only, did not look at the
+coordinator's at all. VmRSS also counts the shared buffers a backend
+touches, which grow as the claims fill new pages (about 8 MB here) and are
+no leak; the leak of #8783 was private: 23 MB to 437 MB of private dirty
+memory over 5,000 claims. Measured after the fix: RssAnon 6,936 kB before
+and after (0 bytes per claim); with the fast path, 0.0 to 0.1 MB over
+20,000 (make bench, docs/distributed.md).
 """
 
 import re

@@ -1,11 +1,11 @@
-"""The payload archive against a real cluster with the maintenance worker
-(issue 27, item 1): the worker makes the day partitions ahead on its own;
-a shorter payload retention's rows go in paced batches of batch_size, one
-batch a pass (counted pass by pass by hand, then by the worker), and an
-old partition is dropped whole; a partition drop waits
-for no receiver (a claim transaction that archived holds the archive: the
-pass gives up after its lock_timeout, the claim commits unharmed, a later
-pass drops it); the archive survives a crash with what committed.
+"""The payload archive against a real cluster with the maintenance
+worker: the worker makes the day partitions ahead on its own; a shorter
+payload retention's rows go in paced batches of batch_size, one batch a
+pass (counted pass by pass by hand, then by the worker), and an old
+partition is dropped whole; a partition drop waits for no receiver (a
+claim transaction that archived holds the archive: the pass gives up
+after its lock_timeout, the claim commits unharmed, a later pass drops
+it); the archive survives a crash with what committed.
 
 Every wait is a bounded poll (own_cluster.wait_for).
 """

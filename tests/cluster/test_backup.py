@@ -1,5 +1,5 @@
-"""A logical dump keeps the record (issue 13, fault 5): `pg_dump -Fc` of a
-database with keys in every state, payloads, outbox intents, sources, watermarks, conflicts,
+"""A logical dump keeps the record: `pg_dump -Fc` of a database with keys in
+every state, payloads, outbox intents, sources, watermarks, conflicts,
 flushed counts, maintenance runs, the payload archive (its day partitions and
 its default one) and a bulk redrive, then `pg_restore` into a fresh
 database. pg_restore must exit 0 without a single error, every row of every
@@ -36,7 +36,7 @@ def cluster():
         c.destroy()
 
 
-# A verification key that must never appear in a dump (issue 15).
+# A verification key that must never appear in a dump.
 SECRET = "whsec_never-in-a-dump-5f1e0c"
 
 

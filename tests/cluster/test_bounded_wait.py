@@ -1,6 +1,6 @@
-"""Issue 25: the bounded wait of an in-flight duplicate (webhook_receive's
-`wait`), on the test cluster (the library preloaded: the waiters sleep on
-condition variables in shared memory, src/wait.rs).
+"""The bounded wait of an in-flight duplicate (webhook_receive's `wait`),
+on the test cluster (the library preloaded: the waiters sleep on condition
+variables in shared memory, src/wait.rs).
 
 Senders retry at once while the first attempt still runs (Slack after its
 3 s deadline), so a duplicate often finds its key `in_progress`. Instead of
@@ -293,12 +293,12 @@ def key_row(conn, event, source=SOURCE):
 
 
 def test_a_lock_held_past_the_wait_answers_503_by_the_deadline(connect):
-    """Issue 41, item 4: a copy whose holder sits in an open transaction
-    that changed the key (a checkpoint inside its step) waited for the
-    holder's transaction, not `wait`: 6 s for a 2 s wait, past Slack's 3 s.
-    Every lock wait of the call now ends by the wait's deadline; what it
-    wrote is rolled back and it answers in_progress, 503 with Retry-After
-    (the holder's remaining lease)."""
+    """A copy whose holder sits in an open transaction that changed the key
+    (a checkpoint inside its step) waited for the holder's transaction, not
+    `wait`: 6 s for a 2 s wait, past Slack's 3 s. Every lock wait of the
+    call now ends by the wait's deadline; what it wrote is rolled back and
+    it answers in_progress, 503 with Retry-After (the holder's remaining
+    lease)."""
     event = new_id()
     with connect() as holder_conn, connect() as step:
         first = receive(holder_conn, event, wait="0", lease="60 seconds")

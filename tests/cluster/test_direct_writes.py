@@ -1,5 +1,5 @@
-"""Issue 24, part 5: the direct write path (src/store/direct.rs) answers and
-writes exactly as the SQL it replaces.
+"""The direct write path (src/store/direct.rs) answers and writes exactly as
+the SQL it replaces.
 
 A claim and a completion write through PostgreSQL's executor routines
 instead of an SQL plan unless `webhook_dedup.direct_writes = off`. A review
@@ -47,8 +47,8 @@ ROW = """SELECT regexp_replace(idem_key COLLATE "C", '^[a-z]+-', ''), state, att
 @pytest.fixture(scope="module")
 def cluster():
     # Every duplicate recorded on its key: this test compares the two write
-    # paths; a recent duplicate answered with a read alone (issue 29) is the
-    # direct path's only, and test_duplicate_reads.py tests it.
+    # paths; a recent duplicate answered with a read alone is the direct
+    # path's only, and test_duplicate_reads.py tests it.
     c = OwnCluster({"webhook_dedup.maintenance_interval": "0", "webhook_dedup.duplicate_record_interval": "0"})
     try:
         with c.connect() as conn:
@@ -427,7 +427,7 @@ def test_key_columns_in_another_collation_and_a_type_modifier(cluster):
 
 
 def test_partial_indexes_hold_exactly_their_rows_across_calls(cluster):
-    """Issue 29: the compiled predicates of the keys table's partial indexes
+    """The compiled predicates of the keys table's partial indexes
     (keys_open, keys_expiry) are kept by the backend across calls and
     transactions (src/store/index_predicates.rs). One session claims,
     completes and fails keys over many transactions; amcheck then finds

@@ -1,5 +1,5 @@
-"""Issue 24, part 4: every monitoring query the documents give runs for the
-roles the documents give it to.
+"""Every monitoring query the documents give runs for the roles the
+documents give it to.
 
 docs/operations.md's monitoring queries read webhook_dedup.keys for the
 expired leases and the queue backlog, which failed with 42501 for

@@ -1,5 +1,5 @@
-"""A recent duplicate is a read (issue 29): no transaction id, no WAL, no
-write to its key; every other delivery of a known key is written as before.
+"""A recent duplicate is a read: no transaction id, no WAL, no write to its
+key; every other delivery of a known key is written as before.
 
 Real connections, because what is proved is about a transaction of its own:
 whether the call assigned it a transaction id
@@ -110,7 +110,7 @@ def test_a_duplicate_past_the_interval_is_recorded_and_restarts_retention(connec
         # and the next one within the second is a read again
         outcome, _, wrote = claim_in_transaction(conn, source, completed, b"a")
         assert (outcome, wrote) == ("duplicate", False)
-        # 0: every duplicate recorded, as before issue 29
+        # 0: every duplicate recorded, as 0.2.0 did
         conn.execute("SET webhook_dedup.duplicate_record_interval = 0")
         outcome, _, wrote = claim_in_transaction(conn, source, completed, b"a")
         assert (outcome, wrote) == ("duplicate", True)

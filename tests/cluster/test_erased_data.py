@@ -1,6 +1,6 @@
-"""Issue 41, item 3: where erased bytes remain, and making a redaction
-final on the primary (webhook_dedup.purge_redactions), checked by scanning
-the database's data files for markers.
+"""Where erased bytes remain, and making a redaction final on the primary
+(webhook_dedup.purge_redactions), checked by scanning the database's data
+files for markers.
 
 `redact` deletes the payloads and archived deliveries and sets the keys'
 results to NULL. PostgreSQL leaves the old row versions' bytes in their

@@ -175,8 +175,8 @@ def test_every_view_shows_the_scenario_live_and_after_a_flush(cluster):
                       " FROM webhook_dedup.key_history WHERE idem_key = 'a1'")
         # a1's duplicate and hold's K came within duplicate_record_interval
         # of the key's last recorded activity: answered with reads, counted
-        # in the per-source counters above, not on the keys (issue 29;
-        # docs/design.md, "Duplicates are reads")
+        # in the per-source counters above, not on the keys
+        # (docs/design.md, "Duplicates are reads")
         assert history == (SOURCE, "completed", 1, 1, "a1", None)
         held = one(conn, "SELECT deliveries FROM webhook_dedup.key_history WHERE idem_key = 'hold'")
         assert held == (1,)

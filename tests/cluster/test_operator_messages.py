@@ -1,4 +1,4 @@
-"""Issue 41, item 7: what an operator is told at the moment it matters.
+"""What an operator is told at the moment it matters.
 
 A newcomer on call against 0.3.0 got 42501 reading why a redrive skipped a
 key, a redrive that would skip every key without a word, an empty export

@@ -1,5 +1,5 @@
-"""The transactional outbox against a real cluster (issue 26,
-docs/outbox.md): what one session cannot show.
+"""The transactional outbox against a real cluster (docs/outbox.md):
+what one session cannot show.
 
 - Commit visibility: an intent exists for senders only once the
   transaction that wrote it (with the business write and the key's

@@ -1,10 +1,11 @@
-"""Issue 25: docs/providers.md's table "How each provider takes answers,
-Per provider" says what webhook_dedup.providers says: each scheme's
-response deadline, default wait, 4xx policy, disable rule and stop signal
-(the view is the profiles in crates/webhook-dedup-core/src/profile.rs). A profile changed without the
-document, or the document without the profile, fails here. Also: the
-examples' statement that a login without any of the extension's roles may
-call webhook_dedup.http_answer (it changes nothing) and nothing else.
+"""docs/providers.md's table "How each provider takes answers, Per
+provider" says what webhook_dedup.providers says: each scheme's response
+deadline, default wait, 4xx policy, disable rule and stop signal (the
+view is the profiles in crates/webhook-dedup-core/src/profile.rs). A
+profile changed without the document, or the document without the
+profile, fails here. Also: the examples' statement that a login without
+any of the extension's roles may call webhook_dedup.http_answer (it
+changes nothing) and nothing else.
 """
 
 import re

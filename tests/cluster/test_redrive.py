@@ -1,8 +1,8 @@
-"""Bulk redrive against a real cluster, with concurrent sessions (issue 27,
-item 4 and its "Done when"): a redrive racing live deliveries of the same
-keys and two workers processes each key exactly once; a redaction during a
-redrive never lets a worker get a key without its payload; payload
-retention expiring while a redrive holds a key takes nothing from it.
+"""Bulk redrive against a real cluster, with concurrent sessions: a redrive
+racing live deliveries of the same keys and two workers processes each key
+exactly once; a redaction during a redrive never lets a worker get a key
+without its payload; payload retention expiring while a redrive holds a key
+takes nothing from it.
 
 Every key's processing is an insert into a table of the test and
 webhook_complete in one transaction (rolled back when the completion is

@@ -1,6 +1,6 @@
-"""Issue 13's faults that need a real cluster, real roles or more than one
-session: a database owner's `search_path` trap against every function and
-the background worker, databases in other encodings, and hostile input
+"""The security faults that need a real cluster, real roles or more than
+one session: a database owner's `search_path` trap against every function
+and the background worker, databases in other encodings, and hostile input
 (a million headers, a 100 MB body) that must stay cancellable.
 
 The single-session cases (settings' bounds, replay windows) are pg_tests in
@@ -19,11 +19,10 @@ from own_cluster import OwnCluster, wait_for
 
 OWNER = "victim_owner"
 
-# The attacker's objects (fault 1 of issue 13): operators and aggregates a
-# statement picks up when it names them without a schema and the database's
-# search_path puts the attacker's schema first. Each logs its call and tries
-# to make the attacker superuser: it succeeds only when a superuser session
-# calls it.
+# The attacker's objects: operators and aggregates a statement picks up when
+# it names them without a schema and the database's search_path puts the
+# attacker's schema first. Each logs its call and tries to make the attacker
+# superuser: it succeeds only when a superuser session calls it.
 TRAP = f"""
 CREATE SCHEMA evil;
 CREATE TABLE evil.calls (fn text, by_role text, at timestamptz DEFAULT pg_catalog.clock_timestamp());
@@ -371,12 +370,12 @@ def test_the_worker_calls_nothing_of_the_attacker(attacked):
         assert not superuser_of(conn)
 
 
-# Issue 24: overloads in public. PostgreSQL 15 gives CREATE on public to
-# the database owner (pg_database_owner), who need not be superuser. An
-# overload whose parameters are varchar is a better match than the
-# extension's text function for a caller whose driver binds strings as
-# varchar (pgJDBC's default stringtype=varchar), whatever the search_path
-# says (CVE-2018-1058's class). 0.2.0 as first landed put the functions in
+# Overloads in public. PostgreSQL 15 gives CREATE on public to the database
+# owner (pg_database_owner), who need not be superuser. An overload whose
+# parameters are varchar is a better match than the extension's text
+# function for a caller whose driver binds strings as varchar (pgJDBC's
+# default stringtype=varchar), whatever the search_path says
+# (CVE-2018-1058's class). 0.2.0 as first landed put the functions in
 # public: a superuser's webhook_resolve made the owner superuser, a
 # receiver's webhook_claim got a fake duplicate (the event dropped), and a
 # third overload of webhook_complete made every completion 42725. Now every
@@ -638,9 +637,9 @@ def test_cancel_and_terminate_interrupt_a_call(hostile, connect):
             assert time.monotonic() - started < 2.0, signal
 
 
-# Least privilege (issue 13): the functions are the only way in. Real login
-# roles, each granted one of the extension's roles (or none), try what
-# their job needs and what it does not.
+# Least privilege: the functions are the only way in. Real login roles,
+# each granted one of the extension's roles (or none), try what their job
+# needs and what it does not.
 LOGINS = {"t_nobody": None, "t_receiver": "webhook_dedup_receiver", "t_operator": "webhook_dedup_operator",
           "t_analyst": "webhook_dedup_reader"}
 
@@ -797,8 +796,8 @@ def test_each_role_does_its_job_and_nothing_else(logins, login, what, sql, allow
 def test_no_role_but_the_owner_holds_table_privileges(connect):
     """The catalog says the same: privileges on tables of the schema are
     only the owner's, but for the operator on webhook_dedup.sources, the
-    record of redactions and what each redrive did per key (issue 41), and
-    the readers on maintenance_runs; every SECURITY DEFINER function pins
+    record of redactions and what each redrive did per key, and the
+    readers on maintenance_runs; every SECURITY DEFINER function pins
     search_path, and no function that changes state is executable by
     PUBLIC."""
     with connect() as conn:
@@ -841,7 +840,7 @@ def test_no_role_but_the_owner_holds_table_privileges(connect):
                   AND has_function_privilege('public', p.oid, 'EXECUTE') ORDER BY 1""").fetchall()
         # (the guard is for your own tables' triggers: EXECUTE is needed to
         # create one; sources_changed, which empties every backend's caches,
-        # is the extension's own, issue 24's review)
+        # is the extension's own)
         assert public_writers == []
 
 

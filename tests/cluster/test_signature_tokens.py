@@ -1,4 +1,4 @@
-"""Issue 24, item 1: a Mailgun signature block copied onto other content.
+"""A Mailgun signature block copied onto other content.
 
 Mailgun signs `timestamp + token`, not the body
 (https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/securing-webhooks),
@@ -154,7 +154,7 @@ def test_maintenance_prunes_tokens_past_retention_and_window(cluster):
 def test_a_signature_older_than_what_is_remembered_is_refused(cluster):
     """A token is remembered while its signed time is within the source's
     retention; a wider tolerance must not let an older signature verify,
-    whose token may have been pruned (issue 24's review)."""
+    whose token may have been pruned."""
     now = int(time.time())
     with cluster.connect() as conn:
         conn.execute("UPDATE webhook_dedup.sources SET retention = '1 hour' WHERE source = %s", (SOURCE,))
@@ -171,10 +171,10 @@ def test_a_signature_older_than_what_is_remembered_is_refused(cluster):
 
 
 def test_a_token_bound_in_an_open_transaction_is_waited_for_at_most_the_wait(cluster):
-    """Issue 41, item 4 (found by review): the bind of a signed token waits
-    for another copy binding the same token in a transaction still open.
-    It is bounded by the wait as the rest of the call: the copy answers
-    in_progress (503) by the deadline, and writes nothing."""
+    """The bind of a signed token waits for another copy binding the same
+    token in a transaction still open. It is bounded by the wait as the
+    rest of the call: the copy answers in_progress (503) by the deadline,
+    and writes nothing."""
     block = signature_block("tok-open-transaction", int(time.time()))
     payload = body(block, "evt-open")
     with cluster.connect() as holder, cluster.connect() as copy:

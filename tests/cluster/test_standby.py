@@ -1,4 +1,4 @@
-"""Issue 24: calls on a hot standby, and calls that write nothing.
+"""Calls on a hot standby, and calls that write nothing.
 
 On a standby every stateful call raised XX000 "cannot assign TransactionIds
 during recovery", even a webhook_receive whose signature fails: the check

@@ -59,8 +59,8 @@ def test_32_connections_claim_the_same_1000_keys(connect, direct_writes):
             "  FROM webhook_dedup.keys WHERE source = %s", (source,)).fetchone()
         # every delivery counted once, in the per-source counters; on the
         # keys, the first of each and the duplicates that wrote (a recent
-        # duplicate on the direct path is a read, issue 29; through SQL
-        # every one writes)
+        # duplicate on the direct path is a read; through SQL every one
+        # writes)
         counted = conn.execute("SELECT sum(deliveries) FROM webhook_dedup.duplicate_metrics WHERE source = %s",
                                (source,)).fetchone()[0]
     assert rows[:2] == (KEYS, KEYS)

@@ -1,7 +1,7 @@
-"""The README's "Uninstall", run as written (issue 30): its SQL blocks are
-read from README.md and executed, in order, on a server of this test's own
-with the extension in two databases, a login granted the three roles, the
-worker running, and a view of the DBA's own over the extension's.
+"""The README's "Uninstall", run as written: its SQL blocks are read from
+README.md and executed, in order, on a server of this test's own with the
+extension in two databases, a login granted the three roles, the worker
+running, and a view of the DBA's own over the extension's.
 
 What must hold: DROP EXTENSION refuses (2BP01) while the DBA's view depends
 on it, then drops schema webhook_dedup whole in each database; after the

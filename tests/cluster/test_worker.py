@@ -115,8 +115,8 @@ def test_a_reload_changes_the_interval(cluster):
             quiet = worker_runs(conn)
             time.sleep(4)
             assert worker_runs(conn) == quiet, "no pass for four seconds at a one-hour interval"
-            # the SIGHUP flag is cleared once handled (issue 24 asked): one
-            # reload, one line, however often the worker woke since
+            # the SIGHUP flag is cleared once handled: one reload, one
+            # line, however often the worker woke since
             assert cluster.log_text().count("configuration reloaded (maintenance_interval 3600 s)") == 1
             set_and_reload(conn, "webhook_dedup.maintenance_interval", "1s")
             wait_for("passes again every second", lambda: worker_runs(conn) >= quiet + 2, 10)
@@ -176,7 +176,7 @@ def test_a_terminated_worker_is_started_again(cluster):
 
 
 def test_sigterm_stops_a_pass_in_its_middle(cluster):
-    """Issue 24: the worker used to finish a whole pass (five steps of up to
+    """The worker used to finish a whole pass (five steps of up to
     batch_size rows) before it honoured SIGTERM, delaying a fast shutdown.
     Here a pass is held in its last step (a trigger sleeps 60 s in the
     insert that records it); pg_terminate_backend ends it within seconds

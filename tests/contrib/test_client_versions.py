@@ -1,6 +1,6 @@
-"""The client packages are versioned with the extension (issue 30): each
-one's version is Cargo.toml's, which cargo pgrx writes into the control
-file's default_version. No build, no database."""
+"""The client packages are versioned with the extension: each one's
+version is Cargo.toml's, which cargo pgrx writes into the control file's
+default_version. No build, no database."""
 
 import json
 import re

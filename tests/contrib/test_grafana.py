@@ -47,7 +47,7 @@ SCHEMA_VERSION = 42
 # constant `server` label, and the target labels Prometheus adds on scrape.
 BUILTIN_LABELS = {"server", "instance", "job"}
 
-# The panels issue 16 asks for, and metrics each must show.
+# The panels the dashboard must have, and metrics each must show.
 REQUIRED_PANELS = {
     "Duplicate ratio per source": {"webhook_dedup_last_hour_duplicate_ratio"},
     "Outcomes over time": {f"webhook_dedup_last_hour_{c}" for c in

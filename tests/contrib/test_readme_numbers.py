@@ -1,10 +1,10 @@
 """README.md's "What it costs" against the latest run in docs/benchmarks.md.
 
-Issue 24 found the README quoting an older run (ed41394) while
-docs/benchmarks.md held three later ones. The README's numbers must come
-from the latest run: this test parses both files and asserts that every
-ratio the README quotes is the latest run's, and that the README names
-that run's commit and date. No database, no benchmark: text only.
+The README once quoted an older run (ed41394) while docs/benchmarks.md
+held three later ones. The README's numbers must come from the latest
+run: this test parses both files and asserts that every ratio the README
+quotes is the latest run's, and that the README names that run's commit
+and date. No database, no benchmark: text only.
 
 How docs/benchmarks.md records a run (section "The run"), and so what is
 parsed here:

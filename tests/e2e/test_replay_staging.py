@@ -1,5 +1,5 @@
-"""Replay into staging (issue 27, item 3): real GitHub deliveries received
-by the production receiver are archived (keep_payload), exported with
+"""Replay into staging: real GitHub deliveries received by the production
+receiver are archived (keep_payload), exported with
 webhook_dedup.export_deliveries in the webhook_dedup.delivery/1 format, and
 re-sent by examples/replay/resend.py to a second receiver on a staging
 database, re-signed with the staging secret, the guides' four ways: once,

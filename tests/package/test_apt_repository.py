@@ -1,6 +1,6 @@
-"""The flat apt repository scripts/package.sh --repo writes (issue 30): its
-indexes agree with the packages it holds, and apt-get installs the package
-of Debian's PostgreSQL from it through a `file:` source, as a DBA's machine
+"""The flat apt repository scripts/package.sh --repo writes: its indexes
+agree with the packages it holds, and apt-get installs the package of
+Debian's PostgreSQL from it through a `file:` source, as a DBA's machine
 would from a copy of it.
 
 The repository is $WEBHOOK_DEDUP_APT_REPO (scripts/test.sh builds it);

@@ -1,11 +1,11 @@
 """scripts/lib.sh install_extension, without a build: `cargo` and
 `pg_config` are fakes in a temporary directory.
 
-What it must do (issue 24): leave the installed webhook_dedup.so in place
-while the release build runs (minutes), so that a server that loads the
-library meanwhile (a backend starting, the background worker restarting)
-still finds it; `cargo pgrx install` itself unlinks the old file right
-before it copies the new one (cargo-pgrx 0.18.1 src/command/install.rs,
+What it must do: leave the installed webhook_dedup.so in place while the
+release build runs (minutes), so that a server that loads the library
+meanwhile (a backend starting, the background worker restarting) still
+finds it; `cargo pgrx install` itself unlinks the old file right before it
+copies the new one (cargo-pgrx 0.18.1 src/command/install.rs,
 install_extension: `fs::remove_file(&dest)` then `copy_file`). The fake
 cargo records whether the library exists when it is called, then does what
 cargo pgrx install does to it; a failed build must leave the old library.

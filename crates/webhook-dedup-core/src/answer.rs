@@ -40,10 +40,10 @@
 //!   the endpoint otherwise; no stop signal: a retry verifies once the
 //!   right key is added), 400 for a delivery without an event id, one
 //!   whose id, type or time header was sent twice (which value is the
-//!   provider's cannot be told; issue 41), or a
-//!   refused handshake, with the provider's stop signal where it has one
-//!   (Mailgun's 406 in place of the 400; Slack's `X-Slack-No-Retry: 1`;
-//!   Svix's `webhook-delivery: abort-message`).
+//!   provider's cannot be told), or a refused handshake, with the
+//!   provider's stop signal where it has one (Mailgun's 406 in place of
+//!   the 400; Slack's `X-Slack-No-Retry: 1`; Svix's `webhook-delivery:
+//!   abort-message`).
 //! - **200, not another 2xx**: Mailgun, Paddle, Linear, X and Intercom
 //!   document 200 as success (Mailgun retries a 201 or 204), Zoom 200 or
 //!   204, so every success answer here is 200.
@@ -159,7 +159,7 @@ impl Kind {
     /// Whether a call in `mode` can end in this kind: the claim outcomes
     /// only when claiming, but for an enqueue's duplicate, conflict and
     /// in_progress (`webhook_receive` bounds every lock wait by its
-    /// `wait`, issue 41); `accepted` only when enqueueing.
+    /// `wait`); `accepted` only when enqueueing.
     pub fn in_mode(self, mode: Mode) -> bool {
         match self {
             Kind::Claim(Outcome::Duplicate | Outcome::Conflict | Outcome::InProgress) => true,
@@ -268,9 +268,8 @@ mod tests {
         r.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
     }
 
-    /// Issue 25's "done when": no kind, in any mode, for any provider
-    /// (or none), is answered 409 or 422; every answer is JSON; success is
-    /// always 200.
+    /// No kind, in any mode, for any provider (or none), is answered 409
+    /// or 422; every answer is JSON; success is always 200.
     #[test]
     fn every_combination_is_answered_without_409_or_422() {
         let profiles: Vec<Option<&Profile>> = std::iter::once(None).chain(PROFILES.iter().map(Some)).collect();

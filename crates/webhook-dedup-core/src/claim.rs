@@ -186,9 +186,9 @@ pub fn decide(stored: Option<&Stored>, now: i64, fingerprint: Option<&[u8]>, max
 
 /// Whether a delivery of a known key that `decision` answers from the
 /// stored state ([`Write::Touch`]) must still be written to the key's row,
-/// or may be answered with a read alone (issue 29: a retry storm arrives
-/// when the database is already under stress, and the plain `INSERT ... ON
-/// CONFLICT DO NOTHING` it replaces writes nothing for a duplicate).
+/// or may be answered with a read alone (a retry storm arrives when the
+/// database is already under stress, and the plain `INSERT ... ON CONFLICT
+/// DO NOTHING` it replaces writes nothing for a duplicate).
 ///
 /// Written: a conflict (it is recorded in `conflict_log`), a delivery whose
 /// fingerprint the key adopts (it has none yet), and any delivery at least
@@ -216,8 +216,7 @@ pub fn records_touch(
 /// run of duplicates still records one before the key can expire, so a
 /// provider that keeps retrying keeps its key (a retention of 1 minute, the
 /// least, against the default interval of 60 s would otherwise let the key
-/// go in the middle of a storm, and the next retry be processed again:
-/// found by review of issue 29).
+/// go in the middle of a storm, and the next retry be processed again).
 pub fn unrecorded_interval(interval_us: i64, retention_us: i64) -> i64 {
     interval_us.min(retention_us / 2)
 }

@@ -50,8 +50,8 @@ impl Error {
 
     /// P0002 for `idem_key` of `source`, which does not exist. A key
     /// that does not start with `<source>:` is most likely a bare event id
-    /// passed where the key `webhook_key` derives from it is wanted (issue
-    /// 41): the HINT says so.
+    /// passed where the key `webhook_key` derives from it is wanted: the
+    /// HINT says so.
     pub fn unknown_key(source: &str, idem_key: &str) -> Self {
         Error::UnknownKey { source: source.to_string(), idem_key: idem_key.to_string() }
     }
@@ -144,7 +144,7 @@ mod tests {
         assert!(Error::SerializationFailure { message: "x".into() }.hint().is_some());
     }
 
-    /// Issue 41: a bare event id where the key is wanted gets a HINT naming
+    /// A bare event id where the key is wanted gets a HINT naming
     /// webhook_key; a key of the source's own shape none.
     #[test]
     fn an_unknown_bare_event_id_is_hinted_at_webhook_key() {

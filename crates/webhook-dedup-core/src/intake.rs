@@ -207,7 +207,7 @@ impl SourceIntake {
     /// the profile has it on, and when the source reads its event id from a
     /// header the scheme does not sign ([`Scheme::signed_id_headers`]):
     /// whoever captured one delivery could re-send it under a new id
-    /// (issue 24; the generic `hmac` signs the body only).
+    /// (the generic `hmac` signs the body only).
     pub fn apply<'a>(&'a self, rules: Rules<'a>, scheme: Scheme) -> Rules<'a> {
         let unsigned_id = matches!(&self.event_id, Some(Place::Header(name))
             if !scheme.signed_id_headers().contains(&name.as_str()));

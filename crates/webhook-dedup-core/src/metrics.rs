@@ -31,9 +31,9 @@
 //!   entry per database and hour, reported with source `(overflow)`; if even
 //!   that cannot be stored, the count is dropped and the next flush warns;
 //! - so that a flood of made-up sources cannot push real ones into
-//!   `(overflow)` (issue 13), one database holds at most [`DATABASE_SHARE`]
-//!   entries (the other databases keep the rest), and at most
-//!   [`UNCHECKED_SHARE`] of them for sources that are not configured in
+//!   `(overflow)`, one database holds at most [`DATABASE_SHARE`] entries
+//!   (the other databases keep the rest), and at most [`UNCHECKED_SHARE`]
+//!   of them for sources that are not configured in
 //!   `webhook_dedup.sources`: past that, a new entry is made only for a
 //!   configured source (looked up, outside the lock, only then), and an
 //!   unconfigured one's counts go to the overflow entry; and one source
@@ -45,8 +45,8 @@
 //! Without `shared_preload_libraries` there is no shared memory and nothing
 //! is counted (the view shows what was flushed before, if anything).
 //!
-//! Names are kept whole (issue 24): an entry holds its whole source (every
-//! source fits: [`SOURCE_BYTES`]) and its whole event type up to
+//! Names are kept whole: an entry holds its whole source (every source
+//! fits: [`SOURCE_BYTES`]) and its whole event type up to
 //! [`EVENT_TYPE_CHARS`] characters; a longer event type is counted as
 //! [`OTHER_EVENT_TYPE`], never under a cut name that two event types (or a
 //! real one) could share.
@@ -970,12 +970,12 @@ mod tests {
         rows(t, database).into_iter().filter(|r| r.source != OVERFLOW_SOURCE).collect()
     }
 
-    /// Issue 13, fault 2: 1,700 made-up sources in one database filled the
-    /// table, and every database's real sources were counted as
-    /// `(overflow)`. Now the flood stops at the database's unchecked share
-    /// (its counts go to its overflow entry, none lost), a configured
-    /// source of the same database still gets its own entries, and so does
-    /// every source of another database.
+    /// A flood of 1,700 made-up sources in one database filled the table,
+    /// and every database's real sources were counted as `(overflow)`. Now
+    /// the flood stops at the database's unchecked share (its counts go to
+    /// its overflow entry, none lost), a configured source of the same
+    /// database still gets its own entries, and so does every source of
+    /// another database.
     #[test]
     fn a_flood_of_made_up_sources_leaves_room_for_configured_ones_and_other_databases() {
         let mut t = table();
@@ -1072,8 +1072,8 @@ mod tests {
         rows(t, database).into_iter().filter(|r| r.minute).collect()
     }
 
-    /// Issue 24: two sources sharing their first 128 bytes were counted in
-    /// one entry named by those 128 bytes (neither source).
+    /// Two sources sharing their first 128 bytes were counted in one entry
+    /// named by those 128 bytes (neither source).
     #[test]
     fn long_sources_sharing_a_prefix_are_counted_apart_under_their_whole_names() {
         let mut t = table();

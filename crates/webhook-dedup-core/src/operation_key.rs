@@ -3,8 +3,8 @@
 //! (`Idempotency-Key`, `PayPal-Request-Id`, a request's `idempotency_key`
 //! field), so that every retry, reclaim or replay of one event reuses one
 //! key per downstream operation and the downstream service performs it
-//! once (issue 26). Pure Rust; `webhook_dedup.webhook_operation_key` is
-//! its SQL face.
+//! once. Pure Rust; `webhook_dedup.webhook_operation_key` is its SQL
+//! face.
 //!
 //! The key of (source, idem_key, operation) is
 //!

@@ -1,5 +1,5 @@
-//! The transactional outbox's decisions (issue 26; `docs/outbox.md`).
-//! Pure Rust: the extension's `src/store/outbox.rs` reads and writes
+//! The transactional outbox's decisions (`docs/outbox.md`). Pure Rust: the
+//! extension's `src/store/outbox.rs` reads and writes
 //! `webhook_dedup.outbox`, the SQL wrappers in its `src/api/outbox.rs` ask
 //! this module what a call means.
 //!

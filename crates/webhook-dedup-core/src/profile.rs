@@ -448,8 +448,8 @@ pub const PROFILES: [Profile; 19] = [
         event_time: None,
         retry_horizon_s: None,
         // Twilio signs neither I-Twilio-Idempotency-Token nor a time: a
-        // captured request re-sent under a new token verifies (issue 24).
-        // The guard keys it on the signed text, not the raw bytes, which a
+        // captured request re-sent under a new token verifies. The guard
+        // keys it on the signed text, not the raw bytes, which a
         // re-ordered form would change (crate::signature::signed_content).
         replay_guard: true,
         handshake: None,
@@ -752,8 +752,8 @@ impl<'a> Body<'a> {
 /// A header the delivery's event id, type or time is read from was sent
 /// more than once: which value is the provider's cannot be told, so
 /// `webhook_receive` refuses the delivery (`reject_reason =
-/// 'repeated_header'`, answered 400 like a missing id; issue 41). No
-/// provider sends these headers twice; a proxy or a forger may.
+/// 'repeated_header'`, answered 400 like a missing id). No provider
+/// sends these headers twice; a proxy or a forger may.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RepeatedHeader {
     /// The header's name, lower-cased.
@@ -837,8 +837,8 @@ mod tests {
         }
     }
 
-    /// Issue 14: a Stripe event re-rendered for a retry (pending_webhooks,
-    /// request and the members' order changed) has the first attempt's
+    /// A Stripe event re-rendered for a retry (pending_webhooks, request
+    /// and the members' order changed) has the first attempt's
     /// fingerprint; another type or data has another.
     #[test]
     fn stripe_fingerprints_ignore_what_a_retry_rerenders() {
@@ -896,9 +896,9 @@ mod tests {
     }
 
     /// The default wait is the deadline less a fifth of it, at least 1 s
-    /// (issue 25: about 2 s for Slack and Zoom, 4 s for Shopify and
-    /// Paddle, 8 s for GitHub and Square), and every profile says what
-    /// repeated failures do.
+    /// (about 2 s for Slack and Zoom, 4 s for Shopify and Paddle, 8 s
+    /// for GitHub and Square), and every profile says what repeated
+    /// failures do.
     #[test]
     fn default_waits_leave_a_margin_before_the_deadline() {
         let wait = |scheme| default_wait_ms(profile(scheme));
@@ -944,9 +944,9 @@ mod tests {
         assert_eq!(got.event_id.as_deref(), Some("e"), "the event id wins");
     }
 
-    /// Issue 41, item 6: a header the event id, type or time is read from,
-    /// sent twice, is refused whichever value comes first; a repeated header
-    /// the profile does not read changes nothing.
+    /// A header the event id, type or time is read from, sent twice, is
+    /// refused whichever value comes first; a repeated header the profile
+    /// does not read changes nothing.
     #[test]
     fn a_repeated_id_type_or_time_header_is_refused() {
         let github = Rules::of(Scheme::Github);

@@ -1,6 +1,6 @@
 -- The key a signed body belongs to, read without a lock (src/store/
 -- replay_guards.rs owner_unlocked): a recent duplicate of that key is
--- answered with reads alone (issue 29), where the locking read
+-- answered with reads alone, where the locking read
 -- (replay_guard_read.sql) would take a transaction id and write.
 -- $1 source, $2 SHA-256 of the raw body.
 SELECT g.idem_key

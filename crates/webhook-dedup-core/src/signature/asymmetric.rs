@@ -13,9 +13,9 @@
 //!   so must the public key (a weak, small-order key is refused when it is
 //!   configured, since with one a forger succeeds one time in eight). The
 //!   message is hashed through ed25519-dalek's streaming verifier (feature
-//!   `hazmat`), in slices with interrupt checks, as every hash of a body is
-//!   (issue 13); `verify_strict` itself takes the message in one piece and
-//!   is used by the tests as the reference this must agree with.
+//!   `hazmat`), in slices with interrupt checks, as every hash of a body
+//!   is; `verify_strict` itself takes the message in one piece and is used
+//!   by the tests as the reference this must agree with.
 //! - **ECDSA signatures are DER, strictly**: the `der` crate refuses
 //!   non-minimal lengths and integers, trailing bytes and negative numbers,
 //!   and the signature must re-encode to exactly the bytes presented;

@@ -54,7 +54,7 @@ static INTERRUPT_CHECK: OnceLock<fn()> = OnceLock::new();
 /// `CHECK_FOR_INTERRUPTS`, which raises on a cancel, a terminate or a
 /// timeout and absorbs barriers). Every loop of this module over input a
 /// caller controls calls it, so that no request, however large, holds a
-/// backend past `statement_timeout` (issue 13). A second call is ignored.
+/// backend past `statement_timeout`. A second call is ignored.
 pub fn on_interrupt_check(check: fn()) {
     let _ = INTERRUPT_CHECK.set(check);
 }

@@ -71,8 +71,8 @@ mod tests {
 
     #[test]
     fn a_repeated_signature_header_is_malformed() {
-        // issue 41: @octokit/webhooks-methods verify() takes one string, so
-        // a signature header sent twice never verifies there, good or not
+        // @octokit/webhooks-methods verify() takes one string, so a
+        // signature header sent twice never verifies there, good or not
         let v = check(b"Hello, World!", &["sha256=00", DOC_SIG], &[SECRET]);
         assert_eq!(v.reason, Reason::MalformedHeader);
         assert_eq!(check(b"Hello, World!", &[DOC_SIG, DOC_SIG], &[SECRET]).reason, Reason::MalformedHeader);

@@ -15,8 +15,8 @@ pub struct Repeated;
 ///
 /// A hash map, so that building it is linear in the number of headers (a
 /// caller controls that number: 1,000,000 headers once took 20 minutes with
-/// a list searched for every name, issue 13). `std`'s map is keyed with a
-/// random SipHash key per process, so names chosen to collide cannot make it
+/// a list searched for every name). `std`'s map is keyed with a random
+/// SipHash key per process, so names chosen to collide cannot make it
 /// quadratic again.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Headers {

@@ -509,11 +509,11 @@ pub(crate) fn single<'h>(headers: &'h Headers, name: &str) -> Result<&'h str, Ve
 
 /// The value of a scheme's signature header, present and sent once:
 /// `missing_header` without it, `malformed_header` when it was sent more
-/// than once (issue 41; docs/signatures.md, "Repeated headers": every
-/// provider sends its signature header once, and the SDKs that read it as
-/// one value fail a repeated one). Several signatures go in that one value
-/// (Stripe's and Standard Webhooks' lists). `signed_at` goes with the
-/// verdict where the timestamp was read first.
+/// than once (docs/signatures.md, "Repeated headers": every provider sends
+/// its signature header once, and the SDKs that read it as one value fail
+/// a repeated one). Several signatures go in that one value (Stripe's and
+/// Standard Webhooks' lists). `signed_at` goes with the verdict where the
+/// timestamp was read first.
 pub(crate) fn signature_header<'h>(
     headers: &'h Headers,
     name: &str,
@@ -827,9 +827,9 @@ mod tests {
         assert_eq!(unix_seconds_of_ns(i128::MAX), i64::MAX);
     }
 
-    /// Issue 13, fault 7: the clock was floored to whole seconds, so a
-    /// signature 300.5 s old passed a 300 s window while one 300.5 s ahead
-    /// failed. Both sides now compare microseconds.
+    /// The clock was floored to whole seconds, so a signature 300.5 s old
+    /// passed a 300 s window while one 300.5 s ahead failed. Both sides
+    /// now compare microseconds.
     #[test]
     fn window_compares_microseconds_on_both_sides() {
         const S: i64 = 1_000_000;
@@ -850,8 +850,8 @@ mod tests {
         }
     }
 
-    /// Review of issue 15: Debug output must never show a secret (the
-    /// policy; StoredSecret already redacts), but Config and Key derive it.
+    /// Debug output must never show a secret (the policy; StoredSecret
+    /// already redacts), but Config and Key derive it.
     #[test]
     fn debug_output_never_shows_a_secret() {
         let config = Config { secrets: vec!["s3cret-value"], tolerance_us: None, now_us: 0, hmac: None };

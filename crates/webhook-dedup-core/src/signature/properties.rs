@@ -427,9 +427,9 @@ proptest! {
         prop_assert_eq!(check(scheme, signed.body(&body), &signed, &other, t), Reason::NoMatchingSignature);
     }
 
-    /// Issue 41, item 6: every header a scheme signs with, sent twice (the
-    /// same good value again, or a good and a bad one in either order, as
-    /// Node's headersDistinct and Starlette's getlist pass them), fails
+    /// Every header a scheme signs with, sent twice (the same good value
+    /// again, or a good and a bad one in either order, as Node's
+    /// headersDistinct and Starlette's getlist pass them), fails
     /// verification: `malformed_header` (docs/signatures.md, "Repeated
     /// headers"). Mailgun signs in the body.
     #[test]

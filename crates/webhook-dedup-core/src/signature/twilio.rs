@@ -144,7 +144,7 @@ pub fn verify(delivery: Delivery<'_>, url: &str, keys: &[Vec<u8>]) -> Verdict {
 /// nothing more. Two requests with the same signed text are the same
 /// request to Twilio's signature, however their form pairs are ordered,
 /// encoded (`%20` or `+`) or repeated: the replay guard keys Twilio's
-/// deliveries on this, not on the raw bytes (issue 24). `None` past
+/// deliveries on this, not on the raw bytes. `None` past
 /// [`MAX_FORM_PARAMETERS`] (such a request does not verify).
 pub fn signed_text(url: &str, body: &[u8]) -> Option<Vec<u8>> {
     let mut text = url_variants(url).swap_remove(0).into_bytes();
@@ -230,8 +230,8 @@ mod tests {
         assert_eq!(url_variants("not a url"), ["not a url"]);
     }
 
-    /// Issue 13: a form body of many tiny parameters is refused before it
-    /// is sorted (it would take tens of times its size in memory).
+    /// A form body of many tiny parameters is refused before it is sorted
+    /// (it would take tens of times its size in memory).
     #[test]
     fn too_many_form_parameters_are_refused() {
         let url = "https://example.com/hook";
