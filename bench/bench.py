@@ -171,7 +171,7 @@ class Bench:
             conn.execute(f"CREATE DATABASE {name}")
         with self.connect(name) as conn:
             conn.execute("CREATE EXTENSION webhook_dedup")
-            for f in ("plain.sql", "plpgsql_claim.sql", "pgcrypto_github.sql", "user_outbox.sql"):
+            for f in ("plain.sql", "plpgsql_claim.sql", "pgcrypto_github.sql", "receive_reference.sql", "user_outbox.sql"):
                 conn.execute((REFERENCE / f).read_text())
             # Keys that duplicates hit: claimed and completed on every side.
             conn.execute("""
@@ -320,6 +320,15 @@ class Bench:
                 f"INSERT INTO bench.github_deliveries (delivery_id, event) SELECT '{{tag}}-' || i, '{GITHUB_EVENT}' "
                 f"FROM {signed} WHERE s.signature = 'sha256=' || encode(hmac(d.bb, convert_to('{SECRET}', 'UTF8'), "
                 f"'sha256'), 'hex') ON CONFLICT DO NOTHING RETURNING true INTO b"),
+            # the same guarantees by hand (reference/receive_reference.sql,
+            # workloads/reference_receive.sql)
+            "pgcrypto check + replay guard + PL/pgSQL claim, new GitHub event": (
+                f"WITH v AS (SELECT d.bb FROM {signed} WHERE s.signature = 'sha256=' || encode(hmac(d.bb, "
+                f"convert_to('{SECRET}', 'UTF8'), 'sha256'), 'hex')), "
+                f"g AS (INSERT INTO bench.replay_guards (source, body_sha256, idem_key) "
+                f"SELECT 'github', sha256(v.bb), 'github:{{tag}}-' || i FROM v ON CONFLICT DO NOTHING RETURNING idem_key) "
+                f"SELECT c.outcome = 'claimed' INTO b FROM v, "
+                f"LATERAL bench.claim('github', 'github:{{tag}}-' || i, v.bb, '30 seconds') AS c"),
         }
         # a delivery is a transaction of its own: the GitHub loops commit
         # each call (the claim loops compare the calls alone)
@@ -344,6 +353,14 @@ class Bench:
                        " a transaction each)", 1.4, "<=")
         r.samples = [c / p for c, p in zip(samples["webhook_receive, new GitHub event"],
                                            samples["pgcrypto check + insert, new GitHub event"])]
+        # issue 42's target for the same ratio (the one engine under a thin
+        # surface), beside the stricter target above
+        self.ratio("CPU per call: webhook_receive / pgcrypto check + insert (4 KiB GitHub delivery, new event,"
+                   " a transaction each; issue 42)", 1.6, "<=").samples = list(r.samples)
+        self.ratio("CPU per call: webhook_receive / pgcrypto check + replay guard + PL/pgSQL claim (same guarantees,"
+                   " a transaction each)", None, "<=").samples = [
+            c / p for c, p in zip(samples["webhook_receive, new GitHub event"],
+                                  samples["pgcrypto check + replay guard + PL/pgSQL claim, new GitHub event"])]
         self.ratio("CPU per call: webhook_receive with the replay guard / without (a transaction each)", None,
                    "<=").samples = [g / u for g, u in zip(samples["webhook_receive, new GitHub event"],
                                                           samples["webhook_receive without the replay guard, new GitHub event"])]
@@ -374,9 +391,14 @@ class Bench:
         self.create_db(db)
         with self.connect(db) as conn:
             conn.execute("INSERT INTO webhook_dedup.sources (source, replay_guard) VALUES ('github-unguarded', false)")
-        rounds = self.alternate(db, ["receive_github.sql", "pgcrypto_github.sql", "receive_github_unguarded.sql"])
+        rounds = self.alternate(db, ["receive_github.sql", "pgcrypto_github.sql", "receive_github_unguarded.sql",
+                                     "reference_receive.sql"])
         self.ratio("tps webhook_receive / pgcrypto check + insert (4 KiB GitHub delivery)", 1.0, ">=").samples = [
             r["receive_github.sql"] / r["pgcrypto_github.sql"] for r in rounds]
+        # the same guarantees by hand (reference/receive_reference.sql): the
+        # pgcrypto check, a replay guard insert and the PL/pgSQL claim
+        self.ratio("tps webhook_receive / pgcrypto check + replay guard + PL/pgSQL claim (same guarantees)", 1.0,
+                   ">=").samples = [r["receive_github.sql"] / r["reference_receive.sql"] for r in rounds]
         self.ratio("tps webhook_receive with the replay guard / without (github)", None, ">=").samples = [
             r["receive_github.sql"] / r["receive_github_unguarded.sql"] for r in rounds]
 

@@ -64,7 +64,7 @@ static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(10);
 static DUPLICATE_RECORD_INTERVAL_S: GucSetting<i32> = GucSetting::<i32>::new(60);
 
 /// Whether claims store new keys and change known ones with the executor's
-/// routines directly ([`crate::store::direct`]) instead of through SQL
+/// routines directly ([`crate::store::direct_writes`]) instead of through SQL
 /// statements. Both give the same results; off is for comparison and as an
 /// escape hatch.
 static DIRECT_WRITES: GucSetting<bool> = GucSetting::<bool>::new(true);
@@ -150,7 +150,7 @@ pub fn init(preloading: bool) {
     GucRegistry::define_bool_guc(
         c"webhook_dedup.direct_writes",
         c"Claims write keys with the executor's routines directly rather than through SQL statements.",
-        c"Same results either way (src/store/direct.rs declines to SQL whenever the SQL would do more: an \
+        c"Same results either way (src/store/direct_writes/ declines to SQL whenever the SQL would do more: an \
           altered table, missing privileges, row-level security, a read-only or SERIALIZABLE transaction; \
           docs/design.md). Distributed on Citus, it also governs the local-shard fast path (a source's \
           shard written directly on the node that holds it; docs/distributed.md). Off compares the two, or \

@@ -1,7 +1,7 @@
 //! Invalidation of what this backend caches about the extension's tables
 //! (per-source settings and their verification keys,
 //! [`crate::store::cache::SourceCache`]; the layout of the keys table or of
-//! its local shards, [`crate::store::direct`]; the source's shard,
+//! its local shards, [`crate::store::direct_writes`]; the source's shard,
 //! [`crate::store::local_shard`]; whether the keys table is a Citus table,
 //! [`crate::citus`]),
 //! following PostgreSQL's own caches: a relation cache invalidation of a

@@ -11,7 +11,7 @@ use crate::jsonb::Jsonb;
 use crate::metrics::{self, Counter};
 use crate::spi::Conn;
 use crate::store::claim::{AnswerRead, Claimed, Delivery, Lease, Via, YieldIf};
-use crate::store::direct::{Looked, Session};
+use crate::store::direct_writes::{Looked, Session};
 use crate::store::sources::{self, SourceSettings};
 use crate::store::transitions::Completed;
 use crate::store::{self, Key, KeyRow};
@@ -202,7 +202,7 @@ pub fn held_elsewhere(looked: &Looked, now: i64, content: Content<'_>, max_attem
 /// `webhook_claim_many` and of `webhook_receive`.
 ///
 /// A new key is one insert; a known key one locked read and one write,
-/// both without an SQL plan when the table allows ([`crate::store::direct`]),
+/// both without an SQL plan when the table allows ([`crate::store::direct_writes`]),
 /// else the upsert statement (which locks the key and counts the delivery)
 /// and, when the decision writes more (a reclaim, a dead letter), one more
 /// statement. A conflicting payload is recorded with one statement more.
@@ -217,7 +217,7 @@ pub fn claim(conn: &Conn<'_>, c: &Claim<'_>) -> ClaimRow {
 /// wait for the holder and claim again (`webhook_receive`). A claim's lock
 /// on the row would last until the caller's transaction ends and make the
 /// holder's completion wait for it. Only where the claim runs without SQL
-/// ([`crate::store::direct`]); the upsert statement locks at once.
+/// ([`crate::store::direct_writes`]); the upsert statement locks at once.
 pub fn claim_unless_held(conn: &Conn<'_>, c: &Claim<'_>, yield_if_held: bool) -> Option<ClaimRow> {
     let key = c.key;
     store::visible_conflict(conn, key);

@@ -95,7 +95,7 @@ pub fn enqueue(conn: &Conn<'_>, e: &Enqueue<'_>) -> Enqueued {
 /// [`crate::claim::records_touch`] rules for a claim): under READ
 /// COMMITTED, from the version the latest snapshot sees, committed by
 /// another transaction, found through the primary key without a plan
-/// ([`crate::store::direct::Session::read_row`]). A key being inserted
+/// ([`crate::store::direct_writes::Session::read_row`]). A key being inserted
 /// right now is not visible yet: the upsert then waits for it. `None`:
 /// the upsert statement, which stores a new key or locks and records a
 /// known one.
@@ -107,7 +107,7 @@ fn unrecorded(
     raw: Option<&[u8]>,
 ) -> Option<store::KeyRow> {
     let interval = super::claim::duplicate_read_interval()?;
-    let mut session = store::direct::Session::open_to_look(conn, key.source)?;
+    let mut session = store::direct_writes::Session::open_to_look(conn, key.source)?;
     let read = session.read_row(key);
     session.close();
     let (found, last_seen_at) = read?;

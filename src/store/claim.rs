@@ -1,10 +1,10 @@
 //! The writes of a claim, each in its two forms (the direct write of
-//! [`super::direct`] where the table allows, else the SQL statement): the
+//! [`super::direct_writes`] where the table allows, else the SQL statement): the
 //! insert or count every delivery starts with ([`claim`]), the lease a
 //! reclaim grants and the dead letter of an exhausted key ([`Held`]), and
 //! the record of a conflicting payload.
 
-use super::direct::{Col, Insert, Locked, Looked, Session, Values};
+use super::direct_writes::{Col, Insert, Locked, Looked, Session, Values};
 use super::{Key, KeyRow, Upserted, UPSERTED};
 use crate::claim::State;
 use crate::spi::{arg, Conn, Snap, Statement};
@@ -162,7 +162,7 @@ pub type AnswerRead<'f> = &'f mut dyn FnMut(&KeyRow, i64) -> bool;
 /// latest snapshot sees, committed by another transaction (the probe that
 /// found the key waited for its writers), with its `last_seen_at`: true
 /// answers it so ([`Claimed::Read`]). Both are asked only where the claim
-/// runs without SQL ([`super::direct`]); the upsert statement
+/// runs without SQL ([`super::direct_writes`]); the upsert statement
 /// (`claim_upsert.sql`) locks and counts at once.
 pub fn claim(
     conn: &Conn<'_>,

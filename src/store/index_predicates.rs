@@ -5,7 +5,7 @@
 //! row it indexes, with an expression state it compiles on first use
 //! (`ExecPrepareQual`: `expression_planner`, then `ExecInitQual`) and keeps
 //! in the `IndexInfo`. The SQL statements build that `IndexInfo` once per
-//! execution; [`super::direct`] builds it once per call, so each new key
+//! execution; [`super::direct_writes`] builds it once per call, so each new key
 //! compiled both predicates of the extension's indexes (`keys_open`,
 //! `keys_expiry`) again: 5% of a new key's CPU, measured with `perf`. Here the compiled state is kept in a memory context of the
 //! backend and handed to the next call's `IndexInfo`.

@@ -8,7 +8,7 @@
 //! statement through Citus's distributed planner and a nested local
 //! executor, which plan the shard query again on every execution (on
 //! 13.2.1 to 13.4.x without keeping the plan, src/store/citus.rs). This
-//! module lets [`super::direct::Session`] write the shard itself instead,
+//! module lets [`super::direct_writes::Session`] write the shard itself instead,
 //! under the locks Citus's executor takes for a single-shard write, and
 //! declines (the caller runs its SQL, which Citus routes) whenever the
 //! write could differ from what that SQL would do.

@@ -33,7 +33,7 @@ pub mod archive;
 pub mod cache;
 pub mod citus;
 pub mod claim;
-pub mod direct;
+pub mod direct_writes;
 pub mod expiry;
 mod index_predicates;
 pub mod local_shard;
@@ -201,7 +201,7 @@ pub fn read(conn: &Conn<'_>, key: Key<'_>, snap: Snap) -> Option<KeyRow> {
 
 /// `key`'s row as the latest snapshot sees it, without a lock (the
 /// bounded wait's look, [`crate::wait`]): through the primary key directly
-/// ([`direct::Session::look`], which also tells a version this transaction
+/// ([`direct_writes::Session::look`], which also tells a version this transaction
 /// wrote), else `key_read.sql` on the latest snapshot.
 ///
 /// When no version is visible, a first delivery of the key may be
@@ -212,8 +212,8 @@ pub fn read(conn: &Conn<'_>, key: Key<'_>, snap: Snap) -> Option<KeyRow> {
 /// insert, wait for it and answer `in_progress` without having waited for
 /// the holder (found by review: 10 of 30 simultaneous pairs).
 /// The SQL path (a Citus table written through SQL) has no such probe.
-pub fn look(conn: &Conn<'_>, key: Key<'_>) -> Option<direct::Looked> {
-    match direct::Session::open_to_look(conn, key.source) {
+pub fn look(conn: &Conn<'_>, key: Key<'_>) -> Option<direct_writes::Looked> {
+    match direct_writes::Session::open_to_look(conn, key.source) {
         Some(mut session) => {
             let mut looked = session.look(key);
             if looked.is_none() && session.locate(key).is_some() {
@@ -222,21 +222,21 @@ pub fn look(conn: &Conn<'_>, key: Key<'_>) -> Option<direct::Looked> {
             session.close();
             looked
         }
-        None => read(conn, key, Snap::Latest).map(|row| direct::Looked { stored: row.stored(), ours: false }),
+        None => read(conn, key, Snap::Latest).map(|row| direct_writes::Looked { stored: row.stored(), ours: false }),
     }
 }
 
 /// [`look`] without waiting for a transaction inserting the key: `None`
 /// while the key's first claim is uncommitted (what a call whose time ran
 /// out may still read, `webhook_receive`).
-pub fn look_now(conn: &Conn<'_>, key: Key<'_>) -> Option<direct::Looked> {
-    match direct::Session::open_to_look(conn, key.source) {
+pub fn look_now(conn: &Conn<'_>, key: Key<'_>) -> Option<direct_writes::Looked> {
+    match direct_writes::Session::open_to_look(conn, key.source) {
         Some(mut session) => {
             let looked = session.look(key);
             session.close();
             looked
         }
-        None => read(conn, key, Snap::Latest).map(|row| direct::Looked { stored: row.stored(), ours: false }),
+        None => read(conn, key, Snap::Latest).map(|row| direct_writes::Looked { stored: row.stored(), ours: false }),
     }
 }
 

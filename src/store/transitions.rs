@@ -3,7 +3,7 @@
 //! with [`lock`] (holders' failures, checkpoints, lease extensions,
 //! operators' resolutions), and forgetting a key.
 
-use super::direct::{Col, Locked, Session};
+use super::direct_writes::{Col, Locked, Session};
 use super::{serialization_failure, Key, KeyRow, KEY_ROW};
 use crate::claim::State;
 use crate::jsonb::Jsonb;
@@ -75,7 +75,7 @@ pub enum Completed {
 /// Complete the key if `token` holds its lease, storing `result`:
 /// `expires_at` is when maintenance looks at the completed key again (now
 /// plus the source's retention). Without an SQL plan where the table
-/// allows ([`super::direct`]: the token checked on the version of the
+/// allows ([`super::direct_writes`]: the token checked on the version of the
 /// key's row the statement would see, then the row locked and completed if
 /// the token still holds it), else one guarded update (`key_complete.sql`:
 /// the fencing is in its condition).

@@ -1,4 +1,4 @@
-"""The direct write path (src/store/direct.rs) answers and writes exactly as
+"""The direct write path (src/store/direct_writes/) answers and writes exactly as
 the SQL it replaces.
 
 A claim and a completion write through PostgreSQL's executor routines

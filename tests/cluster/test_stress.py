@@ -20,7 +20,7 @@ SOURCE = "stress"
 
 @pytest.mark.parametrize("direct_writes", ["on", "off"])
 def test_32_connections_claim_the_same_1000_keys(connect, direct_writes):
-    """Once with new keys stored by src/store/direct.rs, once through SQL."""
+    """Once with new keys stored by src/store/direct_writes/, once through SQL."""
     source = f"{SOURCE}-{direct_writes}"
     keys = [f"evt_{i:04d}" for i in range(KEYS)]
     barrier = threading.Barrier(CONNECTIONS)
