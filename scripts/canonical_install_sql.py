@@ -19,7 +19,7 @@ look"). The SQL is equivalent; the bytes, and so the .deb, are not.
 The canonical order: pgrx's header comment block, then the bootstrap block
 (`extension_sql_file!(..., bootstrap)`, src/sql/schema.sql), then every
 other block in a stable topological order, then the finalize block
-(src/sql/finalize.sql). The order between them respects every dependency
+(src/sql/comments.sql). The order between them respects every dependency
 the script shows:
   - pgrx's `-- requires:` annotation of a block (`requires = [...]` of
     `extension_sql!`, `extension_sql_file!` and `#[pg_extern]`), resolved

@@ -95,6 +95,7 @@ cargo clippy --quiet -p webhook-dedup-core --all-targets --all-features -- -D wa
 # crates/webhook-dedup-core depends on no pgrx crate (docs/design.md, "Layout"),
 # and its docs link only to what exists
 "$ROOT/scripts/check-core.sh"
+"$ROOT/scripts/check-layers.sh"
 RUSTDOCFLAGS="-D warnings -A rustdoc::private_intra_doc_links" \
     cargo doc --quiet -p webhook-dedup-core --no-deps --document-private-items
 # the fuzz targets of the core's parsers build (scripts/fuzz.sh runs them)

@@ -6,15 +6,15 @@
 
 -- webhook_dedup.sources.source in collation "C", as every other table's
 -- source: in the database's collation, the per-row retention look-ups of
--- maintenance (maintenance_prune_history.sql,
--- maintenance_outbox_prune.sql) could not use the primary key and read
--- every source for every candidate row, so a pass grew with the square of
--- the number of sources (64 s at 4,000 sources with one short retention).
+-- maintenance (history_prune.sql, outbox_prune.sql) could not use the
+-- primary key and read every source for every candidate row, so a pass
+-- grew with the square of the number of sources (64 s at 4,000 sources
+-- with one short retention).
 -- Equality is bytewise in both collations (deterministic): the primary key
 -- keeps exactly the same rows; its index is rebuilt. The two views that
 -- read the column stand in without it while it changes, then are replaced
 -- in place (CREATE OR REPLACE keeps their grants); retention_warnings'
--- source keeps the database's collation (src/sql/finalize.sql).
+-- source keeps the database's collation (src/sql/views.sql).
 CREATE OR REPLACE VIEW webhook_dedup.key_states AS
 SELECT NULL::text COLLATE "C" AS source, NULL::text AS state, NULL::bigint AS keys,
        NULL::interval AS oldest_pending_age, NULL::interval AS oldest_lease_age, NULL::bigint AS expired_leases,
@@ -278,7 +278,7 @@ SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redactions', '');
 SELECT pg_catalog.pg_extension_config_dump('webhook_dedup.redactions_id_seq', '');
 -- Nothing on the new objects but what follows: what the installing role's
 -- default privileges gave is revoked, as CREATE EXTENSION revokes it
--- (src/sql/finalize.sql).
+-- (src/sql/privileges.sql).
 DO $$
 DECLARE
   g record;
@@ -391,7 +391,7 @@ BEGIN
      LIMIT "max";
 END
 $fn$;
--- (CREATE OR REPLACE resets what finalize.sql set on it: as every
+-- (CREATE OR REPLACE resets what privileges.sql set on it: as every
 -- function of a role, it runs as the owner with search_path pinned)
 ALTER FUNCTION webhook_dedup.export_deliveries(text, timestamptz, timestamptz, text[], text[], boolean, integer)
   SECURITY DEFINER SET search_path = pg_catalog, pg_temp;

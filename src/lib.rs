@@ -62,11 +62,70 @@ pub mod worker;
 
 ::pgrx::pg_module_magic!(name, version);
 
-// The schema and its tables come first, the views and comments last (after
-// every generated function exists).
+// The hand-written SQL (src/sql/*.sql, one file per concern). The schema and
+// its tables come first (`bootstrap`), the comments last (`finalize`: after
+// every generated function, and the roles privileges.sql makes). pgrx puts
+// every other file only after what its `requires` names, in an order that
+// changes from build to build otherwise: a file requires each function and
+// view it names when it runs (a view reads it, a grant names it), by its Rust
+// name for a #[pg_extern] function, by block name for the rest
+// (tests/contrib/test_sql_requires.py checks it).
 extension_sql_file!("sql/schema.sql", name = "schema", bootstrap);
 extension_sql_file!("sql/distribute.sql", name = "distribute", requires = ["schema"]);
-extension_sql_file!("sql/finalize.sql", name = "finalize", finalize);
+// The functions written in PL/pgSQL (their bodies' names resolve when they run).
+extension_sql_file!("sql/functions.sql", name = "functions", requires = ["schema"]);
+extension_sql_file!(
+    "sql/views.sql",
+    name = "views",
+    requires = ["functions", default_retention, downstream_key_limits_rows, provider_profiles]
+);
+// pg_dump's registrations, the triggers, the check of a source's settings.
+extension_sql_file!("sql/tables.sql", name = "tables", requires = ["sources_changed", source_intake_valid]);
+extension_sql_file!(
+    "sql/privileges.sql",
+    name = "privileges",
+    requires = [
+        "functions",
+        "views",
+        "sources_changed",
+        add_secret,
+        cancel_redrive,
+        default_retention,
+        flush_metrics,
+        list_secrets,
+        metrics_live,
+        pause,
+        provider_profiles,
+        reconcile,
+        redact,
+        redrive,
+        resume,
+        retire_secret,
+        run_maintenance,
+        source_node,
+        unseen,
+        webhook_advance,
+        webhook_checkpoint,
+        webhook_claim,
+        webhook_claim_many,
+        webhook_complete,
+        webhook_enqueue,
+        webhook_extend_lease,
+        webhook_fail,
+        webhook_forget,
+        webhook_mark_unknown,
+        webhook_next,
+        webhook_outbox_ack,
+        webhook_outbox_fail,
+        webhook_outbox_next,
+        webhook_outbox_put,
+        webhook_outbox_resolve,
+        webhook_outbox_unknown,
+        webhook_receive,
+        webhook_resolve,
+    ]
+);
+extension_sql_file!("sql/comments.sql", name = "comments", finalize);
 
 /// Library load: register settings and, when preloaded, shared memory and
 /// the background worker.

@@ -3,7 +3,8 @@
 //! where lives, with the list of what can be lost or misplaced and the
 //! shares that keep a flood of made-up sources from pushing real ones out)
 //! in shared memory under one LWLock, and its flush into
-//! `webhook_dedup.claim_counts`.
+//! `webhook_dedup.claim_counts` (the upsert is the store's,
+//! [`crate::store::claim_counts`]).
 //!
 //! Counting happens in shared memory under one LWLock held for a short,
 //! bounded time, as contrib's pg_stat_statements does, because a
@@ -30,7 +31,7 @@
 //! The table takes 4.6 MiB (2,048 entries of 2,344 bytes), so it is zeroed
 //! in place in shared memory and never built or copied on a stack.
 
-use crate::spi::{self, arg, Conn, Snap, Statement};
+use crate::spi;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::ffi::CStr;
@@ -247,27 +248,8 @@ pub fn flush() -> i64 {
         );
     }
     let rows: Vec<Row> = buffer.iter().map(Row::from_entry).collect();
-    spi::connected(|conn| rows.iter().for_each(|row| upsert(conn, row)));
+    spi::connected(|conn| rows.iter().for_each(|row| crate::store::claim_counts::add(conn, row)));
     rows.len() as i64
-}
-
-static UPSERT: Statement = Statement::new(
-    crate::sql_statement!("metrics_upsert.sql"),
-    &[pg_sys::TIMESTAMPTZOID, pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::TEXTOID, pg_sys::INT8ARRAYOID],
-);
-
-fn upsert(conn: &Conn<'_>, row: &Row) {
-    conn.execute(
-        &UPSERT,
-        &[
-            arg(crate::time::timestamptz(row.bucket)),
-            arg(row.source.as_str()),
-            arg(row.event_type.as_str()),
-            arg(if row.minute { "1 minute" } else { "1 hour" }),
-            arg(row.counts.clone()),
-        ],
-        Snap::Statement,
-    );
 }
 
 /// SQL functions in schema `webhook_dedup`.

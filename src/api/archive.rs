@@ -21,24 +21,11 @@
 #[pgrx::pg_schema]
 mod webhook_dedup {
     use crate::error::{required, Error, OrRaise, Raise};
-    use crate::spi::{self, arg, Snap, Statement};
-    use crate::time::{clock_now, micros, timestamptz};
+    use crate::spi;
+    use crate::store::archive::{self, RedactScope};
+    use crate::time::{clock_now, micros};
     use pgrx::datum::TimestampWithTimeZone;
-    use pgrx::pg_sys::{TEXTOID, TIMESTAMPTZOID};
     use pgrx::prelude::*;
-
-    static REDACT: Statement = Statement::returning(
-        crate::sql_statement!("redact.sql"),
-        &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, TEXTOID],
-        &["keys", "deliveries"],
-    )
-    .custom_plan();
-    static LOCK: Statement = Statement::returning(
-        crate::sql_statement!("redact_lock.sql"),
-        &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID],
-        &["locked"],
-    )
-    .custom_plan();
 
     /// Erase what the deliveries of some keys of `source` carried, keeping
     /// the keys: exactly one scope of
@@ -78,26 +65,24 @@ mod webhook_dedup {
         }
         crate::api::args::one_server_only("redaction", "docs/operations.md, \"Erasing payloads\".");
         let by = crate::api::args::session_user();
-        let now = timestamptz(clock_now());
+        let now = clock_now();
         if let Some(idem_key) = idem_key {
             crate::key::check_bounded("idem_key", idem_key).or_raise();
         }
-        let before = before.map(|b| timestamptz(micros(b, "before").or_raise()));
+        let before = before.map(|b| micros(b, "before").or_raise());
         let account = account.map(|a| {
             if a.is_empty() {
                 Error::invalid("account must not be empty").raise();
             }
             crate::key::escape_part(a)
         });
-        let rows = spi::connected(|conn| {
-            conn.execute(&LOCK, &[arg(source), arg(idem_key), arg(before), arg(account.as_deref())], Snap::Statement);
-            let rows = conn.execute(
-                &REDACT,
-                &[arg(source), arg(idem_key), arg(before), arg(account.as_deref()), arg(now), arg(by.as_str())],
-                Snap::Statement,
-            );
-            (rows.get::<i64>(0, 1).unwrap_or(0), rows.get::<i64>(0, 2).unwrap_or(0))
-        });
-        TableIterator::once(rows)
+        let scope = match (idem_key, before, account.as_deref()) {
+            (Some(idem_key), _, _) => RedactScope::Key(idem_key),
+            (_, Some(before), _) => RedactScope::Before(before),
+            (_, _, Some(account)) => RedactScope::Account(account),
+            (None, None, None) => unreachable!("exactly one scope was checked"),
+        };
+        let redacted = spi::connected(|conn| archive::redact(conn, source, scope, now, by.as_str()));
+        TableIterator::once((redacted.keys, redacted.deliveries))
     }
 }

@@ -2,22 +2,18 @@
 //! the trigger `webhook_monotonic_guard` for the caller's own tables.
 //! Deduplication stops a retried event from being applied twice; it does
 //! not stop an older event, retried, from overwriting a newer one. These
-//! two do. The tie rule is in `src/sql/statements/watermark_advance.sql`
-//! and `docs/ordering.md`.
+//! two do. The tie rule is in `src/sql/statements/watermarks_advance.sql`
+//! (run by [`crate::store::watermarks`]) and `docs/ordering.md`.
 
 use crate::error::{required, Error, OrRaise, Raise};
 use crate::key::check_bounded;
-use crate::spi::{self, arg, Snap, Statement};
-use crate::time::{clock_now, micros, timestamptz};
+use crate::spi;
+use crate::store::watermarks;
+use crate::time::{clock_now, micros};
 use pgrx::datum::{Timestamp, TimestampWithTimeZone};
-use pgrx::pg_sys::{self, INT8OID, TEXTOID, TIMESTAMPTZOID};
+use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::WhoAllocated;
-
-static ADVANCE: Statement = Statement::new(
-    crate::sql_statement!("watermark_advance.sql"),
-    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, INT8OID, TIMESTAMPTZOID],
-);
 
 /// True when the event with `source_updated_at` (and optionally its
 /// `event_id` and a tie-breaking `sequence`) is newer than every event seen
@@ -42,21 +38,7 @@ fn webhook_advance(
     crate::key::check_source(source).or_raise();
     check_bounded("entity_id", entity_id).or_raise();
     let at = micros(required(source_updated_at, "source_updated_at"), "source_updated_at").or_raise();
-    spi::connected(|conn| {
-        let rows = conn.execute(
-            &ADVANCE,
-            &[
-                arg(source),
-                arg(entity_id),
-                arg(timestamptz(at)),
-                arg(event_id),
-                arg(sequence),
-                arg(timestamptz(clock_now())),
-            ],
-            Snap::Statement,
-        );
-        rows.len() == 1
-    })
+    spi::connected(|conn| watermarks::advance(conn, source, entity_id, at, event_id, sequence, clock_now()))
 }
 
 /// A comparable value of a timestamp column (both types count microseconds).

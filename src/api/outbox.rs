@@ -2,19 +2,17 @@
 //! holder writes intents (`webhook_outbox_put`) in its own transaction;
 //! senders take them (`webhook_outbox_next`) and report (`_ack`, `_fail`,
 //! `_unknown`); operators resolve parked ones (`webhook_outbox_resolve`).
-//! Decisions are [`crate::outbox`]'s and [`crate::claim`]'s; reads and
-//! writes [`crate::store::outbox`]'s.
+//! Run by [`crate::engine::outbox`].
 
 use super::args;
-use crate::claim::{self, FailTo, State};
+use crate::claim::{self, State};
+use crate::engine;
 use crate::error::{required, Error, OrRaise, Raise};
 use crate::jsonb::Jsonb;
-use crate::metrics::{self, Counter};
 use crate::operation_key;
-use crate::outbox::{self, Take};
-use crate::spi::{self, Conn};
-use crate::store::outbox::{self as store, Intent, IntentRow, Put};
-use crate::store::sources;
+use crate::outbox;
+use crate::spi;
+use crate::store::outbox::Intent;
 use crate::time::{clock_now, duration_us, timestamptz};
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
@@ -24,12 +22,6 @@ use pgrx::Uuid;
 /// would have to live with their keys' shards, which is not built yet.
 fn check_not_distributed() {
     super::args::one_server_only("the outbox", "docs/outbox.md, \"Limits\".");
-}
-
-/// The intent named by a call, locked: P0002 when it does not exist.
-fn existing(conn: &Conn<'_>, id: i64) -> IntentRow {
-    store::lock(conn, id)
-        .unwrap_or_else(|| Error::NoDataFound { message: format!("no outbox intent with id {id}") }.raise())
 }
 
 /// Record a downstream call to make, while holding the key's lease: a new
@@ -76,7 +68,7 @@ fn webhook_outbox_put(
     let limit = operation_key::limit(max_length, downstream).or_raise();
     let downstream_key = operation_key::operation_key(key.source, key.idem_key, operation, limit).or_raise();
     check_not_distributed();
-    let put = spi::connected(|conn| {
+    spi::connected(|conn| {
         let intent = Intent {
             key,
             claim_token,
@@ -87,24 +79,9 @@ fn webhook_outbox_put(
             downstream_idempotent,
             now: clock_now(),
         };
-        store::put(conn, &intent)
-    });
-    match put {
-        Put::Written(id) => {
-            metrics::count(key.source, None, Counter::IntentsWritten, false);
-            Some(id)
-        }
-        Put::Existing(id) => Some(id),
-        Put::Stale => {
-            metrics::count(key.source, None, Counter::StaleTokens, false);
-            None
-        }
-        Put::UnknownKey => Error::unknown_key(key.source, key.idem_key).raise(),
-    }
+        engine::outbox::put(conn, &intent)
+    })
 }
-
-/// One row handed out by `webhook_outbox_next`.
-type NextRow = (i64, Uuid, String, String, String, Option<Jsonb>, i32, TimestampWithTimeZone, String, String, bool);
 
 /// Take up to `batch` due intents (of `target`, or of every target when
 /// NULL), oldest due first: pending ones, ones whose sender's lease
@@ -147,89 +124,12 @@ fn webhook_outbox_next(
     }
     let lease_us = lease.map(args::lease);
     check_not_distributed();
-    let mut counts: Vec<(String, Counter)> = Vec::new();
-    let rows: Vec<NextRow> = spi::connected(|conn| {
-        let now = clock_now();
-        let mut out = Vec::with_capacity(batch as usize);
-        for found in store::take_due(conn, now, target, batch) {
-            let settings = sources::settings(conn, &found.source);
-            let lapsed = found.state == State::Processing;
-            match outbox::take(&found.stored(), now, settings.max_attempts(), found.downstream_idempotent) {
-                Take::Lease { attempt, .. } => {
-                    let token = crate::store::new_token();
-                    let until = now.saturating_add(lease_us.unwrap_or_else(|| settings.default_lease_us()));
-                    store::lease(conn, found.id, attempt, token, until, now);
-                    if lapsed {
-                        counts.push((found.source.clone(), Counter::IntentLeasesExpired));
-                    }
-                    out.push((
-                        found.id,
-                        token,
-                        found.downstream_key,
-                        found.target,
-                        found.operation,
-                        found.request,
-                        attempt,
-                        timestamptz(until),
-                        found.source,
-                        found.idem_key,
-                        found.downstream_idempotent,
-                    ));
-                }
-                Take::DeadLetter => {
-                    store::set_state(
-                        conn,
-                        found.id,
-                        now,
-                        State::DeadLettered,
-                        None,
-                        Some(&claim::exhausted_error(found.attempt)),
-                    );
-                    if lapsed {
-                        counts.push((found.source.clone(), Counter::IntentLeasesExpired));
-                    }
-                    counts.push((found.source, Counter::IntentsDeadLettered));
-                }
-                Take::Park => {
-                    store::set_state(
-                        conn,
-                        found.id,
-                        now,
-                        State::UnknownOutcome,
-                        None,
-                        Some(&outbox::parked_error(found.attempt)),
-                    );
-                    counts.push((found.source.clone(), Counter::IntentLeasesExpired));
-                    counts.push((found.source, Counter::IntentsUnknown));
-                }
-                // its due_at and its state disagree (an edit by hand): not
-                // handed out; an operator resolves it
-                Take::NotDue => {}
-            }
-        }
-        out
-    });
-    for (source, counter) in &counts {
-        metrics::count(source, None, *counter, false);
-    }
-    TableIterator::new(rows)
-}
-
-/// Lock the intent, check that `token` holds its lease, and run `body`:
-/// `None` (and a `stale_tokens` count) when it does not. P0002 when the
-/// intent does not exist.
-fn as_sender<R>(id: i64, token: Uuid, body: impl FnOnce(&Conn<'_>, &IntentRow, i64) -> (R, Counter)) -> Option<R> {
-    check_not_distributed();
-    let (result, source, counter) = spi::connected(|conn| {
-        let found = existing(conn, id);
-        if !found.held_by(&token) {
-            return (None, found.source, Counter::StaleTokens);
-        }
-        let (result, counter) = body(conn, &found, clock_now());
-        (Some(result), found.source, counter)
-    });
-    metrics::count(&source, None, counter, false);
-    result
+    let rows = engine::outbox::next(target, lease_us, batch);
+    TableIterator::new(rows.into_iter().map(
+        |(id, token, key, target, op, request, attempt, until, source, idem, idempotent)| {
+            (id, token, key, target, op, request, attempt, timestamptz(until), source, idem, idempotent)
+        },
+    ))
 }
 
 /// The intent was delivered: it becomes `completed`, with the downstream's
@@ -243,13 +143,7 @@ fn webhook_outbox_ack(id: Option<i64>, lease_token: Option<Uuid>, response: defa
     let id = required(id, "id");
     let token = required(lease_token, "lease_token");
     check_not_distributed();
-    let (source, counter) = spi::connected(|conn| match store::ack(conn, id, token, response, clock_now()) {
-        Some(source) => (source, Counter::IntentsDelivered),
-        // nothing matched: unknown (P0002), or a stale token
-        None => (existing(conn, id).source, Counter::StaleTokens),
-    });
-    metrics::count(&source, None, counter, false);
-    counter == Counter::IntentsDelivered
+    engine::outbox::ack(id, token, response)
 }
 
 /// The call failed and had no effect (the downstream answered an error,
@@ -278,16 +172,8 @@ fn webhook_outbox_fail(
     if retry_after_us.is_some_and(|r| !(0..=claim::MAX_LEASE_US).contains(&r)) {
         Error::invalid("retry_after must be between 0 and 365 days").raise();
     }
-    as_sender(id, token, |conn, found, now| {
-        let max_attempts = sources::settings(conn, &found.source).max_attempts();
-        let (state, next, counter) =
-            match claim::decide_fail(found.attempt, retryable, retry_after_us, max_attempts, now) {
-                FailTo::Failed { next_attempt_at } => (State::Failed, Some(next_attempt_at), Counter::IntentRetries),
-                FailTo::DeadLettered => (State::DeadLettered, None, Counter::IntentsDeadLettered),
-            };
-        store::set_state(conn, found.id, now, state, next, error);
-        (state.as_str().to_string(), counter)
-    })
+    check_not_distributed();
+    engine::outbox::fail(id, token, retryable, retry_after_us, error).map(|state| state.as_str().to_string())
 }
 
 /// The call was sent and its answer lost (a timeout, a crash of the
@@ -302,11 +188,8 @@ fn webhook_outbox_fail(
 fn webhook_outbox_unknown(id: Option<i64>, lease_token: Option<Uuid>, detail: default!(Option<&str>, "NULL")) -> bool {
     let id = required(id, "id");
     let token = required(lease_token, "lease_token");
-    as_sender(id, token, |conn, found, now| {
-        store::set_state(conn, found.id, now, State::UnknownOutcome, None, detail);
-        ((), Counter::IntentsUnknown)
-    })
-    .is_some()
+    check_not_distributed();
+    engine::outbox::unknown(id, token, detail)
 }
 
 /// An operator's decision about an intent, from any state (after
@@ -332,16 +215,5 @@ fn webhook_outbox_resolve(
         .and_then(claim::check_resolve_target)
         .or_raise();
     check_not_distributed();
-    let (previous, source) = spi::connected(|conn| {
-        let found = existing(conn, id);
-        let now = clock_now();
-        let due_at = matches!(to, State::Failed | State::Pending).then_some(now);
-        store::resolve(conn, id, now, to, response, due_at, outbox::attempt_after_resolve(to, found.attempt));
-        (found.state, found.source)
-    });
-    metrics::count(&source, None, Counter::Resolved, false);
-    if to == State::DeadLettered && previous != State::DeadLettered {
-        metrics::count(&source, None, Counter::IntentsDeadLettered, false);
-    }
-    previous.as_str().to_string()
+    engine::outbox::resolve(id, to, response).as_str().to_string()
 }

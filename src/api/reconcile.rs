@@ -15,9 +15,8 @@ mod webhook_dedup {
     use crate::key::{derive, Parts};
     use crate::profile::{Body, Fingerprint, Rules};
     use crate::signature::Scheme;
-    use crate::spi::{self, arg, Snap, Statement};
+    use crate::spi;
     use pgrx::datum::Array;
-    use pgrx::pg_sys::{TEXTARRAYOID, TEXTOID};
     use pgrx::prelude::*;
     use std::collections::HashSet;
 
@@ -90,12 +89,6 @@ mod webhook_dedup {
         })
     }
 
-    static UNSEEN: Statement = Statement::returning(
-        crate::sql_statement!("reconcile_unseen.sql"),
-        &[TEXTOID, TEXTARRAYOID, TEXTARRAYOID],
-        &["event_id"],
-    );
-
     /// The most ids one call takes: a day of a busy source, listed by a
     /// provider's API in pages, fits; a longer list goes in several calls.
     const MAX_IDS: usize = 100_000;
@@ -137,10 +130,7 @@ mod webhook_dedup {
             keys.push(derive(&parts).or_raise());
             ids.push(id.to_owned());
         }
-        let unseen: Vec<String> = spi::connected(|conn| {
-            let rows = conn.execute(&UNSEEN, &[arg(source), arg(ids), arg(keys)], Snap::Statement);
-            (0..rows.len()).filter_map(|r| rows.get::<String>(r, 1)).collect()
-        });
+        let unseen = spi::connected(|conn| crate::store::unseen(conn, source, ids, keys));
         SetOfIterator::new(unseen)
     }
 }

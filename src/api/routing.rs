@@ -4,15 +4,9 @@
 //! holds a source").
 
 use crate::error::{required, OrRaise};
-use crate::spi::{self, arg, Snap, Statement};
-use pgrx::pg_sys::TEXTOID;
+use crate::spi;
+use crate::store::citus;
 use pgrx::prelude::*;
-
-static SOURCE_NODE: Statement = Statement::returning(
-    crate::sql_statement!("citus_source_node.sql"),
-    &[TEXTOID],
-    &["node_name", "node_port", "group_id", "shard_id"],
-);
 
 /// The primary node that holds `source`'s shard of `webhook_dedup.keys`:
 /// its host name and port as Citus knows them (`pg_dist_node`), its group
@@ -32,18 +26,6 @@ fn source_node(
     if !crate::citus::keys_distributed() {
         return TableIterator::new(Vec::new());
     }
-    let rows: Vec<(String, i32, i32, i64)> = spi::connected(|conn| {
-        let rows = conn.execute(&SOURCE_NODE, &[arg(source)], Snap::Statement);
-        (0..rows.len())
-            .map(|i| {
-                (
-                    rows.get(i, 1).expect("nodename is NOT NULL"),
-                    rows.get(i, 2).expect("nodeport is NOT NULL"),
-                    rows.get(i, 3).expect("groupid is NOT NULL"),
-                    rows.get(i, 4).expect("a shard id"),
-                )
-            })
-            .collect()
-    });
-    TableIterator::new(rows)
+    let placements = spi::connected(|conn| citus::source_node(conn, source));
+    TableIterator::new(placements.into_iter().map(|p| (p.node_name, p.node_port, p.group_id, p.shard_id)))
 }

@@ -7,27 +7,11 @@
 #[pgrx::pg_schema]
 mod webhook_dedup {
     use crate::error::{required, Error, OrRaise, Raise};
-    use crate::spi::{self, arg, Snap, Statement};
+    use crate::spi;
+    use crate::store::secrets::{self, NewSecret};
     use crate::time::{clock_now, micros, timestamptz};
     use pgrx::datum::TimestampWithTimeZone;
-    use pgrx::pg_sys::{INT4OID, TEXTOID, TIMESTAMPTZOID};
     use pgrx::prelude::*;
-
-    static ADD: Statement = Statement::returning(
-        crate::sql_statement!("secret_add.sql"),
-        &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, TEXTOID],
-        &["id"],
-    );
-    static RETIRE: Statement = Statement::returning(
-        crate::sql_statement!("secret_retire.sql"),
-        &[TEXTOID, INT4OID, TIMESTAMPTZOID],
-        &["not_before"],
-    );
-    static LIST: Statement = Statement::returning(
-        crate::sql_statement!("secret_list.sql"),
-        &[TEXTOID, TIMESTAMPTZOID],
-        &["id", "source", "not_before", "not_after", "created_at", "valid_now", "fingerprint", "note", "scheme"],
-    );
 
     /// The scheme of `source` (its provider in `webhook_dedup.sources`,
     /// else its name, the rule X's CRC answer uses too), with 22023 when
@@ -86,20 +70,15 @@ mod webhook_dedup {
         check_window(from, until);
         spi::connected(|conn| {
             let scheme = check_key_of_scheme(conn, source, secret);
-            let rows = conn.execute(
-                &ADD,
-                &[
-                    arg(source),
-                    arg(secret),
-                    arg(timestamptz(from)),
-                    arg(until.map(timestamptz)),
-                    arg(note),
-                    arg(timestamptz(clock_now())),
-                    arg(scheme.map(|s| s.name())),
-                ],
-                Snap::Statement,
-            );
-            rows.get::<i32>(0, 1).expect("INSERT ... RETURNING id returns one row")
+            let new = NewSecret {
+                source,
+                secret,
+                not_before: from,
+                not_after: until,
+                note,
+                scheme: scheme.map(|s| s.name()),
+            };
+            secrets::add(conn, &new, clock_now())
         })
     }
 
@@ -118,12 +97,11 @@ mod webhook_dedup {
         let key_id = required(key_id, "key_id");
         let until = micros(required(not_after, "not_after"), "not_after").or_raise();
         spi::connected(|conn| {
-            let rows = conn.execute(&RETIRE, &[arg(source), arg(key_id), arg(timestamptz(until))], Snap::Statement);
-            let Some(from) = (!rows.is_empty()).then(|| rows.get::<TimestampWithTimeZone>(0, 1)).flatten() else {
+            let Some(from) = secrets::retire(conn, source, key_id, until) else {
                 Error::NoDataFound { message: format!("source \"{source}\" has no key {key_id}") }.raise()
             };
             // raised after the update: the error rolls it back
-            check_window(pgrx::pg_sys::TimestampTz::from(from), Some(until));
+            check_window(from, Some(until));
         });
         timestamptz(until)
     }
@@ -153,24 +131,9 @@ mod webhook_dedup {
             name!(scheme, Option<String>),
         ),
     > {
-        let rows = spi::connected(|conn| {
-            let rows = conn.execute(&LIST, &[arg(source), arg(timestamptz(clock_now()))], Snap::Statement);
-            (0..rows.len())
-                .map(|r| {
-                    (
-                        rows.get::<i32>(r, 1).expect("id"),
-                        rows.get::<String>(r, 2).expect("source"),
-                        rows.get::<TimestampWithTimeZone>(r, 3).expect("not_before"),
-                        rows.get::<TimestampWithTimeZone>(r, 4),
-                        rows.get::<TimestampWithTimeZone>(r, 5).expect("created_at"),
-                        rows.get::<bool>(r, 6).unwrap_or(false),
-                        rows.get::<String>(r, 7).expect("fingerprint"),
-                        rows.get::<String>(r, 8),
-                        rows.get::<String>(r, 9),
-                    )
-                })
-                .collect::<Vec<_>>()
-        });
-        TableIterator::new(rows)
+        let listed = spi::connected(|conn| secrets::list(conn, source, clock_now()));
+        TableIterator::new(listed.into_iter().map(|k| {
+            (k.id, k.source, k.not_before, k.not_after, k.created_at, k.valid_now, k.fingerprint, k.note, k.scheme)
+        }))
     }
 }

@@ -1,51 +1,17 @@
 //! The transitions after a claim: by the lease holder (`webhook_fail`,
 //! `webhook_mark_unknown`, `webhook_checkpoint`, `webhook_extend_lease`),
-//! and by an operator (`webhook_resolve`, `webhook_forget`). Each locks the
-//! key's row ([`crate::store::transitions::lock`]), decides on what it read
-//! ([`crate::claim`]) and writes once.
+//! and by an operator (`webhook_resolve`, `webhook_forget`); run by
+//! [`crate::engine::transitions`].
 
 use super::args;
-use crate::claim::{self, FailTo, State};
+use crate::claim::{self, State};
+use crate::engine::transitions;
 use crate::error::{required, Error, OrRaise, Raise};
 use crate::jsonb::Jsonb;
-use crate::metrics::{self, Counter};
-use crate::spi::{self, Conn};
-use crate::store::sources::{self, SourceSettings};
-use crate::store::transitions::{self as write, Resolution};
-use crate::store::{Key, KeyRow};
-use crate::time::{clock_now, duration_us};
+use crate::time::duration_us;
 use pgrx::datum::{Interval, TimestampWithTimeZone};
 use pgrx::prelude::*;
 use pgrx::Uuid;
-
-/// The key named by a call, locked: P0002 when it does not exist.
-fn existing(conn: &Conn<'_>, key: Key<'_>) -> KeyRow {
-    write::lock(conn, key).unwrap_or_else(|| Error::unknown_key(key.source, key.idem_key).raise())
-}
-
-/// A call by the holder of `token`: lock the key, read it (P0002 when
-/// unknown) and run `body` only if `token` holds its lease. `None` (and a
-/// `stale_tokens` count) when it does not: nothing changes.
-fn as_holder<R>(
-    key: Key<'_>,
-    token: Uuid,
-    body: impl FnOnce(&Conn<'_>, &KeyRow, &SourceSettings, i64) -> (R, Option<Counter>),
-) -> Option<R> {
-    let (result, counter, label) = spi::connected(|conn| {
-        let found = existing(conn, key);
-        let now = clock_now();
-        if !found.held_by(&token) {
-            return (None, Some(Counter::StaleTokens), found.event_type);
-        }
-        let settings = sources::settings(conn, key.source);
-        let (result, counter) = body(conn, &found, &settings, now);
-        (Some(result), counter, found.event_type)
-    });
-    if let Some(counter) = counter {
-        metrics::count(key.source, label.as_deref(), counter, false);
-    }
-    result
-}
 
 /// Report that processing failed. Returns the new state: `failed` (due
 /// again after `retry_after`, or after the backoff
@@ -71,16 +37,7 @@ fn webhook_fail(
     if retry_after_us.is_some_and(|r| !(0..=claim::MAX_LEASE_US).contains(&r)) {
         Error::invalid("retry_after must be between 0 and 365 days").raise();
     }
-    as_holder(key, token, |conn, found, settings, now| {
-        let to = claim::decide_fail(found.attempt, retryable, retry_after_us, settings.max_attempts(), now);
-        let (state, next, counter) = match to {
-            FailTo::Failed { next_attempt_at } => (State::Failed, Some(next_attempt_at), Counter::RetriesScheduled),
-            FailTo::DeadLettered => (State::DeadLettered, None, Counter::DeadLetters),
-        };
-        write::fail(conn, key, now, state, next, error);
-        crate::wait::wake_at_commit(key);
-        (state.as_str().to_string(), Some(counter))
-    })
+    transitions::fail(key, token, retryable, retry_after_us, error).map(|state| state.as_str().to_string())
 }
 
 /// Report that the outcome is unknown: the holder may have reached an
@@ -97,12 +54,7 @@ fn webhook_mark_unknown(
 ) -> bool {
     let key = args::key(source, idem_key);
     let token = required(claim_token, "claim_token");
-    as_holder(key, token, |conn, _, _, now| {
-        write::mark_unknown(conn, key, now, detail);
-        crate::wait::wake_at_commit(key);
-        ((), Some(Counter::MarkedUnknown))
-    })
-    .is_some()
+    transitions::mark_unknown(key, token, detail)
 }
 
 /// Record the last completed step, so that a delivery that reclaims the
@@ -123,11 +75,7 @@ fn webhook_checkpoint(
     if step.is_empty() {
         Error::invalid("step must not be empty").raise();
     }
-    as_holder(key, token, |conn, _, _, now| {
-        write::checkpoint(conn, key, now, step);
-        ((), None)
-    })
-    .is_some()
+    transitions::checkpoint(key, token, step)
 }
 
 /// Extend the holder's lease to `lease` from now (for work that runs
@@ -144,11 +92,7 @@ fn webhook_extend_lease(
     let key = args::key(source, idem_key);
     let token = required(claim_token, "claim_token");
     let lease_us = args::lease(required(lease, "lease"));
-    as_holder(key, token, |conn, _, _, now| {
-        let until = now.saturating_add(lease_us);
-        write::extend_lease(conn, key, now, until);
-        (crate::time::timestamptz(until), None)
-    })
+    transitions::extend_lease(key, token, lease_us).map(crate::time::timestamptz)
 }
 
 /// An operator's decision about a key, from any state: `completed` (it
@@ -170,21 +114,7 @@ fn webhook_resolve(
         .ok_or_else(|| Error::invalid(format!("unknown state \"{new_state}\"")))
         .and_then(claim::check_resolve_target)
         .or_raise();
-    let (previous, label) = spi::connected(|conn| {
-        let found = existing(conn, key);
-        let now = clock_now();
-        let due_at = matches!(to, State::Failed | State::Pending).then_some(now);
-        let expires_at =
-            (to == State::Completed).then(|| now.saturating_add(sources::settings(conn, key.source).retention_us()));
-        write::resolve(conn, key, &Resolution { now, to, result, due_at, expires_at });
-        crate::wait::wake_at_commit(key);
-        (found.state, found.event_type)
-    });
-    metrics::count(key.source, label.as_deref(), Counter::Resolved, false);
-    if to == State::DeadLettered && previous != State::DeadLettered {
-        metrics::count(key.source, label.as_deref(), Counter::DeadLetters, false);
-    }
-    previous.as_str().to_string()
+    transitions::resolve(key, to, result).as_str().to_string()
 }
 
 /// Remove a key, so that a deliberate replay of its event is processed
@@ -193,12 +123,5 @@ fn webhook_resolve(
 #[pg_extern(volatile, parallel_unsafe, schema = "webhook_dedup")]
 fn webhook_forget(source: Option<&str>, idem_key: Option<&str>) -> bool {
     let key = args::key(source, idem_key);
-    match spi::connected(|conn| write::forget(conn, key)) {
-        Some(label) => {
-            crate::wait::wake_at_commit(key);
-            metrics::count(key.source, label.as_deref(), Counter::Forgotten, false);
-            true
-        }
-        None => false,
-    }
+    transitions::forget(key)
 }

@@ -9,7 +9,9 @@
 //! | [`bound`] | the deadline every lock wait of a delivery ends by |
 //! | [`replay`] | the replay guard's answer for a body seen under another key |
 //! | [`claim`] | the claim and the completion of a key, with their counts |
+//! | [`outbox`] | an intent written, due intents handed to senders, their transitions |
 //! | [`queue`] | a delivery stored for the workers, and due keys handed to them |
+//! | [`transitions`] | the holder's and the operator's transitions after a claim |
 //! | [`archive`] | what the payload archive keeps of a delivery |
 //!
 //! The rules are the core's ([`crate::claim`], [`crate::profile`], ...):
@@ -19,9 +21,11 @@
 pub mod archive;
 pub mod bound;
 pub mod claim;
+pub mod outbox;
 pub mod queue;
 pub mod receive;
 pub mod replay;
+pub mod transitions;
 
 /// What a delivery says about its content ([`crate::claim::same_bytes`]).
 #[derive(Debug, Clone, Copy, Default)]

@@ -45,10 +45,11 @@ pub mod sweep;
 
 pub use retention::Retention;
 
-use crate::spi::{self, arg, Snap, Statement};
+use crate::spi;
+use crate::store::maintenance_runs;
 use crate::subxact;
-use crate::time::{clock_now, timestamptz};
-use pgrx::pg_sys::{self, BOOLOID, INT4OID, INT8OID, TEXTARRAYOID, TIMESTAMPTZOID};
+use crate::time::clock_now;
+use pgrx::pg_sys;
 
 /// How long a step waits for a lock before giving up until the next pass,
 /// in milliseconds: 500, or half of `deadlock_timeout` when that is lower.
@@ -60,29 +61,6 @@ pub fn lock_timeout_ms() -> i32 {
     let deadlock_timeout = unsafe { pg_sys::DeadlockTimeout };
     500.min(deadlock_timeout / 2).max(1)
 }
-
-static RECORD: Statement = Statement::new(
-    crate::sql_statement!("maintenance_record_run.sql"),
-    &[
-        TIMESTAMPTZOID,
-        TIMESTAMPTZOID,
-        INT4OID,
-        INT4OID,
-        INT8OID,
-        INT8OID,
-        INT8OID,
-        INT8OID,
-        INT4OID,
-        BOOLOID,
-        TEXTARRAYOID,
-        INT4OID,
-        INT8OID,
-        INT8OID,
-        INT4OID,
-        INT4OID,
-        INT8OID,
-    ],
-);
 
 /// What one pass did (the row `run_maintenance()` returns and
 /// `webhook_dedup.maintenance_runs` keeps).
@@ -276,28 +254,25 @@ pub fn run() -> Pass {
 /// transaction: a pass that rolls back leaves no row).
 fn record(pass: &Pass, started: i64) {
     spi::connected(|conn| {
-        conn.execute(
-            &RECORD,
-            &[
-                arg(timestamptz(started)),
-                arg(timestamptz(clock_now())),
-                arg(pass.leases_expired),
-                arg(pass.dead_lettered),
-                arg(pass.keys_pruned),
-                arg(pass.keys_kept),
-                arg(pass.history_pruned),
-                arg(pass.metrics_flushed),
-                arg(pass.retention_warnings),
-                arg(pass.more),
-                arg(pass.errors.clone()),
-                arg(pass.intents_expired),
-                arg(pass.intents_pruned),
-                arg(pass.payloads_pruned),
-                arg(pass.partitions_created),
-                arg(pass.partitions_dropped),
-                arg(pass.keys_redriven),
-            ],
-            Snap::Statement,
-        );
+        let run = maintenance_runs::Run {
+            started_at: started,
+            finished_at: clock_now(),
+            leases_expired: pass.leases_expired,
+            dead_lettered: pass.dead_lettered,
+            keys_pruned: pass.keys_pruned,
+            keys_kept: pass.keys_kept,
+            history_pruned: pass.history_pruned,
+            metrics_flushed: pass.metrics_flushed,
+            retention_warnings: pass.retention_warnings,
+            more: pass.more,
+            errors: &pass.errors,
+            intents_expired: pass.intents_expired,
+            intents_pruned: pass.intents_pruned,
+            payloads_pruned: pass.payloads_pruned,
+            partitions_created: pass.partitions_created,
+            partitions_dropped: pass.partitions_dropped,
+            keys_redriven: pass.keys_redriven,
+        };
+        maintenance_runs::record(conn, &run);
     });
 }

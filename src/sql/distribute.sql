@@ -133,4 +133,14 @@ END
 $distribute$;
 REVOKE ALL ON FUNCTION webhook_dedup.distribute(integer) FROM PUBLIC;
 COMMENT ON FUNCTION webhook_dedup.distribute(integer) IS
-  'distribute(shard_count => NULL) -> text. Citus only, on the coordinator, as a superuser: makes webhook_dedup distributed by source. keys, payloads, replay_guards, signature_tokens, conflict_log (primary key (id, source)), watermarks and claim_counts become hash-distributed tables co-located on source; sources and source_secrets reference tables; the single-key functions (webhook_claim, webhook_receive, webhook_complete, webhook_fail, ...) are delegated by their source argument (webhook_receive''s NULL source by its scheme''s name), so a call outside a transaction block runs on the node that holds the source in one round trip; webhook_dedup_reader and pg_monitor may read the columns the views show (Citus checks a view''s shards with the reader''s rights). Idempotent. shard_count: citus.shard_count for the new tables (NULL: the setting''s value). Errors: 55000 without Citus, off the coordinator, or when a node does not preload webhook_dedup; 22023 shard_count outside 1..64000. docs/distributed.md.';
+  'distribute(shard_count => NULL) -> text. Citus only, on the coordinator, as a superuser: makes '
+  'webhook_dedup distributed by source. keys, payloads, replay_guards, signature_tokens, '
+  'conflict_log (primary key (id, source)), watermarks and claim_counts become hash-distributed '
+  'tables co-located on source; sources and source_secrets reference tables; the single-key '
+  'functions (webhook_claim, webhook_receive, webhook_complete, webhook_fail, ...) are delegated '
+  'by their source argument (webhook_receive''s NULL source by its scheme''s name), so a call '
+  'outside a transaction block runs on the node that holds the source in one round trip; '
+  'webhook_dedup_reader and pg_monitor may read the columns the views show (Citus checks a view''s '
+  'shards with the reader''s rights). Idempotent. shard_count: citus.shard_count for the new '
+  'tables (NULL: the setting''s value). Errors: 55000 without Citus, off the coordinator, or when '
+  'a node does not preload webhook_dedup; 22023 shard_count outside 1..64000. docs/distributed.md.';

@@ -34,14 +34,19 @@ BEGIN
   IF FOUND THEN
     RAISE EXCEPTION 'webhook_dedup: schema webhook_dedup already exists (owned by %)', holder
       USING ERRCODE = 'duplicate_schema',
-            DETAIL = 'The extension keeps every function callers call in its own schema, which no other role may write to; a schema that exists already could hold another role''s functions or grant CREATE to others.',
-            HINT = 'Drop or rename that schema, then run CREATE EXTENSION again (docs/security.md, "Where the functions live").';
+            DETAIL = 'The extension keeps every function callers call in its own schema, which no '
+                     'other role may write to; a schema that exists already could hold another '
+                     'role''s functions or grant CREATE to others.',
+            HINT = 'Drop or rename that schema, then run CREATE EXTENSION again (docs/security.md, '
+                   '"Where the functions live").';
   END IF;
 END
 $$;
 CREATE SCHEMA webhook_dedup;
 COMMENT ON SCHEMA webhook_dedup IS
-  'The webhook_dedup extension: every function callers call (webhook_claim, webhook_receive, ...: call them schema-qualified, webhook_dedup.webhook_claim(...)), idempotency keys, metrics and maintenance. Only the extension''s owner may create objects here (docs/security.md).';
+  'The webhook_dedup extension: every function callers call (webhook_claim, webhook_receive, ...: '
+  'call them schema-qualified, webhook_dedup.webhook_claim(...)), idempotency keys, metrics and '
+  'maintenance. Only the extension''s owner may create objects here (docs/security.md).';
 
 -- One row per (source, idem_key): the claim state machine's state. Not
 -- partitioned: its primary key arbitrates concurrent first claims (a claim
@@ -85,32 +90,59 @@ CREATE TABLE webhook_dedup.keys (
 ) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.02);
 
 COMMENT ON TABLE webhook_dedup.keys IS
-  'One row per idempotency key (source, idem_key): its state in the claim state machine. The primary key arbitrates concurrent first claims; completed keys are deleted by maintenance once past retention (expires_at). See docs/design.md.';
+  'One row per idempotency key (source, idem_key): its state in the claim state machine. The '
+  'primary key arbitrates concurrent first claims; completed keys are deleted by maintenance once '
+  'past retention (expires_at). See docs/design.md.';
 COMMENT ON COLUMN webhook_dedup.keys.source IS 'Who sent the event (a provider or endpoint name), 1-255 characters.';
 COMMENT ON COLUMN webhook_dedup.keys.idem_key IS 'The idempotency key within the source, 1-255 characters (see webhook_key).';
 COMMENT ON COLUMN webhook_dedup.keys.state IS 'pending, processing, completed, failed, unknown_outcome or dead_lettered.';
-COMMENT ON COLUMN webhook_dedup.keys.attempt IS 'Processing attempts so far (0 while pending); grows by one with every lease a claim or webhook_next grants. The fencing token to pass to downstream systems.';
+COMMENT ON COLUMN webhook_dedup.keys.attempt IS
+  'Processing attempts so far (0 while pending); grows by one with every lease a claim or '
+  'webhook_next grants. The fencing token to pass to downstream systems.';
 COMMENT ON COLUMN webhook_dedup.keys.claim_token IS 'Token of the current (or last) lease, which webhook_complete must present; NULL once the key is completed (it fences nothing then).';
 COMMENT ON COLUMN webhook_dedup.keys.lease_expires_at IS 'When the current lease expires; a later claim reclaims an expired one.';
 COMMENT ON COLUMN webhook_dedup.keys.next_attempt_at IS 'For failed keys: when a retry is due.';
-COMMENT ON COLUMN webhook_dedup.keys.due_at IS 'When a claim or webhook_next may next take the key: a pending key at once, a processing key when its lease expires, a failed key at next_attempt_at; NULL for completed, unknown_outcome and dead_lettered keys. Indexed (keys_open).';
-COMMENT ON COLUMN webhook_dedup.keys.fingerprint IS 'The content of the first payload claimed or enqueued with the key: SHA-256 of its raw bytes (32 bytes), or the byte 0x01 and SHA-256 of the RFC 8785 canonical JSON that its source''s fingerprint rule covers (33 bytes; webhook_receive, docs/providers.md). A later delivery with other content is a conflict (byte-identical raw bytes never are).';
+COMMENT ON COLUMN webhook_dedup.keys.due_at IS
+  'When a claim or webhook_next may next take the key: a pending key at once, a processing key '
+  'when its lease expires, a failed key at next_attempt_at; NULL for completed, unknown_outcome '
+  'and dead_lettered keys. Indexed (keys_open).';
+COMMENT ON COLUMN webhook_dedup.keys.fingerprint IS
+  'The content of the first payload claimed or enqueued with the key: SHA-256 of its raw bytes (32 '
+  'bytes), or the byte 0x01 and SHA-256 of the RFC 8785 canonical JSON that its source''s '
+  'fingerprint rule covers (33 bytes; webhook_receive, docs/providers.md). A later delivery with '
+  'other content is a conflict (byte-identical raw bytes never are).';
 COMMENT ON COLUMN webhook_dedup.keys.event_type IS 'The provider''s event type, as given to the first claim.';
 COMMENT ON COLUMN webhook_dedup.keys.result IS 'What webhook_complete stored; returned to duplicates. Keep it small (a status, an id): it is read by every duplicate.';
 COMMENT ON COLUMN webhook_dedup.keys.last_step IS 'The last checkpointed step, so a reclaimed event resumes there.';
 COMMENT ON COLUMN webhook_dedup.keys.last_error IS 'The last failure''s error text.';
-COMMENT ON COLUMN webhook_dedup.keys.deliveries IS 'Deliveries recorded on the key (webhook_claim, webhook_receive and webhook_enqueue calls, the first included): every one that changed it (a lease, a conflict, a fingerprint adopted) and every duplicate at least webhook_dedup.duplicate_record_interval (60 s by default) after the key''s last recorded activity; a duplicate within that interval is answered with a read and counted only in the per-source counters (webhook_dedup.duplicate_metrics). 0.2.0 counted every one here; issue 29, docs/design.md "Duplicates are reads".';
+COMMENT ON COLUMN webhook_dedup.keys.deliveries IS
+  'Deliveries recorded on the key (webhook_claim, webhook_receive and webhook_enqueue calls, the '
+  'first included): every one that changed it (a lease, a conflict, a fingerprint adopted) and '
+  'every duplicate at least webhook_dedup.duplicate_record_interval (60 s by default) after the '
+  'key''s last recorded activity; a duplicate within that interval is answered with a read and '
+  'counted only in the per-source counters (webhook_dedup.duplicate_metrics). 0.2.0 counted every '
+  'one here; issue 29, docs/design.md "Duplicates are reads".';
 COMMENT ON COLUMN webhook_dedup.keys.conflicts IS 'Deliveries of this key whose payload differed from the fingerprint.';
 COMMENT ON COLUMN webhook_dedup.keys.first_seen_at IS 'First claim or enqueue (database clock).';
-COMMENT ON COLUMN webhook_dedup.keys.last_seen_at IS 'Last recorded activity on the key (a recorded delivery, a lease, a completion; at most webhook_dedup.duplicate_record_interval before its last delivery): retention counts from here.';
+COMMENT ON COLUMN webhook_dedup.keys.last_seen_at IS
+  'Last recorded activity on the key (a recorded delivery, a lease, a completion; at most '
+  'webhook_dedup.duplicate_record_interval before its last delivery): retention counts from here.';
 COMMENT ON COLUMN webhook_dedup.keys.completed_at IS 'When the key was completed.';
 COMMENT ON COLUMN webhook_dedup.keys.leased_at IS 'When the current (or last) lease was granted (a claim, a reclaim or webhook_next).';
-COMMENT ON COLUMN webhook_dedup.keys.expires_at IS 'Completed keys: when maintenance looks at the key again, set at completion to completed_at plus the source''s retention. Maintenance deletes the key then unless it was active since (last_seen_at plus the retention is later: it looks again then). NULL for keys not completed, which never expire. Indexed (keys_expiry).';
-COMMENT ON COLUMN webhook_dedup.keys.redacted_at IS 'When webhook_dedup.redact erased the key''s payloads, headers and stored result (NULL: never). The key stays (a tombstone: its state and fingerprint still answer duplicates and conflicts).';
+COMMENT ON COLUMN webhook_dedup.keys.expires_at IS
+  'Completed keys: when maintenance looks at the key again, set at completion to completed_at plus '
+  'the source''s retention. Maintenance deletes the key then unless it was active since '
+  '(last_seen_at plus the retention is later: it looks again then). NULL for keys not completed, '
+  'which never expire. Indexed (keys_expiry).';
+COMMENT ON COLUMN webhook_dedup.keys.redacted_at IS
+  'When webhook_dedup.redact erased the key''s payloads, headers and stored result (NULL: never). '
+  'The key stays (a tombstone: its state and fingerprint still answer duplicates and conflicts).';
 COMMENT ON COLUMN webhook_dedup.keys.redacted_by IS 'The session user who called webhook_dedup.redact.';
 COMMENT ON COLUMN webhook_dedup.keys.redriven_at IS 'When a bulk redrive (webhook_dedup.redrive) last made the key due again (NULL: never).';
 COMMENT ON COLUMN webhook_dedup.keys.redrive_run IS 'Which run did (webhook_dedup.redrive_runs.id).';
-COMMENT ON COLUMN webhook_dedup.keys.reconciled_at IS 'When a reconciliation job enqueued the key''s event (webhook_dedup.reconcile): the provider sent it, the endpoint never got it (NULL: it arrived as a delivery).';
+COMMENT ON COLUMN webhook_dedup.keys.reconciled_at IS
+  'When a reconciliation job enqueued the key''s event (webhook_dedup.reconcile): the provider '
+  'sent it, the endpoint never got it (NULL: it arrived as a delivery).';
 
 -- The queue's, the sweep's and the views' index: keys not completed (work
 -- to do, in flight or waiting for an operator) by when they are due. The
@@ -179,13 +211,23 @@ CREATE TABLE webhook_dedup.archive (
 CREATE TABLE webhook_dedup.archive_default PARTITION OF webhook_dedup.archive DEFAULT;
 CREATE INDEX archive_default_source ON webhook_dedup.archive_default (source, received_at);
 COMMENT ON TABLE webhook_dedup.archive IS
-  'The payload archive: the raw body and headers of each key''s first delivery and of each conflicting delivery, for the sources with keep_payload (webhook_dedup.sources), kept for their payload_retention while the key itself stays for its retention. Partitioned by day of arrival (UTC, partitions archive_YYYYMMDD made ahead and dropped whole by maintenance; archive_default holds rows that arrived with no day''s partition, moved out by the next pass). Readable by the extension''s owner; operators read it through webhook_dedup.export_deliveries and erase it with webhook_dedup.redact. docs/operations.md, "The payload archive".';
-COMMENT ON COLUMN webhook_dedup.archive.received_at IS 'When the delivery arrived (database clock): the key''s first_seen_at for its first delivery, the conflict_log.seen_at of a conflicting one. The partition key.';
+  'The payload archive: the raw body and headers of each key''s first delivery and of each '
+  'conflicting delivery, for the sources with keep_payload (webhook_dedup.sources), kept for their '
+  'payload_retention while the key itself stays for its retention. Partitioned by day of arrival '
+  '(UTC, partitions archive_YYYYMMDD made ahead and dropped whole by maintenance; archive_default '
+  'holds rows that arrived with no day''s partition, moved out by the next pass). Readable by the '
+  'extension''s owner; operators read it through webhook_dedup.export_deliveries and erase it with '
+  'webhook_dedup.redact. docs/operations.md, "The payload archive".';
+COMMENT ON COLUMN webhook_dedup.archive.received_at IS
+  'When the delivery arrived (database clock): the key''s first_seen_at for its first delivery, '
+  'the conflict_log.seen_at of a conflicting one. The partition key.';
 COMMENT ON COLUMN webhook_dedup.archive.source IS 'The key''s source.';
 COMMENT ON COLUMN webhook_dedup.archive.idem_key IS 'The key.';
 COMMENT ON COLUMN webhook_dedup.archive.event_id IS 'The provider''s event id as webhook_receive read it (NULL from webhook_claim and webhook_enqueue, which are given the key).';
 COMMENT ON COLUMN webhook_dedup.archive.event_type IS 'The event type given with (or read from) the delivery.';
-COMMENT ON COLUMN webhook_dedup.archive.conflict IS 'false: the key''s first delivery (the content the key was processed with); true: a later delivery whose content differed (a conflict, processed by nobody).';
+COMMENT ON COLUMN webhook_dedup.archive.conflict IS
+  'false: the key''s first delivery (the content the key was processed with); true: a later '
+  'delivery whose content differed (a conflict, processed by nobody).';
 COMMENT ON COLUMN webhook_dedup.archive.payload IS 'The raw body, byte for byte.';
 COMMENT ON COLUMN webhook_dedup.archive.headers IS 'The request headers as given to webhook_receive or webhook_enqueue (a JSON object), NULL for webhook_claim.';
 -- Bodies are compressed with LZ4 where the server has it (PostgreSQL 14
@@ -219,7 +261,10 @@ CREATE TYPE webhook_dedup.claim_result AS (
     lease_expires_at timestamptz
 );
 COMMENT ON TYPE webhook_dedup.claim_result IS
-  'The row webhook_claim returns: outcome (claimed, reclaimed, in_progress, duplicate, conflict, retry_later, unknown_outcome, dead_lettered), claim_token (set when the caller must process), attempt, state, result (the stored result, for duplicates), last_step (where a reclaim resumes), first_seen_at, lease_expires_at.';
+  'The row webhook_claim returns: outcome (claimed, reclaimed, in_progress, duplicate, conflict, '
+  'retry_later, unknown_outcome, dead_lettered), claim_token (set when the caller must process), '
+  'attempt, state, result (the stored result, for duplicates), last_step (where a reclaim '
+  'resumes), first_seen_at, lease_expires_at.';
 
 CREATE TYPE webhook_dedup.receive_result AS (
     verified      boolean,
@@ -238,7 +283,18 @@ CREATE TYPE webhook_dedup.receive_result AS (
     http_headers  jsonb
 );
 COMMENT ON TYPE webhook_dedup.receive_result IS
-  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id, or repeated_header: the event id, type or time header sent more than once, or refused_handshake: a handshake answer that could sign a forged delivery), idem_key, outcome (as webhook_claim, or accepted/duplicate/conflict, or in_progress when the wait ran out, when enqueued; handshake; ignored), claim_token, attempt, result, event_type, event_time, last_step, response (the JSON body to answer with: the stored result of a duplicate, the handshake''s answer, {"status": outcome} or {"error": ...}; NULL for claimed and reclaimed, whose body is the caller''s own result once its work committed), secret_index (which secret verified: its position in secrets, 1-based as in webhook_verify_detail, or with secrets NULL the id of the webhook_dedup.source_secrets key), http_status and http_headers (the HTTP status and the headers, a JSON object of names and string values, to answer with: webhook_dedup.http_answer, docs/providers.md).';
+  'The row webhook_receive returns: verified, reject_reason (why not, or missing_event_id, or '
+  'repeated_header: the event id, type or time header sent more than once, or refused_handshake: a '
+  'handshake answer that could sign a forged delivery), idem_key, outcome (as webhook_claim, or '
+  'accepted/duplicate/conflict, or in_progress when the wait ran out, when enqueued; handshake; '
+  'ignored), claim_token, attempt, result, event_type, event_time, last_step, response (the JSON '
+  'body to answer with: the stored result of a duplicate, the handshake''s answer, {"status": '
+  'outcome} or {"error": ...}; NULL for claimed and reclaimed, whose body is the caller''s own '
+  'result once its work committed), secret_index (which secret verified: its position in secrets, '
+  '1-based as in webhook_verify_detail, or with secrets NULL the id of the '
+  'webhook_dedup.source_secrets key), http_status and http_headers (the HTTP status and the '
+  'headers, a JSON object of names and string values, to answer with: webhook_dedup.http_answer, '
+  'docs/providers.md).';
 
 -- The transactional outbox (docs/outbox.md, crates/webhook-dedup-core/src/outbox.rs): one row per
 -- downstream call a receiver decided on while it held a key's lease
@@ -280,27 +336,49 @@ CREATE TABLE webhook_dedup.outbox (
 CREATE INDEX outbox_open ON webhook_dedup.outbox (target, due_at) WHERE due_at IS NOT NULL;
 CREATE INDEX outbox_delivered ON webhook_dedup.outbox USING brin (delivered_at) WITH (autosummarize = on);
 COMMENT ON TABLE webhook_dedup.outbox IS
-  'The transactional outbox: one row (an intent) per downstream call a receiver decided on while it held a key''s lease (webhook_outbox_put), committed or rolled back with the receiver''s own writes; senders take due intents with webhook_outbox_next and finish them with webhook_outbox_ack, webhook_outbox_fail or webhook_outbox_unknown; operators resolve parked ones with webhook_outbox_resolve. Delivered intents are deleted by maintenance after their source''s retention. docs/outbox.md.';
+  'The transactional outbox: one row (an intent) per downstream call a receiver decided on while '
+  'it held a key''s lease (webhook_outbox_put), committed or rolled back with the receiver''s own '
+  'writes; senders take due intents with webhook_outbox_next and finish them with '
+  'webhook_outbox_ack, webhook_outbox_fail or webhook_outbox_unknown; operators resolve parked '
+  'ones with webhook_outbox_resolve. Delivered intents are deleted by maintenance after their '
+  'source''s retention. docs/outbox.md.';
 COMMENT ON COLUMN webhook_dedup.outbox.id IS 'Identity: the intent''s id, which the sender passes back with its lease token.';
 COMMENT ON COLUMN webhook_dedup.outbox.source IS 'The source of the key whose holder wrote the intent.';
 COMMENT ON COLUMN webhook_dedup.outbox.idem_key IS 'The key (the inbound event) whose holder wrote the intent.';
-COMMENT ON COLUMN webhook_dedup.outbox.operation IS 'What the call does, one name per downstream effect of an event (refund, email:receipt), 1-255 characters. Unique per key: a second intent for the same operation is the first.';
-COMMENT ON COLUMN webhook_dedup.outbox.target IS 'Where senders take the intent from (webhook_outbox_next(target => ...)): a name the receiver chooses, such as stripe-refunds or email, 1-255 characters.';
+COMMENT ON COLUMN webhook_dedup.outbox.operation IS
+  'What the call does, one name per downstream effect of an event (refund, email:receipt), 1-255 '
+  'characters. Unique per key: a second intent for the same operation is the first.';
+COMMENT ON COLUMN webhook_dedup.outbox.target IS
+  'Where senders take the intent from (webhook_outbox_next(target => ...)): a name the receiver '
+  'chooses, such as stripe-refunds or email, 1-255 characters.';
 COMMENT ON COLUMN webhook_dedup.outbox.request IS 'What the sender needs to make the call (jsonb, as the receiver gave it).';
-COMMENT ON COLUMN webhook_dedup.outbox.downstream_key IS 'The idempotency key to send downstream: webhook_operation_key(source, idem_key, operation, max_length) at put time; the same on every attempt.';
-COMMENT ON COLUMN webhook_dedup.outbox.downstream_idempotent IS 'Whether the downstream deduplicates by downstream_key. When false, an intent whose sender''s lease lapsed is parked as unknown_outcome instead of being sent again.';
+COMMENT ON COLUMN webhook_dedup.outbox.downstream_key IS
+  'The idempotency key to send downstream: webhook_operation_key(source, idem_key, operation, '
+  'max_length) at put time; the same on every attempt.';
+COMMENT ON COLUMN webhook_dedup.outbox.downstream_idempotent IS
+  'Whether the downstream deduplicates by downstream_key. When false, an intent whose sender''s '
+  'lease lapsed is parked as unknown_outcome instead of being sent again.';
 COMMENT ON COLUMN webhook_dedup.outbox.key_attempt IS 'The attempt of the key''s lease that wrote the intent (its fencing token).';
-COMMENT ON COLUMN webhook_dedup.outbox.state IS 'pending, processing (leased to a sender), completed (delivered), failed (due again at next_attempt_at), unknown_outcome or dead_lettered: the key state machine''s states.';
+COMMENT ON COLUMN webhook_dedup.outbox.state IS
+  'pending, processing (leased to a sender), completed (delivered), failed (due again at '
+  'next_attempt_at), unknown_outcome or dead_lettered: the key state machine''s states.';
 COMMENT ON COLUMN webhook_dedup.outbox.attempt IS 'Sending attempts so far (0 while pending); grows by one with every lease webhook_outbox_next grants.';
 COMMENT ON COLUMN webhook_dedup.outbox.lease_token IS 'Token of the current (or last) sender''s lease, which ack, fail and unknown must present; NULL once delivered.';
 COMMENT ON COLUMN webhook_dedup.outbox.lease_expires_at IS 'When the sender''s lease expires; webhook_outbox_next or maintenance then takes the intent back.';
 COMMENT ON COLUMN webhook_dedup.outbox.next_attempt_at IS 'For failed intents: when a retry is due.';
-COMMENT ON COLUMN webhook_dedup.outbox.due_at IS 'When webhook_outbox_next may next take the intent: at once when written (pending), at next_attempt_at after a failure, at lease_expires_at while a sender holds it (processing); infinity for unknown_outcome and dead_lettered intents (never due; in outbox_open for the views); NULL once delivered (completed). Indexed with target (outbox_open).';
+COMMENT ON COLUMN webhook_dedup.outbox.due_at IS
+  'When webhook_outbox_next may next take the intent: at once when written (pending), at '
+  'next_attempt_at after a failure, at lease_expires_at while a sender holds it (processing); '
+  'infinity for unknown_outcome and dead_lettered intents (never due; in outbox_open for the '
+  'views); NULL once delivered (completed). Indexed with target (outbox_open).';
 COMMENT ON COLUMN webhook_dedup.outbox.response IS 'What webhook_outbox_ack (or an operator''s webhook_outbox_resolve) stored: the downstream''s answer.';
 COMMENT ON COLUMN webhook_dedup.outbox.last_error IS 'The last failure''s error text (or why the intent was parked).';
 COMMENT ON COLUMN webhook_dedup.outbox.created_at IS 'When the intent was written (database clock).';
 COMMENT ON COLUMN webhook_dedup.outbox.leased_at IS 'When the current (or last) sender''s lease was granted.';
-COMMENT ON COLUMN webhook_dedup.outbox.delivered_at IS 'When the intent was acknowledged (or resolved completed). Maintenance deletes a delivered intent once delivered_at plus its source''s retention (webhook_dedup.sources.retention, else webhook_dedup.retention) has passed. Summarised per block range (outbox_delivered, BRIN).';
+COMMENT ON COLUMN webhook_dedup.outbox.delivered_at IS
+  'When the intent was acknowledged (or resolved completed). Maintenance deletes a delivered '
+  'intent once delivered_at plus its source''s retention (webhook_dedup.sources.retention, else '
+  'webhook_dedup.retention) has passed. Summarised per block range (outbox_delivered, BRIN).';
 COMMENT ON COLUMN webhook_dedup.outbox.updated_at IS 'The intent''s last change.';
 
 -- Bulk redrive (src/api/redrive.rs, src/maintenance/redrive.rs): one row
@@ -342,7 +420,10 @@ COMMENT ON COLUMN webhook_dedup.redrives.created_by IS 'The session user who cal
 COMMENT ON COLUMN webhook_dedup.redrives.status IS 'running (maintenance moves its keys), done (every key moved or skipped) or cancelled (cancel_redrive: the keys not moved yet stay as they are).';
 COMMENT ON COLUMN webhook_dedup.redrives.matched IS 'Keys matched when the run started.';
 COMMENT ON COLUMN webhook_dedup.redrives.moved IS 'Keys made due again so far (pending, with their payload for webhook_next).';
-COMMENT ON COLUMN webhook_dedup.redrives.skipped IS 'Keys left as they were: changed since they matched (a live delivery or an operator got there first), gone, or without a payload to process (not archived, past payload retention, or redacted).';
+COMMENT ON COLUMN webhook_dedup.redrives.skipped IS
+  'Keys left as they were: changed since they matched (a live delivery or an operator got there '
+  'first), gone, or without a payload to process (not archived, past payload retention, or '
+  'redacted).';
 COMMENT ON COLUMN webhook_dedup.redrives.finished_at IS 'When the run was done or cancelled.';
 COMMENT ON COLUMN webhook_dedup.redrives.cancelled_by IS 'The session user who called cancel_redrive.';
 
@@ -361,7 +442,9 @@ COMMENT ON COLUMN webhook_dedup.redrive_keys.run IS 'The run (webhook_dedup.redr
 COMMENT ON COLUMN webhook_dedup.redrive_keys.n IS 'The key''s place in the run: oldest first.';
 COMMENT ON COLUMN webhook_dedup.redrive_keys.idem_key IS 'The key (of the run''s source).';
 COMMENT ON COLUMN webhook_dedup.redrive_keys.conflict_at IS 'For a conflict: the received_at of the archived conflicting delivery to process; NULL: the key''s own payload.';
-COMMENT ON COLUMN webhook_dedup.redrive_keys.outcome IS 'NULL (to do), moved, or skipped: changed (no longer as matched), gone (the key was deleted), no_payload (none archived or queued: nothing for webhook_next to hand over).';
+COMMENT ON COLUMN webhook_dedup.redrive_keys.outcome IS
+  'NULL (to do), moved, or skipped: changed (no longer as matched), gone (the key was deleted), '
+  'no_payload (none archived or queued: nothing for webhook_next to hand over).';
 
 -- Per-source overrides of the settings. Intervals have no months (a month
 -- has no fixed length), as every interval argument of the extension.
@@ -404,24 +487,76 @@ CREATE TABLE webhook_dedup.sources (
 COMMENT ON COLUMN webhook_dedup.sources.source IS 'The source these settings apply to (as passed to the webhook_* functions).';
 COMMENT ON COLUMN webhook_dedup.sources.lease IS 'Lease given when a call passes none; positive, at most 365 days, no months. NULL: webhook_dedup.default_lease.';
 COMMENT ON COLUMN webhook_dedup.sources.max_attempts IS 'Attempts after which a failing key (or one due again) is dead-lettered. NULL: webhook_dedup.max_attempts.';
-COMMENT ON COLUMN webhook_dedup.sources.retention IS 'How long completed keys, watermarks, conflicts and counts of the source are kept after their last activity; 1 minute to 3650 days, no months. NULL: webhook_dedup.retention. Keep it at least the provider''s retry horizon (webhook_dedup.retention_warnings).';
-COMMENT ON COLUMN webhook_dedup.sources.tolerance IS 'Replay window webhook_receive uses for this source when the call passes no tolerance; 0 to 365 days, no months. NULL: the provider''s documented default.';
-COMMENT ON COLUMN webhook_dedup.sources.provider IS 'The provider profile (a scheme of webhook_dedup.providers) whose retry horizon the retention is checked against. NULL: the profile named like the source, if any.';
+COMMENT ON COLUMN webhook_dedup.sources.retention IS
+  'How long completed keys, watermarks, conflicts and counts of the source are kept after their '
+  'last activity; 1 minute to 3650 days, no months. NULL: webhook_dedup.retention. Keep it at '
+  'least the provider''s retry horizon (webhook_dedup.retention_warnings).';
+COMMENT ON COLUMN webhook_dedup.sources.tolerance IS
+  'Replay window webhook_receive uses for this source when the call passes no tolerance; 0 to 365 '
+  'days, no months. NULL: the provider''s documented default.';
+COMMENT ON COLUMN webhook_dedup.sources.provider IS
+  'The provider profile (a scheme of webhook_dedup.providers) whose retry horizon the retention is '
+  'checked against. NULL: the profile named like the source, if any.';
 COMMENT ON COLUMN webhook_dedup.sources.note IS 'Free text for operators.';
-COMMENT ON COLUMN webhook_dedup.sources.event_id_from IS 'Where webhook_receive reads the event id (what the idempotency key is built from): header:<name> (an HTTP field name, RFC 9110 section 5.1, any case) or a JSON pointer into the body (RFC 6901, e.g. /data/id). A string or number value; empty or absent is missing_event_id. NULL: the provider profile''s (webhook_dedup.providers). 22023 when invalid.';
+COMMENT ON COLUMN webhook_dedup.sources.event_id_from IS
+  'Where webhook_receive reads the event id (what the idempotency key is built from): '
+  'header:<name> (an HTTP field name, RFC 9110 section 5.1, any case) or a JSON pointer into the '
+  'body (RFC 6901, e.g. /data/id). A string or number value; empty or absent is missing_event_id. '
+  'NULL: the provider profile''s (webhook_dedup.providers). 22023 when invalid.';
 COMMENT ON COLUMN webhook_dedup.sources.event_type_from IS 'Where webhook_receive reads the event type, as event_id_from. NULL: the provider profile''s.';
-COMMENT ON COLUMN webhook_dedup.sources.event_time_from IS 'Where webhook_receive reads the event time (what webhook_advance orders by), as event_id_from; set together with event_time_format. NULL: the provider profile''s.';
-COMMENT ON COLUMN webhook_dedup.sources.event_time_format IS 'How the event time is written: unix_seconds, unix_milliseconds (digits, a JSON number or string) or rfc3339. Set exactly when event_time_from is.';
-COMMENT ON COLUMN webhook_dedup.sources.fingerprint_pointers IS 'What the key''s fingerprint covers (a later delivery of the key with another fingerprint is a conflict): JSON pointers (RFC 6901; at most 64) whose values are hashed as one RFC 8785 canonical JSON object, so that what the provider changes between attempts (attempt counters, delivery metadata) is left out; an empty array: the raw body bytes. NULL: the provider profile''s rule (webhook_dedup.providers.fingerprint), else the raw body.';
-COMMENT ON COLUMN webhook_dedup.sources.replay_guard IS 'Whether webhook_receive claims a replay guard per delivery (webhook_dedup.replay_guards): a signed body already received under another event id is answered duplicate instead of being processed again. For sources whose event id the signature does not cover. NULL: on for github, shopify, linear and twilio (their ids are in headers they do not sign) and for a source whose event_id_from is a header its scheme does not sign (a generic hmac source), else off.';
-COMMENT ON COLUMN webhook_dedup.sources.accept_event_types IS 'The event types the source wants (at most 1000 entries; an entry ending in * matches every type starting with what precedes it, e.g. invoice.*). Other verified deliveries, and deliveries without an event type, are answered outcome ignored: nothing stored, counted as ignored. NULL: every type.';
-COMMENT ON COLUMN webhook_dedup.sources.keep_payload IS 'Whether the source''s deliveries are archived (webhook_dedup.archive): the raw body and headers of each key''s first delivery and of each conflicting one, from webhook_claim (given a payload), webhook_receive and webhook_enqueue. NULL or false: not archived (webhook_enqueue still stores the payload its worker needs, webhook_dedup.payloads, for as long as the key lives). Ignored on a distributed install: the archive is single-server (docs/distributed.md).';
-COMMENT ON COLUMN webhook_dedup.sources.payload_retention IS 'How long archived deliveries of the source are kept after they arrived: 1 minute to 3650 days, no months, at most retention when both are set (else cut to the key''s retention when used). NULL: the key''s retention (retention, else webhook_dedup.retention). Partitions older than the longest payload retention are dropped whole; a source with a shorter one has its rows deleted in paced batches (docs/operations.md, "The payload archive").';
-COMMENT ON COLUMN webhook_dedup.sources.paused_at IS 'When webhook_dedup.pause paused the source (NULL: not paused). While paused, intake goes on (claims, webhook_receive and webhook_enqueue answer and store as before) and webhook_next takes none of the source''s keys: its pending and failed keys wait, due_at infinity, until webhook_dedup.resume. Written by pause and resume only (operators may not write this column).';
+COMMENT ON COLUMN webhook_dedup.sources.event_time_from IS
+  'Where webhook_receive reads the event time (what webhook_advance orders by), as event_id_from; '
+  'set together with event_time_format. NULL: the provider profile''s.';
+COMMENT ON COLUMN webhook_dedup.sources.event_time_format IS
+  'How the event time is written: unix_seconds, unix_milliseconds (digits, a JSON number or '
+  'string) or rfc3339. Set exactly when event_time_from is.';
+COMMENT ON COLUMN webhook_dedup.sources.fingerprint_pointers IS
+  'What the key''s fingerprint covers (a later delivery of the key with another fingerprint is a '
+  'conflict): JSON pointers (RFC 6901; at most 64) whose values are hashed as one RFC 8785 '
+  'canonical JSON object, so that what the provider changes between attempts (attempt counters, '
+  'delivery metadata) is left out; an empty array: the raw body bytes. NULL: the provider '
+  'profile''s rule (webhook_dedup.providers.fingerprint), else the raw body.';
+COMMENT ON COLUMN webhook_dedup.sources.replay_guard IS
+  'Whether webhook_receive claims a replay guard per delivery (webhook_dedup.replay_guards): a '
+  'signed body already received under another event id is answered duplicate instead of being '
+  'processed again. For sources whose event id the signature does not cover. NULL: on for github, '
+  'shopify, linear and twilio (their ids are in headers they do not sign) and for a source whose '
+  'event_id_from is a header its scheme does not sign (a generic hmac source), else off.';
+COMMENT ON COLUMN webhook_dedup.sources.accept_event_types IS
+  'The event types the source wants (at most 1000 entries; an entry ending in * matches every type '
+  'starting with what precedes it, e.g. invoice.*). Other verified deliveries, and deliveries '
+  'without an event type, are answered outcome ignored: nothing stored, counted as ignored. NULL: '
+  'every type.';
+COMMENT ON COLUMN webhook_dedup.sources.keep_payload IS
+  'Whether the source''s deliveries are archived (webhook_dedup.archive): the raw body and headers '
+  'of each key''s first delivery and of each conflicting one, from webhook_claim (given a '
+  'payload), webhook_receive and webhook_enqueue. NULL or false: not archived (webhook_enqueue '
+  'still stores the payload its worker needs, webhook_dedup.payloads, for as long as the key '
+  'lives). Ignored on a distributed install: the archive is single-server (docs/distributed.md).';
+COMMENT ON COLUMN webhook_dedup.sources.payload_retention IS
+  'How long archived deliveries of the source are kept after they arrived: 1 minute to 3650 days, '
+  'no months, at most retention when both are set (else cut to the key''s retention when used). '
+  'NULL: the key''s retention (retention, else webhook_dedup.retention). Partitions older than the '
+  'longest payload retention are dropped whole; a source with a shorter one has its rows deleted '
+  'in paced batches (docs/operations.md, "The payload archive").';
+COMMENT ON COLUMN webhook_dedup.sources.paused_at IS
+  'When webhook_dedup.pause paused the source (NULL: not paused). While paused, intake goes on '
+  '(claims, webhook_receive and webhook_enqueue answer and store as before) and webhook_next takes '
+  'none of the source''s keys: its pending and failed keys wait, due_at infinity, until '
+  'webhook_dedup.resume. Written by pause and resume only (operators may not write this column).';
 COMMENT ON COLUMN webhook_dedup.sources.paused_by IS 'The session user who called webhook_dedup.pause.';
 COMMENT ON COLUMN webhook_dedup.sources.pause_reason IS 'Why, as given to webhook_dedup.pause.';
 COMMENT ON TABLE webhook_dedup.sources IS
-  'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; else webhook_dedup.default_lease), max_attempts (after which webhook_fail dead-letters; else webhook_dedup.max_attempts), retention (else webhook_dedup.retention), tolerance (webhook_receive''s replay window; else the provider''s default), provider (the profile for retention_warnings), and how webhook_receive reads the source''s deliveries: event_id_from, event_type_from, event_time_from and event_time_format, fingerprint_pointers, replay_guard, accept_event_types (docs/providers.md, "Custom sources"); whether its deliveries are archived (keep_payload, payload_retention: webhook_dedup.archive); and whether it is paused (paused_at, paused_by, pause_reason: webhook_dedup.pause). NULL columns fall back to the settings and the provider profile.';
+  'Per-source settings: lease (the lease a claim or webhook_next gives when the call passes none; '
+  'else webhook_dedup.default_lease), max_attempts (after which webhook_fail dead-letters; else '
+  'webhook_dedup.max_attempts), retention (else webhook_dedup.retention), tolerance '
+  '(webhook_receive''s replay window; else the provider''s default), provider (the profile for '
+  'retention_warnings), and how webhook_receive reads the source''s deliveries: event_id_from, '
+  'event_type_from, event_time_from and event_time_format, fingerprint_pointers, replay_guard, '
+  'accept_event_types (docs/providers.md, "Custom sources"); whether its deliveries are archived '
+  '(keep_payload, payload_retention: webhook_dedup.archive); and whether it is paused (paused_at, '
+  'paused_by, pause_reason: webhook_dedup.pause). NULL columns fall back to the settings and the '
+  'provider profile.';
 
 -- Deliveries whose payload differed from the key's fingerprint: one row
 -- each, for inspection.
@@ -445,7 +580,10 @@ COMMENT ON COLUMN webhook_dedup.conflict_log.stored_fingerprint IS 'The key''s f
 COMMENT ON COLUMN webhook_dedup.conflict_log.fingerprint IS 'The fingerprint of the conflicting delivery, under the same rule.';
 COMMENT ON COLUMN webhook_dedup.conflict_log.via IS 'claim or enqueue: the call that saw the conflict.';
 COMMENT ON TABLE webhook_dedup.conflict_log IS
-  'One row per delivery of a known key with a different payload (the fingerprints of the stored and the new payload, webhook_dedup.keys.fingerprint; via = claim or enqueue). Nothing was processed for these deliveries. Read it through the view webhook_dedup.conflicts, which adds the key''s state.';
+  'One row per delivery of a known key with a different payload (the fingerprints of the stored '
+  'and the new payload, webhook_dedup.keys.fingerprint; via = claim or enqueue). Nothing was '
+  'processed for these deliveries. Read it through the view webhook_dedup.conflicts, which adds '
+  'the key''s state.';
 
 -- Verification keys per source (src/store/secrets.rs): webhook_receive
 -- uses the source's keys valid at the delivery's time when the call passes
@@ -470,9 +608,19 @@ COMMENT ON COLUMN webhook_dedup.source_secrets.not_before IS 'From when the key 
 COMMENT ON COLUMN webhook_dedup.source_secrets.not_after IS 'Until when the key verifies deliveries (exclusive); NULL: no end. Set by retire_secret.';
 COMMENT ON COLUMN webhook_dedup.source_secrets.created_at IS 'When add_secret stored the key (database clock).';
 COMMENT ON COLUMN webhook_dedup.source_secrets.note IS 'Free text for operators.';
-COMMENT ON COLUMN webhook_dedup.source_secrets.scheme IS 'The scheme the key was checked against and accepted for by add_secret (the source''s provider in webhook_dedup.sources, else its name, when that is a scheme; canonical name, e.g. standard for svix); NULL when the source named no scheme then. webhook_receive verifies a scheme only with keys accepted for it (or NULL), so changing webhook_dedup.sources.provider later never turns a key into a key of another scheme; the unsigned X (twitter) CRC is answered only with a key accepted for twitter.';
+COMMENT ON COLUMN webhook_dedup.source_secrets.scheme IS
+  'The scheme the key was checked against and accepted for by add_secret (the source''s provider '
+  'in webhook_dedup.sources, else its name, when that is a scheme; canonical name, e.g. standard '
+  'for svix); NULL when the source named no scheme then. webhook_receive verifies a scheme only '
+  'with keys accepted for it (or NULL), so changing webhook_dedup.sources.provider later never '
+  'turns a key into a key of another scheme; the unsigned X (twitter) CRC is answered only with a '
+  'key accepted for twitter.';
 COMMENT ON TABLE webhook_dedup.source_secrets IS
-  'Verification keys per source, for webhook_receive calls that pass no secrets: the keys whose [not_before, not_after) holds the delivery''s at. Rotation is add_secret (the new key) and retire_secret (the old one, usually 24 hours later). Managed with webhook_dedup.add_secret, retire_secret and list_secrets (webhook_dedup_operator); readable by the extension''s owner only, and left out of pg_dump.';
+  'Verification keys per source, for webhook_receive calls that pass no secrets: the keys whose '
+  '[not_before, not_after) holds the delivery''s at. Rotation is add_secret (the new key) and '
+  'retire_secret (the old one, usually 24 hours later). Managed with webhook_dedup.add_secret, '
+  'retire_secret and list_secrets (webhook_dedup_operator); readable by the extension''s owner '
+  'only, and left out of pg_dump.';
 
 -- The replay guard (src/store/replay_guards.rs): per source and signed
 -- body, the key the body belongs to, so that a body re-sent under a new
@@ -488,10 +636,20 @@ CREATE TABLE webhook_dedup.replay_guards (
 CREATE INDEX replay_guards_seen_at ON webhook_dedup.replay_guards (seen_at);
 COMMENT ON COLUMN webhook_dedup.replay_guards.source IS 'The source the body was delivered to.';
 COMMENT ON COLUMN webhook_dedup.replay_guards.body_sha256 IS 'SHA-256 of the raw body, as signed.';
-COMMENT ON COLUMN webhook_dedup.replay_guards.idem_key IS 'The idempotency key the body belongs to: the first delivery''s, or the one that took the body over when that key was gone, had failed with nothing but the provider to retry it (no payload), or never took this content (a conflict left the guard).';
+COMMENT ON COLUMN webhook_dedup.replay_guards.idem_key IS
+  'The idempotency key the body belongs to: the first delivery''s, or the one that took the body '
+  'over when that key was gone, had failed with nothing but the provider to retry it (no payload), '
+  'or never took this content (a conflict left the guard).';
 COMMENT ON COLUMN webhook_dedup.replay_guards.seen_at IS 'When the body was given to idem_key (database clock); the row is pruned by maintenance after the source''s retention, once idem_key is gone.';
 COMMENT ON TABLE webhook_dedup.replay_guards IS
-  'The replay guard of webhook_receive (webhook_dedup.sources.replay_guard; on by default for github, shopify, linear and twilio, which do not sign the event id, and for sources reading their id from an unsigned header): one row per source and signed body (twilio: its canonical signed text, the URL and the form parameters sorted), naming the key it belongs to. A delivery of the body under another event id is answered from that key (duplicate, in_progress, unknown_outcome or dead_lettered) and processes nothing. Its one false positive: two genuinely distinct events with byte-identical bodies. Pruned after the source''s retention once its key is gone.';
+  'The replay guard of webhook_receive (webhook_dedup.sources.replay_guard; on by default for '
+  'github, shopify, linear and twilio, which do not sign the event id, and for sources reading '
+  'their id from an unsigned header): one row per source and signed body (twilio: its canonical '
+  'signed text, the URL and the form parameters sorted), naming the key it belongs to. A delivery '
+  'of the body under another event id is answered from that key (duplicate, in_progress, '
+  'unknown_outcome or dead_lettered) and processes nothing. Its one false positive: two genuinely '
+  'distinct events with byte-identical bodies. Pruned after the source''s retention once its key '
+  'is gone.';
 
 -- Signed tokens bound to their content (src/store/signature_tokens.rs):
 -- a scheme whose signature does not cover the body (Mailgun signs its
@@ -511,12 +669,24 @@ CREATE TABLE webhook_dedup.signature_tokens (
 CREATE INDEX signature_tokens_signed_at ON webhook_dedup.signature_tokens (signed_at);
 COMMENT ON COLUMN webhook_dedup.signature_tokens.source IS 'The source the delivery was received for.';
 COMMENT ON COLUMN webhook_dedup.signature_tokens.token_sha256 IS 'SHA-256 of the signed token (Mailgun: signature.token, a 50-character random string), 32 bytes.';
-COMMENT ON COLUMN webhook_dedup.signature_tokens.body_sha256 IS 'SHA-256 of the raw body the token first arrived with (32 bytes): the same token with the same bytes is an ordinary duplicate, with other bytes a forgery.';
-COMMENT ON COLUMN webhook_dedup.signature_tokens.signed_at IS 'The signed timestamp of the token''s signature (one token has one: the signature covers both). Maintenance prunes the row once signed_at is older than the source''s retention and window_until has passed; webhook_receive refuses a signature older than the source''s retention (timestamp_too_old), whose token may have been pruned.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.body_sha256 IS
+  'SHA-256 of the raw body the token first arrived with (32 bytes): the same token with the same '
+  'bytes is an ordinary duplicate, with other bytes a forgery.';
+COMMENT ON COLUMN webhook_dedup.signature_tokens.signed_at IS
+  'The signed timestamp of the token''s signature (one token has one: the signature covers both). '
+  'Maintenance prunes the row once signed_at is older than the source''s retention and '
+  'window_until has passed; webhook_receive refuses a signature older than the source''s retention '
+  '(timestamp_too_old), whose token may have been pruned.';
 COMMENT ON COLUMN webhook_dedup.signature_tokens.window_until IS 'signed_at plus the tolerance the token was verified with: after it, the signature no longer verifies, whatever the token.';
 COMMENT ON COLUMN webhook_dedup.signature_tokens.seen_at IS 'When the token was first received (database clock).';
 COMMENT ON TABLE webhook_dedup.signature_tokens IS
-  'For schemes whose signature does not cover the body (mailgun: docs/signatures.md, "What each signature covers"): each signed token seen per source, with the bytes it first arrived with. webhook_dedup.webhook_receive refuses the token on other content (verified false, reject_reason token_reused, counted as rejected_token_reused) and writes nothing else; concurrent first uses of one token with different bodies: the first to commit wins. Kept while the signed time is within the source''s retention, and at least until the signature''s window closes; a signature older than the retention is refused (timestamp_too_old), so a pruned token cannot come back.';
+  'For schemes whose signature does not cover the body (mailgun: docs/signatures.md, "What each '
+  'signature covers"): each signed token seen per source, with the bytes it first arrived with. '
+  'webhook_dedup.webhook_receive refuses the token on other content (verified false, reject_reason '
+  'token_reused, counted as rejected_token_reused) and writes nothing else; concurrent first uses '
+  'of one token with different bodies: the first to commit wins. Kept while the signed time is '
+  'within the source''s retention, and at least until the signature''s window closes; a signature '
+  'older than the retention is refused (timestamp_too_old), so a pruned token cannot come back.';
 
 -- The out-of-order guard: the newest source_updated_at seen per entity.
 CREATE TABLE webhook_dedup.watermarks (
@@ -530,7 +700,9 @@ CREATE TABLE webhook_dedup.watermarks (
 );
 CREATE INDEX watermarks_updated_at ON webhook_dedup.watermarks (updated_at);
 COMMENT ON TABLE webhook_dedup.watermarks IS
-  'The out-of-order guard of webhook_advance: per (source, entity_id), the newest source_updated_at applied. Pruned by maintenance when not moved within the source''s retention (webhook_dedup.sources.retention, else webhook_dedup.retention).';
+  'The out-of-order guard of webhook_advance: per (source, entity_id), the newest '
+  'source_updated_at applied. Pruned by maintenance when not moved within the source''s retention '
+  '(webhook_dedup.sources.retention, else webhook_dedup.retention).';
 COMMENT ON COLUMN webhook_dedup.watermarks.source IS 'The source the entity belongs to.';
 COMMENT ON COLUMN webhook_dedup.watermarks.entity_id IS 'The entity (a subscription, an order, ...) whose updates are ordered.';
 COMMENT ON COLUMN webhook_dedup.watermarks.source_updated_at IS 'The provider''s time of the newest event applied to the entity (the profile''s event time).';
@@ -610,23 +782,45 @@ COMMENT ON COLUMN webhook_dedup.claim_counts.stale_tokens IS 'Holder calls other
 COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_missing_header IS 'webhook_receive deliveries rejected: the signature header (or a signed header) was missing.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_malformed_header IS 'webhook_receive deliveries rejected: a signature header could not be parsed.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_unsupported_version IS 'webhook_receive deliveries rejected: only signatures of another version were presented.';
-COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_no_matching_signature IS 'webhook_receive deliveries rejected: no signature matched any secret (a forgery, a wrong secret, or a body changed in transit).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_no_matching_signature IS
+  'webhook_receive deliveries rejected: no signature matched any secret (a forgery, a wrong '
+  'secret, or a body changed in transit).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_timestamp_too_old IS 'webhook_receive deliveries rejected: the signed timestamp was older than the tolerance (a replay, or a clock off).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_timestamp_too_new IS 'webhook_receive deliveries rejected: the signed timestamp was further ahead than the tolerance.';
-COMMENT ON COLUMN webhook_dedup.claim_counts.missing_event_ids IS 'webhook_receive deliveries that verified but carried no event id, or sent the header it is read from (or the type''s or time''s) more than once (answered missing_event_id or repeated_header, nothing claimed).';
-COMMENT ON COLUMN webhook_dedup.claim_counts.ignored IS 'webhook_receive deliveries that verified but whose event type the source does not accept (webhook_dedup.sources.accept_event_types; answered ignored, nothing stored).';
-COMMENT ON COLUMN webhook_dedup.claim_counts.replayed IS 'webhook_receive deliveries whose signed body the replay guard found under another event id (webhook_dedup.replay_guards; answered from that key, nothing processed). Not counted as deliveries or duplicates: a provider''s retries carry the same id.';
-COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_token_reused IS 'webhook_receive deliveries whose signature verified but whose signed token had come before with other content (schemes whose signature covers nothing of the body: mailgun; webhook_dedup.signature_tokens): a copied signature block, refused (verified false, reject_reason token_reused), nothing written. Part of signature_rejections.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.missing_event_ids IS
+  'webhook_receive deliveries that verified but carried no event id, or sent the header it is read '
+  'from (or the type''s or time''s) more than once (answered missing_event_id or repeated_header, '
+  'nothing claimed).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.ignored IS
+  'webhook_receive deliveries that verified but whose event type the source does not accept '
+  '(webhook_dedup.sources.accept_event_types; answered ignored, nothing stored).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.replayed IS
+  'webhook_receive deliveries whose signed body the replay guard found under another event id '
+  '(webhook_dedup.replay_guards; answered from that key, nothing processed). Not counted as '
+  'deliveries or duplicates: a provider''s retries carry the same id.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.rejected_token_reused IS
+  'webhook_receive deliveries whose signature verified but whose signed token had come before with '
+  'other content (schemes whose signature covers nothing of the body: mailgun; '
+  'webhook_dedup.signature_tokens): a copied signature block, refused (verified false, '
+  'reject_reason token_reused), nothing written. Part of signature_rejections.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.intents_written IS 'Outbox intents written (webhook_outbox_put calls that stored a new intent; a second put of an operation is not counted).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.intents_delivered IS 'Outbox intents acknowledged by their sender (webhook_outbox_ack).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.intent_retries IS 'Outbox intents a sender failed retryably (webhook_outbox_fail: due again after the backoff).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.intents_dead_lettered IS 'Outbox intents dead-lettered: failed without retry, or out of attempts.';
-COMMENT ON COLUMN webhook_dedup.claim_counts.intents_unknown IS 'Outbox intents parked as unknown_outcome: marked by their sender (webhook_outbox_unknown), or a lapsed lease of a downstream that is not idempotent.';
+COMMENT ON COLUMN webhook_dedup.claim_counts.intents_unknown IS
+  'Outbox intents parked as unknown_outcome: marked by their sender (webhook_outbox_unknown), or a '
+  'lapsed lease of a downstream that is not idempotent.';
 COMMENT ON COLUMN webhook_dedup.claim_counts.intent_leases_expired IS 'Outbox intents whose sender''s lease lapsed (taken back by webhook_outbox_next or maintenance).';
-COMMENT ON COLUMN webhook_dedup.claim_counts.reconciled IS 'Events the provider sent that never arrived, enqueued by a reconciliation job (webhook_dedup.reconcile answered accepted; not counted as enqueued): a leaky endpoint (webhook_dedup.duplicate_rate_alerts, alert reconciled_above_threshold).';
+COMMENT ON COLUMN webhook_dedup.claim_counts.reconciled IS
+  'Events the provider sent that never arrived, enqueued by a reconciliation job '
+  '(webhook_dedup.reconcile answered accepted; not counted as enqueued): a leaky endpoint '
+  '(webhook_dedup.duplicate_rate_alerts, alert reconciled_above_threshold).';
 COMMENT ON COLUMN webhook_dedup.claim_counts.expired_leases IS 'Expired leases that maintenance moved to failed (or dead_lettered): the holder neither completed, failed nor extended in time.';
 COMMENT ON TABLE webhook_dedup.claim_counts IS
-  'Claim counters flushed from shared memory by webhook_dedup.run_maintenance(): one row per hour (bucket), source and event type ('''' when unknown), and one per minute and source for the last two hours (bucket_width). Read them through webhook_dedup.duplicate_metrics and webhook_dedup.duplicate_metrics_by_minute.';
+  'Claim counters flushed from shared memory by webhook_dedup.run_maintenance(): one row per hour '
+  '(bucket), source and event type ('''' when unknown), and one per minute and source for the last '
+  'two hours (bucket_width). Read them through webhook_dedup.duplicate_metrics and '
+  'webhook_dedup.duplicate_metrics_by_minute.';
 
 -- One row per redaction (webhook_dedup.redact): who erased how much of
 -- which source, when, in which transaction, and from which relations,
@@ -651,18 +845,29 @@ CREATE TABLE webhook_dedup.redactions (
     keys_purged boolean     NOT NULL DEFAULT false
 );
 COMMENT ON TABLE webhook_dedup.redactions IS
-  'One row per webhook_dedup.redact call that erased something, and whether webhook_dedup.purge_redactions has since rewritten the relations it erased from (purged_at). Until then the erased bodies, headers and results stay in the free space of those relations'' data files (and TOAST) until overwritten. docs/security.md, "Erased data".';
+  'One row per webhook_dedup.redact call that erased something, and whether '
+  'webhook_dedup.purge_redactions has since rewritten the relations it erased from (purged_at). '
+  'Until then the erased bodies, headers and results stay in the free space of those relations'' '
+  'data files (and TOAST) until overwritten. docs/security.md, "Erased data".';
 COMMENT ON COLUMN webhook_dedup.redactions.id IS 'Identity.';
 COMMENT ON COLUMN webhook_dedup.redactions.source IS 'The source redacted.';
 COMMENT ON COLUMN webhook_dedup.redactions.redacted_at IS 'When (database clock).';
 COMMENT ON COLUMN webhook_dedup.redactions.redacted_by IS 'The session user who called redact.';
 COMMENT ON COLUMN webhook_dedup.redactions.keys IS 'Keys redacted (their result and last_error erased).';
 COMMENT ON COLUMN webhook_dedup.redactions.deliveries IS 'Payloads and archived deliveries deleted.';
-COMMENT ON COLUMN webhook_dedup.redactions.xid IS 'The redacting transaction: the erased row versions are gone from every snapshot once no transaction at or before it is running (what purge_redactions checks).';
-COMMENT ON COLUMN webhook_dedup.redactions.relations IS 'The relations rows were erased from: webhook_dedup.keys (the results'' old versions), webhook_dedup.payloads, archive partitions (webhook_dedup.archive_YYYYMMDD, archive_default).';
-COMMENT ON COLUMN webhook_dedup.redactions.purged_at IS 'When purge_redactions rewrote the relations (but webhook_dedup.keys unless keys_purged); NULL: the erased bytes may still be in the data files.';
+COMMENT ON COLUMN webhook_dedup.redactions.xid IS
+  'The redacting transaction: the erased row versions are gone from every snapshot once no '
+  'transaction at or before it is running (what purge_redactions checks).';
+COMMENT ON COLUMN webhook_dedup.redactions.relations IS
+  'The relations rows were erased from: webhook_dedup.keys (the results'' old versions), '
+  'webhook_dedup.payloads, archive partitions (webhook_dedup.archive_YYYYMMDD, archive_default).';
+COMMENT ON COLUMN webhook_dedup.redactions.purged_at IS
+  'When purge_redactions rewrote the relations (but webhook_dedup.keys unless keys_purged); NULL: '
+  'the erased bytes may still be in the data files.';
 COMMENT ON COLUMN webhook_dedup.redactions.purged_by IS 'The session user who ran purge_redactions.';
-COMMENT ON COLUMN webhook_dedup.redactions.keys_purged IS 'Whether webhook_dedup.keys was rewritten too (purge_redactions(include_keys => true)): only then are the erased results gone from its files.';
+COMMENT ON COLUMN webhook_dedup.redactions.keys_purged IS
+  'Whether webhook_dedup.keys was rewritten too (purge_redactions(include_keys => true)): only '
+  'then are the erased results gone from its files.';
 
 -- One row per maintenance pass that ran (what it did), for operators and
 -- the worker's tests; pruned after webhook_dedup.retention.
@@ -697,14 +902,25 @@ COMMENT ON COLUMN webhook_dedup.maintenance_runs.application_name IS 'applicatio
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.leases_expired IS 'Expired processing leases moved to failed (due at once).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.dead_lettered IS 'Expired processing leases moved to dead_lettered (no attempts left).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_pruned IS 'Completed keys past retention deleted (with their payloads).';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_kept IS 'Completed keys whose expires_at came but that were active since (a late duplicate) or whose source''s retention grew: looked at again later instead of deleted.';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS 'Watermarks, replay guards, signed tokens (once their signature''s window closed), conflicts, claim counts and maintenance runs deleted past retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_kept IS
+  'Completed keys whose expires_at came but that were active since (a late duplicate) or whose '
+  'source''s retention grew: looked at again later instead of deleted.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.history_pruned IS
+  'Watermarks, replay guards, signed tokens (once their signature''s window closed), conflicts, '
+  'claim counts and maintenance runs deleted past retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.metrics_flushed IS 'Metrics entries flushed from shared memory.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.retention_warnings IS 'Sources whose retention is shorter than their provider''s retry horizon (webhook_dedup.retention_warnings).';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS 'A step stopped at webhook_dedup.batch_size: the worker runs the next pass after a rest that keeps it to webhook_dedup.maintenance_duty_cycle of the time.';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_expired IS 'Outbox intents whose sender''s lease lapsed, taken back (failed and due at once, dead_lettered with no attempts left, or unknown_outcome when the downstream is not idempotent).';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.more IS
+  'A step stopped at webhook_dedup.batch_size: the worker runs the next pass after a rest that '
+  'keeps it to webhook_dedup.maintenance_duty_cycle of the time.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_expired IS
+  'Outbox intents whose sender''s lease lapsed, taken back (failed and due at once, dead_lettered '
+  'with no attempts left, or unknown_outcome when the downstream is not idempotent).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.intents_pruned IS 'Delivered outbox intents deleted past their source''s retention.';
-COMMENT ON COLUMN webhook_dedup.maintenance_runs.payloads_pruned IS 'Archived deliveries deleted row by row: past their source''s payload_retention (sources whose payload retention is shorter than the longest: paced batches), or in archive_default past every retention.';
+COMMENT ON COLUMN webhook_dedup.maintenance_runs.payloads_pruned IS
+  'Archived deliveries deleted row by row: past their source''s payload_retention (sources whose '
+  'payload retention is shorter than the longest: paced batches), or in archive_default past every '
+  'retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_created IS 'Day partitions of webhook_dedup.archive created (ahead of time, or for rows that arrived in archive_default).';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.partitions_dropped IS 'Day partitions of webhook_dedup.archive dropped whole, past the longest payload retention.';
 COMMENT ON COLUMN webhook_dedup.maintenance_runs.keys_redriven IS 'Keys bulk redrives (webhook_dedup.redrive) moved back to due, or skipped as changed, gone or without a payload.';

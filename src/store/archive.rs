@@ -1,7 +1,10 @@
 //! The payload archive's reads and writes (`webhook_dedup.archive`): a
 //! delivery archived, the day partitions made and dropped, the paced
-//! removal of a source's rows past its payload retention. The calendar
-//! (which partitions, how long) is [`crate::archive`]'s.
+//! removal of a source's rows past its payload retention, and the
+//! operator's erasure ([`redact`], which also clears the keys' results and
+//! deletes their payloads: it is the archive's because erasing archived
+//! deliveries is what it is for). The calendar (which partitions, how
+//! long) is [`crate::archive`]'s.
 
 use super::Key;
 use crate::jsonb::Jsonb;
@@ -33,6 +36,18 @@ static PRUNE_SOURCE: Statement = Statement::returning(
 );
 static FORGET: Statement =
     Statement::new(crate::sql_statement!("archive_forget.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID]);
+static REDACT: Statement = Statement::returning(
+    crate::sql_statement!("archive_redact.sql"),
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, TEXTOID],
+    &["keys", "deliveries"],
+)
+.custom_plan();
+static REDACT_LOCK: Statement = Statement::returning(
+    crate::sql_statement!("archive_redact_lock.sql"),
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID],
+    &["locked"],
+)
+.custom_plan();
 
 /// One delivery to archive.
 #[derive(Debug, Clone, Copy)]
@@ -71,6 +86,55 @@ pub fn insert(conn: &Conn<'_>, a: &Archived<'_>) {
 /// first seen at `first_seen_at` (its first delivery, and its conflicts').
 pub fn forget(conn: &Conn<'_>, key: Key<'_>, first_seen_at: TimestampWithTimeZone) {
     conn.execute(&FORGET, &[arg(key.source), arg(key.idem_key), arg(first_seen_at)], Snap::Statement);
+}
+
+/// Which keys of a source [`redact`] erases: exactly one scope (each is a
+/// parameter of `archive_redact.sql`, the other two NULL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedactScope<'a> {
+    /// That key (1 to 255 characters, checked by the caller), and its
+    /// archived deliveries even when the key itself is gone.
+    Key(&'a str),
+    /// Every key first seen before this time (microseconds since
+    /// 2000-01-01 UTC, finite), and every delivery archived before it.
+    Before(i64),
+    /// Every key whose account field (the third of the key's fields,
+    /// escaped as [`crate::key::escape_part`] escapes it, not empty) is
+    /// this.
+    Account(&'a str),
+}
+
+/// What [`redact`] erased.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Redacted {
+    /// Keys whose result and last error were cleared.
+    pub keys: i64,
+    /// Payloads for the workers and archived deliveries deleted.
+    pub deliveries: i64,
+}
+
+/// Erase what the deliveries of the keys of `source` in `scope` carried,
+/// keeping the keys (`webhook_dedup.redact`; the rules are in
+/// `archive_redact.sql`): first the keys of the scope are locked
+/// (`archive_redact_lock.sql`, `FOR NO KEY UPDATE`, waiting for their writers),
+/// then one statement erases, on a newer snapshot that sees what those
+/// writers committed, and records the redaction with `now` (microseconds)
+/// and `by` (the session user). Both statements are planned for each
+/// call's arguments (`Statement::custom_plan`). Errors: PostgreSQL's (a
+/// lock timeout, 40001 under REPEATABLE READ).
+pub fn redact(conn: &Conn<'_>, source: &str, scope: RedactScope<'_>, now: i64, by: &str) -> Redacted {
+    let (idem_key, before, account) = match scope {
+        RedactScope::Key(idem_key) => (Some(idem_key), None, None),
+        RedactScope::Before(before) => (None, Some(timestamptz(before)), None),
+        RedactScope::Account(account) => (None, None, Some(account)),
+    };
+    conn.execute(&REDACT_LOCK, &[arg(source), arg(idem_key), arg(before), arg(account)], Snap::Statement);
+    let rows = conn.execute(
+        &REDACT,
+        &[arg(source), arg(idem_key), arg(before), arg(account), arg(timestamptz(now)), arg(by)],
+        Snap::Statement,
+    );
+    Redacted { keys: rows.get::<i64>(0, 1).unwrap_or(0), deliveries: rows.get::<i64>(0, 2).unwrap_or(0) }
 }
 
 /// The names of the archive's partitions (day partitions and the default).

@@ -20,12 +20,12 @@ static UPSERT: Statement = Statement::returning(
 );
 
 static LEASE: Statement = Statement::new(
-    crate::sql_statement!("key_lease.sql"),
+    crate::sql_statement!("claim_lease.sql"),
     &[TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, UUIDOID, TIMESTAMPTZOID, TEXTOID],
 );
 
 static CONFLICT: Statement = Statement::new(
-    crate::sql_statement!("key_conflict.sql"),
+    crate::sql_statement!("claim_conflict.sql"),
     &[TEXTOID, TEXTOID, TIMESTAMPTZOID, BYTEAOID, BYTEAOID, TEXTOID],
 );
 
@@ -98,7 +98,7 @@ pub enum Held {
 impl Held {
     /// Lease the key to `l.token` (state `processing`, attempt
     /// `l.attempt`, due when the lease ends; the key adopts `l.event_type`
-    /// when it has none): `key_lease.sql`, or its direct form.
+    /// when it has none): `claim_lease.sql`, or its direct form.
     pub fn lease(&mut self, conn: &Conn<'_>, key: Key<'_>, l: &Lease<'_>) {
         match self {
             Held::Sql => lease(conn, key, l),
@@ -119,7 +119,7 @@ impl Held {
     }
 
     /// Dead-letter `found`, a key out of attempts
-    /// ([`crate::claim::exhausted_error`]): `key_fail.sql`, or its direct
+    /// ([`crate::claim::exhausted_error`]): `transitions_fail.sql`, or its direct
     /// form.
     pub fn dead_letter_exhausted(&mut self, conn: &Conn<'_>, found: &KeyRow, now: i64) {
         match self {

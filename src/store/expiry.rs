@@ -8,9 +8,9 @@ use pgrx::datum::Interval;
 use pgrx::pg_sys::{INT8OID, INTERVALOID, TEXTOID, TIMESTAMPTZOID};
 
 static EXPIRED_LEASES: Statement =
-    Statement::returning(crate::sql_statement!("maintenance_expired_leases.sql"), &[TIMESTAMPTZOID, INT8OID], KEY_ROW);
+    Statement::returning(crate::sql_statement!("expiry_expired_leases.sql"), &[TIMESTAMPTZOID, INT8OID], KEY_ROW);
 static EXPIRE_KEYS: Statement = Statement::returning(
-    crate::sql_statement!("maintenance_expire_keys.sql"),
+    crate::sql_statement!("expiry_expire_keys.sql"),
     &[TIMESTAMPTZOID, INTERVALOID, INT8OID],
     &["looked_at", "deleted", "kept"],
 );
@@ -18,22 +18,22 @@ static EXPIRE_KEYS: Statement = Statement::returning(
 // Distributed (src/store/citus.rs): the same, one source of this node's
 // shards at a time.
 static SOURCES_EXPIRED_LEASES: Statement = Statement::returning(
-    crate::sql_statement!("maintenance_sources_expired_leases.sql"),
+    crate::sql_statement!("expiry_sources_expired_leases.sql"),
     &[TIMESTAMPTZOID, INT8OID],
     &["source"],
 );
 static EXPIRED_LEASES_OF_SOURCE: Statement = Statement::returning(
-    crate::sql_statement!("maintenance_expired_leases_of_source.sql"),
+    crate::sql_statement!("expiry_expired_leases_of_source.sql"),
     &[TIMESTAMPTZOID, INT8OID, TEXTOID],
     KEY_ROW,
 );
 static SOURCES_PAST_RETENTION: Statement = Statement::returning(
-    crate::sql_statement!("maintenance_sources_past_retention.sql"),
+    crate::sql_statement!("expiry_sources_past_retention.sql"),
     &[TIMESTAMPTZOID, INT8OID],
     &["source"],
 );
 static EXPIRE_KEYS_OF_SOURCE: Statement = Statement::returning(
-    crate::sql_statement!("maintenance_expire_keys_of_source.sql"),
+    crate::sql_statement!("expiry_expire_keys_of_source.sql"),
     &[TIMESTAMPTZOID, INTERVALOID, INT8OID, TEXTOID],
     &["looked_at", "deleted", "kept"],
 );
@@ -79,9 +79,9 @@ pub struct Expired {
 /// Up to `limit` completed keys whose `expires_at` has come, oldest first:
 /// deleted when their last activity is older than their source's retention
 /// (`webhook_dedup.sources.retention`, else `default_retention_us`), else
-/// rescheduled. One statement (`maintenance_expire_keys.sql`).
+/// rescheduled. One statement (`expiry_expire_keys.sql`).
 /// Distributed, those of the sources whose shards are on this node, source
-/// by source (`maintenance_expire_keys_of_source.sql`).
+/// by source (`expiry_expire_keys_of_source.sql`).
 pub fn expire_keys(conn: &Conn<'_>, now: i64, default_retention_us: i64, limit: i64) -> Expired {
     let read = |rows: crate::spi::Rows<'_>| Expired {
         looked_at: rows.get(0, 1).unwrap_or(0),

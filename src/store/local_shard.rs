@@ -43,7 +43,7 @@
 //!    Citus sends when a shard or a placement of it changes,
 //!    metadata_cache.c `CitusInvalidateRelcacheByShardId`): the table is
 //!    hash-distributed and not replicated, and the shard's one placement is
-//!    on this node (`citus_shard_route.sql`).
+//!    on this node (`local_shard_route.sql`).
 //! 6. The shard's distribution metadata is locked `ShareLock` through
 //!    Citus's own `LockShardDistributionMetadata`, as its executor does
 //!    before a shard write (distributed_execution_locks.c
@@ -81,7 +81,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 static ROUTE: Statement = Statement::returning(
-    crate::sql_statement!("citus_shard_route.sql"),
+    crate::sql_statement!("local_shard_route.sql"),
     &[TEXTOID],
     &["shard_id", "shard", "replay_guards"],
 );

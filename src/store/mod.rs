@@ -33,10 +33,13 @@ pub mod archive;
 pub mod cache;
 pub mod citus;
 pub mod claim;
+pub mod claim_counts;
 pub mod direct_writes;
 pub mod expiry;
+pub mod history;
 mod index_predicates;
 pub mod local_shard;
+pub mod maintenance_runs;
 pub mod outbox;
 pub mod queue;
 pub mod redrive;
@@ -45,13 +48,14 @@ pub mod secrets;
 pub mod signature_tokens;
 pub mod sources;
 pub mod transitions;
+pub mod watermarks;
 
 use crate::claim::{State, Stored};
 use crate::error::{Error, Raise};
 use crate::jsonb::Jsonb;
 use crate::spi::{arg, Conn, Rows, Snap, Statement};
 use pgrx::datum::TimestampWithTimeZone;
-use pgrx::pg_sys::{self, TEXTOID};
+use pgrx::pg_sys::{self, TEXTARRAYOID, TEXTOID};
 use pgrx::Uuid;
 
 /// An idempotency key: 1 to 255 characters each, checked by the caller
@@ -192,11 +196,26 @@ const UPSERTED: &[&str] = &[
 ];
 
 static READ: Statement = Statement::returning(crate::sql_statement!("key_read.sql"), &[TEXTOID, TEXTOID], KEY_ROW);
+static UNSEEN: Statement = Statement::returning(
+    crate::sql_statement!("key_unseen.sql"),
+    &[TEXTOID, TEXTARRAYOID, TEXTARRAYOID],
+    &["event_id"],
+);
 
 /// The key's row on `snap`, without a lock.
 pub fn read(conn: &Conn<'_>, key: Key<'_>, snap: Snap) -> Option<KeyRow> {
     let rows = conn.execute(&READ, &[arg(key.source), arg(key.idem_key)], snap);
     (!rows.is_empty()).then(|| KeyRow::read(&rows, 0, 1))
+}
+
+/// Of `event_ids` (distinct, in the provider's order) and `idem_keys`
+/// (their keys, derived by the caller as `webhook_receive` derives them:
+/// one per id, in the same order), the ids whose key `source` does not
+/// have: one primary-key probe each, on the statement snapshot, in the
+/// order given (`webhook_dedup.unseen`).
+pub fn unseen(conn: &Conn<'_>, source: &str, event_ids: Vec<String>, idem_keys: Vec<String>) -> Vec<String> {
+    let rows = conn.execute(&UNSEEN, &[arg(source), arg(event_ids), arg(idem_keys)], Snap::Statement);
+    (0..rows.len()).filter_map(|r| rows.get::<String>(r, 1)).collect()
 }
 
 /// `key`'s row as the latest snapshot sees it, without a lock (the

@@ -69,13 +69,10 @@ static RESOLVE: Statement = Statement::new(
     crate::sql_statement!("outbox_resolve.sql"),
     &[INT8OID, TIMESTAMPTZOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID],
 );
-static LAPSED: Statement = Statement::returning(
-    crate::sql_statement!("maintenance_outbox_lapsed.sql"),
-    &[TIMESTAMPTZOID, INT8OID],
-    INTENT_ROW,
-);
+static LAPSED: Statement =
+    Statement::returning(crate::sql_statement!("outbox_lapsed.sql"), &[TIMESTAMPTZOID, INT8OID], INTENT_ROW);
 static PRUNE: Statement = Statement::returning(
-    crate::sql_statement!("maintenance_outbox_prune.sql"),
+    crate::sql_statement!("outbox_prune.sql"),
     &[TIMESTAMPTZOID, INTERVALOID, INT8OID, INTERVALOID],
     &["count"],
 );

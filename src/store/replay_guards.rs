@@ -33,21 +33,21 @@ use crate::time::timestamptz;
 use pgrx::pg_sys::{BYTEAOID, TEXTOID, TIMESTAMPTZOID};
 
 static INSERT: Statement = Statement::returning(
-    crate::sql_statement!("replay_guard_insert.sql"),
+    crate::sql_statement!("replay_guards_insert.sql"),
     &[TEXTOID, BYTEAOID, TEXTOID, TIMESTAMPTZOID],
     &["inserted"],
 );
 static READ: Statement =
-    Statement::returning(crate::sql_statement!("replay_guard_read.sql"), &[TEXTOID, BYTEAOID], &["idem_key"]);
+    Statement::returning(crate::sql_statement!("replay_guards_read.sql"), &[TEXTOID, BYTEAOID], &["idem_key"]);
 static PEEK: Statement =
-    Statement::returning(crate::sql_statement!("replay_guard_peek.sql"), &[TEXTOID, BYTEAOID], &["idem_key"]);
+    Statement::returning(crate::sql_statement!("replay_guards_peek.sql"), &[TEXTOID, BYTEAOID], &["idem_key"]);
 static OWNER: Statement = Statement::returning(
-    crate::sql_statement!("replay_guard_owner.sql"),
+    crate::sql_statement!("replay_guards_owner.sql"),
     &[TEXTOID, TEXTOID],
     &["state", "result", "fingerprint", "queued"],
 );
 static TAKE_OVER: Statement = Statement::returning(
-    crate::sql_statement!("replay_guard_take_over.sql"),
+    crate::sql_statement!("replay_guards_take_over.sql"),
     &[TEXTOID, BYTEAOID, TEXTOID, TIMESTAMPTZOID],
     &["taken"],
 );

@@ -4,19 +4,38 @@
 //! trigger `source_secrets_changed` sends on every change. So a rotation
 //! (a new key, a retired one) reaches every receiver when it commits,
 //! without a redeploy. Only `webhook_receive` (run as the extension's
-//! owner) reads them; no function returns a secret.
+//! owner) reads them; no function returns a secret. The operator's
+//! functions (`add_secret`, `retire_secret`, `list_secrets`,
+//! `src/api/secrets.rs`) write and list them through [`add`], [`retire`]
+//! and [`list`].
 
 use super::cache::SourceCache;
 use crate::relcache::Table;
 use crate::spi::{arg, Conn, Snap, Statement};
+use crate::time::timestamptz;
 use pgrx::datum::TimestampWithTimeZone;
-use pgrx::pg_sys::{self, TEXTOID};
+use pgrx::pg_sys::{self, INT4OID, TEXTOID, TIMESTAMPTZOID};
 use std::rc::Rc;
 
 static READ: Statement = Statement::returning(
-    crate::sql_statement!("source_secrets.sql"),
+    crate::sql_statement!("secrets_read.sql"),
     &[TEXTOID],
     &["id", "secret", "not_before", "not_after", "secrets", "scheme"],
+);
+static ADD: Statement = Statement::returning(
+    crate::sql_statement!("secrets_add.sql"),
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TIMESTAMPTZOID, TEXTOID],
+    &["id"],
+);
+static RETIRE: Statement = Statement::returning(
+    crate::sql_statement!("secrets_retire.sql"),
+    &[TEXTOID, INT4OID, TIMESTAMPTZOID],
+    &["not_before"],
+);
+static LIST: Statement = Statement::returning(
+    crate::sql_statement!("secrets_list.sql"),
+    &[TEXTOID, TIMESTAMPTZOID],
+    &["id", "source", "not_before", "not_after", "created_at", "valid_now", "fingerprint", "note", "scheme"],
 );
 
 /// One stored key. Times in microseconds since 2000-01-01 UTC.
@@ -86,4 +105,88 @@ fn read(conn: &Conn<'_>, source: &str) -> (Rc<[StoredSecret]>, Option<pg_sys::Oi
         .collect();
     let oid = (!rows.is_empty()).then(|| rows.get::<pg_sys::Oid>(0, 5)).flatten();
     (found, oid)
+}
+
+/// A key to store ([`add`]), checked by the caller: `source` 1 to 255
+/// characters, `secret` a key of `scheme` when that is known, the window
+/// finite and `not_before < not_after`. Times in microseconds since
+/// 2000-01-01 UTC.
+#[derive(Clone, Copy)]
+pub struct NewSecret<'a> {
+    pub source: &'a str,
+    pub secret: &'a str,
+    pub not_before: i64,
+    /// None: no end.
+    pub not_after: Option<i64>,
+    pub note: Option<&'a str>,
+    /// The canonical name of the scheme it was accepted for (None: none
+    /// known; it then verifies any).
+    pub scheme: Option<&'a str>,
+}
+
+/// Store `new`, made at `now` (microseconds); its id. One insert on the
+/// statement snapshot (the cache of the source's keys is emptied when it
+/// commits). Errors: PostgreSQL's (a constraint of the table).
+pub fn add(conn: &Conn<'_>, new: &NewSecret<'_>, now: i64) -> i32 {
+    let rows = conn.execute(
+        &ADD,
+        &[
+            arg(new.source),
+            arg(new.secret),
+            arg(timestamptz(new.not_before)),
+            arg(new.not_after.map(timestamptz)),
+            arg(new.note),
+            arg(timestamptz(now)),
+            arg(new.scheme),
+        ],
+        Snap::Statement,
+    );
+    rows.get::<i32>(0, 1).expect("INSERT ... RETURNING id returns one row")
+}
+
+/// End the validity of key `id` of `source` at `not_after` (microseconds,
+/// exclusive); the key's `not_before` (microseconds), None when the source
+/// has no such key (nothing changed). The caller checks the order of the
+/// two and raises after the update when it is wrong (the error rolls it
+/// back).
+pub fn retire(conn: &Conn<'_>, source: &str, id: i32, not_after: i64) -> Option<i64> {
+    let rows = conn.execute(&RETIRE, &[arg(source), arg(id), arg(timestamptz(not_after))], Snap::Statement);
+    (!rows.is_empty()).then(|| rows.get::<TimestampWithTimeZone>(0, 1)).flatten().map(pg_sys::TimestampTz::from)
+}
+
+/// A stored key without its value, as [`list`] returns it.
+#[derive(Debug, Clone)]
+pub struct ListedSecret {
+    pub id: i32,
+    pub source: String,
+    pub not_before: TimestampWithTimeZone,
+    pub not_after: Option<TimestampWithTimeZone>,
+    pub created_at: TimestampWithTimeZone,
+    /// Whether a delivery at the time [`list`] was given would verify with it.
+    pub valid_now: bool,
+    /// `sha256:` and the first 8 hex digits of the secret's SHA-256.
+    pub fingerprint: String,
+    pub note: Option<String>,
+    /// The scheme it was accepted for (None: any).
+    pub scheme: Option<String>,
+}
+
+/// The keys of `source` (None: of every source) by source and id, without
+/// their values, `valid_now` as of `now` (microseconds). A read on the
+/// statement snapshot.
+pub fn list(conn: &Conn<'_>, source: Option<&str>, now: i64) -> Vec<ListedSecret> {
+    let rows = conn.execute(&LIST, &[arg(source), arg(timestamptz(now))], Snap::Statement);
+    (0..rows.len())
+        .map(|r| ListedSecret {
+            id: rows.get::<i32>(r, 1).expect("id"),
+            source: rows.get::<String>(r, 2).expect("source"),
+            not_before: rows.get::<TimestampWithTimeZone>(r, 3).expect("not_before"),
+            not_after: rows.get::<TimestampWithTimeZone>(r, 4),
+            created_at: rows.get::<TimestampWithTimeZone>(r, 5).expect("created_at"),
+            valid_now: rows.get::<bool>(r, 6).unwrap_or(false),
+            fingerprint: rows.get::<String>(r, 7).expect("fingerprint"),
+            note: rows.get::<String>(r, 8),
+            scheme: rows.get::<String>(r, 9),
+        })
+        .collect()
 }

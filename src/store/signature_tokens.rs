@@ -28,12 +28,12 @@ use crate::time::timestamptz;
 use pgrx::pg_sys::{BYTEAOID, TEXTOID, TIMESTAMPTZOID};
 
 static BIND: Statement = Statement::returning(
-    crate::sql_statement!("signature_token_bind.sql"),
+    crate::sql_statement!("signature_tokens_bind.sql"),
     &[TEXTOID, BYTEAOID, BYTEAOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID],
     &["inserted"],
 );
 static READ: Statement =
-    Statement::returning(crate::sql_statement!("signature_token_read.sql"), &[TEXTOID, BYTEAOID], &["body_sha256"]);
+    Statement::returning(crate::sql_statement!("signature_tokens_read.sql"), &[TEXTOID, BYTEAOID], &["body_sha256"]);
 
 /// What a signed token's use is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use pgrx::pg_sys::{self, TEXTOID, TIMESTAMPTZOID};
 use std::rc::Rc;
 
 static SETTINGS: Statement = Statement::returning(
-    crate::sql_statement!("source_settings.sql"),
+    crate::sql_statement!("sources_settings.sql"),
     &[TEXTOID],
     &[
         "lease",
@@ -44,12 +44,12 @@ static SETTINGS: Statement = Statement::returning(
     ],
 );
 static PAUSE: Statement = Statement::returning(
-    crate::sql_statement!("source_pause.sql"),
+    crate::sql_statement!("sources_pause.sql"),
     &[TEXTOID, TIMESTAMPTZOID, TEXTOID, TEXTOID],
     &["paused_at"],
 );
-static RESUME: Statement = Statement::new(crate::sql_statement!("source_resume.sql"), &[TEXTOID]);
-static PAUSED: Statement = Statement::returning(crate::sql_statement!("source_paused.sql"), &[TEXTOID], &["paused"]);
+static RESUME: Statement = Statement::new(crate::sql_statement!("sources_resume.sql"), &[TEXTOID]);
+static PAUSED: Statement = Statement::returning(crate::sql_statement!("sources_paused.sql"), &[TEXTOID], &["paused"]);
 
 /// A source's own settings; `None` falls back to the `webhook_dedup.*`
 /// setting of the same name.

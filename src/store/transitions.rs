@@ -12,33 +12,36 @@ use crate::time::timestamptz;
 use pgrx::pg_sys::{JSONBOID, TEXTOID, TIMESTAMPTZOID, UUIDOID};
 use pgrx::{IntoDatum, Uuid};
 
-static LOCK: Statement = Statement::returning(crate::sql_statement!("key_lock.sql"), &[TEXTOID, TEXTOID], KEY_ROW);
+static LOCK: Statement =
+    Statement::returning(crate::sql_statement!("transitions_lock.sql"), &[TEXTOID, TEXTOID], KEY_ROW);
 static COMPLETE: Statement = Statement::returning(
-    crate::sql_statement!("key_complete.sql"),
+    crate::sql_statement!("transitions_complete.sql"),
     &[TEXTOID, TEXTOID, TIMESTAMPTZOID, UUIDOID, JSONBOID, TIMESTAMPTZOID],
     &["event_type"],
 );
 static FAIL: Statement = Statement::new(
-    crate::sql_statement!("key_fail.sql"),
+    crate::sql_statement!("transitions_fail.sql"),
     &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID],
 );
 static MARK_UNKNOWN: Statement =
-    Statement::new(crate::sql_statement!("key_mark_unknown.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID]);
+    Statement::new(crate::sql_statement!("transitions_mark_unknown.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID]);
 static CHECKPOINT: Statement =
-    Statement::new(crate::sql_statement!("key_checkpoint.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID]);
-static EXTEND: Statement =
-    Statement::new(crate::sql_statement!("key_extend_lease.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID]);
+    Statement::new(crate::sql_statement!("transitions_checkpoint.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID]);
+static EXTEND: Statement = Statement::new(
+    crate::sql_statement!("transitions_extend_lease.sql"),
+    &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID],
+);
 static RESOLVE: Statement = Statement::new(
-    crate::sql_statement!("key_resolve.sql"),
+    crate::sql_statement!("transitions_resolve.sql"),
     &[TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID],
 );
 static FORGET: Statement = Statement::returning(
-    crate::sql_statement!("key_forget.sql"),
+    crate::sql_statement!("transitions_forget.sql"),
     &[TEXTOID, TEXTOID],
     &["event_type", "first_seen_at"],
 );
 static SET_DUE: Statement =
-    Statement::new(crate::sql_statement!("key_set_due.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID]);
+    Statement::new(crate::sql_statement!("transitions_set_due.sql"), &[TEXTOID, TEXTOID, TIMESTAMPTZOID]);
 
 /// A write to a key the caller holds locked must change exactly one row;
 /// anything else means the lock protocol was broken (an internal error).
@@ -77,7 +80,7 @@ pub enum Completed {
 /// plus the source's retention). Without an SQL plan where the table
 /// allows ([`super::direct_writes`]: the token checked on the version of the
 /// key's row the statement would see, then the row locked and completed if
-/// the token still holds it), else one guarded update (`key_complete.sql`:
+/// the token still holds it), else one guarded update (`transitions_complete.sql`:
 /// the fencing is in its condition).
 pub fn complete(
     conn: &Conn<'_>,
@@ -108,7 +111,7 @@ pub fn complete(
     unmatched(conn, key, token)
 }
 
-/// `key_complete.sql` without an SQL plan: check the token on the version
+/// `transitions_complete.sql` without an SQL plan: check the token on the version
 /// of the key's row the statement would see (no lock for a stale token, as
 /// the UPDATE's condition takes none), then lock the row (its newest
 /// version), and complete it if `token` still holds its lease.

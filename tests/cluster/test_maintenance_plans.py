@@ -1,9 +1,9 @@
 """A maintenance pass must not grow with the square of the number of
 sources. 0.3.0's webhook_dedup.sources.source was in the database's
 collation while every other table's source is in "C", so the per-row
-look-up of a source's retention (maintenance_prune_history.sql,
-maintenance_outbox_prune.sql) could not use the primary key and read every
-source for every candidate row: a pass that pruned nothing took 1.45 s at
+look-up of a source's retention (history_prune.sql, outbox_prune.sql)
+could not use the primary key and read every source for every candidate
+row: a pass that pruned nothing took 1.45 s at
 500 sources and 64.4 s at 4,000, as soon as one source had a shorter
 retention than the rest.
 
@@ -37,12 +37,12 @@ SOURCES = 10_000
 # The statements one pass runs on one server (the *_of_source ones and the
 # source lists are the distributed mode's), each reached by the fill.
 PASS = [
-    "maintenance_expired_leases.sql", "maintenance_expire_keys.sql", "maintenance_prune_history.sql",
-    "maintenance_prune_runs.sql", "metrics_upsert.sql", "maintenance_outbox_lapsed.sql",
-    "maintenance_outbox_prune.sql", "redrive_running.sql", "redrive_todo.sql", "redrive_lock_key.sql",
+    "expiry_expired_leases.sql", "expiry_expire_keys.sql", "history_prune.sql",
+    "maintenance_runs_prune.sql", "claim_counts_upsert.sql", "outbox_lapsed.sql",
+    "outbox_prune.sql", "redrive_running.sql", "redrive_todo.sql", "redrive_lock_key.sql",
     "redrive_payload.sql", "redrive_move.sql", "redrive_outcome.sql", "redrive_progress.sql", "redrive_prune.sql",
     "archive_partitions.sql", "archive_default_days.sql", "archive_longest_retention.sql",
-    "archive_sources_to_prune.sql", "archive_prune_source.sql", "maintenance_record_run.sql",
+    "archive_sources_to_prune.sql", "archive_prune_source.sql", "maintenance_runs_record.sql",
 ]
 
 

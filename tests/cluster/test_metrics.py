@@ -240,9 +240,9 @@ VIEW_QUERIES = [
 # values of a pass: they must not read every delivered intent either.
 STATEMENTS = Path(__file__).resolve().parents[2] / "src" / "sql" / "statements"
 VIEW_QUERIES += [
-    (STATEMENTS / "maintenance_outbox_lapsed.sql").read_text()
+    (STATEMENTS / "outbox_lapsed.sql").read_text()
     .replace("$1", "now()").replace("$2", "100"),
-    (STATEMENTS / "maintenance_outbox_prune.sql").read_text()
+    (STATEMENTS / "outbox_prune.sql").read_text()
     .replace("$1", "now()").replace("$2", "interval '30 days'").replace("$3", "100").replace("$4", "interval '30 days'"),
 ]
 

@@ -139,7 +139,7 @@ LOOK_UP = ("EXPLAIN (FORMAT JSON) SELECT (SELECT s.retention FROM webhook_dedup.
 
 def scans_of_sources(conn) -> list:
     """How the look-up of a candidate row's source retention, as
-    maintenance_prune_history.sql and maintenance_outbox_prune.sql make it,
+    history_prune.sql and outbox_prune.sql make it,
     reads webhook_dedup.sources: the node types of the plan that scan it."""
     def walk(node):
         yield node

@@ -28,7 +28,7 @@
 //! The arbitration and the row locks are PostgreSQL's own, those of the SQL
 //! statements. What the statements would do besides is checked instead, and
 //! when any of it applies [`Session::open`] declines and the caller runs the
-//! statements (`claim_upsert.sql`, `key_complete.sql`):
+//! statements (`claim_upsert.sql`, `transitions_complete.sql`):
 //!
 //! - the table must be exactly the one the extension created: a plain heap
 //!   table (not a partition, not a Citus table, whose rows are in shards

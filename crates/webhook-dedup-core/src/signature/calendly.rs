@@ -8,7 +8,7 @@
 //! and "Webhooks", <https://developer.calendly.com/docs/webhooks/overview>
 //! (`Calendly-Webhook-Signature: t=<unix>,v1=<hex>. Verify
 //! HMAC-SHA256(key, "<t>." + raw_body)`). The header is parsed like
-//! Stripe's ([`parse_timestamped_list`]): elements other than `t` and `v1`
+//! Stripe's ([`TimestampedHeader`]): elements other than `t` and `v1`
 //! are skipped, a missing, duplicated or malformed `t` rejects the header.
 //!
 //! Replay window: the docs' prose names none; the example code on the
@@ -16,39 +16,39 @@
 //! (`const threeMinutes = 180000; const tolerance = threeMinutes;`), so the
 //! default is 180 s, symmetric and inclusive like every window here.
 
-use super::{ct, no_candidates, parse_timestamped_list, single, Delivery, Reason, TimestampedList, Verdict};
+use super::{Delivery, Encoding, Reason, TimestampedHeader, TimestampedList, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "calendly-webhook-signature";
 /// The tolerance of Calendly's example code (three minutes), seconds.
 pub const DEFAULT_TOLERANCE_S: i64 = 180;
 
+/// Calendly's header, Stripe's shape: `,`-separated, timestamp `t`,
+/// signatures `v1` (hex), each over `"{t}.{body}"`.
+pub(crate) const FRAME: TimestampedHeader = TimestampedHeader {
+    header: HEADER,
+    sent_as: "Calendly-Webhook-Signature",
+    separator: ',',
+    timestamp_key: "t",
+    signature_key: "v1",
+    joiner: ".",
+    encoding: Encoding::Hex,
+};
+
 /// Parse the header: `,`-separated, timestamp `t`, signatures `v1`.
 pub fn parse(value: &str) -> Result<TimestampedList<'_>, Reason> {
-    parse_timestamped_list(value, ',', "t", "v1")
+    FRAME.parse(value)
 }
 
 /// Verify a Calendly delivery against every key, within `tolerance_us` of
 /// `now_us` (microseconds; Unix time).
 pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>], tolerance_us: i64, now_us: i64) -> Verdict {
-    let check = || -> Result<Verdict, Verdict> {
-        let list = parse(single(delivery.headers, HEADER)?).map_err(Verdict::rejected)?;
-        if list.signatures.is_empty() {
-            return Err(no_candidates(list.other_tags, Some(list.timestamp)));
-        }
-        let matched = ct::first_match(keys, &list.signatures, |key| {
-            ct::hmac_sha256(key, &[list.timestamp_text.as_bytes(), b".", delivery.body]).to_vec()
-        });
-        Ok(Verdict::timestamped(matched, list.timestamp, now_us, tolerance_us))
-    };
-    check().unwrap_or_else(|rejected| rejected)
+    FRAME.verify(delivery, keys, tolerance_us, now_us)
 }
 
 /// The headers Calendly would send for `body` under `secret` at `t`.
 pub fn sign(body: &[u8], secret: &[u8], t: i64) -> Vec<(&'static str, String)> {
-    let t = t.to_string();
-    let mac = ct::hmac_sha256(secret, &[t.as_bytes(), b".", body]);
-    vec![("Calendly-Webhook-Signature", format!("t={t},v1={}", hex::encode(mac)))]
+    FRAME.sign(body, secret, t)
 }
 
 timed_mac_scheme!(Calendly, "calendly");
@@ -77,31 +77,5 @@ mod tests {
         assert_eq!(sign(BODY, SECRET, NOW), vec![("Calendly-Webhook-Signature", HEADER_VALUE.to_string())]);
         let v = check(BODY, HEADER_VALUE, &[b"old", SECRET], NOW + 10);
         assert_eq!((v.reason, v.secret_index, v.signed_at), (Reason::Ok, Some(1), Some(NOW)));
-    }
-
-    #[test]
-    fn window_is_symmetric_and_inclusive() {
-        assert_eq!(check(BODY, HEADER_VALUE, &[SECRET], NOW + 180).reason, Reason::Ok);
-        assert_eq!(check(BODY, HEADER_VALUE, &[SECRET], NOW - 180).reason, Reason::Ok);
-        assert_eq!(check(BODY, HEADER_VALUE, &[SECRET], NOW + 181).reason, Reason::TimestampTooOld);
-        assert_eq!(check(BODY, HEADER_VALUE, &[SECRET], NOW - 181).reason, Reason::TimestampTooNew);
-    }
-
-    #[test]
-    fn rejections_have_reasons() {
-        let sig = HEADER_VALUE.split_once(",v1=").unwrap().1;
-        assert_eq!(check(b"{}", HEADER_VALUE, &[SECRET], NOW).reason, Reason::NoMatchingSignature);
-        assert_eq!(check(BODY, HEADER_VALUE, &[b"wrong"], NOW).reason, Reason::NoMatchingSignature);
-        // the timestamp is signed: moving it breaks the signature
-        assert_eq!(check(BODY, &format!("t=1700000001,v1={sig}"), &[SECRET], NOW).reason, Reason::NoMatchingSignature);
-        assert_eq!(check(BODY, &format!(" t=1700000000 , v1={sig} "), &[SECRET], NOW).reason, Reason::Ok, "whitespace");
-        assert_eq!(check(BODY, &format!("t=1700000000,v0={sig}"), &[SECRET], NOW).reason, Reason::UnsupportedVersion);
-        assert_eq!(check(BODY, &format!("v1={sig}"), &[SECRET], NOW).reason, Reason::MalformedHeader, "no t");
-        assert_eq!(check(BODY, &format!("t=1,t=1700000000,v1={sig}"), &[SECRET], NOW).reason, Reason::MalformedHeader);
-        assert_eq!(check(BODY, &format!("t=1700000000000,v1={sig}"), &[SECRET], NOW).reason, Reason::MalformedHeader);
-        assert_eq!(check(BODY, "t=1700000000,v1=zz", &[SECRET], NOW).reason, Reason::MalformedHeader);
-        let headers = Headers::default();
-        let d = Delivery { body: BODY, headers: &headers, url: None, method: None };
-        assert_eq!(verify(d, &[SECRET.to_vec()], 0, 0).reason, Reason::MissingHeader);
     }
 }

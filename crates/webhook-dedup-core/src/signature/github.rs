@@ -55,30 +55,4 @@ mod tests {
         let v = check(b"Hello, World!", &[DOC_SIG], &[b"old", SECRET]);
         assert_eq!((v.reason, v.secret_index), (Reason::Ok, Some(1)));
     }
-
-    #[test]
-    fn rejections_have_reasons() {
-        let body = b"Hello, World!";
-        assert_eq!(check(body, &[], &[SECRET]).reason, Reason::MissingHeader);
-        assert_eq!(check(body, &["garbage"], &[SECRET]).reason, Reason::MalformedHeader);
-        assert_eq!(check(body, &["sha256=zz"], &[SECRET]).reason, Reason::MalformedHeader);
-        assert_eq!(check(body, &["sha1=01dc10d0"], &[SECRET]).reason, Reason::UnsupportedVersion);
-        assert_eq!(check(b"Hello, World?", &[DOC_SIG], &[SECRET]).reason, Reason::NoMatchingSignature);
-        assert_eq!(check(body, &[DOC_SIG], &[b"wrong"]).reason, Reason::NoMatchingSignature);
-        // a truncated signature is a length mismatch, not a prefix match
-        assert_eq!(check(body, &[&DOC_SIG[..40]], &[SECRET]).reason, Reason::MalformedHeader);
-    }
-
-    #[test]
-    fn a_repeated_signature_header_is_malformed() {
-        // @octokit/webhooks-methods verify() takes one string, so a
-        // signature header sent twice never verifies there, good or not
-        let v = check(b"Hello, World!", &["sha256=00", DOC_SIG], &[SECRET]);
-        assert_eq!(v.reason, Reason::MalformedHeader);
-        assert_eq!(check(b"Hello, World!", &[DOC_SIG, DOC_SIG], &[SECRET]).reason, Reason::MalformedHeader);
-        // joined into one value (Node's req.headers, the Fetch API): no signature decodes
-        let joined = format!("{DOC_SIG}, sha256=00");
-        assert_eq!(check(b"Hello, World!", &[&joined], &[SECRET]).reason, Reason::MalformedHeader);
-        assert!(check(b"Hello, World!", &[DOC_SIG], &[SECRET]).valid());
-    }
 }

@@ -57,19 +57,4 @@ mod tests {
         assert!(check(BODY, &[&SIG.to_uppercase().replacen("SHA1=", "sha1=", 1)], &[SECRET]).valid(), "hex any case");
         assert_eq!(check(BODY, &["sha1=00", SIG], &[SECRET]).reason, Reason::MalformedHeader, "sent twice");
     }
-
-    #[test]
-    fn rejections_have_reasons() {
-        assert_eq!(check(BODY, &[], &[SECRET]).reason, Reason::MissingHeader);
-        assert_eq!(check(b"{}", &[SIG], &[SECRET]).reason, Reason::NoMatchingSignature);
-        assert_eq!(check(BODY, &[SIG], &[b"wrong"]).reason, Reason::NoMatchingSignature);
-        assert_eq!(check(BODY, &["garbage"], &[SECRET]).reason, Reason::MalformedHeader);
-        assert_eq!(check(BODY, &["sha1=zz"], &[SECRET]).reason, Reason::MalformedHeader);
-        assert_eq!(check(BODY, &[&SIG[..30]], &[SECRET]).reason, Reason::MalformedHeader, "truncated");
-        // GitHub's SHA-256 header format is another version here
-        let sha256 = format!("sha256={}", hex::encode(ct::hmac_sha256(SECRET, &[BODY])));
-        assert_eq!(check(BODY, &[&sha256], &[SECRET]).reason, Reason::UnsupportedVersion);
-        // a SHA-256 MAC under the sha1= tag is the wrong length
-        assert_eq!(check(BODY, &[&sha256.replacen("sha256=", "sha1=", 1)], &[SECRET]).reason, Reason::MalformedHeader);
-    }
 }

@@ -31,6 +31,7 @@ pub mod asymmetric;
 pub mod calendly;
 pub mod ct;
 pub mod discord;
+mod frame;
 pub mod generic;
 pub mod github;
 pub mod headers;
@@ -58,6 +59,8 @@ pub mod zoom;
 
 use crate::error::Error;
 pub use ct::Algorithm;
+pub use frame::TimestampedList;
+pub(crate) use frame::{TaggedHeader, TimestampedHeader};
 pub use headers::Headers;
 pub use scheme::{Check, Scheme};
 pub use sign::{check_signable, sign, SignRequest, Signed};
@@ -578,90 +581,6 @@ fn tagged_by(
         }
     }
     (candidates, other)
-}
-
-/// How a scheme that signs without a timestamp sends its signatures: every
-/// value of one header, each `<tag><encoded MAC>` (`tag` may be empty).
-/// GitHub, Intercom, Typeform, X, Shopify, Square and the generic `hmac`
-/// scheme differ only in these fields and in what their MAC covers.
-pub(crate) struct TaggedHeader<'a, D: Fn(&str) -> Option<Vec<u8>>> {
-    /// The header, lower-cased.
-    pub header: &'a str,
-    pub tag: &'a str,
-    /// Which values without `tag` name another version ([`names_a_tag`]).
-    pub other_tag: fn(&str) -> bool,
-    /// The encoded MAC to its bytes; `None` for one that is malformed.
-    pub decode: D,
-}
-
-impl<D: Fn(&str) -> Option<Vec<u8>>> TaggedHeader<'_, D> {
-    /// The decoded signatures of a delivery, or its verdict when it has
-    /// none: `missing_header` without the header, else `unsupported_version`
-    /// when a value named another version and `malformed_header` when none
-    /// did ([`no_candidates`]).
-    pub(crate) fn signatures(&self, delivery: &Delivery<'_>) -> Result<Vec<Vec<u8>>, Verdict> {
-        let value = signature_header(delivery.headers, self.header, None)?;
-        let (candidates, other_tag) = tagged_by(&[value], self.tag, self.other_tag, &self.decode);
-        if candidates.is_empty() {
-            return Err(no_candidates(other_tag, None));
-        }
-        Ok(candidates)
-    }
-
-    /// The verdict on a delivery: which key's MAC (computed by `mac`)
-    /// matches one of its signatures ([`untimed`]).
-    pub(crate) fn verify(&self, delivery: &Delivery<'_>, keys: &[Vec<u8>], mac: impl Fn(&[u8]) -> Vec<u8>) -> Verdict {
-        match self.signatures(delivery) {
-            Ok(candidates) => untimed(keys, &candidates, mac),
-            Err(verdict) => verdict,
-        }
-    }
-}
-
-/// A `key=value` list carrying a signed timestamp and signatures, as Stripe
-/// (`t=..,v1=..`) and Paddle (`ts=..;h1=..`) send them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TimestampedList<'a> {
-    /// The timestamp exactly as sent (the signed bytes use this text).
-    pub timestamp_text: &'a str,
-    pub timestamp: i64,
-    /// Decoded signatures of the scheme's own tag (32-byte hex).
-    pub signatures: Vec<Vec<u8>>,
-    /// Whether elements with other tags (`v0`, ...) were present.
-    pub other_tags: bool,
-}
-
-/// Parse such a list: elements separated by `separator` with optional
-/// whitespace; a malformed element (no `=`, bad hex) is skipped; a missing,
-/// duplicated or malformed timestamp rejects the whole header.
-pub(crate) fn parse_timestamped_list<'a>(
-    value: &'a str,
-    separator: char,
-    timestamp_key: &str,
-    signature_key: &str,
-) -> Result<TimestampedList<'a>, Reason> {
-    let mut timestamp: Option<(&str, i64)> = None;
-    let mut signatures = Vec::new();
-    let mut other_tags = false;
-    for element in value.split(separator) {
-        ct::check_interrupts();
-        let Some((key, val)) = element.trim().split_once('=') else {
-            continue;
-        };
-        let (key, val) = (key.trim(), val.trim());
-        if key == timestamp_key {
-            if timestamp.is_some() {
-                return Err(Reason::MalformedHeader);
-            }
-            timestamp = Some((val, parse_unix_seconds(val).ok_or(Reason::MalformedHeader)?));
-        } else if key == signature_key {
-            signatures.extend(ct::decode_hex(val, 32));
-        } else {
-            other_tags = true;
-        }
-    }
-    let (timestamp_text, timestamp) = timestamp.ok_or(Reason::MalformedHeader)?;
-    Ok(TimestampedList { timestamp_text, timestamp, signatures, other_tags })
 }
 
 /// The verdict when no candidate signature could be decoded: another

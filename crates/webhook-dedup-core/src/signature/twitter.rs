@@ -134,20 +134,6 @@ mod tests {
     }
 
     #[test]
-    fn rejections_have_reasons() {
-        assert_eq!(check(BODY, &[], &[SECRET]).reason, Reason::MissingHeader);
-        assert_eq!(check(b"{}", &[SIG], &[SECRET]).reason, Reason::NoMatchingSignature);
-        assert_eq!(check(BODY, &[SIG], &[b"wrong"]).reason, Reason::NoMatchingSignature);
-        assert_eq!(check(BODY, &["garbage"], &[SECRET]).reason, Reason::MalformedHeader);
-        assert_eq!(check(BODY, &["sha1=AAAA"], &[SECRET]).reason, Reason::UnsupportedVersion);
-        assert_eq!(check(BODY, &[SIG.trim_end_matches('=')], &[SECRET]).reason, Reason::MalformedHeader, "unpadded");
-        let url_safe = SIG.replace('+', "-").replace('/', "_");
-        assert_eq!(check(BODY, &[&url_safe], &[SECRET]).reason, Reason::MalformedHeader, "base64url");
-        let hex = format!("sha256={}", hex::encode(ct::hmac_sha256(SECRET, &[BODY])));
-        assert_eq!(check(BODY, &[&hex], &[SECRET]).reason, Reason::MalformedHeader, "hex");
-    }
-
-    #[test]
     fn crc_tokens_outside_the_alphabet_are_refused() {
         let ok: [&str; 4] = ["A", "foo", "a+b/c-d_e==", &"x".repeat(MAX_CRC_TOKEN_LEN)];
         for token in ok {

@@ -56,18 +56,4 @@ mod tests {
         assert_eq!((v.reason, v.secret_index, v.signed_at), (Reason::Ok, Some(1), None));
         assert_eq!(check(BODY, &["sha256=AAAA", SIG], &[SECRET]).reason, Reason::MalformedHeader, "sent twice");
     }
-
-    #[test]
-    fn rejections_have_reasons() {
-        assert_eq!(check(BODY, &[], &[SECRET]).reason, Reason::MissingHeader);
-        assert_eq!(check(b"{}", &[SIG], &[SECRET]).reason, Reason::NoMatchingSignature);
-        assert_eq!(check(BODY, &[SIG], &[b"wrong"]).reason, Reason::NoMatchingSignature);
-        assert_eq!(check(BODY, &["garbage"], &[SECRET]).reason, Reason::MalformedHeader);
-        assert_eq!(check(BODY, &["sha1=AAAA"], &[SECRET]).reason, Reason::UnsupportedVersion);
-        assert_eq!(check(BODY, &[SIG.trim_end_matches('=')], &[SECRET]).reason, Reason::MalformedHeader, "unpadded");
-        let url_safe = format!("sha256={}", ct::encode_base64(&[0xfb; 32]).replace('+', "-").replace('/', "_"));
-        assert_eq!(check(BODY, &[&url_safe], &[SECRET]).reason, Reason::MalformedHeader, "base64url");
-        let hex = format!("sha256={}", hex::encode(ct::hmac_sha256(SECRET, &[BODY])));
-        assert_eq!(check(BODY, &[&hex], &[SECRET]).reason, Reason::MalformedHeader, "hex");
-    }
 }

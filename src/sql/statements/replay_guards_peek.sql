@@ -1,7 +1,7 @@
 -- The key a signed body belongs to, read without a lock (src/store/
 -- replay_guards.rs owner_unlocked): a recent duplicate of that key is
 -- answered with reads alone, where the locking read
--- (replay_guard_read.sql) would take a transaction id and write.
+-- (replay_guards_read.sql) would take a transaction id and write.
 -- $1 source, $2 SHA-256 of the raw body.
 SELECT g.idem_key
   FROM webhook_dedup.replay_guards AS g

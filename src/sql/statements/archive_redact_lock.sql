@@ -1,5 +1,5 @@
 -- webhook_dedup.redact's first statement: the keys of its scope (as
--- redact.sql: source $1; the key $2, the keys first seen before $3, or the
+-- archive_redact.sql: source $1; the key $2, the keys first seen before $3, or the
 -- account field $4), locked. The erase is the next statement, whose newer
 -- snapshot sees what a writer of those keys committed while this one
 -- waited (a redrive's payload copy, which it erases too). Returns how many.

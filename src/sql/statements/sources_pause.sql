@@ -1,7 +1,7 @@
 -- webhook_dedup.pause: the source's row (made when it has none) records
 -- the pause; a source paused already keeps its paused_at and paused_by,
 -- and takes the new reason. The row stays locked until the caller's
--- transaction ends (webhook_next's check of a pause, source_paused.sql,
+-- transaction ends (webhook_next's check of a pause, sources_paused.sql,
 -- waits for it). $1 source, $2 now, $3 session user, $4 reason.
 -- Returns the pause's time.
 INSERT INTO webhook_dedup.sources AS s (source, paused_at, paused_by, pause_reason)

@@ -1,6 +1,6 @@
 -- The sources with history rows old enough that they may be past
 -- retention, at most $3 of them: on a distributed install history is
--- pruned source by source (src/maintenance/prune.rs, src/store/citus.rs).
+-- pruned source by source (src/store/history.rs, src/store/citus.rs).
 -- Rows older than $1 (now minus the shortest retention of any source): the
 -- watermarks, replay guards, signed tokens, conflicts and hourly claim
 -- counts; per-minute

@@ -1,6 +1,6 @@
 -- webhook_dedup.resume: the pause is cleared. The row stays locked until
 -- the caller's transaction ends, so a webhook_next that is parking one of
--- the source's keys (it holds the row FOR SHARE, source_paused.sql) has
+-- the source's keys (it holds the row FOR SHARE, sources_paused.sql) has
 -- committed before this returns, and queue_unpark.sql, run next, finds
 -- what it parked. $1 source. No row when the source has none.
 UPDATE webhook_dedup.sources

@@ -3,7 +3,7 @@
 -- signature's window has closed, and conflicts (seen_at)
 -- and hourly claim counts (bucket) by
 -- their source's retention, per-minute claim counts after two hours (the
--- maintenance runs: maintenance_prune_runs.sql).
+-- maintenance runs: maintenance_runs_prune.sql).
 -- Each is bounded and uses its time index; returns how many went.
 -- $1 now, $2 webhook_dedup.retention, $3 how many per table,
 -- $4 the shortest retention of any source (an index bound for the scans).

@@ -1,4 +1,4 @@
--- maintenance_expire_keys.sql for one source only, on a distributed install
+-- expiry_expire_keys.sql for one source only, on a distributed install
 -- (src/store/citus.rs): every part names the source $4, so the statement is
 -- routed to the source's shard, where Citus lets it lock rows.
 -- Retention (src/maintenance/expiry.rs): up to $3 completed keys whose

@@ -1,4 +1,4 @@
--- maintenance_expired_leases.sql for one source only, on a distributed
+-- expiry_expired_leases.sql for one source only, on a distributed
 -- install (src/store/citus.rs): routed to the source's shard, where Citus
 -- lets it lock rows. $1 now, $2 how many, $3 source. Returns the key row
 -- (store::KeyRow).

@@ -1,4 +1,4 @@
--- maintenance_prune_history.sql for one source only, on a distributed
+-- history_prune.sql for one source only, on a distributed
 -- install (src/store/citus.rs): every part names the source $5, so the
 -- statement is routed to the shards of the source (one node: the tables
 -- are co-located), where Citus lets it lock rows. Deletes up to $3 rows of
@@ -7,7 +7,7 @@
 -- signature's window has closed, and conflicts (seen_at) and
 -- hourly claim counts (bucket) by the source's retention, per-minute claim
 -- counts after two hours. Maintenance runs are each node's own
--- (maintenance_prune_runs.sql).
+-- (maintenance_runs_prune.sql).
 -- $1 now, $2 webhook_dedup.retention, $3 how many per table, $4 the
 -- shortest retention of any source (an index bound for the scans), $5 the source.
 WITH cutoff AS (

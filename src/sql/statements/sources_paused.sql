@@ -1,7 +1,7 @@
 -- Whether the source is paused, read from its latest committed row and
 -- locked FOR SHARE until the caller's transaction ends: webhook_next
 -- confirms a pause its cached settings show before it parks a key
--- (key_set_due.sql), so that a resume, which updates the row, waits
+-- (transitions_set_due.sql), so that a resume, which updates the row, waits
 -- for the park to commit and then finds the parked key. Under REPEATABLE
 -- READ a row changed after the snapshot is 40001. $1 source. No row when
 -- the source has none (not paused).
