@@ -8,7 +8,10 @@
 #      and the Python client package's types (mypy, strict);
 #   2. unit: the pure core (cargo test -p webhook-dedup-core) and the
 #      extension's own unit tests (cargo test, no PostgreSQL);
-#   3. pg_test: the SQL functions in one session (cargo pgrx test);
+#   3. pg_test: the SQL functions in one session (cargo pgrx test); then the
+#      SQL surface's readable files, every documented example and SQLSTATE
+#      with its answer (tests/pg_regress, pg_regress as cargo pgrx regress
+#      runs them; any difference from tests/pg_regress/expected fails);
 #   4. isolation: races between sessions (pg_isolation_regress) on a real cluster;
 #   5. cluster: many connections, killed backends, a crashed server, the
 #      background worker and deletes of expired keys under load (pytest; the
@@ -59,6 +62,38 @@ run_pg_test() {
         | grep -E '^test |^test result:|panicked|FAILED' || true
     grep -q '^test result: ok' "$log_file" && ! grep -q '^test result: FAILED' "$log_file" \
         || die "cargo pgrx test pg$PG_MAJOR failed (log: see above)"
+}
+
+# The SQL surface's readable files (tests/pg_regress/sql, their answers in
+# tests/pg_regress/expected; docs/design.md, "Layout") against the running
+# cluster (cluster_start) of $PG_CONFIG's PostgreSQL, as `cargo pgrx regress
+# pg$PG_MAJOR --resetdb` runs them: pg_regress in a new database, setup.sql
+# first, psql with VERBOSITY terse, client_min_messages warning. (cargo pgrx
+# regress itself cannot run here: cargo-pgrx 0.18.1 starts its own server
+# with pg_ctl as the calling user, which refuses root, and calls pg_regress
+# without --bindir, which a relocated build needs.) Any difference fails,
+# with the diff printed; output in directory $1.
+run_pg_regress() {
+    local out=$1 tests regress
+    regress=$(dirname "$("$PG_CONFIG" --pgxs)")/../test/regress/pg_regress
+    tests=$(cd tests/pg_regress/sql && ls ./*.sql | sed 's|^\./||; s|\.sql$||' | grep -vx setup)
+    # pg_regress looks in $out/expected before tests/pg_regress/expected: keep it empty
+    mkdir -p "$out/expected"
+    printf '#!/bin/sh\nexec "$@" -v VERBOSITY=terse\n' > "$out/launcher"
+    chmod 755 "$out/launcher"
+    psql -X -q -v ON_ERROR_STOP=1 -c 'SET client_min_messages = warning' \
+        -c 'DROP DATABASE IF EXISTS webhook_dedup_regress' -c 'CREATE DATABASE webhook_dedup_regress'
+    # shellcheck disable=SC2086
+    if ! PGOPTIONS="-c client_min_messages=warning" "$regress" --bindir="$PG_BIN" --host="$PGHOST" \
+            --port="$PGPORT" --user="$PGUSER" --use-existing --dbname=webhook_dedup_regress \
+            --inputdir=tests/pg_regress --outputdir="$out" --launcher="$out/launcher" \
+            setup $tests > "$out/regress.log" 2>&1; then
+        cat "$out/regress.log"
+        cat "$out/regression.diffs" 2>/dev/null || true
+        die "the SQL surface's answers differ from tests/pg_regress/expected on PostgreSQL $PG_MAJOR (the answers given: $out/results)"
+    fi
+    psql -X -q -c 'DROP DATABASE webhook_dedup_regress' || true
+    grep -E '^(ok|not ok|test) ' "$out/regress.log" || true
 }
 
 # The isolation specs against the running cluster (cluster_start) of
@@ -129,6 +164,10 @@ summary+=("pg_test: $(grep '^test result:' "$WORK/pgtest.log" | head -1)")
 # cargo pgrx test installed its own (pg_test) build; put the real one back.
 install_extension
 cluster_start
+
+log "3/10 the SQL surface's readable files (tests/pg_regress: pg_regress as cargo pgrx regress pg$PG_MAJOR --resetdb runs them)"
+run_pg_regress "$WORK/pg_regress"
+summary+=("pg_regress: $(grep -cE '^(ok|test .*\.\.\. ok)' "$WORK/pg_regress/regress.log") files of tests/pg_regress answered as expected")
 
 log "4/10 isolation specs (pg_isolation_regress)"
 run_isolation "$WORK/isolation"

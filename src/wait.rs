@@ -11,7 +11,7 @@
 //! - **Nothing the holder needs is held while sleeping.** The wait comes
 //!   before the call writes anything to the key (a claim that records its
 //!   delivery locks the row until commit; a recent duplicate is a read,
-//!   `crate::api::claim::unrecorded`, but not every one is), and it takes no advisory lock: the
+//!   `crate::engine::claim::read_answer`, but not every one is), and it takes no advisory lock: the
 //!   holder's completion never waits for a waiter. Each look reads the key
 //!   with the latest snapshot, without a lock, in a memory context of its
 //!   own. It waits only in a transaction that had not written before the

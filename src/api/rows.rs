@@ -50,7 +50,7 @@ pub(crate) fn http_row(
         answer::Body::Result => Some(result.cloned().unwrap_or_else(status_body)),
         answer::Body::Status => Some(status_body()),
         answer::Body::Error(text) => Some(Jsonb::from_text(&serde_json::json!({ "error": text }).to_string())),
-        answer::Body::Handshake => handshake,
+        answer::Body::Handshake => Some(handshake.unwrap_or_else(status_body)),
     };
     (i32::from(reply.status), Jsonb::from_text(&serde_json::Value::Object(headers).to_string()), body)
 }

@@ -3,7 +3,7 @@
 //! to. GitHub and Shopify sign the body but neither the delivery id nor a
 //! time, so whoever captured one signed delivery can re-send it under a new
 //! id; the guard makes that a duplicate of the key the body first came with
-//! (`webhook_receive`, `crate::api::receive`).
+//! (`webhook_receive`, `crate::engine::receive`).
 //!
 //! The protocol, as the keys' (`crate::store`):
 //! 1. **A new body is one insert, arbitrated by the primary key**: of two
@@ -114,7 +114,7 @@ pub fn lock(conn: &Conn<'_>, source: &str, body_sha256: &[u8], idem_key: &str) -
 
 /// The key the body `body_sha256` of `source` belongs to, read without a
 /// lock on the latest snapshot (a recent duplicate of that key is answered
-/// with reads alone, `crate::api::receive`); `None` when it has no guard.
+/// with reads alone, `crate::engine::receive`); `None` when it has no guard.
 pub fn owner_unlocked(conn: &Conn<'_>, source: &str, body_sha256: &[u8]) -> Option<String> {
     let rows = conn.execute(&PEEK, &[arg(source), arg(body_sha256)], Snap::Latest);
     (!rows.is_empty()).then(|| rows.get::<String>(0, 1)).flatten()

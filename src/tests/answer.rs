@@ -176,4 +176,19 @@ mod tests {
         );
         assert_eq!(got, Ok(Some("00:00:03 00:00:02 header X-Slack-No-Retry: 1".into())));
     }
+
+    /// A handshake's answer is its body when given, else the status body
+    /// the function documents (it was NULL).
+    #[pg_test]
+    fn a_handshake_without_a_body_answers_its_status() {
+        let body = |sql: &str| Spi::get_one::<JsonB>(sql).unwrap().map(|j| j.0);
+        assert_eq!(
+            body("SELECT response FROM webhook_dedup.http_answer('handshake')"),
+            Some(json!({"status": "handshake"}))
+        );
+        assert_eq!(
+            body("SELECT response FROM webhook_dedup.http_answer('handshake', result => '{\"challenge\": \"x\"}')"),
+            Some(json!({"challenge": "x"}))
+        );
+    }
 }

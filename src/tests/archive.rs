@@ -1,4 +1,4 @@
-//! `#[pg_test]`s of the payload archive in one session (src/api/archive.rs,
+//! `#[pg_test]`s of the payload archive in one session (src/engine/archive.rs, src/api/archive.rs,
 //! src/maintenance/archive.rs): what each intake path archives and what it
 //! does not, the partitions a pass makes and drops, paced removal of a
 //! shorter payload retention, rows moved out of the default partition,
