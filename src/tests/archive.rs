@@ -298,9 +298,28 @@ mod tests {
             text_of("SELECT outcome FROM webhook_dedup.webhook_claim('ar', 'k', 'third body'::bytea)").as_deref(),
             Some("conflict")
         );
-        // redacting again is harmless; an unknown key erases nothing
-        assert_eq!(i64_of("SELECT deliveries FROM webhook_dedup.redact('ar', idem_key => 'k')"), 1);
+        // redacting again erases what arrived since (the conflicting
+        // delivery's archived copy) and counts no key: its tombstone had
+        // nothing left to erase
+        assert_eq!(
+            Spi::get_two::<i64, i64>("SELECT keys, deliveries FROM webhook_dedup.redact('ar', idem_key => 'k')")
+                .unwrap(),
+            (Some(0), Some(1))
+        );
+        assert_eq!(i64_of("SELECT count(*) FROM webhook_dedup.redactions"), 2);
+        // a third time erases nothing and records nothing; nor does an
+        // unknown key
+        assert_eq!(
+            Spi::get_two::<i64, i64>("SELECT keys, deliveries FROM webhook_dedup.redact('ar', idem_key => 'k')")
+                .unwrap(),
+            (Some(0), Some(0))
+        );
         assert_eq!(i64_of("SELECT keys FROM webhook_dedup.redact('ar', idem_key => 'nope')"), 0);
+        assert_eq!(i64_of("SELECT count(*) FROM webhook_dedup.redactions"), 2);
+        assert_eq!(
+            text_of("SELECT redacted_by FROM webhook_dedup.keys WHERE source = 'ar' AND idem_key = 'k'"),
+            text_of("SELECT session_user::text")
+        );
     }
 
     #[pg_test]
@@ -343,11 +362,12 @@ mod tests {
             vec![text_of("SELECT webhook_dedup.webhook_key('ar', 'e1', account => 'acct:1')").unwrap()]
         );
         // a source's keys first seen before a time: here, every key of ar
+        // (the one redacted above had nothing left to erase: not counted)
         let (keys, _) = Spi::get_two::<i64, i64>(
             "SELECT keys, deliveries FROM webhook_dedup.redact('ar', before => clock_timestamp())",
         )
         .unwrap();
-        assert_eq!(keys, Some(3));
+        assert_eq!(keys, Some(2));
         assert_eq!(i64_of("SELECT count(*) FROM webhook_dedup.archive WHERE source = 'ar'"), 0);
         assert_eq!(i64_of("SELECT count(*) FROM webhook_dedup.payloads WHERE source = 'ar'"), 0);
         assert_eq!(i64_of("SELECT count(*) FROM webhook_dedup.payloads WHERE source = 'other'"), 1);

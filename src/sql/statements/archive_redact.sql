@@ -12,7 +12,9 @@
 -- Its payload for the workers and its archived deliveries are deleted:
 -- the first at the key's first_seen_at, each conflicting one at its
 -- conflict_log.seen_at (each partition's index (source, received_at), one
--- day's partition each).
+-- day's partition each). A key already redacted with nothing left to erase
+-- (no result, no error of its own, no queued payload) is left as it is and
+-- not counted: its first redaction's who and when stay.
 -- Deliveries whose key is gone (past retention, until their day's
 -- partition is dropped; or an earlier key of the same id, gone before this
 -- one was made) are found by a scan of the source's archive: by key (the
@@ -40,6 +42,11 @@ WITH red AS (
      AND ($4::pg_catalog.text IS NULL
           OR (pg_catalog.split_part(k.idem_key, ':', 3) OPERATOR(pg_catalog.=) $4
               AND pg_catalog.split_part(k.idem_key, ':', 4) OPERATOR(pg_catalog.<>) ''))
+     AND (k.redacted_at IS NULL OR k.result IS NOT NULL
+          OR k.last_error OPERATOR(pg_catalog.<>) 'payload erased by webhook_dedup.redact'
+          OR EXISTS (SELECT FROM webhook_dedup.payloads AS q
+                      WHERE q.idem_key OPERATOR(pg_catalog.=) k.idem_key
+                        AND q.source OPERATOR(pg_catalog.=) k.source))
   RETURNING k.idem_key, k.first_seen_at
 ), pay AS (
   DELETE FROM webhook_dedup.payloads AS p

@@ -130,8 +130,10 @@ SELECT count(*) AS left_to_export FROM webhook_dedup.export_deliveries('ops_arch
 -- (no key, account or time), until purge_redactions makes it final.
 SELECT source, keys, deliveries, redacted_by = session_user AS redacted_by_me, purged_at
   FROM webhook_dedup.redactions WHERE source = 'ops_archive' ORDER BY id;
--- Redacting the key again finds no delivery left to erase.
-SELECT deliveries FROM webhook_dedup.redact('ops_archive', idem_key => 'ops_archive:evt_2');
+-- Redacting the key again finds nothing left to erase: no key is counted
+-- (it keeps its first redaction's who and when), no delivery, no record.
+SELECT * FROM webhook_dedup.redact('ops_archive', idem_key => 'ops_archive:evt_2');
+SELECT count(*) AS redactions FROM webhook_dedup.redactions WHERE source = 'ops_archive';
 -- By account: the keys derived with one account (the third field).
 SELECT webhook_dedup.webhook_enqueue('ops_archive', webhook_dedup.webhook_key('ops_archive', 'evt_' || n, account => a),
                                      '{}'::bytea) AS enqueued
