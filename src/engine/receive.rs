@@ -236,6 +236,15 @@ impl<'a> Intake<'a> {
     fn count(&self, event_type: Option<&str>, counter: Counter, delivery: bool) {
         metrics::count(self.request.source, event_type, counter, delivery);
     }
+
+    /// The lease this delivery's claim asks for, microseconds: the call's
+    /// `lease`, else the source's. What an answer of `in_progress` tells
+    /// the provider to wait when no holder's lease can be read yet (a first
+    /// claim still in its open transaction, made by a copy of this same
+    /// receiver, which asks for the same lease).
+    fn lease_us(&self) -> i64 {
+        self.request.lease_us.unwrap_or_else(|| self.settings.default_lease_us())
+    }
 }
 
 /// A delivery whose signature verified.
@@ -356,7 +365,7 @@ fn bind_token(
                 verified: true,
                 secret_index,
                 outcome: Some(Kind::Claim(Outcome::InProgress)),
-                retry_at: Some(clock_now().saturating_add(intake.settings.default_lease_us())),
+                retry_at: Some(clock_now().saturating_add(intake.lease_us())),
                 ..Answer::default()
             })
         }
@@ -476,8 +485,9 @@ fn store(conn: &Conn<'_>, intake: &Intake<'_>, d: &Keyed) -> Answer {
     within(intake.lock_deadline, |bound| stored(conn, intake, d, bound)).unwrap_or_else(|| {
         // Out of time: the key is busy in a transaction that has not ended.
         // A retry can succeed once the holder's lease runs out (the row as
-        // the latest snapshot shows it), else in a lease of the source's
-        // (an uncommitted first claim's).
+        // the latest snapshot shows it), else within a lease (an uncommitted
+        // first claim's: its copies come from one receiver, which asks for
+        // the lease this call asks for; the source's when it names none).
         intake.count(event_type, Counter::for_outcome(Outcome::InProgress), true);
         // (the look opens the keys table: it must not wait either, for a
         // rewrite of the table that holds it, purge_redactions)
@@ -485,7 +495,7 @@ fn store(conn: &Conn<'_>, intake: &Intake<'_>, d: &Keyed) -> Answer {
             .flatten()
             .and_then(|looked| looked.stored.lease_expires_at)
             .filter(|until| *until > clock_now())
-            .unwrap_or_else(|| clock_now().saturating_add(intake.settings.default_lease_us()));
+            .unwrap_or_else(|| clock_now().saturating_add(intake.lease_us()));
         Answer {
             idem_key: Some(d.key.clone()),
             outcome: Some(Kind::Claim(Outcome::InProgress)),

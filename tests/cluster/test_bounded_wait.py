@@ -340,8 +340,17 @@ def test_a_first_claim_in_an_open_transaction_bounds_the_copy_too(connect):
         assert w.error is None, w.error
         assert (w.row["outcome"], w.row["http_status"]) == ("in_progress", 503), w.row
         assert 1.0 <= w.elapsed < 2.5, w.elapsed
-        # no lease to read yet: the source's lease (the default, 5 minutes) is the hint
-        assert int(w.row["http_headers"]["Retry-After"]) >= 1
+        # no lease to read yet: the lease this call asks for (receive's 30
+        # seconds; copies from one receiver ask for the same) is the hint,
+        # not the source's (the default, 5 minutes)
+        assert 1 <= int(w.row["http_headers"]["Retry-After"]) <= 30, w.row["http_headers"]
+        # and the source's when the call names none
+        w = Waiter(connect, event, "1 second", lease=None)
+        w.start()
+        w.join(15)
+        assert w.error is None, w.error
+        assert w.row["outcome"] == "in_progress", w.row
+        assert 30 < int(w.row["http_headers"]["Retry-After"]) <= 300, w.row["http_headers"]
         holder.execute("ROLLBACK")
         assert key_row(observer, event) is None
         guards = observer.execute(
