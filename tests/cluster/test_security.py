@@ -556,12 +556,15 @@ def verify_call(secrets: int) -> str:
             f" ARRAY(SELECT 's' || i FROM generate_series(1, {secrets}) AS i)) FROM p, h")
 
 
-def long_call(conn, at_least: float = 6.0) -> str:
-    """A call that takes at least `at_least` seconds here: calls with 5 and
-    15 secrets are timed, which gives the cost of one secret (the slope)
-    apart from the fixed cost of reading the headers, and the count is
-    chosen for 1.5 times `at_least` (room for the machine's noise), so the
-    interruption tests below never depend on how fast this machine is."""
+def long_call(conn, at_least: float = 6.0) -> tuple[str, float]:
+    """A call that takes at least `at_least` seconds here, and how long it
+    took when last run: calls with 5 and 15 secrets are timed, which gives
+    the cost of one secret (the slope) apart from the fixed cost of reading
+    the headers, and the count is chosen for 1.5 times `at_least`; then
+    the call is run, and grown and run again while it is shorter than
+    `at_least` (a slope measured while the machine was busy is too steep),
+    so the interruption tests below never depend on how fast this machine
+    is, nor on its noise. Fails only when 5,000 secrets are too few."""
     def seconds(n):
         started = time.monotonic()
         conn.execute(verify_call(n))
@@ -570,7 +573,13 @@ def long_call(conn, at_least: float = 6.0) -> str:
     few, more = seconds(5), seconds(15)
     per_secret = max((more - few) / 10, 1e-4)
     fixed = max(few - 5 * per_secret, 0.0)
-    return verify_call(max(15, min(5000, int((at_least * 1.5 - fixed) / per_secret) + 1)))
+    n = max(15, min(5000, int((at_least * 1.5 - fixed) / per_secret) + 1))
+    took = seconds(n)
+    while took <= at_least and n < 5000:
+        n = min(5000, int(n * at_least * 1.5 / max(took, 1e-3)) + 1)
+        took = seconds(n)
+    assert took > at_least, f"{n} secrets took only {took:.1f} s: too short to show an interruption inside one call"
+    return verify_call(n), took
 
 
 def test_a_million_headers_in_linear_time(hostile):
@@ -602,11 +611,7 @@ def test_statement_timeout_interrupts_a_call(hostile):
     bound was 3 s flat; on a machine at half speed, freeing the call's
     100 MB after the cancel took 1.2 s, and the test failed while the
     interruption had worked.)"""
-    call = long_call(hostile)
-    started = time.monotonic()
-    hostile.execute(call)
-    one_call = time.monotonic() - started
-    assert one_call > 6.0, f"one call took only {one_call:.1f} s: too short to show an interruption inside it"
+    call, one_call = long_call(hostile)
     hostile.execute("SET statement_timeout = '2s'")
     try:
         started = time.monotonic()
@@ -623,7 +628,7 @@ def test_cancel_and_terminate_interrupt_a_call(hostile, connect):
     (before, the backend never looked, and DROP DATABASE ... WITH (FORCE)
     waited for it): a call of at least 6 s stops within 2 s of a signal
     sent 0.5 s into it."""
-    call = long_call(hostile)
+    call, _ = long_call(hostile)
     pid = hostile.info.backend_pid
     with connect() as admin:
         for signal, error in (("pg_cancel_backend", psycopg.errors.QueryCanceled),
