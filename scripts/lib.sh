@@ -349,3 +349,73 @@ ensure_citus() {
 # PG_BIN and PG_CONFIG of $PG_MAJOR (PG_MAJOR=16 scripts/package.sh builds
 # against the PyPI build of 16).
 use_pg_major "$PG_MAJOR"
+
+# --- The SQL edition (docs/sql-edition.md) -----------------------------------
+
+PG_TLE_SOURCE=${WEBHOOK_DEDUP_PG_TLE_SOURCE:-$(dirname "$ROOT")/shared/pg_tle}
+SQL_EDITION_DIR=$ROOT/target/sql-edition
+
+# A PostgreSQL of major $1 where only the SQL edition can be installed, as on
+# a managed platform: a copy of the PostgreSQL the native edition is built
+# against (its binaries, libraries, share and server headers, relocated:
+# PostgreSQL finds its directories relative to its binaries) without the
+# native edition's files, with pg_tle built into it from $PG_TLE_SOURCE.
+# pg_tle refuses to install an extension whose name has a control file on
+# disk (pg_tle 1.5.2, tleextension.c, "control file already exists"), so
+# the native edition's own installation cannot host it. Prints the copy's
+# bin directory. Redone when the source installation changes (a stamp of
+# its postgres binary and of this function's inputs).
+sql_edition_server() {
+    local major=$1 saved_major=$PG_MAJOR bin config root dest stamp want d rel
+    use_pg_major "$major"
+    bin=$PG_BIN config=$PG_CONFIG
+    use_pg_major "$saved_major"
+    dest=$PG_WHEEL_DIR/$major-sql
+    stamp=$dest/.copied
+    want=$(sha256sum "$bin/postgres" "$PG_TLE_SOURCE/build.sh" | sha256sum | cut -d' ' -f1)
+    # the directories of this installation (binaries and libraries, share,
+    # server headers), below the longest prefix they share: /usr for
+    # Debian's, the wheel's pginstall
+    local dirs=("$(dirname "$bin")" "$("$config" --sharedir)" "$(dirname "$("$config" --includedir-server)")")
+    root=${dirs[0]}
+    for d in "${dirs[@]}"; do
+        while [ "${d#"$root"/}" = "$d" ] && [ "$d" != "$root" ]; do root=$(dirname "$root"); done
+    done
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        log "copying PostgreSQL $major for the SQL edition, with pg_tle ($dest)"
+        [ -f "$PG_TLE_SOURCE/build.sh" ] || die "no pg_tle at $PG_TLE_SOURCE (set WEBHOOK_DEDUP_PG_TLE_SOURCE)"
+        rm -rf "$dest"
+        for d in "${dirs[@]}"; do
+            rel=${d#"$root"/}
+            mkdir -p "$dest/root/$(dirname "$rel")"
+            cp -a "$d" "$dest/root/$(dirname "$rel")/"
+        done
+        local copy_config=$dest/root/${bin#"$root"/}/pg_config
+        rm -f "$("$copy_config" --pkglibdir)"/webhook_dedup*.so "$("$copy_config" --sharedir)"/extension/webhook_dedup*
+        bash "$PG_TLE_SOURCE/build.sh" "$copy_config" >&2 || die "building pg_tle for the SQL edition failed"
+        chmod -R a+rX "$dest"
+        echo "$want" > "$stamp"
+    fi
+    echo "$dest/root/${bin#"$root"/}"
+}
+
+# The SQL edition's artifacts of this checkout in $SQL_EDITION_DIR, from the
+# native edition's install script of PostgreSQL $PG_MAJOR (install_extension
+# puts it there): webhook_dedup-sql-edition--<version>.sql (the install
+# script) and webhook_dedup-tle--<version>.sql (pg_tle). Functions without a
+# body in editions/sql raise 0A000 (the edition is being built: issue 43).
+build_sql_edition() {
+    local version native
+    version=$(sed -n 's/^version = "\([0-9.]*\)"$/\1/p' "$ROOT/Cargo.toml" | head -1)
+    native=$("$PG_CONFIG" --sharedir)/extension/webhook_dedup--$version.sql
+    [ -f "$native" ] || die "no native install script at $native (install_extension first)"
+    mkdir -p "$SQL_EDITION_DIR"
+    (cd "$ROOT" && cargo build -q --release -p webhook-dedup-sql-edition) \
+        || die "building crates/webhook-dedup-sql-edition failed"
+    "$ROOT/target/release/webhook-dedup-sql-edition" assemble "$native" "$ROOT/editions/sql" \
+        "$SQL_EDITION_DIR/webhook_dedup-sql-edition--$version.sql" --allow-missing 2>"$SQL_EDITION_DIR/assemble.log" \
+        || { cat "$SQL_EDITION_DIR/assemble.log" >&2; die "assembling the SQL edition failed"; }
+    "$ROOT/target/release/webhook-dedup-sql-edition" tle "$SQL_EDITION_DIR/webhook_dedup-sql-edition--$version.sql" \
+        "$version" "$SQL_EDITION_DIR/webhook_dedup-tle--$version.sql" || die "writing the pg_tle artifact failed"
+    echo "$version"
+}

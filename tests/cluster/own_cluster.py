@@ -27,11 +27,13 @@ def _require(names):
 
 class OwnCluster:
     """`settings` join (and may replace) the postgresql.conf lines below;
-    `prefix` names the temporary directory."""
+    `prefix` names the temporary directory; `bin`, the binaries' directory,
+    replaces WEBHOOK_DEDUP_PG_BIN (the SQL edition's server, a copy of its
+    own: tests/sql_edition)."""
 
-    def __init__(self, settings: dict, prefix: str = "webhook_dedup_own."):
-        _require(("WEBHOOK_DEDUP_PG_BIN", "WEBHOOK_DEDUP_PG_OS_USER"))
-        self.bin = Path(os.environ["WEBHOOK_DEDUP_PG_BIN"])
+    def __init__(self, settings: dict, prefix: str = "webhook_dedup_own.", bin: Path | None = None):
+        _require(("WEBHOOK_DEDUP_PG_OS_USER",) if bin else ("WEBHOOK_DEDUP_PG_BIN", "WEBHOOK_DEDUP_PG_OS_USER"))
+        self.bin = bin or Path(os.environ["WEBHOOK_DEDUP_PG_BIN"])
         self.user = os.environ["WEBHOOK_DEDUP_PG_OS_USER"]
         self.dir = Path(tempfile.mkdtemp(prefix=prefix))
         shutil.chown(self.dir, self.user)

@@ -16,7 +16,7 @@ use std::fmt;
 
 use regex::Regex;
 
-use crate::bodies::{Body, Language};
+use crate::bodies::Body;
 
 /// The dollar quote around every body. A body may not contain it
 /// ([`crate::bodies::parse`] refuses one that does).
@@ -163,6 +163,7 @@ pub fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bodies::Language;
     use std::path::PathBuf;
 
     const NATIVE: &str = "/* <begin connected objects> */\n-- bootstrap\nCREATE SCHEMA webhook_dedup;\n\

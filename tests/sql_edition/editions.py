@@ -1,0 +1,71 @@
+"""The two editions side by side, each in a throwaway cluster of its own:
+
+- native: the server the native edition is built for (WEBHOOK_DEDUP_PG_BIN),
+  webhook_dedup preloaded, `CREATE EXTENSION webhook_dedup`;
+- sql: a copy of that server without the native edition's files
+  (WEBHOOK_DEDUP_SQL_EDITION_PG_BIN, scripts/lib.sh sql_edition_server),
+  pg_tle preloaded, the pg_tle artifact run (WEBHOOK_DEDUP_SQL_EDITION_TLE:
+  the roles, then pgtle.install_extension), then
+  `CREATE EXTENSION webhook_dedup` as on AWS RDS or Supabase.
+
+scripts/test.sh sets the variables; a missing one fails the test.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+sys.path.append(str(Path(__file__).resolve().parents[1] / "cluster"))
+from own_cluster import OwnCluster  # noqa: E402
+
+
+def require(names):
+    missing = [n for n in names if not os.environ.get(n)]
+    if missing:
+        pytest.fail(f"the SQL edition's tests need {', '.join(missing)} (scripts/test.sh sets them)", pytrace=False)
+
+
+class Edition(OwnCluster):
+    """One edition's cluster, with the extension created in database
+    `postgres`."""
+
+    def __init__(self, name: str):
+        self.name = name
+        if name == "native":
+            require(("WEBHOOK_DEDUP_PG_BIN",))
+            super().__init__({}, prefix="webhook_dedup_native.")
+            with self.connect() as conn:
+                conn.execute("CREATE EXTENSION webhook_dedup")
+            return
+        require(("WEBHOOK_DEDUP_SQL_EDITION_PG_BIN", "WEBHOOK_DEDUP_SQL_EDITION_TLE"))
+        super().__init__({"shared_preload_libraries": "'pg_tle'"}, prefix="webhook_dedup_sql.",
+                         bin=Path(os.environ["WEBHOOK_DEDUP_SQL_EDITION_PG_BIN"]))
+        with self.connect() as conn:
+            conn.execute("CREATE EXTENSION pg_tle")
+            conn.execute("CREATE EXTENSION pgcrypto")
+        self.psql_file(os.environ["WEBHOOK_DEDUP_SQL_EDITION_TLE"])
+        with self.connect() as conn:
+            conn.execute("CREATE EXTENSION webhook_dedup")
+
+    def psql_file(self, path: str, dbname: str = "postgres"):
+        """Run an SQL file with this server's psql, stopping at the first
+        error (which fails the test with psql's output)."""
+        done = subprocess.run([str(self.bin / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", str(self.dir),
+                               "-U", "postgres", "-d", dbname, "-f", path], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.fail(f"psql -f {path} on the {self.name} edition failed:\n{done.stderr[-3000:]}", pytrace=False)
+
+
+def answer(conn: psycopg.Connection, statement: str, args=()) -> tuple:
+    """What a statement answers, comparably across editions: ("rows",
+    rows) or ("error", SQLSTATE, message, hint). The connection is
+    autocommit: an error leaves nothing behind."""
+    try:
+        return ("rows", conn.execute(statement, args).fetchall())
+    except psycopg.Error as e:
+        diag = e.diag
+        return ("error", diag.sqlstate, diag.message_primary, diag.message_hint)
