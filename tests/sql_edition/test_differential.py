@@ -11,8 +11,13 @@ test command (WEBHOOK_DEDUP_DIFFERENTIAL_CASES, 300 by default); a longer
 run sets it higher.
 """
 
+import base64
+import hashlib
+import hmac
+import json
 import os
 import random
+from pathlib import Path
 
 import pytest
 
@@ -59,7 +64,64 @@ def operation_key_call(rng):
             (text(rng), text(rng), text(rng), max_length, downstream))
 
 
-GENERATORS = {"webhook_key": key_call, "webhook_body_key": body_key_call, "webhook_operation_key": operation_key_call}
+# Verification: the schemes the SQL edition has so far.
+VERIFIED = {"github": ("X-Hub-Signature-256", lambda mac: "sha256=" + mac.hex()),
+            "shopify": ("X-Shopify-Hmac-Sha256", lambda mac: base64.b64encode(mac).decode())}
+
+
+def signature_value(rng, scheme, body: bytes, secret: str):
+    """A header value: right, wrong by a bit, another tag, another case,
+    padded, truncated, empty, or malformed."""
+    _, encode = VERIFIED[scheme]
+    mac = hmac.new(secret.encode(), body, hashlib.sha256).digest()
+    good = encode(mac)
+    return rng.choice([
+        good, good, good.upper() if scheme == "github" else good, f"  {good}\t", good[:-2],
+        encode(bytes([mac[0] ^ 1]) + mac[1:]), "sha1=" + hashlib.sha1(body).hexdigest(), "", "=", "sha256= " + mac.hex(),
+        good + "00", "v1=" + mac.hex(), base64.b64encode(mac).decode().rstrip("="), "\u00a0" + good + "\u3000",
+    ])
+
+
+def verify_call(rng):
+    scheme = rng.choice(list(VERIFIED) + ["GitHub", "SHOPIFY", "gitlab", None])
+    known = (scheme or "").lower() if (scheme or "").lower() in VERIFIED else "github"
+    header, _ = VERIFIED[known]
+    body = rng.choice([b"", b"Hello, World!", (text(rng) or "").encode(), bytes(range(256))])
+    secrets = [rng.choice(["It's a Secret to Everybody", "s", "secret é", "x" * 100]) for _ in range(rng.randint(1, 3))]
+    signer = rng.choice(secrets)
+    name = rng.choice([header, header.lower(), header.upper()])
+    value = signature_value(rng, known, body, signer)
+    headers = rng.choice([
+        {name: value}, {name: [value]}, {name: [value, value]}, {name: []}, {}, {"Other": value},
+        {name: value, header.lower(): value} if name != header.lower() else {name: value},
+        {name: 1}, {name: [value, None]}, [], "text", None, {"a": {"b": 1}},
+    ])
+    if rng.random() < 0.15:
+        secrets = rng.choice([[], [None], ["s", ""], [" s"], ["s\n"], None, ["\u00a0s"]])
+    extra = rng.choice([{}, {}, {}, {"tolerance": "-1 second"}, {"tolerance": "1 month"}, {"tolerance": "400 days"},
+                        {"url": "https://example.com/"}, {"signature_header": "X-Sig"}, {"at": "infinity"},
+                        {"tolerance": "5 minutes"}])
+    detail = rng.random() < 0.5
+    names = ", ".join(f"{k} => %s" for k in extra)
+    statement = (f"SELECT * FROM webhook_dedup.{'webhook_verify_detail' if detail else 'webhook_verify'}"
+                 f"(%s, %s, %s::jsonb, %s::text[]{', ' + names if names else ''})")
+    return statement, (scheme, body if rng.random() > 0.03 else None,
+                       None if headers is None else json.dumps(headers), secrets, *extra.values())
+
+
+def typed_verify_call(rng):
+    scheme = rng.choice(list(VERIFIED))
+    body = rng.choice([b"", b"Hello, World!", (text(rng) or "").encode()])
+    secret = rng.choice(["It's a Secret to Everybody", "s", "", " s", None])
+    value = None if rng.random() < 0.1 else signature_value(rng, scheme, body, secret or "s")
+    return f"SELECT webhook_dedup.webhook_verify_{scheme}(%s, %s, %s)", (body if rng.random() > 0.05 else None, value,
+                                                                         secret)
+
+
+GENERATORS = {"webhook_key": key_call, "webhook_body_key": body_key_call, "webhook_operation_key": operation_key_call,
+              "webhook_verify": verify_call, "webhook_verify_typed": typed_verify_call}
+
+VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "signatures-and-claims.json"
 
 # Edge cases, and every case a difference was once found in.
 EDGES: list[tuple[str, tuple]] = [
@@ -82,15 +144,35 @@ EDGES: list[tuple[str, tuple]] = [
 def test_generated_calls_answer_alike(native, sql, function):
     rng = random.Random(f"{SEED}-{function}")
     calls = [GENERATORS[function](rng) for _ in range(CASES)]
-    errors = set()
+    errors, rows = set(), set()
     with native.connect() as a, sql.connect() as b:
         for statement, args in calls:
             x, y = answer(a, statement, args), answer(b, statement, args)
             assert x == y, f"{statement} {args!r}:\n  native: {x}\n  SQL edition: {y}"
             if x[0] == "error":
                 errors.add(x[1])
-    # the generator reaches the errors too, not only the happy path
+            else:
+                rows.update(x[1][0][:2])
+    # the generator reaches the errors too, not only the happy path, and
+    # a verification both passes and fails, for more than one reason
     assert {"22004", "22023"} <= errors, errors
+    if function.startswith("webhook_verify"):
+        assert {True, False} <= rows, rows
+    if function == "webhook_verify":
+        assert {"ok", "missing_header", "malformed_header", "unsupported_version", "no_matching_signature"} <= rows, rows
+
+
+def test_the_shared_vectors_verify_alike(native, sql):
+    vectors = [v for v in json.loads(VECTORS.read_text()) if v.get("scheme") in VERIFIED]
+    assert len(vectors) >= 10
+    with native.connect() as a, sql.connect() as b:
+        for v in vectors:
+            call = ("SELECT * FROM webhook_dedup.webhook_verify_detail(%s, %s, %s::jsonb, %s::text[])",
+                    (v["scheme"], bytes.fromhex(v["body_hex"]), json.dumps(v["headers"]),
+                     [v["secret"], *v.get("extra_secrets", [])]))
+            x, y = answer(a, *call), answer(b, *call)
+            assert x == y, f"{v['id']}: native {x}, SQL edition {y}"
+            assert x[0] == "rows" and x[1][0][0] == v["expected_valid"], (v["id"], x)
 
 
 def test_the_edges_answer_alike(native, sql):

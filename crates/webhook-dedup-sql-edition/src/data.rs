@@ -3,12 +3,17 @@
 //! same tables as the native one.
 //!
 //! - `downstream_key_limits_rows`: the presets of `webhook_operation_key`
-//!   ([`webhook_dedup_core::operation_key::DOWNSTREAMS`]).
+//!   ([`webhook_dedup_core::operation_key::DOWNSTREAMS`]);
+//! - helpers ([`helpers`]): the signature schemes with their properties
+//!   and names ([`Scheme::ALL`], [`Scheme::STANDARD_ALIASES`]), and the
+//!   characters Rust's `str::trim` trims (Unicode White_Space), which the
+//!   header rules trim.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use webhook_dedup_core::operation_key::DOWNSTREAMS;
+use webhook_dedup_core::signature::{Coverage, Scheme};
 
 use crate::bodies::{Body, Language};
 
@@ -43,6 +48,75 @@ fn downstream_key_limits_rows() -> Body {
     generated(format!("VALUES\n{}\n", rows.join(",\n")))
 }
 
+/// The helpers written from the core: whole statements, each function
+/// revoked from PUBLIC.
+pub fn helpers() -> (PathBuf, String) {
+    let mut sql = String::new();
+    // the schemes: name, default window, what they need and cover
+    let rows: Vec<String> = Scheme::ALL
+        .iter()
+        .map(|s| {
+            let coverage = match s.coverage() {
+                Coverage::Bytes => "bytes",
+                Coverage::Content => "content",
+                Coverage::Nothing => "nothing",
+            };
+            format!(
+                "  ({}, {}, {}, {}, {})",
+                literal(s.name()),
+                s.default_tolerance_s().map_or("NULL".into(), |t| t.to_string()),
+                s.signs_url(),
+                s.signable(),
+                literal(coverage)
+            )
+        })
+        .collect();
+    sql.push_str(&format!(
+        "-- The signature schemes (webhook_dedup_core::signature::Scheme::ALL, in its order): name,\n\
+         -- the provider's replay window in seconds, whether the URL is signed, whether webhook_sign\n\
+         -- signs it, what its signature covers of the body.\n\
+         CREATE FUNCTION webhook_dedup._schemes()\n  RETURNS TABLE (name text, default_tolerance_s bigint, signs_url \
+         boolean, signable boolean, coverage text)\nLANGUAGE sql IMMUTABLE PARALLEL SAFE\nAS $$\nVALUES\n{}\n$$;\n\
+         REVOKE ALL ON FUNCTION webhook_dedup._schemes() FROM PUBLIC;\n\n",
+        rows.join(",\n")
+    ));
+    // Scheme::parse: the aliases of standard, then every name, compared
+    // with ASCII case folding (eq_ignore_ascii_case)
+    let names: Vec<&str> = Scheme::ALL.iter().map(|s| s.name()).collect();
+    let hint = format!(
+        "Supported schemes: {} ({} are aliases of standard).",
+        names.join(", "),
+        match Scheme::STANDARD_ALIASES {
+            [a, b, c] => format!("{a}, {b} and {c}"),
+        }
+    );
+    let aliases: Vec<String> = Scheme::STANDARD_ALIASES.iter().map(|a| literal(a)).collect();
+    sql.push_str(&format!(
+        "-- The scheme a name means (Scheme::parse): an alias of standard ({aliases}), else the scheme of\n\
+         -- that name, ASCII letters compared without case; 22023 otherwise.\n\
+         CREATE FUNCTION webhook_dedup._scheme_parse(name text) RETURNS text\n\
+         LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE\nAS $$\nDECLARE\n  folded text := \
+         pg_catalog.translate(name, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz');\n  found text;\nBEGIN\n  \
+         IF folded OPERATOR(pg_catalog.=) ANY (ARRAY[{aliases}]) THEN\n    RETURN 'standard';\n  END IF;\n  \
+         SELECT s.name INTO found FROM webhook_dedup._schemes() AS s WHERE s.name OPERATOR(pg_catalog.=) folded;\n  \
+         IF found IS NULL THEN\n    RAISE EXCEPTION 'unknown webhook signature scheme \"%\"', name\n      \
+         USING ERRCODE = 'invalid_parameter_value', HINT = {hint};\n  END IF;\n  RETURN found;\nEND\n$$;\n\
+         REVOKE ALL ON FUNCTION webhook_dedup._scheme_parse(text) FROM PUBLIC;\n\n",
+        aliases = aliases.join(", "),
+        hint = literal(&hint),
+    ));
+    // str::trim's characters: Unicode White_Space
+    let spaces: String = (0..=0x10FFFFu32).filter_map(char::from_u32).filter(|c| c.is_whitespace()).collect();
+    let escaped: String = spaces.chars().map(|c| format!("\\{:04X}", c as u32)).collect();
+    sql.push_str(&format!(
+        "-- What Rust's str::trim trims (char::is_whitespace, Unicode White_Space), as a text of those\n\
+         -- characters for pg_catalog.btrim.\n\
+         CREATE FUNCTION webhook_dedup._whitespace() RETURNS text\nLANGUAGE sql IMMUTABLE PARALLEL SAFE\n\
+         RETURN U&'{escaped}';\nREVOKE ALL ON FUNCTION webhook_dedup._whitespace() FROM PUBLIC;\n"
+    ));
+    (PathBuf::from(FROM), sql)
+}
+
 /// Every generated body, by function name.
 pub fn bodies() -> BTreeMap<String, Body> {
     BTreeMap::from([("downstream_key_limits_rows".to_string(), downstream_key_limits_rows())])
@@ -55,6 +129,18 @@ mod tests {
     #[test]
     fn a_literal_doubles_its_quotes() {
         assert_eq!(literal("it's"), "'it''s'");
+    }
+
+    #[test]
+    fn the_helpers_list_every_scheme_and_the_whitespace() {
+        let (_, sql) = helpers();
+        assert_eq!(sql.matches("\n  ('").count(), Scheme::ALL.len());
+        assert!(sql.contains("  ('github', NULL, false, true, 'bytes')"));
+        assert!(sql.contains("  ('stripe', 300, false, true, 'bytes')"));
+        assert!(sql.contains("ARRAY['svix', 'clerk', 'resend']"));
+        assert!(sql.contains("(svix, clerk and resend are aliases of standard)."));
+        assert!(sql.contains("RETURN U&'\\0009\\000A"), "{sql}");
+        assert!(sql.contains("\\3000'"));
     }
 
     #[test]

@@ -35,7 +35,8 @@ fn run(args: &[String]) -> Result<(), String> {
                 _ => return Err(format!("assemble: unexpected {rest:?}")),
             };
             let native = read(native)?;
-            let (mut bodies, helpers) = bodies::read_dir(Path::new(dir)).map_err(|e| e.0)?;
+            let (mut bodies, mut helpers) = bodies::read_dir(Path::new(dir)).map_err(|e| e.0)?;
+            helpers.insert(0, data::helpers());
             for (name, body) in data::bodies() {
                 if let Some(written) = bodies.get(&name) {
                     return Err(format!(

@@ -1,0 +1,285 @@
+-- Helpers of signature verification (editions/sql/verify.sql), the rules of
+-- crates/webhook-dedup-core/src/signature/ (mod.rs, ct.rs, headers.rs,
+-- frame.rs). Internal: the owner's alone (each REVOKE below).
+
+-- HMAC (RFC 2104) over PostgreSQL's own SHA-2 functions (sha256 and sha512,
+-- core since PostgreSQL 11: no pgcrypto needed, and the PyPI builds of 16
+-- and 18 have none): H((K xor opad) || H((K xor ipad) || message)), the
+-- key hashed first when longer than the block (64 bytes for SHA-256, 128
+-- for SHA-512), then padded with zeros to the block. The pads are XORed as
+-- bit strings and read back in 64-bit words.
+CREATE FUNCTION webhook_dedup._hmac_sha2(algorithm text, key bytea, message bytea) RETURNS bytea
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+  block integer := CASE algorithm WHEN 'sha256' THEN 64 WHEN 'sha512' THEN 128 END;
+  k bytea := key;
+  kbits bit varying;
+  ipad bytea;
+  opad bytea;
+BEGIN
+  IF pg_catalog.length(k) OPERATOR(pg_catalog.>) block THEN
+    k := CASE algorithm WHEN 'sha256' THEN pg_catalog.sha256(k) ELSE pg_catalog.sha512(k) END;
+  END IF;
+  k := k OPERATOR(pg_catalog.||) pg_catalog.decode(pg_catalog.repeat('00', block OPERATOR(pg_catalog.-) pg_catalog.length(k)), 'hex');
+  kbits := ('x' OPERATOR(pg_catalog.||) pg_catalog.encode(k, 'hex'))::bit varying;
+  SELECT pg_catalog.decode(pg_catalog.string_agg(pg_catalog.lpad(pg_catalog.to_hex(pg_catalog.substring(
+                             kbits OPERATOR(pg_catalog.#) ('x' OPERATOR(pg_catalog.||) pg_catalog.repeat('36', block))::bit varying,
+                             1 OPERATOR(pg_catalog.+) (64 OPERATOR(pg_catalog.*) w), 64)::bit(64)::bigint), 16, '0'), '' ORDER BY w), 'hex'),
+         pg_catalog.decode(pg_catalog.string_agg(pg_catalog.lpad(pg_catalog.to_hex(pg_catalog.substring(
+                             kbits OPERATOR(pg_catalog.#) ('x' OPERATOR(pg_catalog.||) pg_catalog.repeat('5c', block))::bit varying,
+                             1 OPERATOR(pg_catalog.+) (64 OPERATOR(pg_catalog.*) w), 64)::bit(64)::bigint), 16, '0'), '' ORDER BY w), 'hex')
+    INTO ipad, opad
+    FROM pg_catalog.generate_series(0, (block OPERATOR(pg_catalog./) 8) OPERATOR(pg_catalog.-) 1) AS w;
+  IF algorithm OPERATOR(pg_catalog.=) 'sha256' THEN
+    RETURN pg_catalog.sha256(opad OPERATOR(pg_catalog.||) pg_catalog.sha256(ipad OPERATOR(pg_catalog.||) message));
+  END IF;
+  RETURN pg_catalog.sha512(opad OPERATOR(pg_catalog.||) pg_catalog.sha512(ipad OPERATOR(pg_catalog.||) message));
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._hmac_sha2(text, bytea, bytea) FROM PUBLIC;
+
+-- Whether two byte strings are equal, in time that depends on their
+-- lengths only (ct.rs, equal; the lengths are public: a scheme fixes its
+-- signature's). PL/pgSQL compares bytea with memcmp, which stops at the
+-- first differing byte; so each side is first put through HMAC-SHA256
+-- under 16 fresh random bytes (the double-HMAC pattern): the compared
+-- values are unknown to the caller, and how far memcmp gets tells nothing
+-- about the secret MAC (docs/security.md, "Constant-time comparison").
+CREATE FUNCTION webhook_dedup._ct_equal(expected bytea, presented bytea) RETURNS boolean
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+  r bytea := pg_catalog.uuid_send(pg_catalog.gen_random_uuid());
+BEGIN
+  RETURN pg_catalog.length(expected) OPERATOR(pg_catalog.=) pg_catalog.length(presented)
+     AND webhook_dedup._hmac_sha2('sha256', r, expected)
+         OPERATOR(pg_catalog.=) webhook_dedup._hmac_sha2('sha256', r, presented);
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._ct_equal(bytea, bytea) FROM PUBLIC;
+
+-- Hex to bytes, exactly `len` of them, or NULL (ct.rs, decode_hex: digits
+-- of either case, an even number, nothing else; PostgreSQL's own decode
+-- would skip whitespace).
+CREATE FUNCTION webhook_dedup._decode_hex(text text, len integer) RETURNS bytea
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN CASE WHEN text OPERATOR(pg_catalog.~) '^[0-9A-Fa-f]*$'
+             AND pg_catalog.length(text) OPERATOR(pg_catalog.=) (2 OPERATOR(pg_catalog.*) len)
+            THEN pg_catalog.decode(text, 'hex') END;
+REVOKE ALL ON FUNCTION webhook_dedup._decode_hex(text, integer) FROM PUBLIC;
+
+-- Canonical padded standard base64 to bytes, exactly `len` of them (any
+-- length when NULL), or NULL (ct.rs, decode_base64: RFC 4648 section 4,
+-- padded, no whitespace, zero trailing bits: re-encoding gives it back).
+CREATE FUNCTION webhook_dedup._decode_base64(text text, len integer) RETURNS bytea
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+  bytes bytea;
+BEGIN
+  IF text IS NULL OR text OPERATOR(pg_catalog.!~) '^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$' THEN
+    RETURN NULL;
+  END IF;
+  bytes := pg_catalog.decode(text, 'base64');
+  IF pg_catalog.translate(pg_catalog.encode(bytes, 'base64'), E'\n', '') OPERATOR(pg_catalog.<>) text
+     OR (len IS NOT NULL AND pg_catalog.length(bytes) OPERATOR(pg_catalog.<>) len) THEN
+    RETURN NULL;
+  END IF;
+  RETURN bytes;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._decode_base64(text, integer) FROM PUBLIC;
+
+-- The request headers of a call, as the verifier reads them (headers.rs,
+-- Headers::from_members, and the extension's jsonb.rs, string_members): a
+-- JSON object of names and a string or an array of strings each; names
+-- folded to lower case (ASCII letters only), the values of names that fold
+-- alike joined in the object's order, a name with no value left out.
+-- Returns a JSON object of lower-case name to array of values. 22004 NULL;
+-- 22023 not an object, or a member not a string or an array of strings
+-- (the first such member by name, byte for byte).
+CREATE FUNCTION webhook_dedup._headers(headers jsonb) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+  kinds CONSTANT jsonb := '{"object": "an object", "array": "an array", "string": "a string",
+                            "number": "a number", "boolean": "a boolean", "null": "null"}';
+  bad record;
+  folded jsonb;
+BEGIN
+  IF headers IS NULL THEN
+    RAISE EXCEPTION 'headers must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  IF pg_catalog.jsonb_typeof(headers) OPERATOR(pg_catalog.<>) 'object' THEN
+    RAISE EXCEPTION 'headers must be a JSON object of header names to values, not %',
+      kinds OPERATOR(pg_catalog.->>) pg_catalog.jsonb_typeof(headers) USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  SELECT m.key, CASE pg_catalog.jsonb_typeof(m.value)
+                  WHEN 'array' THEN (SELECT kinds OPERATOR(pg_catalog.->>) pg_catalog.jsonb_typeof(e.value)
+                                       FROM pg_catalog.jsonb_array_elements(m.value) WITH ORDINALITY AS e(value, n)
+                                      WHERE pg_catalog.jsonb_typeof(e.value) OPERATOR(pg_catalog.<>) 'string'
+                                      ORDER BY e.n LIMIT 1)
+                  ELSE kinds OPERATOR(pg_catalog.->>) pg_catalog.jsonb_typeof(m.value) END AS kind
+    INTO bad
+    FROM pg_catalog.jsonb_each(headers) AS m
+   WHERE pg_catalog.jsonb_typeof(m.value) OPERATOR(pg_catalog.<>) 'string'
+     AND (pg_catalog.jsonb_typeof(m.value) OPERATOR(pg_catalog.<>) 'array'
+          OR EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(m.value) AS e(value)
+                      WHERE pg_catalog.jsonb_typeof(e.value) OPERATOR(pg_catalog.<>) 'string'))
+   ORDER BY m.key COLLATE "C" LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION 'header "%" must be a string or an array of strings, not %', bad.key, bad.kind
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  SELECT pg_catalog.jsonb_object_agg(f.name, f.vals) INTO folded
+    FROM (SELECT pg_catalog.translate(m.key, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') AS name,
+                 pg_catalog.jsonb_agg(v.value ORDER BY m.n, v.n) AS vals
+            FROM pg_catalog.jsonb_each(headers) WITH ORDINALITY AS m(key, value, n),
+                 LATERAL (SELECT e.value, e.n FROM pg_catalog.jsonb_array_elements(
+                            CASE pg_catalog.jsonb_typeof(m.value) WHEN 'array' THEN m.value
+                                 ELSE pg_catalog.jsonb_build_array(m.value) END) WITH ORDINALITY AS e(value, n)) AS v
+           GROUP BY 1) AS f;
+  RETURN COALESCE(folded, '{}');
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._headers(jsonb) FROM PUBLIC;
+
+-- Unicode-whitespace trim, as Rust's str::trim (the characters: _whitespace()).
+CREATE FUNCTION webhook_dedup._trim(text text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN pg_catalog.btrim(text, webhook_dedup._whitespace());
+REVOKE ALL ON FUNCTION webhook_dedup._trim(text) FROM PUBLIC;
+
+-- One verification (src/api/verify.rs, verify_sql, and signature/mod.rs,
+-- verify), after the caller read `headers` (_headers) and `secrets`: the
+-- checks of the arguments in the native edition's order, then the scheme's
+-- rule. Returns valid, reason, secret_index (1-based), signed_at.
+CREATE FUNCTION webhook_dedup._verify(scheme text, payload bytea, headers jsonb, secrets text[], tolerance interval,
+                                      at timestamptz, url text, method text, signature_header text,
+                                      signature_prefix text, algorithm text, encoding text,
+                                      OUT valid boolean, OUT reason text, OUT secret_index integer,
+                                      OUT signed_at timestamptz)
+LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+AS $$
+DECLARE
+  scheme_name text;
+  tolerance_us numeric;
+  n integer := pg_catalog.cardinality(secrets);
+  i integer;
+  value text;
+  values_sent jsonb;
+  header text;
+  tag text;
+  encoded text;
+  candidate bytea;
+  other_tag boolean := false;
+  mac bytea;
+BEGIN
+  IF scheme IS NULL THEN
+    RAISE EXCEPTION 'scheme must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  scheme_name := webhook_dedup._scheme_parse(scheme);
+  IF payload IS NULL THEN
+    RAISE EXCEPTION 'payload must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  IF at IS NULL THEN
+    RAISE EXCEPTION 'at must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  IF NOT pg_catalog.isfinite(at) THEN
+    RAISE EXCEPTION 'at must be a finite timestamp' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF tolerance IS NOT NULL THEN
+    IF pg_catalog.date_part('month', tolerance) OPERATOR(pg_catalog.<>) 0
+       OR pg_catalog.date_part('year', tolerance) OPERATOR(pg_catalog.<>) 0 THEN
+      RAISE EXCEPTION 'tolerance must not have a month or year part (use days, e.g. ''30 days'')'
+        USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- time.rs, duration_us: days of 24 h and the time part, in an i64 of
+    -- microseconds
+    IF pg_catalog.abs(pg_catalog.date_part('day', tolerance)::numeric OPERATOR(pg_catalog.*) 86400000000)
+         OPERATOR(pg_catalog.>) 9223372036854775807
+       OR pg_catalog.abs(EXTRACT(epoch FROM tolerance) OPERATOR(pg_catalog.*) 1000000)
+         OPERATOR(pg_catalog.>) 9223372036854775807 THEN
+      RAISE EXCEPTION 'tolerance is out of range' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    tolerance_us := EXTRACT(epoch FROM tolerance) OPERATOR(pg_catalog.*) 1000000;
+  END IF;
+  -- signature::check_secrets
+  IF n IS NULL OR n OPERATOR(pg_catalog.=) 0 THEN
+    RAISE EXCEPTION 'secrets must hold at least one secret' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  i := 0;
+  FOR value IN SELECT s FROM pg_catalog.unnest(secrets) AS s LOOP
+    i := i OPERATOR(pg_catalog.+) 1;
+    IF value IS NULL THEN
+      RAISE EXCEPTION 'every element of secrets must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    ELSIF value OPERATOR(pg_catalog.=) '' THEN
+      RAISE EXCEPTION 'secret % of % is empty', i, n USING ERRCODE = 'invalid_parameter_value';
+    ELSIF webhook_dedup._trim(value) OPERATOR(pg_catalog.<>) value THEN
+      RAISE EXCEPTION 'secret % of % has leading or trailing whitespace', i, n USING ERRCODE = 'invalid_parameter_value',
+        HINT = 'Secrets are used byte for byte; a trailing newline copied from a file is the usual cause.';
+    END IF;
+  END LOOP;
+  -- HmacArgs::spec
+  IF scheme_name OPERATOR(pg_catalog.<>) 'hmac'
+     AND (signature_header IS NOT NULL OR signature_prefix IS NOT NULL OR algorithm IS NOT NULL OR encoding IS NOT NULL) THEN
+    RAISE EXCEPTION 'signature_header, signature_prefix, algorithm and encoding apply only to scheme hmac, not %', scheme_name
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF scheme_name OPERATOR(pg_catalog.<>) ALL (ARRAY['github', 'shopify']) THEN
+    RAISE EXCEPTION 'scheme % is not in the SQL edition yet: use the native edition', scheme_name
+      USING ERRCODE = 'feature_not_supported';
+  END IF;
+  -- signature::verify
+  IF tolerance_us OPERATOR(pg_catalog.<) 0 THEN
+    RAISE EXCEPTION 'tolerance must not be negative' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF tolerance_us OPERATOR(pg_catalog.>) (365::numeric OPERATOR(pg_catalog.*) 86400000000) THEN
+    RAISE EXCEPTION 'tolerance must be at most 365 days' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF url IS NOT NULL AND NOT (SELECT s.signs_url FROM webhook_dedup._schemes() AS s WHERE s.name OPERATOR(pg_catalog.=) scheme_name) THEN
+    RAISE EXCEPTION 'url applies only to schemes twilio, square and hubspot, not %', scheme_name
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- the frame of a tagged header (frame.rs, TaggedHeader): the header
+  -- sent once, its value trimmed, the tag stripped, the rest trimmed and
+  -- decoded; a value with another tag is unsupported_version
+  header := CASE scheme_name WHEN 'github' THEN 'x-hub-signature-256' WHEN 'shopify' THEN 'x-shopify-hmac-sha256' END;
+  tag := CASE scheme_name WHEN 'github' THEN 'sha256=' ELSE '' END;
+  values_sent := headers OPERATOR(pg_catalog.->) header;
+  IF values_sent IS NULL THEN
+    valid := false; reason := 'missing_header';
+    RETURN;
+  END IF;
+  IF pg_catalog.jsonb_array_length(values_sent) OPERATOR(pg_catalog.>) 1 THEN
+    valid := false; reason := 'malformed_header';
+    RETURN;
+  END IF;
+  value := webhook_dedup._trim(values_sent OPERATOR(pg_catalog.->>) 0);
+  IF pg_catalog.starts_with(value, tag) THEN
+    encoded := webhook_dedup._trim(pg_catalog.substr(value, pg_catalog.length(tag) OPERATOR(pg_catalog.+) 1));
+    candidate := CASE scheme_name WHEN 'github' THEN webhook_dedup._decode_hex(encoded, 32)
+                           ELSE webhook_dedup._decode_base64(encoded, 32) END;
+  ELSE
+    other_tag := scheme_name OPERATOR(pg_catalog.=) 'github' AND pg_catalog.strpos(value, '=') OPERATOR(pg_catalog.>) 0;
+  END IF;
+  IF candidate IS NULL THEN
+    valid := false; reason := CASE WHEN other_tag THEN 'unsupported_version' ELSE 'malformed_header' END;
+    RETURN;
+  END IF;
+  -- untimed: the first secret whose MAC is the signature (ct.rs, first_match)
+  i := 0;
+  FOREACH value IN ARRAY secrets LOOP
+    i := i OPERATOR(pg_catalog.+) 1;
+    mac := webhook_dedup._hmac_sha2('sha256', pg_catalog.convert_to(value, 'UTF8'), payload);
+    IF webhook_dedup._ct_equal(mac, candidate) THEN
+      valid := true; reason := 'ok'; secret_index := i;
+      RETURN;
+    END IF;
+  END LOOP;
+  valid := false; reason := 'no_matching_signature';
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._verify(text, bytea, jsonb, text[], interval, timestamptz, text, text, text, text,
+                                             text, text) FROM PUBLIC;
