@@ -1,7 +1,8 @@
 -- Signature verification (src/api/verify.rs): webhook_verify,
 -- webhook_verify_detail and the typed conveniences, over _verify
--- (editions/sql/internal/signature.sql). So far the schemes github and
--- shopify; the others answer 0A000 naming the native edition.
+-- (editions/sql/internal/signature.sql). So far the schemes github,
+-- shopify, stripe, paddle and calendly; the others answer 0A000 naming the
+-- native edition.
 
 --@ webhook_dedup.webhook_verify_detail
 DECLARE
@@ -50,4 +51,28 @@ BEGIN
                                      ELSE pg_catalog.jsonb_build_object('x-shopify-hmac-sha256',
                                                                         pg_catalog.jsonb_build_array(hmac_header)) END,
                                 ARRAY[secret], NULL, 'epoch', NULL, NULL, NULL, NULL, NULL, NULL)).valid;
+END
+
+--@ webhook_dedup.webhook_verify_stripe
+BEGIN
+  IF secret IS NULL THEN
+    RAISE EXCEPTION 'secret must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  RETURN (webhook_dedup._verify('stripe', payload,
+                                CASE WHEN signature_header IS NULL THEN '{}'::jsonb
+                                     ELSE pg_catalog.jsonb_build_object('stripe-signature',
+                                                                        pg_catalog.jsonb_build_array(signature_header)) END,
+                                ARRAY[secret], tolerance, at, NULL, NULL, NULL, NULL, NULL, NULL)).valid;
+END
+
+--@ webhook_dedup.webhook_verify_paddle
+BEGIN
+  IF secret IS NULL THEN
+    RAISE EXCEPTION 'secret must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  RETURN (webhook_dedup._verify('paddle', payload,
+                                CASE WHEN signature_header IS NULL THEN '{}'::jsonb
+                                     ELSE pg_catalog.jsonb_build_object('paddle-signature',
+                                                                        pg_catalog.jsonb_build_array(signature_header)) END,
+                                ARRAY[secret], tolerance, at, NULL, NULL, NULL, NULL, NULL, NULL)).valid;
 END

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use webhook_dedup_core::operation_key::DOWNSTREAMS;
-use webhook_dedup_core::signature::{Coverage, Scheme};
+use webhook_dedup_core::signature::{calendly, paddle, stripe, Coverage, Encoding, Scheme, TimestampedHeader};
 
 use crate::bodies::{Body, Language};
 
@@ -80,6 +80,36 @@ pub fn helpers() -> (PathBuf, String) {
          REVOKE ALL ON FUNCTION webhook_dedup._schemes() FROM PUBLIC;\n\n",
         rows.join(",\n")
     ));
+    // the schemes of one timestamped header (frame.rs, TimestampedHeader)
+    let frames: [(Scheme, &TimestampedHeader); 3] =
+        [(Scheme::Stripe, &stripe::FRAME), (Scheme::Paddle, &paddle::FRAME), (Scheme::Calendly, &calendly::FRAME)];
+    let rows: Vec<String> = frames
+        .iter()
+        .map(|(scheme, f)| {
+            format!(
+                "  ({}, {}, {}, {}, {}, {}, {})",
+                literal(scheme.name()),
+                literal(f.header),
+                literal(&f.separator.to_string()),
+                literal(f.timestamp_key),
+                literal(f.signature_key),
+                literal(f.joiner),
+                literal(match f.encoding {
+                    Encoding::Hex => "hex",
+                    Encoding::Base64 => "base64",
+                })
+            )
+        })
+        .collect();
+    sql.push_str(&format!(
+        "-- The schemes whose one header is a key=value list of a signed Unix time and signatures\n\
+         -- (webhook_dedup_core::signature::TimestampedHeader: stripe::FRAME, paddle::FRAME, calendly::FRAME).\n\
+         CREATE FUNCTION webhook_dedup._timestamped_frames()\n  RETURNS TABLE (scheme text, header text, separator \
+         text, timestamp_key text, signature_key text, joiner text, encoding text)\n\
+         LANGUAGE sql IMMUTABLE PARALLEL SAFE\nAS $$\nVALUES\n{}\n$$;\n\
+         REVOKE ALL ON FUNCTION webhook_dedup._timestamped_frames() FROM PUBLIC;\n\n",
+        rows.join(",\n")
+    ));
     // Scheme::parse: the aliases of standard, then every name, compared
     // with ASCII case folding (eq_ignore_ascii_case)
     let names: Vec<&str> = Scheme::ALL.iter().map(|s| s.name()).collect();
@@ -134,12 +164,15 @@ mod tests {
     #[test]
     fn the_helpers_list_every_scheme_and_the_whitespace() {
         let (_, sql) = helpers();
-        assert_eq!(sql.matches("\n  ('").count(), Scheme::ALL.len());
+        // a row per scheme, and one per timestamped frame
+        assert_eq!(sql.matches("\n  ('").count(), Scheme::ALL.len() + 3);
         assert!(sql.contains("  ('github', NULL, false, true, 'bytes')"));
         assert!(sql.contains("  ('stripe', 300, false, true, 'bytes')"));
         assert!(sql.contains("ARRAY['svix', 'clerk', 'resend']"));
         assert!(sql.contains("(svix, clerk and resend are aliases of standard)."));
         assert!(sql.contains("RETURN U&'\\0009\\000A"), "{sql}");
+        assert!(sql.contains("  ('stripe', 'stripe-signature', ',', 't', 'v1', '.', 'hex')"), "{sql}");
+        assert!(sql.contains("  ('paddle', 'paddle-signature', ';', 'ts', 'h1', ':', 'hex')"), "{sql}");
         assert!(sql.contains("\\3000'"));
     }
 

@@ -168,13 +168,10 @@ DECLARE
   n integer := pg_catalog.cardinality(secrets);
   i integer;
   value text;
-  values_sent jsonb;
-  header text;
-  tag text;
-  encoded text;
-  candidate bytea;
-  other_tag boolean := false;
-  mac bytea;
+  signs_url boolean;
+  default_tolerance_s bigint;
+  now_us numeric;
+  verdict record;
 BEGIN
   IF scheme IS NULL THEN
     RAISE EXCEPTION 'scheme must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -227,7 +224,7 @@ BEGIN
     RAISE EXCEPTION 'signature_header, signature_prefix, algorithm and encoding apply only to scheme hmac, not %', scheme_name
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  IF scheme_name OPERATOR(pg_catalog.<>) ALL (ARRAY['github', 'shopify']) THEN
+  IF scheme_name OPERATOR(pg_catalog.<>) ALL (ARRAY['github', 'shopify', 'stripe', 'paddle', 'calendly']) THEN
     RAISE EXCEPTION 'scheme % is not in the SQL edition yet: use the native edition', scheme_name
       USING ERRCODE = 'feature_not_supported';
   END IF;
@@ -238,48 +235,183 @@ BEGIN
   IF tolerance_us OPERATOR(pg_catalog.>) (365::numeric OPERATOR(pg_catalog.*) 86400000000) THEN
     RAISE EXCEPTION 'tolerance must be at most 365 days' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  IF url IS NOT NULL AND NOT (SELECT s.signs_url FROM webhook_dedup._schemes() AS s WHERE s.name OPERATOR(pg_catalog.=) scheme_name) THEN
+  SELECT s.signs_url, s.default_tolerance_s INTO signs_url, default_tolerance_s
+    FROM webhook_dedup._schemes() AS s WHERE s.name OPERATOR(pg_catalog.=) scheme_name;
+  IF url IS NOT NULL AND NOT signs_url THEN
     RAISE EXCEPTION 'url applies only to schemes twilio, square and hubspot, not %', scheme_name
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  -- the frame of a tagged header (frame.rs, TaggedHeader): the header
-  -- sent once, its value trimmed, the tag stripped, the rest trimmed and
-  -- decoded; a value with another tag is unsupported_version
-  header := CASE scheme_name WHEN 'github' THEN 'x-hub-signature-256' WHEN 'shopify' THEN 'x-shopify-hmac-sha256' END;
-  tag := CASE scheme_name WHEN 'github' THEN 'sha256=' ELSE '' END;
-  values_sent := headers OPERATOR(pg_catalog.->) header;
-  IF values_sent IS NULL THEN
-    valid := false; reason := 'missing_header';
-    RETURN;
-  END IF;
-  IF pg_catalog.jsonb_array_length(values_sent) OPERATOR(pg_catalog.>) 1 THEN
-    valid := false; reason := 'malformed_header';
-    RETURN;
-  END IF;
-  value := webhook_dedup._trim(values_sent OPERATOR(pg_catalog.->>) 0);
-  IF pg_catalog.starts_with(value, tag) THEN
-    encoded := webhook_dedup._trim(pg_catalog.substr(value, pg_catalog.length(tag) OPERATOR(pg_catalog.+) 1));
-    candidate := CASE scheme_name WHEN 'github' THEN webhook_dedup._decode_hex(encoded, 32)
-                           ELSE webhook_dedup._decode_base64(encoded, 32) END;
+  tolerance_us := COALESCE(tolerance_us, default_tolerance_s::numeric OPERATOR(pg_catalog.*) 1000000, 0);
+  now_us := EXTRACT(epoch FROM at) OPERATOR(pg_catalog.*) 1000000;
+  IF scheme_name OPERATOR(pg_catalog.=) ANY (ARRAY['github', 'shopify']) THEN
+    SELECT * INTO verdict FROM webhook_dedup._verify_tagged(scheme_name, payload, headers, secrets) AS v;
   ELSE
-    other_tag := scheme_name OPERATOR(pg_catalog.=) 'github' AND pg_catalog.strpos(value, '=') OPERATOR(pg_catalog.>) 0;
+    SELECT * INTO verdict
+      FROM webhook_dedup._timestamped_frames() AS f,
+           LATERAL webhook_dedup._verify_timestamped(f.header, f.separator, f.timestamp_key, f.signature_key, f.joiner,
+                                                     f.encoding, payload, headers, secrets, tolerance_us, now_us) AS v
+     WHERE f.scheme OPERATOR(pg_catalog.=) scheme_name;
   END IF;
-  IF candidate IS NULL THEN
-    valid := false; reason := CASE WHEN other_tag THEN 'unsupported_version' ELSE 'malformed_header' END;
-    RETURN;
-  END IF;
-  -- untimed: the first secret whose MAC is the signature (ct.rs, first_match)
-  i := 0;
-  FOREACH value IN ARRAY secrets LOOP
-    i := i OPERATOR(pg_catalog.+) 1;
-    mac := webhook_dedup._hmac_sha2('sha256', pg_catalog.convert_to(value, 'UTF8'), payload);
-    IF webhook_dedup._ct_equal(mac, candidate) THEN
-      valid := true; reason := 'ok'; secret_index := i;
-      RETURN;
-    END IF;
-  END LOOP;
-  valid := false; reason := 'no_matching_signature';
+  valid := verdict.reason OPERATOR(pg_catalog.=) 'ok';
+  reason := verdict.reason;
+  secret_index := verdict.secret_index;
+  signed_at := pg_catalog.to_timestamp(verdict.signed_at_s::double precision);
 END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._verify(text, bytea, jsonb, text[], interval, timestamptz, text, text, text, text,
                                              text, text) FROM PUBLIC;
+
+-- The signature header of a scheme, present and sent once (mod.rs,
+-- signature_header and single): its value, or NULL with the reason
+-- (missing_header, or malformed_header when sent more than once).
+CREATE FUNCTION webhook_dedup._header_once(headers jsonb, name text, OUT value text, OUT reason text)
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+  SELECT CASE WHEN pg_catalog.jsonb_array_length(v) OPERATOR(pg_catalog.=) 1 THEN v OPERATOR(pg_catalog.->>) 0 END,
+         CASE WHEN v IS NULL THEN 'missing_header'
+              WHEN pg_catalog.jsonb_array_length(v) OPERATOR(pg_catalog.>) 1 THEN 'malformed_header' END
+    FROM (SELECT headers OPERATOR(pg_catalog.->) name AS v) AS h
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._header_once(jsonb, text) FROM PUBLIC;
+
+-- The first of `secrets` (1-based) whose HMAC-SHA256 over `message` is one
+-- of `candidates` (ct.rs, first_match: every secret against every
+-- signature, each compared in constant time), or NULL.
+CREATE FUNCTION webhook_dedup._first_match(secrets text[], candidates bytea[], message bytea) RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+AS $$
+DECLARE
+  secret text;
+  candidate bytea;
+  mac bytea;
+  i integer := 0;
+BEGIN
+  FOREACH secret IN ARRAY secrets LOOP
+    i := i OPERATOR(pg_catalog.+) 1;
+    mac := webhook_dedup._hmac_sha2('sha256', pg_catalog.convert_to(secret, 'UTF8'), message);
+    FOREACH candidate IN ARRAY candidates LOOP
+      IF webhook_dedup._ct_equal(mac, candidate) THEN
+        RETURN i;
+      END IF;
+    END LOOP;
+  END LOOP;
+  RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._first_match(text[], bytea[], bytea) FROM PUBLIC;
+
+-- A scheme of one tagged header (frame.rs, TaggedHeader): github
+-- (`sha256=<hex>`, another `<tag>=` is unsupported_version) and shopify
+-- (bare base64), each an HMAC-SHA256 of the raw body. The value is
+-- trimmed, the tag stripped, the rest trimmed and decoded (32 bytes).
+CREATE FUNCTION webhook_dedup._verify_tagged(scheme text, payload bytea, headers jsonb, secrets text[],
+                                             OUT reason text, OUT secret_index integer, OUT signed_at_s bigint)
+LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+AS $$
+DECLARE
+  sent record;
+  tag text := CASE scheme WHEN 'github' THEN 'sha256=' ELSE '' END;
+  value text;
+  candidate bytea;
+BEGIN
+  sent := webhook_dedup._header_once(headers, CASE scheme WHEN 'github' THEN 'x-hub-signature-256'
+                                                          ELSE 'x-shopify-hmac-sha256' END);
+  IF sent.reason IS NOT NULL THEN
+    reason := sent.reason;
+    RETURN;
+  END IF;
+  value := webhook_dedup._trim(sent.value);
+  IF pg_catalog.starts_with(value, tag) THEN
+    value := webhook_dedup._trim(pg_catalog.substr(value, pg_catalog.length(tag) OPERATOR(pg_catalog.+) 1));
+    candidate := CASE scheme WHEN 'github' THEN webhook_dedup._decode_hex(value, 32)
+                             ELSE webhook_dedup._decode_base64(value, 32) END;
+  END IF;
+  IF candidate IS NULL THEN
+    reason := CASE WHEN NOT pg_catalog.starts_with(value, tag) AND scheme OPERATOR(pg_catalog.=) 'github'
+                        AND pg_catalog.strpos(value, '=') OPERATOR(pg_catalog.>) 0
+                   THEN 'unsupported_version' ELSE 'malformed_header' END;
+    RETURN;
+  END IF;
+  secret_index := webhook_dedup._first_match(secrets, ARRAY[candidate], payload);
+  reason := CASE WHEN secret_index IS NULL THEN 'no_matching_signature' ELSE 'ok' END;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._verify_tagged(text, bytea, jsonb, text[]) FROM PUBLIC;
+
+-- A scheme of one timestamped header (frame.rs, TimestampedHeader: stripe,
+-- paddle, calendly, their fields from _timestamped_frames): the header
+-- sent once; its elements split at `separator`, each trimmed and split at
+-- its first '=' (one without is skipped), key and value trimmed; the time
+-- under `timestamp_key`, once, 1 to 12 ASCII digits (else the whole header
+-- is malformed_header); each signature under `signature_key` decoded to 32
+-- bytes (else skipped); any other key is another version. A signature
+-- matching some secret's HMAC-SHA256 of `<time as sent><joiner><body>`,
+-- then the window: |now - time| <= tolerance (microseconds, inclusive;
+-- mod.rs, window).
+CREATE FUNCTION webhook_dedup._verify_timestamped(header text, separator text, timestamp_key text, signature_key text,
+                                                  joiner text, encoding text, payload bytea, headers jsonb,
+                                                  secrets text[], tolerance_us numeric, now_us numeric,
+                                                  OUT reason text, OUT secret_index integer, OUT signed_at_s bigint)
+LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+AS $$
+DECLARE
+  sent record;
+  element text;
+  key text;
+  val text;
+  at_text text;
+  signatures bytea[] := '{}';
+  other_tags boolean := false;
+  decoded bytea;
+  age numeric;
+BEGIN
+  sent := webhook_dedup._header_once(headers, header);
+  IF sent.reason IS NOT NULL THEN
+    reason := sent.reason;
+    RETURN;
+  END IF;
+  FOREACH element IN ARRAY pg_catalog.string_to_array(sent.value, separator) LOOP
+    element := webhook_dedup._trim(element);
+    CONTINUE WHEN pg_catalog.strpos(element, '=') OPERATOR(pg_catalog.=) 0;
+    key := webhook_dedup._trim(pg_catalog.split_part(element, '=', 1));
+    val := webhook_dedup._trim(pg_catalog.substr(element, pg_catalog.strpos(element, '=') OPERATOR(pg_catalog.+) 1));
+    IF key OPERATOR(pg_catalog.=) timestamp_key THEN
+      IF at_text IS NOT NULL OR val OPERATOR(pg_catalog.!~) '^[0-9]{1,12}$' THEN
+        reason := 'malformed_header';
+        RETURN;
+      END IF;
+      at_text := val;
+    ELSIF key OPERATOR(pg_catalog.=) signature_key THEN
+      decoded := CASE encoding WHEN 'hex' THEN webhook_dedup._decode_hex(val, 32)
+                               ELSE webhook_dedup._decode_base64(val, 32) END;
+      IF decoded IS NOT NULL THEN
+        signatures := signatures OPERATOR(pg_catalog.||) decoded;
+      END IF;
+    ELSE
+      other_tags := true;
+    END IF;
+  END LOOP;
+  IF at_text IS NULL THEN
+    reason := 'malformed_header';
+    RETURN;
+  END IF;
+  signed_at_s := at_text::bigint;
+  IF pg_catalog.cardinality(signatures) OPERATOR(pg_catalog.=) 0 THEN
+    reason := CASE WHEN other_tags THEN 'unsupported_version' ELSE 'malformed_header' END;
+    RETURN;
+  END IF;
+  secret_index := webhook_dedup._first_match(secrets, signatures,
+                                             pg_catalog.convert_to(at_text OPERATOR(pg_catalog.||) joiner, 'UTF8')
+                                               OPERATOR(pg_catalog.||) payload);
+  IF secret_index IS NULL THEN
+    reason := 'no_matching_signature';
+    RETURN;
+  END IF;
+  age := now_us OPERATOR(pg_catalog.-) (signed_at_s::numeric OPERATOR(pg_catalog.*) 1000000);
+  reason := CASE WHEN age OPERATOR(pg_catalog.>) tolerance_us THEN 'timestamp_too_old'
+                 WHEN age OPERATOR(pg_catalog.<) (OPERATOR(pg_catalog.-) tolerance_us) THEN 'timestamp_too_new'
+                 ELSE 'ok' END;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._verify_timestamped(text, text, text, text, text, text, bytea, jsonb, text[],
+                                                         numeric, numeric) FROM PUBLIC;

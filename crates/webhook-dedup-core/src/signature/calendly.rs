@@ -25,7 +25,7 @@ pub const DEFAULT_TOLERANCE_S: i64 = 180;
 
 /// Calendly's header, Stripe's shape: `,`-separated, timestamp `t`,
 /// signatures `v1` (hex), each over `"{t}.{body}"`.
-pub(crate) const FRAME: TimestampedHeader = TimestampedHeader {
+pub const FRAME: TimestampedHeader = TimestampedHeader {
     header: HEADER,
     sent_as: "Calendly-Webhook-Signature",
     separator: ',',

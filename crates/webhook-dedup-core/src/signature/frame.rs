@@ -65,7 +65,7 @@ impl<D: Fn(&str) -> Option<Vec<u8>>> TaggedHeader<'_, D> {
 /// left); a missing, repeated or malformed time rejects the whole header
 /// (`malformed_header`). The window is checked once a signature matched.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct TimestampedHeader {
+pub struct TimestampedHeader {
     /// The header, lower-cased (what verification looks up).
     pub header: &'static str,
     /// The header's name as the provider spells it (what signing sends).

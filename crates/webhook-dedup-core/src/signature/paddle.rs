@@ -17,7 +17,7 @@ pub const DEFAULT_TOLERANCE_S: i64 = 5;
 
 /// Paddle's header: `;`-separated, timestamp `ts`, signatures `h1` (hex),
 /// each over `"{ts}:{body}"`.
-pub(crate) const FRAME: TimestampedHeader = TimestampedHeader {
+pub const FRAME: TimestampedHeader = TimestampedHeader {
     header: HEADER,
     sent_as: "Paddle-Signature",
     separator: ';',

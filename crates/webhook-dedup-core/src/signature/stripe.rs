@@ -19,7 +19,7 @@ pub const DEFAULT_TOLERANCE_S: i64 = 300;
 
 /// Stripe's header: `,`-separated, timestamp `t`, signatures `v1` (hex),
 /// each over `"{t}.{body}"`.
-pub(crate) const FRAME: TimestampedHeader = TimestampedHeader {
+pub const FRAME: TimestampedHeader = TimestampedHeader {
     header: HEADER,
     sent_as: "Stripe-Signature",
     separator: ',',
