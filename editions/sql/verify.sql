@@ -1,8 +1,8 @@
 -- Signature verification (src/api/verify.rs): webhook_verify,
 -- webhook_verify_detail and the typed conveniences, over _verify
 -- (editions/sql/internal/signature.sql). So far the schemes github,
--- shopify, stripe, paddle and calendly; the others answer 0A000 naming the
--- native edition.
+-- shopify, stripe, paddle, calendly, slack, zoom and standard (HMAC); the
+-- others answer 0A000 naming the native edition.
 
 --@ webhook_dedup.webhook_verify_detail
 DECLARE
@@ -35,9 +35,7 @@ BEGIN
     RAISE EXCEPTION 'secret must not be NULL' USING ERRCODE = 'null_value_not_allowed';
   END IF;
   RETURN (webhook_dedup._verify('github', payload,
-                                CASE WHEN signature_header IS NULL THEN '{}'::jsonb
-                                     ELSE pg_catalog.jsonb_build_object('x-hub-signature-256',
-                                                                        pg_catalog.jsonb_build_array(signature_header)) END,
+                                webhook_dedup._header_pairs('x-hub-signature-256', signature_header),
                                 ARRAY[secret], NULL, 'epoch', NULL, NULL, NULL, NULL, NULL, NULL)).valid;
 END
 
@@ -47,9 +45,7 @@ BEGIN
     RAISE EXCEPTION 'secret must not be NULL' USING ERRCODE = 'null_value_not_allowed';
   END IF;
   RETURN (webhook_dedup._verify('shopify', payload,
-                                CASE WHEN hmac_header IS NULL THEN '{}'::jsonb
-                                     ELSE pg_catalog.jsonb_build_object('x-shopify-hmac-sha256',
-                                                                        pg_catalog.jsonb_build_array(hmac_header)) END,
+                                webhook_dedup._header_pairs('x-shopify-hmac-sha256', hmac_header),
                                 ARRAY[secret], NULL, 'epoch', NULL, NULL, NULL, NULL, NULL, NULL)).valid;
 END
 
@@ -59,9 +55,7 @@ BEGIN
     RAISE EXCEPTION 'secret must not be NULL' USING ERRCODE = 'null_value_not_allowed';
   END IF;
   RETURN (webhook_dedup._verify('stripe', payload,
-                                CASE WHEN signature_header IS NULL THEN '{}'::jsonb
-                                     ELSE pg_catalog.jsonb_build_object('stripe-signature',
-                                                                        pg_catalog.jsonb_build_array(signature_header)) END,
+                                webhook_dedup._header_pairs('stripe-signature', signature_header),
                                 ARRAY[secret], tolerance, at, NULL, NULL, NULL, NULL, NULL, NULL)).valid;
 END
 
@@ -71,8 +65,28 @@ BEGIN
     RAISE EXCEPTION 'secret must not be NULL' USING ERRCODE = 'null_value_not_allowed';
   END IF;
   RETURN (webhook_dedup._verify('paddle', payload,
-                                CASE WHEN signature_header IS NULL THEN '{}'::jsonb
-                                     ELSE pg_catalog.jsonb_build_object('paddle-signature',
-                                                                        pg_catalog.jsonb_build_array(signature_header)) END,
+                                webhook_dedup._header_pairs('paddle-signature', signature_header),
+                                ARRAY[secret], tolerance, at, NULL, NULL, NULL, NULL, NULL, NULL)).valid;
+END
+
+--@ webhook_dedup.webhook_verify_slack
+BEGIN
+  IF secret IS NULL THEN
+    RAISE EXCEPTION 'secret must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  RETURN (webhook_dedup._verify('slack', payload,
+                                webhook_dedup._header_pairs('x-slack-request-timestamp', timestamp_header,
+                                                            'x-slack-signature', signature_header),
+                                ARRAY[secret], tolerance, at, NULL, NULL, NULL, NULL, NULL, NULL)).valid;
+END
+
+--@ webhook_dedup.webhook_verify_standard
+BEGIN
+  IF secret IS NULL THEN
+    RAISE EXCEPTION 'secret must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  RETURN (webhook_dedup._verify('standard', payload,
+                                webhook_dedup._header_pairs('webhook-id', msg_id, 'webhook-timestamp', msg_timestamp,
+                                                            'webhook-signature', signature_header),
                                 ARRAY[secret], tolerance, at, NULL, NULL, NULL, NULL, NULL, NULL)).valid;
 END

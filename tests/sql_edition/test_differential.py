@@ -142,6 +142,62 @@ def timestamped_verify_call(rng):
     return statement, (scheme, body, json.dumps(headers), secrets, tolerance, at)
 
 
+def timed(rng, now):
+    """A signed time as sent: around the window, padded, or malformed."""
+    t = now + rng.choice([0, -1, 1, -299, -300, -301, 300, 301, -86400, 10**6])
+    return t, rng.choice([str(t), str(t), str(t), f"0{t}", f" {t}\t", "17e8", "", "-5", "9" * 13, "１７"])
+
+
+def v0_verify_call(rng):
+    scheme = rng.choice(["slack", "zoom"])
+    sig_name, ts_name = {"slack": ("X-Slack-Signature", "X-Slack-Request-Timestamp"),
+                         "zoom": ("x-zm-signature", "x-zm-request-timestamp")}[scheme]
+    now = 1_700_000_000
+    _, t_text = timed(rng, now)
+    body = rng.choice([b"{}", b"", (text(rng) or "").encode()])
+    secrets = [rng.choice(["8f742231b10e8888abcd99yyyzzz85a5", "s", "é"]) for _ in range(rng.randint(1, 3))]
+    signer = rng.choice(secrets + ["other"])
+    mac = hmac.new(signer.encode(), b"v0:" + t_text.strip().encode() + b":" + body, hashlib.sha256).hexdigest()
+    sig = rng.choice([f"v0={mac}", f"v0={mac}", f" v0={mac.upper()} ", f"v1={mac}", mac, f"v0={mac[:-1]}", "v0=", ""])
+    headers = rng.choice([{ts_name: t_text, sig_name: sig}, {ts_name: [t_text, t_text], sig_name: sig},
+                          {ts_name: t_text, sig_name: [sig, sig]}, {sig_name: sig}, {ts_name: t_text}, {}])
+    at = now + rng.choice([0, 0.5, -0.5, 300.5])
+    tolerance = rng.choice([None, None, "0", "1 second", "1 day", "-1 second"])
+    if rng.random() < 0.03:
+        secrets = [None]
+    return ("SELECT * FROM webhook_dedup.webhook_verify_detail(%s, %s, %s::jsonb, %s::text[],"
+            " tolerance => %s::interval, at => to_timestamp(%s))",
+            (scheme, body, json.dumps(headers), secrets, tolerance, at))
+
+
+def standard_verify_call(rng):
+    now = 1_700_000_000
+    _, t_text = timed(rng, now)
+    body = rng.choice([b"{}", b"", (text(rng) or "").encode()])
+    raw = [rng.choice([b"\x07" * 24, b"k", bytes(range(32))]) for _ in range(rng.randint(1, 3))]
+    secrets = [rng.choice(["whsec_", ""]) + base64.b64encode(k).decode() for k in raw]
+    if rng.random() < 0.15:
+        secrets[0] = rng.choice(["whsec_", "whsec_!!", "whsk_abc", "whsec_AAE", "whpk_!!", "whsec_AA=="])
+    signer = rng.choice(raw + [b"other"])
+    msg_id = rng.choice(["msg_1", " msg_1 ", "", "msg_é"])
+    mac = base64.b64encode(hmac.new(signer, msg_id.strip().encode() + b"." + t_text.strip().encode() + b"." + body,
+                                    hashlib.sha256).digest()).decode()
+    sig = rng.choice([f"v1,{mac}", f"v1,{mac}", f"v1a,{mac} v1,{mac}", f"v1,AAAA v1,{mac}", f"v2,{mac}", f"v1, {mac}",
+                      f"v1,{mac[:-1]}", mac, f"\tv1,{mac}\n", ""])
+    prefix = rng.choice(["webhook-", "webhook-", "svix-", "Webhook-"])
+    headers = {prefix + "id": msg_id, prefix + "timestamp": t_text, prefix + "signature": sig}
+    drop = rng.choice([None] * 9 + ["id", "timestamp", "signature"])
+    if drop:
+        del headers[prefix + drop]
+    if rng.random() < 0.1:
+        headers["svix-id"] = msg_id
+    at = now + rng.choice([0, 0.5, 300.5, -300.5])
+    if rng.random() < 0.03:
+        secrets = ["s", None]
+    return ("SELECT * FROM webhook_dedup.webhook_verify_detail(%s, %s, %s::jsonb, %s::text[], at => to_timestamp(%s))",
+            (rng.choice(["standard", "svix", "Clerk", "resend"]), body, json.dumps(headers), secrets, at))
+
+
 def typed_verify_call(rng):
     scheme = rng.choice(list(VERIFIED))
     body = rng.choice([b"", b"Hello, World!", (text(rng) or "").encode()])
@@ -153,7 +209,8 @@ def typed_verify_call(rng):
 
 GENERATORS = {"webhook_key": key_call, "webhook_body_key": body_key_call, "webhook_operation_key": operation_key_call,
               "webhook_verify": verify_call, "webhook_verify_typed": typed_verify_call,
-              "webhook_verify_timestamped": timestamped_verify_call}
+              "webhook_verify_timestamped": timestamped_verify_call, "webhook_verify_v0": v0_verify_call,
+              "webhook_verify_standard": standard_verify_call}
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "signatures-and-claims.json"
 
@@ -194,18 +251,23 @@ def test_generated_calls_answer_alike(native, sql, function):
         assert {True, False} <= rows, rows
     if function == "webhook_verify":
         assert {"ok", "missing_header", "malformed_header", "unsupported_version", "no_matching_signature"} <= rows, rows
+    if function in ("webhook_verify_v0", "webhook_verify_standard"):
+        assert {"ok", "timestamp_too_old", "timestamp_too_new", "malformed_header", "missing_header",
+                "no_matching_signature"} <= rows, rows
     if function == "webhook_verify_timestamped":
         assert {"ok", "timestamp_too_old", "timestamp_too_new", "unsupported_version", "malformed_header"} <= rows, rows
 
 
 def test_the_shared_vectors_verify_alike(native, sql):
-    vectors = [v for v in json.loads(VECTORS.read_text()) if v.get("scheme") in {*VERIFIED, *TIMESTAMPED}]
+    names = {*VERIFIED, *TIMESTAMPED, "slack", "standard_webhooks"}
+    vectors = [v for v in json.loads(VECTORS.read_text()) if v.get("scheme") in names]
     assert len(vectors) >= 10
     with native.connect() as a, sql.connect() as b:
         for v in vectors:
             call = ("SELECT * FROM webhook_dedup.webhook_verify_detail(%s, %s, %s::jsonb, %s::text[],"
                     " tolerance => %s * interval '1 second', at => COALESCE(to_timestamp(%s), now()))",
-                    (v["scheme"], bytes.fromhex(v["body_hex"]), json.dumps(v["headers"]),
+                    (v["scheme"].replace("standard_webhooks", "standard"), bytes.fromhex(v["body_hex"]),
+                     json.dumps(v["headers"]),
                      [v["secret"], *v.get("extra_secrets", [])], v.get("tolerance_s"), v["now_unix"]))
             x, y = answer(a, *call), answer(b, *call)
             assert x == y, f"{v['id']}: native {x}, SQL edition {y}"

@@ -171,6 +171,7 @@ DECLARE
   signs_url boolean;
   default_tolerance_s bigint;
   now_us numeric;
+  keys bytea[];
   verdict record;
 BEGIN
   IF scheme IS NULL THEN
@@ -224,7 +225,8 @@ BEGIN
     RAISE EXCEPTION 'signature_header, signature_prefix, algorithm and encoding apply only to scheme hmac, not %', scheme_name
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  IF scheme_name OPERATOR(pg_catalog.<>) ALL (ARRAY['github', 'shopify', 'stripe', 'paddle', 'calendly']) THEN
+  IF scheme_name OPERATOR(pg_catalog.<>) ALL (ARRAY['github', 'shopify', 'stripe', 'paddle', 'calendly', 'slack', 'zoom',
+                                                  'standard']) THEN
     RAISE EXCEPTION 'scheme % is not in the SQL edition yet: use the native edition', scheme_name
       USING ERRCODE = 'feature_not_supported';
   END IF;
@@ -241,15 +243,24 @@ BEGIN
     RAISE EXCEPTION 'url applies only to schemes twilio, square and hubspot, not %', scheme_name
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
+  keys := webhook_dedup._scheme_keys(scheme_name, secrets);
   tolerance_us := COALESCE(tolerance_us, default_tolerance_s::numeric OPERATOR(pg_catalog.*) 1000000, 0);
   now_us := EXTRACT(epoch FROM at) OPERATOR(pg_catalog.*) 1000000;
   IF scheme_name OPERATOR(pg_catalog.=) ANY (ARRAY['github', 'shopify']) THEN
-    SELECT * INTO verdict FROM webhook_dedup._verify_tagged(scheme_name, payload, headers, secrets) AS v;
+    SELECT * INTO verdict FROM webhook_dedup._verify_tagged(scheme_name, payload, headers, keys) AS v;
+  ELSIF scheme_name OPERATOR(pg_catalog.=) 'slack' THEN
+    SELECT * INTO verdict FROM webhook_dedup._verify_v0('x-slack-signature', 'x-slack-request-timestamp', payload,
+                                                        headers, keys, tolerance_us, now_us) AS v;
+  ELSIF scheme_name OPERATOR(pg_catalog.=) 'zoom' THEN
+    SELECT * INTO verdict FROM webhook_dedup._verify_v0('x-zm-signature', 'x-zm-request-timestamp', payload,
+                                                        headers, keys, tolerance_us, now_us) AS v;
+  ELSIF scheme_name OPERATOR(pg_catalog.=) 'standard' THEN
+    SELECT * INTO verdict FROM webhook_dedup._verify_standard(payload, headers, keys, tolerance_us, now_us) AS v;
   ELSE
     SELECT * INTO verdict
       FROM webhook_dedup._timestamped_frames() AS f,
            LATERAL webhook_dedup._verify_timestamped(f.header, f.separator, f.timestamp_key, f.signature_key, f.joiner,
-                                                     f.encoding, payload, headers, secrets, tolerance_us, now_us) AS v
+                                                     f.encoding, payload, headers, keys, tolerance_us, now_us) AS v
      WHERE f.scheme OPERATOR(pg_catalog.=) scheme_name;
   END IF;
   valid := verdict.reason OPERATOR(pg_catalog.=) 'ok';
@@ -274,21 +285,21 @@ AS $$
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._header_once(jsonb, text) FROM PUBLIC;
 
--- The first of `secrets` (1-based) whose HMAC-SHA256 over `message` is one
+-- The first of `keys` (1-based) whose HMAC-SHA256 over `message` is one
 -- of `candidates` (ct.rs, first_match: every secret against every
 -- signature, each compared in constant time), or NULL.
-CREATE FUNCTION webhook_dedup._first_match(secrets text[], candidates bytea[], message bytea) RETURNS integer
+CREATE FUNCTION webhook_dedup._first_match(keys bytea[], candidates bytea[], message bytea) RETURNS integer
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
 DECLARE
-  secret text;
+  key bytea;
   candidate bytea;
   mac bytea;
   i integer := 0;
 BEGIN
-  FOREACH secret IN ARRAY secrets LOOP
+  FOREACH key IN ARRAY keys LOOP
     i := i OPERATOR(pg_catalog.+) 1;
-    mac := webhook_dedup._hmac_sha2('sha256', pg_catalog.convert_to(secret, 'UTF8'), message);
+    mac := webhook_dedup._hmac_sha2('sha256', key, message);
     FOREACH candidate IN ARRAY candidates LOOP
       IF webhook_dedup._ct_equal(mac, candidate) THEN
         RETURN i;
@@ -298,13 +309,13 @@ BEGIN
   RETURN NULL;
 END
 $$;
-REVOKE ALL ON FUNCTION webhook_dedup._first_match(text[], bytea[], bytea) FROM PUBLIC;
+REVOKE ALL ON FUNCTION webhook_dedup._first_match(bytea[], bytea[], bytea) FROM PUBLIC;
 
 -- A scheme of one tagged header (frame.rs, TaggedHeader): github
 -- (`sha256=<hex>`, another `<tag>=` is unsupported_version) and shopify
 -- (bare base64), each an HMAC-SHA256 of the raw body. The value is
 -- trimmed, the tag stripped, the rest trimmed and decoded (32 bytes).
-CREATE FUNCTION webhook_dedup._verify_tagged(scheme text, payload bytea, headers jsonb, secrets text[],
+CREATE FUNCTION webhook_dedup._verify_tagged(scheme text, payload bytea, headers jsonb, keys bytea[],
                                              OUT reason text, OUT secret_index integer, OUT signed_at_s bigint)
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
@@ -332,11 +343,11 @@ BEGIN
                    THEN 'unsupported_version' ELSE 'malformed_header' END;
     RETURN;
   END IF;
-  secret_index := webhook_dedup._first_match(secrets, ARRAY[candidate], payload);
+  secret_index := webhook_dedup._first_match(keys, ARRAY[candidate], payload);
   reason := CASE WHEN secret_index IS NULL THEN 'no_matching_signature' ELSE 'ok' END;
 END
 $$;
-REVOKE ALL ON FUNCTION webhook_dedup._verify_tagged(text, bytea, jsonb, text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION webhook_dedup._verify_tagged(text, bytea, jsonb, bytea[]) FROM PUBLIC;
 
 -- A scheme of one timestamped header (frame.rs, TimestampedHeader: stripe,
 -- paddle, calendly, their fields from _timestamped_frames): the header
@@ -350,7 +361,7 @@ REVOKE ALL ON FUNCTION webhook_dedup._verify_tagged(text, bytea, jsonb, text[]) 
 -- mod.rs, window).
 CREATE FUNCTION webhook_dedup._verify_timestamped(header text, separator text, timestamp_key text, signature_key text,
                                                   joiner text, encoding text, payload bytea, headers jsonb,
-                                                  secrets text[], tolerance_us numeric, now_us numeric,
+                                                  keys bytea[], tolerance_us numeric, now_us numeric,
                                                   OUT reason text, OUT secret_index integer, OUT signed_at_s bigint)
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
@@ -363,7 +374,6 @@ DECLARE
   signatures bytea[] := '{}';
   other_tags boolean := false;
   decoded bytea;
-  age numeric;
 BEGIN
   sent := webhook_dedup._header_once(headers, header);
   IF sent.reason IS NOT NULL THEN
@@ -400,18 +410,217 @@ BEGIN
     reason := CASE WHEN other_tags THEN 'unsupported_version' ELSE 'malformed_header' END;
     RETURN;
   END IF;
-  secret_index := webhook_dedup._first_match(secrets, signatures,
+  secret_index := webhook_dedup._first_match(keys, signatures,
                                              pg_catalog.convert_to(at_text OPERATOR(pg_catalog.||) joiner, 'UTF8')
                                                OPERATOR(pg_catalog.||) payload);
   IF secret_index IS NULL THEN
     reason := 'no_matching_signature';
     RETURN;
   END IF;
-  age := now_us OPERATOR(pg_catalog.-) (signed_at_s::numeric OPERATOR(pg_catalog.*) 1000000);
-  reason := CASE WHEN age OPERATOR(pg_catalog.>) tolerance_us THEN 'timestamp_too_old'
-                 WHEN age OPERATOR(pg_catalog.<) (OPERATOR(pg_catalog.-) tolerance_us) THEN 'timestamp_too_new'
-                 ELSE 'ok' END;
+  reason := webhook_dedup._window(signed_at_s, now_us, tolerance_us);
 END
 $$;
-REVOKE ALL ON FUNCTION webhook_dedup._verify_timestamped(text, text, text, text, text, text, bytea, jsonb, text[],
+REVOKE ALL ON FUNCTION webhook_dedup._verify_timestamped(text, text, text, text, text, text, bytea, jsonb, bytea[],
                                                          numeric, numeric) FROM PUBLIC;
+
+-- The replay window (mod.rs, window): |now - signed| <= tolerance passes,
+-- in microseconds, exactly; older is timestamp_too_old, newer
+-- timestamp_too_new.
+CREATE FUNCTION webhook_dedup._window(signed_at_s bigint, now_us numeric, tolerance_us numeric) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN (SELECT CASE WHEN a.age OPERATOR(pg_catalog.>) tolerance_us THEN 'timestamp_too_old'
+                    WHEN a.age OPERATOR(pg_catalog.<) (OPERATOR(pg_catalog.-) tolerance_us) THEN 'timestamp_too_new'
+                    ELSE 'ok' END
+          FROM (SELECT now_us OPERATOR(pg_catalog.-) (signed_at_s::numeric OPERATOR(pg_catalog.*) 1000000) AS age) AS a);
+REVOKE ALL ON FUNCTION webhook_dedup._window(bigint, numeric, numeric) FROM PUBLIC;
+
+-- The key of each secret under a scheme (mod.rs, keys, and each scheme's
+-- key): its UTF-8 bytes, but for standard `whsec_<base64>` or bare base64
+-- (standard.rs, key). 22023 names the secret that cannot be a key; a
+-- public key (Ed25519 `whpk_`) is 0A000: the SQL edition has no Ed25519.
+CREATE FUNCTION webhook_dedup._scheme_keys(scheme text, secrets text[]) RETURNS bytea[]
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+  n integer := pg_catalog.cardinality(secrets);
+  i integer := 0;
+  secret text;
+  key bytea;
+  keys bytea[] := '{}';
+BEGIN
+  FOREACH secret IN ARRAY secrets LOOP
+    i := i OPERATOR(pg_catalog.+) 1;
+    IF scheme OPERATOR(pg_catalog.<>) 'standard' THEN
+      key := pg_catalog.convert_to(secret, 'UTF8');
+    ELSIF pg_catalog.starts_with(secret, 'whpk_') THEN
+      IF webhook_dedup._decode_base64(pg_catalog.substr(secret, 6), NULL) IS NULL THEN
+        RAISE EXCEPTION 'secret % of % is not canonical base64 after its whpk_ prefix', i, n
+          USING ERRCODE = 'invalid_parameter_value';
+      END IF;
+      RAISE EXCEPTION 'secret % of % is a whpk_ public key: Ed25519 signatures (v1a) are verified by the native edition only', i, n
+        USING ERRCODE = 'feature_not_supported', HINT = 'Use the sender''s whsec_ secret (v1), or the native edition.';
+    ELSIF pg_catalog.starts_with(secret, 'whsk_') THEN
+      RAISE EXCEPTION 'secret % of % is a whsk_ private key: configure the sender''s whpk_ public key instead', i, n
+        USING ERRCODE = 'invalid_parameter_value';
+    ELSE
+      key := webhook_dedup._decode_base64(CASE WHEN pg_catalog.starts_with(secret, 'whsec_') THEN pg_catalog.substr(secret, 7)
+                                               ELSE secret END, NULL);
+      IF key IS NULL THEN
+        RAISE EXCEPTION 'secret % of % is not canonical base64 after its optional whsec_ prefix', i, n
+          USING ERRCODE = 'invalid_parameter_value';
+      ELSIF pg_catalog.length(key) OPERATOR(pg_catalog.=) 0 THEN
+        RAISE EXCEPTION 'secret % of % decodes to an empty key', i, n USING ERRCODE = 'invalid_parameter_value';
+      END IF;
+    END IF;
+    keys := keys OPERATOR(pg_catalog.||) key;
+  END LOOP;
+  RETURN keys;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._scheme_keys(text, text[]) FROM PUBLIC;
+
+-- A signed Unix time header (mod.rs, timestamp_header): present once,
+-- trimmed, 1 to 12 ASCII digits; else NULL with the reason.
+CREATE FUNCTION webhook_dedup._timestamp_header(headers jsonb, name text, OUT text_sent text, OUT seconds bigint,
+                                                OUT reason text)
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+  sent record;
+BEGIN
+  sent := webhook_dedup._header_once(headers, name);
+  IF sent.reason IS NOT NULL THEN
+    reason := sent.reason;
+    RETURN;
+  END IF;
+  text_sent := webhook_dedup._trim(sent.value);
+  IF text_sent OPERATOR(pg_catalog.!~) '^[0-9]{1,12}$' THEN
+    text_sent := NULL;
+    reason := 'malformed_header';
+    RETURN;
+  END IF;
+  seconds := text_sent::bigint;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._timestamp_header(jsonb, text) FROM PUBLIC;
+
+-- Slack's v0 (slack.rs, verify_v0; Zoom's is the same with its headers):
+-- the time header first, then the signature header once, `v0=<hex>`, an
+-- HMAC-SHA256 of `v0:<time as sent>:<body>`; then the window.
+CREATE FUNCTION webhook_dedup._verify_v0(signature_header text, timestamp_header text, payload bytea, headers jsonb,
+                                         keys bytea[], tolerance_us numeric, now_us numeric,
+                                         OUT reason text, OUT secret_index integer, OUT signed_at_s bigint)
+LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+AS $$
+DECLARE
+  ts record;
+  sent record;
+  value text;
+  candidate bytea;
+BEGIN
+  ts := webhook_dedup._timestamp_header(headers, timestamp_header);
+  IF ts.reason IS NOT NULL THEN
+    reason := ts.reason;
+    RETURN;
+  END IF;
+  signed_at_s := ts.seconds;
+  sent := webhook_dedup._header_once(headers, signature_header);
+  IF sent.reason IS NOT NULL THEN
+    reason := sent.reason;
+    RETURN;
+  END IF;
+  value := webhook_dedup._trim(sent.value);
+  IF pg_catalog.starts_with(value, 'v0=') THEN
+    candidate := webhook_dedup._decode_hex(webhook_dedup._trim(pg_catalog.substr(value, 4)), 32);
+  END IF;
+  IF candidate IS NULL THEN
+    reason := CASE WHEN NOT pg_catalog.starts_with(value, 'v0=') AND pg_catalog.strpos(value, '=') OPERATOR(pg_catalog.>) 0
+                   THEN 'unsupported_version' ELSE 'malformed_header' END;
+    RETURN;
+  END IF;
+  secret_index := webhook_dedup._first_match(keys, ARRAY[candidate],
+                                             pg_catalog.convert_to('v0:' OPERATOR(pg_catalog.||) ts.text_sent
+                                                                   OPERATOR(pg_catalog.||) ':', 'UTF8')
+                                               OPERATOR(pg_catalog.||) payload);
+  reason := CASE WHEN secret_index IS NULL THEN 'no_matching_signature'
+                 ELSE webhook_dedup._window(signed_at_s, now_us, tolerance_us) END;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._verify_v0(text, text, bytea, jsonb, bytea[], numeric, numeric) FROM PUBLIC;
+
+-- Standard Webhooks, HMAC (standard.rs, check): the webhook-* headers, or
+-- svix-* when no webhook-* header was sent; the id (once, trimmed), the
+-- time, then the signature header once: entries separated by ASCII
+-- whitespace, each `<version>,<signature>`; `v1` a base64 HMAC-SHA256 of
+-- `<id>.<time as sent>.<body>` (32 bytes); any other version (v1a among
+-- them: every key here is a MAC key) is another version.
+CREATE FUNCTION webhook_dedup._verify_standard(payload bytea, headers jsonb, keys bytea[], tolerance_us numeric,
+                                               now_us numeric,
+                                               OUT reason text, OUT secret_index integer, OUT signed_at_s bigint)
+LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+AS $$
+DECLARE
+  prefix text := CASE WHEN headers OPERATOR(pg_catalog.?|) ARRAY['webhook-id', 'webhook-timestamp', 'webhook-signature']
+                      THEN 'webhook-' ELSE 'svix-' END;
+  id record;
+  ts record;
+  sent record;
+  entry text;
+  macs bytea[] := '{}';
+  other_version boolean := false;
+  decoded bytea;
+BEGIN
+  id := webhook_dedup._header_once(headers, prefix OPERATOR(pg_catalog.||) 'id');
+  IF id.reason IS NOT NULL THEN
+    reason := id.reason;
+    RETURN;
+  END IF;
+  ts := webhook_dedup._timestamp_header(headers, prefix OPERATOR(pg_catalog.||) 'timestamp');
+  IF ts.reason IS NOT NULL THEN
+    reason := ts.reason;
+    RETURN;
+  END IF;
+  signed_at_s := ts.seconds;
+  sent := webhook_dedup._header_once(headers, prefix OPERATOR(pg_catalog.||) 'signature');
+  IF sent.reason IS NOT NULL THEN
+    reason := sent.reason;
+    RETURN;
+  END IF;
+  FOR entry IN SELECT e FROM pg_catalog.regexp_split_to_table(sent.value, '[ \t\n\f\r]+') AS e
+                WHERE e OPERATOR(pg_catalog.<>) '' LOOP
+    CONTINUE WHEN pg_catalog.strpos(entry, ',') OPERATOR(pg_catalog.=) 0;
+    IF pg_catalog.split_part(entry, ',', 1) OPERATOR(pg_catalog.=) 'v1' THEN
+      decoded := webhook_dedup._decode_base64(pg_catalog.substr(entry, 4), 32);
+      IF decoded IS NOT NULL THEN
+        macs := macs OPERATOR(pg_catalog.||) decoded;
+      END IF;
+    ELSE
+      other_version := true;
+    END IF;
+  END LOOP;
+  IF pg_catalog.cardinality(macs) OPERATOR(pg_catalog.=) 0 THEN
+    reason := CASE WHEN other_version THEN 'unsupported_version' ELSE 'malformed_header' END;
+    RETURN;
+  END IF;
+  secret_index := webhook_dedup._first_match(keys, macs,
+                                             pg_catalog.convert_to(webhook_dedup._trim(id.value) OPERATOR(pg_catalog.||) '.'
+                                                                   OPERATOR(pg_catalog.||) ts.text_sent
+                                                                   OPERATOR(pg_catalog.||) '.', 'UTF8')
+                                               OPERATOR(pg_catalog.||) payload);
+  reason := CASE WHEN secret_index IS NULL THEN 'no_matching_signature'
+                 ELSE webhook_dedup._window(signed_at_s, now_us, tolerance_us) END;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._verify_standard(bytea, jsonb, bytea[], numeric, numeric) FROM PUBLIC;
+
+-- The headers of a typed convenience (verify.rs, typed): name, value,
+-- name, value, ...; a NULL value is an absent header. Returns what
+-- _headers returns.
+CREATE FUNCTION webhook_dedup._header_pairs(VARIADIC pairs text[]) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN (SELECT COALESCE(pg_catalog.jsonb_object_agg(
+                          pg_catalog.translate(pairs[i], 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'),
+                          pg_catalog.jsonb_build_array(pairs[i OPERATOR(pg_catalog.+) 1])), '{}')
+          FROM pg_catalog.generate_series(1, pg_catalog.cardinality(pairs), 2) AS i
+         WHERE pairs[i OPERATOR(pg_catalog.+) 1] IS NOT NULL);
+REVOKE ALL ON FUNCTION webhook_dedup._header_pairs(text[]) FROM PUBLIC;
