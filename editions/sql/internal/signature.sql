@@ -225,8 +225,8 @@ BEGIN
     RAISE EXCEPTION 'signature_header, signature_prefix, algorithm and encoding apply only to scheme hmac, not %', scheme_name
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  IF scheme_name OPERATOR(pg_catalog.<>) ALL (ARRAY['github', 'shopify', 'stripe', 'paddle', 'calendly', 'slack', 'zoom',
-                                                  'standard']) THEN
+  IF scheme_name OPERATOR(pg_catalog.<>) ALL (ARRAY['github', 'shopify', 'typeform', 'twitter', 'intercom', 'square',
+                                                  'stripe', 'paddle', 'calendly', 'slack', 'zoom', 'standard']) THEN
     RAISE EXCEPTION 'scheme % is not in the SQL edition yet: use the native edition', scheme_name
       USING ERRCODE = 'feature_not_supported';
   END IF;
@@ -246,8 +246,13 @@ BEGIN
   keys := webhook_dedup._scheme_keys(scheme_name, secrets);
   tolerance_us := COALESCE(tolerance_us, default_tolerance_s::numeric OPERATOR(pg_catalog.*) 1000000, 0);
   now_us := EXTRACT(epoch FROM at) OPERATOR(pg_catalog.*) 1000000;
-  IF scheme_name OPERATOR(pg_catalog.=) ANY (ARRAY['github', 'shopify']) THEN
-    SELECT * INTO verdict FROM webhook_dedup._verify_tagged(scheme_name, payload, headers, keys) AS v;
+  IF scheme_name OPERATOR(pg_catalog.=) 'square' AND url IS NULL THEN
+    RAISE EXCEPTION 'scheme square needs the request url (argument url)' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF scheme_name OPERATOR(pg_catalog.=) ANY (ARRAY['github', 'shopify', 'typeform', 'twitter', 'intercom', 'square']) THEN
+    SELECT * INTO verdict
+      FROM webhook_dedup._verify_tagged(scheme_name, payload, headers, keys,
+                                        pg_catalog.convert_to(CASE scheme_name WHEN 'square' THEN url END, 'UTF8')) AS v;
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'slack' THEN
     SELECT * INTO verdict FROM webhook_dedup._verify_v0('x-slack-signature', 'x-slack-request-timestamp', payload,
                                                         headers, keys, tolerance_us, now_us) AS v;
@@ -285,10 +290,11 @@ AS $$
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._header_once(jsonb, text) FROM PUBLIC;
 
--- The first of `keys` (1-based) whose HMAC-SHA256 over `message` is one
+-- The first of `keys` (1-based) whose HMAC (`algorithm`) over `message` is one
 -- of `candidates` (ct.rs, first_match: every secret against every
 -- signature, each compared in constant time), or NULL.
-CREATE FUNCTION webhook_dedup._first_match(keys bytea[], candidates bytea[], message bytea) RETURNS integer
+CREATE FUNCTION webhook_dedup._first_match(keys bytea[], candidates bytea[], message bytea,
+                                           algorithm text DEFAULT 'sha256') RETURNS integer
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
 DECLARE
@@ -299,7 +305,7 @@ DECLARE
 BEGIN
   FOREACH key IN ARRAY keys LOOP
     i := i OPERATOR(pg_catalog.+) 1;
-    mac := webhook_dedup._hmac_sha2('sha256', key, message);
+    mac := webhook_dedup._hmac(algorithm, key, message);
     FOREACH candidate IN ARRAY candidates LOOP
       IF webhook_dedup._ct_equal(mac, candidate) THEN
         RETURN i;
@@ -309,45 +315,102 @@ BEGIN
   RETURN NULL;
 END
 $$;
-REVOKE ALL ON FUNCTION webhook_dedup._first_match(bytea[], bytea[], bytea) FROM PUBLIC;
+REVOKE ALL ON FUNCTION webhook_dedup._first_match(bytea[], bytea[], bytea, text) FROM PUBLIC;
 
--- A scheme of one tagged header (frame.rs, TaggedHeader): github
--- (`sha256=<hex>`, another `<tag>=` is unsupported_version) and shopify
--- (bare base64), each an HMAC-SHA256 of the raw body. The value is
--- trimmed, the tag stripped, the rest trimmed and decoded (32 bytes).
-CREATE FUNCTION webhook_dedup._verify_tagged(scheme text, payload bytea, headers jsonb, keys bytea[],
+-- HMAC under `algorithm` (ct.rs, hmac): sha256 and sha512 over
+-- PostgreSQL's own functions (_hmac_sha2); sha1, which PostgreSQL lacks,
+-- through pgcrypto's hmac() wherever pgcrypto is installed (intercom,
+-- twilio, the generic scheme's sha1): without pgcrypto those are 0A000.
+CREATE FUNCTION webhook_dedup._hmac(algorithm text, key bytea, message bytea) RETURNS bytea
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+  crypto name;
+  mac bytea;
+BEGIN
+  IF algorithm OPERATOR(pg_catalog.<>) 'sha1' THEN
+    RETURN webhook_dedup._hmac_sha2(algorithm, key, message);
+  END IF;
+  SELECT n.nspname INTO crypto FROM pg_catalog.pg_extension AS e
+    JOIN pg_catalog.pg_namespace AS n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+   WHERE e.extname OPERATOR(pg_catalog.=) 'pgcrypto';
+  IF crypto IS NULL THEN
+    RAISE EXCEPTION 'HMAC-SHA1 needs pgcrypto in the SQL edition' USING ERRCODE = 'feature_not_supported',
+      HINT = 'CREATE EXTENSION pgcrypto (every managed platform has it), or use the native edition.';
+  END IF;
+  EXECUTE pg_catalog.format('SELECT %I.hmac($1, $2, %L)', crypto, 'sha1') INTO mac USING message, key;
+  RETURN mac;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._hmac(text, bytea, bytea) FROM PUBLIC;
+
+-- The schemes of one tagged header, no time (frame.rs, TaggedHeader; each
+-- scheme's module): the header, the tag before the MAC, whether a value
+-- with another `<tag>=` names another version, how the MAC is written,
+-- its algorithm (the MAC's length follows: 20, 32 or 64 bytes).
+CREATE FUNCTION webhook_dedup._tagged_frames()
+  RETURNS TABLE (scheme text, header text, tag text, names_a_tag boolean, encoding text, algorithm text)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+VALUES
+  ('github', 'x-hub-signature-256', 'sha256=', true, 'hex', 'sha256'),         -- github.rs
+  ('shopify', 'x-shopify-hmac-sha256', '', false, 'base64', 'sha256'),       -- shopify.rs
+  ('typeform', 'typeform-signature', 'sha256=', true, 'base64', 'sha256'),   -- typeform.rs
+  ('twitter', 'x-twitter-webhooks-signature', 'sha256=', true, 'base64', 'sha256'), -- twitter.rs
+  ('intercom', 'x-hub-signature', 'sha1=', true, 'hex', 'sha1'),             -- intercom.rs
+  ('square', 'x-square-hmacsha256-signature', '', false, 'base64', 'sha256') -- square.rs (the URL, then the body)
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._tagged_frames() FROM PUBLIC;
+
+-- A scheme of one tagged header (frame.rs, TaggedHeader): the header
+-- sent once, its value trimmed, the tag stripped, the rest trimmed and
+-- decoded; a value without the tag that holds '=' names another version
+-- where the scheme says so (unsupported_version). The MAC covers `prefix`
+-- (Square's URL) and the raw body. X's signature is only valid over a
+-- JSON object (twitter.rs: a body whose first non-whitespace byte is not
+-- '{' matches nothing).
+CREATE FUNCTION webhook_dedup._verify_tagged(scheme text, payload bytea, headers jsonb, keys bytea[], prefix bytea,
                                              OUT reason text, OUT secret_index integer, OUT signed_at_s bigint)
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
 DECLARE
+  f record;
   sent record;
-  tag text := CASE scheme WHEN 'github' THEN 'sha256=' ELSE '' END;
   value text;
+  encoded text;
   candidate bytea;
+  len integer;
 BEGIN
-  sent := webhook_dedup._header_once(headers, CASE scheme WHEN 'github' THEN 'x-hub-signature-256'
-                                                          ELSE 'x-shopify-hmac-sha256' END);
+  SELECT * INTO f FROM webhook_dedup._tagged_frames() AS t WHERE t.scheme OPERATOR(pg_catalog.=) _verify_tagged.scheme;
+  len := CASE f.algorithm WHEN 'sha1' THEN 20 WHEN 'sha256' THEN 32 ELSE 64 END;
+  sent := webhook_dedup._header_once(headers, f.header);
   IF sent.reason IS NOT NULL THEN
     reason := sent.reason;
     RETURN;
   END IF;
   value := webhook_dedup._trim(sent.value);
-  IF pg_catalog.starts_with(value, tag) THEN
-    value := webhook_dedup._trim(pg_catalog.substr(value, pg_catalog.length(tag) OPERATOR(pg_catalog.+) 1));
-    candidate := CASE scheme WHEN 'github' THEN webhook_dedup._decode_hex(value, 32)
-                             ELSE webhook_dedup._decode_base64(value, 32) END;
+  IF pg_catalog.starts_with(value, f.tag) THEN
+    encoded := webhook_dedup._trim(pg_catalog.substr(value, pg_catalog.length(f.tag) OPERATOR(pg_catalog.+) 1));
+    candidate := CASE f.encoding WHEN 'hex' THEN webhook_dedup._decode_hex(encoded, len)
+                                 ELSE webhook_dedup._decode_base64(encoded, len) END;
   END IF;
   IF candidate IS NULL THEN
-    reason := CASE WHEN NOT pg_catalog.starts_with(value, tag) AND scheme OPERATOR(pg_catalog.=) 'github'
+    reason := CASE WHEN NOT pg_catalog.starts_with(value, f.tag) AND f.names_a_tag
                         AND pg_catalog.strpos(value, '=') OPERATOR(pg_catalog.>) 0
                    THEN 'unsupported_version' ELSE 'malformed_header' END;
     RETURN;
   END IF;
-  secret_index := webhook_dedup._first_match(keys, ARRAY[candidate], payload);
+  IF scheme OPERATOR(pg_catalog.=) 'twitter'
+     AND pg_catalog.substr(pg_catalog.ltrim(payload, '\x20090a0c0d'::bytea), 1, 1) OPERATOR(pg_catalog.<>) '\x7b'::bytea THEN
+    reason := 'no_matching_signature';
+    RETURN;
+  END IF;
+  secret_index := webhook_dedup._first_match(keys, ARRAY[candidate], COALESCE(prefix, ''::bytea) OPERATOR(pg_catalog.||) payload,
+                                             f.algorithm);
   reason := CASE WHEN secret_index IS NULL THEN 'no_matching_signature' ELSE 'ok' END;
 END
 $$;
-REVOKE ALL ON FUNCTION webhook_dedup._verify_tagged(text, bytea, jsonb, bytea[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION webhook_dedup._verify_tagged(text, bytea, jsonb, bytea[], bytea) FROM PUBLIC;
 
 -- A scheme of one timestamped header (frame.rs, TimestampedHeader: stripe,
 -- paddle, calendly, their fields from _timestamped_frames): the header
