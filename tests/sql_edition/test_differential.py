@@ -212,6 +212,24 @@ def standard_verify_call(rng):
             (rng.choice(["standard", "svix", "Clerk", "resend"]), body, json.dumps(headers), secrets, at))
 
 
+def generic_verify_call(rng):
+    """Scheme hmac: the header, prefix, algorithm and encoding given."""
+    algorithm = rng.choice([None, "sha256", "SHA1", "sha512", "md5"])
+    encoding = rng.choice([None, "hex", "Base64", "base32"])
+    prefix = rng.choice([None, "", "sha256=", "v1,"])
+    header = rng.choice(["X-Signature", "x-signature", None])
+    body = rng.choice([b"", b"{}", (text(rng) or "").encode()])
+    secrets = [rng.choice(["s", "secret é"]) for _ in range(rng.randint(1, 2))]
+    digest = {"sha1": hashlib.sha1, "sha512": hashlib.sha512}.get((algorithm or "").lower(), hashlib.sha256)
+    mac = hmac.new(rng.choice(secrets + ["x"]).encode(), body, digest).digest()
+    enc = b64(mac) if (encoding or "").lower() == "base64" else mac.hex()
+    value = rng.choice([(prefix or "") + enc, (prefix or "") + enc, enc, "other=" + enc, (prefix or "") + enc[:-2], ""])
+    headers = rng.choice([{"X-Signature": value}, {"x-signature": [value, value]}, {}])
+    return ("SELECT * FROM webhook_dedup.webhook_verify_detail('hmac', %s, %s::jsonb, %s::text[], signature_header => %s,"
+            " signature_prefix => %s, algorithm => %s, encoding => %s)",
+            (body, json.dumps(headers), secrets if rng.random() > 0.03 else [None], header, prefix, algorithm, encoding))
+
+
 def typed_verify_call(rng):
     scheme = rng.choice(["github", "shopify"])
     body = rng.choice([b"", b"Hello, World!", (text(rng) or "").encode()])
@@ -224,7 +242,7 @@ def typed_verify_call(rng):
 GENERATORS = {"webhook_key": key_call, "webhook_body_key": body_key_call, "webhook_operation_key": operation_key_call,
               "webhook_verify": verify_call, "webhook_verify_typed": typed_verify_call,
               "webhook_verify_timestamped": timestamped_verify_call, "webhook_verify_v0": v0_verify_call,
-              "webhook_verify_standard": standard_verify_call}
+              "webhook_verify_standard": standard_verify_call, "webhook_verify_generic": generic_verify_call}
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "signatures-and-claims.json"
 
@@ -273,21 +291,26 @@ def test_generated_calls_answer_alike(native, sql, function):
     if function in ("webhook_verify_v0", "webhook_verify_standard"):
         assert {"ok", "timestamp_too_old", "timestamp_too_new", "malformed_header", "missing_header",
                 "no_matching_signature"} <= rows, rows
+    if function == "webhook_verify_generic":
+        assert {"ok", "unsupported_version", "malformed_header", "missing_header", "no_matching_signature"} <= rows, rows
     if function == "webhook_verify_timestamped":
         assert {"ok", "timestamp_too_old", "timestamp_too_new", "unsupported_version", "malformed_header"} <= rows, rows
 
 
 def test_the_shared_vectors_verify_alike(native, sql):
-    names = {*VERIFIED, *TIMESTAMPED, "slack", "standard_webhooks"}
+    names = {*VERIFIED, *TIMESTAMPED, "slack", "standard_webhooks", "generic_hmac_sha256"}
     vectors = [v for v in json.loads(VECTORS.read_text()) if v.get("scheme") in names]
     assert len(vectors) >= 10
     with native.connect() as a, sql.connect() as b:
         for v in vectors:
+            generic = v["scheme"] == "generic_hmac_sha256"
             call = ("SELECT * FROM webhook_dedup.webhook_verify_detail(%s, %s, %s::jsonb, %s::text[],"
-                    " tolerance => %s * interval '1 second', at => COALESCE(to_timestamp(%s), now()))",
-                    (v["scheme"].replace("standard_webhooks", "standard"), bytes.fromhex(v["body_hex"]),
-                     json.dumps(v["headers"]),
-                     [v["secret"], *v.get("extra_secrets", [])], v.get("tolerance_s"), v["now_unix"]))
+                    " tolerance => %s * interval '1 second', at => COALESCE(to_timestamp(%s), now()),"
+                    " signature_header => %s)",
+                    (v["scheme"].replace("standard_webhooks", "standard").replace("generic_hmac_sha256", "hmac"),
+                     bytes.fromhex(v["body_hex"]), json.dumps(v["headers"]),
+                     [v["secret"], *v.get("extra_secrets", [])], v.get("tolerance_s"), v["now_unix"],
+                     "X-Signature" if generic else None))
             x, y = answer(a, *call), answer(b, *call)
             assert x == y, f"{v['id']}: native {x}, SQL edition {y}"
             # a vector that does not verify may be refused as a misconfiguration

@@ -173,6 +173,8 @@ DECLARE
   now_us numeric;
   keys bytea[];
   verdict record;
+  hmac_algorithm text;
+  hmac_encoding text;
 BEGIN
   IF scheme IS NULL THEN
     RAISE EXCEPTION 'scheme must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -225,8 +227,19 @@ BEGIN
     RAISE EXCEPTION 'signature_header, signature_prefix, algorithm and encoding apply only to scheme hmac, not %', scheme_name
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
+  IF scheme_name OPERATOR(pg_catalog.=) 'hmac' AND signature_header IS NOT NULL THEN
+    hmac_algorithm := pg_catalog.translate(COALESCE(algorithm, 'sha256'), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz');
+    IF hmac_algorithm OPERATOR(pg_catalog.<>) ALL (ARRAY['sha1', 'sha256', 'sha512']) THEN
+      RAISE EXCEPTION 'unknown HMAC algorithm "%" (sha1, sha256 or sha512)', algorithm USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    hmac_encoding := pg_catalog.translate(COALESCE(encoding, 'hex'), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz');
+    IF hmac_encoding OPERATOR(pg_catalog.<>) ALL (ARRAY['hex', 'base64']) THEN
+      RAISE EXCEPTION 'unknown encoding "%" (hex or base64)', encoding USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+  END IF;
   IF scheme_name OPERATOR(pg_catalog.<>) ALL (ARRAY['github', 'shopify', 'typeform', 'twitter', 'intercom', 'square',
-                                                  'stripe', 'paddle', 'calendly', 'slack', 'zoom', 'standard']) THEN
+                                                  'stripe', 'paddle', 'calendly', 'slack', 'zoom', 'standard',
+                                                  'hmac']) THEN
     RAISE EXCEPTION 'scheme % is not in the SQL edition yet: use the native edition', scheme_name
       USING ERRCODE = 'feature_not_supported';
   END IF;
@@ -250,9 +263,22 @@ BEGIN
     RAISE EXCEPTION 'scheme square needs the request url (argument url)' USING ERRCODE = 'invalid_parameter_value';
   END IF;
   IF scheme_name OPERATOR(pg_catalog.=) ANY (ARRAY['github', 'shopify', 'typeform', 'twitter', 'intercom', 'square']) THEN
+    SELECT v.* INTO verdict
+      FROM webhook_dedup._tagged_frames() AS f,
+           LATERAL webhook_dedup._verify_tagged(f.header, f.tag, f.other, f.encoding, f.algorithm,
+                                                f.scheme OPERATOR(pg_catalog.=) 'twitter', payload, headers, keys,
+                                                pg_catalog.convert_to(CASE scheme_name WHEN 'square' THEN url END, 'UTF8')) AS v
+     WHERE f.scheme OPERATOR(pg_catalog.=) scheme_name;
+  ELSIF scheme_name OPERATOR(pg_catalog.=) 'hmac' THEN
+    IF signature_header IS NULL THEN
+      RAISE EXCEPTION 'scheme hmac needs signature_header (and optionally signature_prefix, algorithm, encoding)'
+        USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     SELECT * INTO verdict
-      FROM webhook_dedup._verify_tagged(scheme_name, payload, headers, keys,
-                                        pg_catalog.convert_to(CASE scheme_name WHEN 'square' THEN url END, 'UTF8')) AS v;
+      FROM webhook_dedup._verify_tagged(pg_catalog.translate(signature_header, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ',
+                                                             'abcdefghijklmnopqrstuvwxyz'),
+                                        COALESCE(signature_prefix, ''), 'always', hmac_encoding, hmac_algorithm, false,
+                                        payload, headers, keys, NULL) AS v;
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'slack' THEN
     SELECT * INTO verdict FROM webhook_dedup._verify_v0('x-slack-signature', 'x-slack-request-timestamp', payload,
                                                         headers, keys, tolerance_us, now_us) AS v;
@@ -345,72 +371,76 @@ $$;
 REVOKE ALL ON FUNCTION webhook_dedup._hmac(text, bytea, bytea) FROM PUBLIC;
 
 -- The schemes of one tagged header, no time (frame.rs, TaggedHeader; each
--- scheme's module): the header, the tag before the MAC, whether a value
--- with another `<tag>=` names another version, how the MAC is written,
--- its algorithm (the MAC's length follows: 20, 32 or 64 bytes).
+-- scheme's module): the header, the tag before the MAC, which values
+-- without it name another version (_verify_tagged), how the MAC is written,
+-- its algorithm (the MAC's length follows: 20, 32 or 64 bytes). The
+-- generic scheme (hmac, generic.rs) takes these from its arguments.
 CREATE FUNCTION webhook_dedup._tagged_frames()
-  RETURNS TABLE (scheme text, header text, tag text, names_a_tag boolean, encoding text, algorithm text)
+  RETURNS TABLE (scheme text, header text, tag text, other text, encoding text, algorithm text)
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
 VALUES
-  ('github', 'x-hub-signature-256', 'sha256=', true, 'hex', 'sha256'),         -- github.rs
-  ('shopify', 'x-shopify-hmac-sha256', '', false, 'base64', 'sha256'),       -- shopify.rs
-  ('typeform', 'typeform-signature', 'sha256=', true, 'base64', 'sha256'),   -- typeform.rs
-  ('twitter', 'x-twitter-webhooks-signature', 'sha256=', true, 'base64', 'sha256'), -- twitter.rs
-  ('intercom', 'x-hub-signature', 'sha1=', true, 'hex', 'sha1'),             -- intercom.rs
-  ('square', 'x-square-hmacsha256-signature', '', false, 'base64', 'sha256') -- square.rs (the URL, then the body)
+  ('github', 'x-hub-signature-256', 'sha256=', 'tag', 'hex', 'sha256'),         -- github.rs
+  ('shopify', 'x-shopify-hmac-sha256', '', 'never', 'base64', 'sha256'),       -- shopify.rs
+  ('typeform', 'typeform-signature', 'sha256=', 'tag', 'base64', 'sha256'),    -- typeform.rs
+  ('twitter', 'x-twitter-webhooks-signature', 'sha256=', 'tag', 'base64', 'sha256'), -- twitter.rs
+  ('intercom', 'x-hub-signature', 'sha1=', 'tag', 'hex', 'sha1'),              -- intercom.rs
+  ('square', 'x-square-hmacsha256-signature', '', 'never', 'base64', 'sha256') -- square.rs (the URL, then the body)
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._tagged_frames() FROM PUBLIC;
 
 -- A scheme of one tagged header (frame.rs, TaggedHeader): the header
 -- sent once, its value trimmed, the tag stripped, the rest trimmed and
--- decoded; a value without the tag that holds '=' names another version
--- where the scheme says so (unsupported_version). The MAC covers `prefix`
--- (Square's URL) and the raw body. X's signature is only valid over a
--- JSON object (twitter.rs: a body whose first non-whitespace byte is not
--- '{' matches nothing).
-CREATE FUNCTION webhook_dedup._verify_tagged(scheme text, payload bytea, headers jsonb, keys bytea[], prefix bytea,
+-- decoded (`encoding`, the MAC's length of `algorithm`). A value without
+-- the tag names another version (unsupported_version rather than
+-- malformed_header): when it holds '=' (`other` = 'tag', mod.rs,
+-- names_a_tag), never ('never'), or always ('always': the generic
+-- scheme). The MAC covers `prefix` (Square's URL) and the raw body; with
+-- `json_object`, only a body whose first non-whitespace byte is '{'
+-- (X's, twitter.rs) can match.
+CREATE FUNCTION webhook_dedup._verify_tagged(header text, tag text, other text, encoding text, algorithm text,
+                                             json_object boolean, payload bytea, headers jsonb, keys bytea[],
+                                             prefix bytea,
                                              OUT reason text, OUT secret_index integer, OUT signed_at_s bigint)
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
 DECLARE
-  f record;
+  len integer := CASE algorithm WHEN 'sha1' THEN 20 WHEN 'sha256' THEN 32 ELSE 64 END;
   sent record;
   value text;
   encoded text;
   candidate bytea;
-  len integer;
 BEGIN
-  SELECT * INTO f FROM webhook_dedup._tagged_frames() AS t WHERE t.scheme OPERATOR(pg_catalog.=) _verify_tagged.scheme;
-  len := CASE f.algorithm WHEN 'sha1' THEN 20 WHEN 'sha256' THEN 32 ELSE 64 END;
-  sent := webhook_dedup._header_once(headers, f.header);
+  sent := webhook_dedup._header_once(headers, header);
   IF sent.reason IS NOT NULL THEN
     reason := sent.reason;
     RETURN;
   END IF;
   value := webhook_dedup._trim(sent.value);
-  IF pg_catalog.starts_with(value, f.tag) THEN
-    encoded := webhook_dedup._trim(pg_catalog.substr(value, pg_catalog.length(f.tag) OPERATOR(pg_catalog.+) 1));
-    candidate := CASE f.encoding WHEN 'hex' THEN webhook_dedup._decode_hex(encoded, len)
-                                 ELSE webhook_dedup._decode_base64(encoded, len) END;
+  IF pg_catalog.starts_with(value, tag) THEN
+    encoded := webhook_dedup._trim(pg_catalog.substr(value, pg_catalog.length(tag) OPERATOR(pg_catalog.+) 1));
+    candidate := CASE encoding WHEN 'hex' THEN webhook_dedup._decode_hex(encoded, len)
+                               ELSE webhook_dedup._decode_base64(encoded, len) END;
   END IF;
   IF candidate IS NULL THEN
-    reason := CASE WHEN NOT pg_catalog.starts_with(value, f.tag) AND f.names_a_tag
-                        AND pg_catalog.strpos(value, '=') OPERATOR(pg_catalog.>) 0
+    reason := CASE WHEN NOT pg_catalog.starts_with(value, tag)
+                        AND (other OPERATOR(pg_catalog.=) 'always'
+                             OR (other OPERATOR(pg_catalog.=) 'tag' AND pg_catalog.strpos(value, '=') OPERATOR(pg_catalog.>) 0))
                    THEN 'unsupported_version' ELSE 'malformed_header' END;
     RETURN;
   END IF;
-  IF scheme OPERATOR(pg_catalog.=) 'twitter'
+  IF json_object
      AND pg_catalog.substr(pg_catalog.ltrim(payload, '\x20090a0c0d'::bytea), 1, 1) OPERATOR(pg_catalog.<>) '\x7b'::bytea THEN
     reason := 'no_matching_signature';
     RETURN;
   END IF;
   secret_index := webhook_dedup._first_match(keys, ARRAY[candidate], COALESCE(prefix, ''::bytea) OPERATOR(pg_catalog.||) payload,
-                                             f.algorithm);
+                                             algorithm);
   reason := CASE WHEN secret_index IS NULL THEN 'no_matching_signature' ELSE 'ok' END;
 END
 $$;
-REVOKE ALL ON FUNCTION webhook_dedup._verify_tagged(text, bytea, jsonb, bytea[], bytea) FROM PUBLIC;
+REVOKE ALL ON FUNCTION webhook_dedup._verify_tagged(text, text, text, text, text, boolean, bytea, jsonb, bytea[], bytea)
+  FROM PUBLIC;
 
 -- A scheme of one timestamped header (frame.rs, TimestampedHeader: stripe,
 -- paddle, calendly, their fields from _timestamped_frames): the header
