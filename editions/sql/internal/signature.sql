@@ -237,6 +237,12 @@ BEGIN
       RAISE EXCEPTION 'unknown encoding "%" (hex or base64)', encoding USING ERRCODE = 'invalid_parameter_value';
     END IF;
   END IF;
+  IF scheme_name OPERATOR(pg_catalog.=) ANY (ARRAY['discord', 'sendgrid']) THEN
+    RAISE EXCEPTION 'scheme % signs with a public key (%), which the SQL edition cannot verify: use the native edition',
+      scheme_name, CASE scheme_name WHEN 'discord' THEN 'Ed25519' ELSE 'ECDSA P-256' END
+      USING ERRCODE = 'feature_not_supported',
+            HINT = 'pgcrypto and PostgreSQL have no Ed25519 or ECDSA verification (docs/sql-edition.md, "Differences").';
+  END IF;
   IF scheme_name OPERATOR(pg_catalog.<>) ALL (ARRAY['github', 'shopify', 'typeform', 'twitter', 'intercom', 'square',
                                                   'stripe', 'paddle', 'calendly', 'slack', 'zoom', 'standard',
                                                   'hmac']) THEN
