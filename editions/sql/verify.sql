@@ -90,3 +90,16 @@ BEGIN
                                                             'webhook-signature', signature_header),
                                 ARRAY[secret], tolerance, at, NULL, NULL, NULL, NULL, NULL, NULL)).valid;
 END
+
+--@ webhook_dedup.webhook_hmac
+DECLARE
+  name text := pg_catalog.translate(algorithm, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz');
+BEGIN
+  IF name OPERATOR(pg_catalog.<>) ALL (ARRAY['sha1', 'sha256', 'sha512']) THEN
+    RAISE EXCEPTION 'unknown HMAC algorithm "%" (sha1, sha256 or sha512)', algorithm USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF pg_catalog.length(secret) OPERATOR(pg_catalog.=) 0 THEN
+    RAISE EXCEPTION 'secret must not be empty' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  RETURN webhook_dedup._hmac(name, secret, payload);
+END
