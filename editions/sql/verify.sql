@@ -1,7 +1,8 @@
 -- Signature verification (src/api/verify.rs): webhook_verify,
 -- webhook_verify_detail and the typed conveniences, over _verify
 -- (editions/sql/internal/signature.sql). So far the schemes github,
--- shopify, stripe, paddle, calendly, slack, zoom and standard (HMAC); the
+-- shopify, typeform, twitter, intercom, square, stripe, paddle, calendly,
+-- slack, zoom, standard (HMAC), hubspot and the generic hmac; the
 -- others answer 0A000 naming the native edition.
 
 --@ webhook_dedup.webhook_verify_detail

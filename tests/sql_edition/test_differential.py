@@ -237,6 +237,32 @@ def hmac_call(rng):
     return "SELECT webhook_dedup.webhook_hmac(%s, %s, %s)", (body, secret, algorithm)
 
 
+def hubspot_call(rng):
+    now_ms = 1_700_000_000_000
+    t = now_ms + rng.choice([0, -1, 1, -300_000, -300_001, 300_000, 300_001, -86_400_000])
+    t_text = rng.choice([str(t), str(t), f" {t} ", str(t // 1000), "1" * 16, "", "17e11"])
+    url = rng.choice(["https://www.example.com/webhook_uri", "https://example.com/a?email=user%40example.com&q=a%2Cb%20c",
+                      "https://example.com/%3a%3A%2f%25%ZZ%2", "https://example.com/é?x=%27%28%29%2A%3B%21%24"])
+    method = rng.choice(["POST", "POST", "GET", "", None])
+    body = rng.choice([b"", b'[{"eventId":1}]', (text(rng) or "").encode()])
+    secrets = [rng.choice(["yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy", "s"]) for _ in range(rng.randint(1, 2))]
+    signed_uri = url
+    for c in ":/?@!$'()*,;":
+        for code in (f"%{ord(c):02X}", f"%{ord(c):02x}"):
+            signed_uri = signed_uri.replace(code, c)
+    mac = hmac.new(rng.choice(secrets + ["x"]).encode(),
+                   ((method or "") + signed_uri).encode() + body + t_text.strip().encode(), hashlib.sha256).digest()
+    sig = rng.choice([b64(mac), b64(mac), f" {b64(mac)} ", b64(mac)[:-2], mac.hex(), ""])
+    headers = rng.choice([{"X-HubSpot-Request-Timestamp": t_text, "X-HubSpot-Signature-v3": sig},
+                          {"X-HubSpot-Request-Timestamp": [t_text, t_text], "X-HubSpot-Signature-v3": sig},
+                          {"X-HubSpot-Signature-v3": sig}, {"X-HubSpot-Request-Timestamp": t_text}])
+    at = now_ms / 1000 + rng.choice([0, 0.0005, -0.0005])
+    return ("SELECT * FROM webhook_dedup.webhook_verify_detail('hubspot', %s, %s::jsonb, %s::text[], url => %s,"
+            " method => %s, at => to_timestamp(%s), tolerance => %s::interval)",
+            (body, json.dumps(headers), secrets if rng.random() > 0.03 else [None],
+             url if rng.random() > 0.05 else None, method, at, rng.choice([None, None, "0", "1 day"])))
+
+
 def typed_verify_call(rng):
     scheme = rng.choice(["github", "shopify"])
     body = rng.choice([b"", b"Hello, World!", (text(rng) or "").encode()])
@@ -250,7 +276,7 @@ GENERATORS = {"webhook_key": key_call, "webhook_body_key": body_key_call, "webho
               "webhook_verify": verify_call, "webhook_verify_typed": typed_verify_call,
               "webhook_verify_timestamped": timestamped_verify_call, "webhook_verify_v0": v0_verify_call,
               "webhook_verify_standard": standard_verify_call, "webhook_verify_generic": generic_verify_call,
-              "webhook_hmac": hmac_call}
+              "webhook_hmac": hmac_call, "webhook_verify_hubspot": hubspot_call}
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "signatures-and-claims.json"
 
@@ -297,6 +323,9 @@ def test_generated_calls_answer_alike(native, sql, function):
     if function == "webhook_verify":
         assert {"ok", "missing_header", "malformed_header", "unsupported_version", "no_matching_signature"} <= rows, rows
     if function in ("webhook_verify_v0", "webhook_verify_standard"):
+        assert {"ok", "timestamp_too_old", "timestamp_too_new", "malformed_header", "missing_header",
+                "no_matching_signature"} <= rows, rows
+    if function == "webhook_verify_hubspot":
         assert {"ok", "timestamp_too_old", "timestamp_too_new", "malformed_header", "missing_header",
                 "no_matching_signature"} <= rows, rows
     if function == "webhook_verify_generic":

@@ -245,7 +245,7 @@ BEGIN
   END IF;
   IF scheme_name OPERATOR(pg_catalog.<>) ALL (ARRAY['github', 'shopify', 'typeform', 'twitter', 'intercom', 'square',
                                                   'stripe', 'paddle', 'calendly', 'slack', 'zoom', 'standard',
-                                                  'hmac']) THEN
+                                                  'hmac', 'hubspot']) THEN
     RAISE EXCEPTION 'scheme % is not in the SQL edition yet: use the native edition', scheme_name
       USING ERRCODE = 'feature_not_supported';
   END IF;
@@ -265,8 +265,11 @@ BEGIN
   keys := webhook_dedup._scheme_keys(scheme_name, secrets);
   tolerance_us := COALESCE(tolerance_us, default_tolerance_s::numeric OPERATOR(pg_catalog.*) 1000000, 0);
   now_us := EXTRACT(epoch FROM at) OPERATOR(pg_catalog.*) 1000000;
-  IF scheme_name OPERATOR(pg_catalog.=) 'square' AND url IS NULL THEN
-    RAISE EXCEPTION 'scheme square needs the request url (argument url)' USING ERRCODE = 'invalid_parameter_value';
+  IF scheme_name OPERATOR(pg_catalog.=) ANY (ARRAY['square', 'hubspot']) AND url IS NULL THEN
+    RAISE EXCEPTION 'scheme % needs the request url (argument url)', scheme_name USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF scheme_name OPERATOR(pg_catalog.=) 'hubspot' AND COALESCE(method, '') OPERATOR(pg_catalog.=) '' THEN
+    RAISE EXCEPTION 'scheme hubspot needs the request method (argument method)' USING ERRCODE = 'invalid_parameter_value';
   END IF;
   IF scheme_name OPERATOR(pg_catalog.=) ANY (ARRAY['github', 'shopify', 'typeform', 'twitter', 'intercom', 'square']) THEN
     SELECT v.* INTO verdict
@@ -285,6 +288,8 @@ BEGIN
                                                              'abcdefghijklmnopqrstuvwxyz'),
                                         COALESCE(signature_prefix, ''), 'always', hmac_encoding, hmac_algorithm, false,
                                         payload, headers, keys, NULL) AS v;
+  ELSIF scheme_name OPERATOR(pg_catalog.=) 'hubspot' THEN
+    SELECT * INTO verdict FROM webhook_dedup._verify_hubspot(method, url, payload, headers, keys, tolerance_us, now_us) AS v;
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'slack' THEN
     SELECT * INTO verdict FROM webhook_dedup._verify_v0('x-slack-signature', 'x-slack-request-timestamp', payload,
                                                         headers, keys, tolerance_us, now_us) AS v;
@@ -723,3 +728,78 @@ RETURN (SELECT COALESCE(pg_catalog.jsonb_object_agg(
           FROM pg_catalog.generate_series(1, pg_catalog.cardinality(pairs), 2) AS i
          WHERE pairs[i OPERATOR(pg_catalog.+) 1] IS NOT NULL);
 REVOKE ALL ON FUNCTION webhook_dedup._header_pairs(text[]) FROM PUBLIC;
+
+-- The URI HubSpot signs (hubspot.rs, signed_uri): the request URI with the
+-- percent-escapes of : / ? @ ! $ ' ( ) * , ; decoded (hex digits of
+-- either case), every other byte as received. A decoded character is never
+-- '%', so decoding each escape everywhere is the one left-to-right pass.
+CREATE FUNCTION webhook_dedup._hubspot_signed_uri(uri text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+  c text;
+  out text := uri;
+BEGIN
+  FOREACH c IN ARRAY ARRAY[':', '/', '?', '@', '!', '$', '''', '(', ')', '*', ',', ';'] LOOP
+    out := pg_catalog.regexp_replace(out, '%' OPERATOR(pg_catalog.||) pg_catalog.to_hex(pg_catalog.ascii(c)), c, 'gi');
+  END LOOP;
+  RETURN out;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._hubspot_signed_uri(text) FROM PUBLIC;
+
+-- HubSpot's v3 (hubspot.rs, verify): the time header (Unix milliseconds, 1
+-- to 15 ASCII digits, trimmed), the signature header once, base64 of an
+-- HMAC-SHA256 of method, signed URI, body and the time as sent; the window
+-- in milliseconds.
+CREATE FUNCTION webhook_dedup._verify_hubspot(method text, url text, payload bytea, headers jsonb, keys bytea[],
+                                              tolerance_us numeric, now_us numeric,
+                                              OUT reason text, OUT secret_index integer, OUT signed_at_s bigint)
+LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+AS $$
+DECLARE
+  ts record;
+  ts_text text;
+  ts_ms bigint;
+  sent record;
+  candidate bytea;
+  age numeric;
+BEGIN
+  ts := webhook_dedup._header_once(headers, 'x-hubspot-request-timestamp');
+  IF ts.reason IS NOT NULL THEN
+    reason := ts.reason;
+    RETURN;
+  END IF;
+  ts_text := webhook_dedup._trim(ts.value);
+  IF ts_text OPERATOR(pg_catalog.!~) '^[0-9]{1,15}$' THEN
+    reason := 'malformed_header';
+    RETURN;
+  END IF;
+  ts_ms := ts_text::bigint;
+  signed_at_s := ts_ms OPERATOR(pg_catalog./) 1000;
+  sent := webhook_dedup._header_once(headers, 'x-hubspot-signature-v3');
+  IF sent.reason IS NOT NULL THEN
+    reason := sent.reason;
+    RETURN;
+  END IF;
+  candidate := webhook_dedup._decode_base64(webhook_dedup._trim(sent.value), 32);
+  IF candidate IS NULL THEN
+    reason := 'malformed_header';
+    RETURN;
+  END IF;
+  secret_index := webhook_dedup._first_match(keys, ARRAY[candidate],
+                                             pg_catalog.convert_to(method OPERATOR(pg_catalog.||)
+                                                                   webhook_dedup._hubspot_signed_uri(url), 'UTF8')
+                                               OPERATOR(pg_catalog.||) payload
+                                               OPERATOR(pg_catalog.||) pg_catalog.convert_to(ts_text, 'UTF8'));
+  IF secret_index IS NULL THEN
+    reason := 'no_matching_signature';
+    RETURN;
+  END IF;
+  age := now_us OPERATOR(pg_catalog.-) (ts_ms::numeric OPERATOR(pg_catalog.*) 1000);
+  reason := CASE WHEN age OPERATOR(pg_catalog.>) tolerance_us THEN 'timestamp_too_old'
+                 WHEN age OPERATOR(pg_catalog.<) (OPERATOR(pg_catalog.-) tolerance_us) THEN 'timestamp_too_new'
+                 ELSE 'ok' END;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._verify_hubspot(text, text, bytea, jsonb, bytea[], numeric, numeric) FROM PUBLIC;
