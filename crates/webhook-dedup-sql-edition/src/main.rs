@@ -5,7 +5,9 @@
 //! webhook-dedup-sql-edition assemble NATIVE.sql BODIES_DIR OUT.sql [--allow-missing]
 //!     the install script: NATIVE.sql (the native edition's
 //!     webhook_dedup--<version>.sql) with every function written in Rust
-//!     given its body from BODIES_DIR (editions/sql); --allow-missing gives
+//!     given its body from BODIES_DIR (editions/sql), and the native store's
+//!     statements (src/sql/statements, found from BODIES_DIR) as functions
+//!     _s_<name>; --allow-missing gives
 //!     a function without one a body raising 0A000 (an edition being
 //!     built) and lists them on stderr
 //! webhook-dedup-sql-edition tle EDITION.sql VERSION OUT.sql
@@ -20,6 +22,7 @@ mod assemble;
 mod bodies;
 mod data;
 mod package;
+mod statements;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -34,9 +37,14 @@ fn run(args: &[String]) -> Result<(), String> {
                 ["--allow-missing"] => assemble::Missing::Raise,
                 _ => return Err(format!("assemble: unexpected {rest:?}")),
             };
+            // the repository: editions/sql's grandparent
+            let root = Path::new(dir).join("../..");
             let native = read(native)?;
             let (mut bodies, mut helpers) = bodies::read_dir(Path::new(dir)).map_err(|e| e.0)?;
             helpers.insert(0, data::helpers());
+            let stmts = statements::read(&root)?;
+            let text: String = stmts.values().map(statements::function).collect::<Vec<_>>().join("\n");
+            helpers.insert(1, (Path::new("src/sql/statements").to_path_buf(), text));
             for (name, body) in data::bodies() {
                 if let Some(written) = bodies.get(&name) {
                     return Err(format!(
