@@ -264,6 +264,25 @@ def hubspot_call(rng):
              url if rng.random() > 0.05 else None, method, at, rng.choice([None, None, "0", "1 day"])))
 
 
+def place(rng):
+    return rng.choice([None, None, "/id", "/a~1b/c~0", "/a~2", "", "id", "header:X-Id", "header:", "header:x y",
+                       "header:é", "/" + "x" * 1030, "header:" + "a" * 1020, "/é/~0", "~1"])
+
+
+def sources_intake_call(rng):
+    """An INSERT into webhook_dedup.sources: the CHECK of its intake columns."""
+    fingerprint = rng.choice([None, None, [], ["/a", "/a"], ["/a", None], ["x"], ["/" + "y" * 1025], ["/p"] * 65,
+                              ["/p"] * 64])
+    accept = rng.choice([None, None, [], ["push"], ["push*"], ["*"], ["a*b"], ["a**"], [""], ["x" * 256],
+                         [None], ["é" * 255], ["t"] * 1001])
+    time_from = place(rng)
+    time_format = rng.choice([None, "unix_seconds", "unix_milliseconds", "rfc3339", "RFC3339", "iso"])
+    return ("INSERT INTO webhook_dedup.sources (source, event_id_from, event_type_from, event_time_from,"
+            " event_time_format, fingerprint_pointers, accept_event_types) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+            " RETURNING source",
+            (f"s{rng.randrange(10**9)}", place(rng), place(rng), time_from, time_format, fingerprint, accept))
+
+
 def typed_verify_call(rng):
     scheme = rng.choice(["github", "shopify"])
     body = rng.choice([b"", b"Hello, World!", (text(rng) or "").encode()])
@@ -277,7 +296,8 @@ GENERATORS = {"webhook_key": key_call, "webhook_body_key": body_key_call, "webho
               "webhook_verify": verify_call, "webhook_verify_typed": typed_verify_call,
               "webhook_verify_timestamped": timestamped_verify_call, "webhook_verify_v0": v0_verify_call,
               "webhook_verify_standard": standard_verify_call, "webhook_verify_generic": generic_verify_call,
-              "webhook_hmac": hmac_call, "webhook_verify_hubspot": hubspot_call}
+              "webhook_hmac": hmac_call, "webhook_verify_hubspot": hubspot_call,
+              "sources_intake": sources_intake_call}
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "signatures-and-claims.json"
 
@@ -318,7 +338,8 @@ def test_generated_calls_answer_alike(native, sql, function):
                 rows.update(x[1][0][:2])
     # the generator reaches the errors too, not only the happy path, and
     # a verification both passes and fails, for more than one reason
-    assert {"22023"} <= errors and ("22004" in errors or function == "webhook_hmac"), errors  # (hmac is STRICT)
+    # (webhook_hmac is STRICT; a CHECK raises no 22004)
+    assert {"22023"} <= errors and ("22004" in errors or function in ("webhook_hmac", "sources_intake")), errors
     if function.startswith("webhook_verify"):
         assert {True, False} <= rows, rows
     if function == "webhook_verify":
@@ -326,6 +347,8 @@ def test_generated_calls_answer_alike(native, sql, function):
     if function in ("webhook_verify_v0", "webhook_verify_standard"):
         assert {"ok", "timestamp_too_old", "timestamp_too_new", "malformed_header", "missing_header",
                 "no_matching_signature"} <= rows, rows
+    if function == "sources_intake":
+        assert len(rows) > 20, rows  # rows inserted, not only refusals
     if function == "webhook_verify_hubspot":
         assert {"ok", "timestamp_too_old", "timestamp_too_new", "malformed_header", "missing_header",
                 "no_matching_signature"} <= rows, rows

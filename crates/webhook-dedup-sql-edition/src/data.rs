@@ -12,7 +12,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use webhook_dedup_core::intake::{MAX_ACCEPTED_TYPES, MAX_FINGERPRINT_POINTERS, MAX_POINTER_BYTES, MAX_TYPE_CHARS};
 use webhook_dedup_core::operation_key::DOWNSTREAMS;
+use webhook_dedup_core::profile::TimeFormat;
 use webhook_dedup_core::signature::{calendly, paddle, stripe, Coverage, Encoding, Scheme, TimestampedHeader};
 
 use crate::bodies::{Body, Language};
@@ -110,6 +112,19 @@ pub fn helpers() -> (PathBuf, String) {
          REVOKE ALL ON FUNCTION webhook_dedup._timestamped_frames() FROM PUBLIC;\n\n",
         rows.join(",\n")
     ));
+    // the intake rules' limits and the time formats (intake.rs, profile.rs)
+    let formats: Vec<String> = TimeFormat::ALL.iter().map(|f| literal(f.name())).collect();
+    sql.push_str(&format!(
+        "-- The limits of a source's intake columns (webhook_dedup_core::intake: MAX_POINTER_BYTES,\n\
+         -- MAX_FINGERPRINT_POINTERS, MAX_ACCEPTED_TYPES, MAX_TYPE_CHARS) and the names of the time\n\
+         -- formats (profile.rs, TimeFormat::ALL).\n\
+         CREATE FUNCTION webhook_dedup._intake_limits(OUT max_pointer_bytes integer, OUT max_fingerprint_pointers \
+         integer,\n  OUT max_accepted_types integer, OUT max_type_chars integer, OUT time_formats text[])\n\
+         LANGUAGE sql IMMUTABLE PARALLEL SAFE\nAS $$ SELECT {MAX_POINTER_BYTES}, {MAX_FINGERPRINT_POINTERS}, \
+         {MAX_ACCEPTED_TYPES}, {MAX_TYPE_CHARS}, ARRAY[{}] $$;\n\
+         REVOKE ALL ON FUNCTION webhook_dedup._intake_limits() FROM PUBLIC;\n\n",
+        formats.join(", ")
+    ));
     // Scheme::parse: the aliases of standard, then every name, compared
     // with ASCII case folding (eq_ignore_ascii_case)
     let names: Vec<&str> = Scheme::ALL.iter().map(|s| s.name()).collect();
@@ -173,6 +188,10 @@ mod tests {
         assert!(sql.contains("RETURN U&'\\0009\\000A"), "{sql}");
         assert!(sql.contains("  ('stripe', 'stripe-signature', ',', 't', 'v1', '.', 'hex')"), "{sql}");
         assert!(sql.contains("  ('paddle', 'paddle-signature', ';', 'ts', 'h1', ':', 'hex')"), "{sql}");
+        assert!(
+            sql.contains("SELECT 1024, 64, 1000, 255, ARRAY['unix_seconds', 'unix_milliseconds', 'rfc3339']"),
+            "{sql}"
+        );
         assert!(sql.contains("\\3000'"));
     }
 

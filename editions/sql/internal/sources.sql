@@ -40,3 +40,29 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._check_source(text) FROM PUBLIC;
+
+-- A JSON pointer (profile.rs, is_json_pointer): empty or starting with
+-- '/', every '~' followed by 0 or 1.
+CREATE FUNCTION webhook_dedup._is_json_pointer(text text) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN (text OPERATOR(pg_catalog.=) '' OR pg_catalog.starts_with(text, '/'))
+   AND text OPERATOR(pg_catalog.!~) '~([^01]|$)';
+REVOKE ALL ON FUNCTION webhook_dedup._is_json_pointer(text) FROM PUBLIC;
+
+-- Where a source's rule reads a value (intake.rs, Place::parse): 'header:'
+-- and a field name of RFC 9110's tchar, or a JSON pointer (RFC 6901, not
+-- empty); at most max_pointer_bytes bytes. NULL when valid, else what is
+-- wrong.
+CREATE FUNCTION webhook_dedup._place_problem(text text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN CASE
+  WHEN pg_catalog.octet_length(text) OPERATOR(pg_catalog.>) (webhook_dedup._intake_limits()).max_pointer_bytes
+    THEN pg_catalog.format('is longer than %s bytes', (webhook_dedup._intake_limits()).max_pointer_bytes)
+  WHEN pg_catalog.starts_with(text, 'header:')
+    THEN CASE WHEN pg_catalog.substr(text, 8) OPERATOR(pg_catalog.~) '^[A-Za-z0-9!#$%&''*+.^_`|~-]+$' THEN NULL
+              ELSE pg_catalog.format('"%s" names no valid header field (RFC 9110 section 5.1: letters, digits and !#$%%&''*+-.^_`|~)', text) END
+  WHEN text OPERATOR(pg_catalog.=) '' OR NOT webhook_dedup._is_json_pointer(text)
+    THEN pg_catalog.format('"%s" is neither header:<name> nor a JSON pointer (RFC 6901: "/" followed by tokens in which "~" is followed by 0 or 1)', text)
+END;
+REVOKE ALL ON FUNCTION webhook_dedup._place_problem(text) FROM PUBLIC;
+
