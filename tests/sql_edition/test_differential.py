@@ -390,12 +390,17 @@ def test_the_edges_answer_alike(native, sql):
             assert answer(a, statement, args) == answer(b, statement, args), (statement, args)
 
 
-def test_the_downstream_presets_are_the_same_rows(native, sql):
-    query = "SELECT * FROM webhook_dedup.downstream_key_limits ORDER BY 1"
-    with native.connect() as a, sql.connect() as b:
-        rows = answer(a, query)
-        assert rows[0] == "rows" and len(rows[1]) >= 6
-        assert answer(b, query) == rows
+def test_the_rules_that_are_data_are_the_same_rows(native, sql):
+    # generated from the core crate for the SQL edition: the downstream
+    # presets and the provider profiles, read through their views
+    for query, least in (("SELECT * FROM webhook_dedup.downstream_key_limits ORDER BY 1", 6),
+                         ("SELECT * FROM webhook_dedup.providers ORDER BY 1", 19),
+                         ("SELECT scheme, retry_horizon::text, response_deadline::text, default_wait::text"
+                          " FROM webhook_dedup.provider_profiles() ORDER BY 1", 19)):
+        with native.connect() as a, sql.connect() as b:
+            rows = answer(a, query)
+            assert rows[0] == "rows" and len(rows[1]) >= least, rows
+            assert answer(b, query) == rows, query
 
 
 def secrets_step(rng):

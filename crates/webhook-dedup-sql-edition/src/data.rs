@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use webhook_dedup_core::intake::{MAX_ACCEPTED_TYPES, MAX_FINGERPRINT_POINTERS, MAX_POINTER_BYTES, MAX_TYPE_CHARS};
 use webhook_dedup_core::operation_key::DOWNSTREAMS;
-use webhook_dedup_core::profile::TimeFormat;
+use webhook_dedup_core::profile::{default_wait_ms, TimeFormat, PROFILES};
 use webhook_dedup_core::signature::{calendly, paddle, stripe, Coverage, Encoding, Scheme, TimestampedHeader};
 
 use crate::bodies::{Body, Language};
@@ -162,9 +162,55 @@ pub fn helpers() -> (PathBuf, String) {
     (PathBuf::from(FROM), sql)
 }
 
+/// `text` as a literal, or NULL.
+fn nullable(text: Option<String>) -> String {
+    text.map_or("NULL".to_string(), |t| literal(&t))
+}
+
+/// An interval of `days` days and `micros` microseconds, as pgrx's
+/// `Interval::new(0, days, micros)` makes it (the native rows' intervals).
+fn interval(days: i64, micros: i64) -> String {
+    format!("pg_catalog.make_interval(days => {days}, secs => {}.{:06})", micros / 1_000_000, micros % 1_000_000)
+}
+
+/// The body of `provider_profiles()`: one row per built-in profile, the
+/// columns as src/api/providers.rs builds them from the same profiles.
+fn provider_profiles() -> Body {
+    let rows: Vec<String> = PROFILES
+        .iter()
+        .map(|p| {
+            let time = p.event_time.map(|(location, format)| format!("{} ({})", location.describe(), format.describe()));
+            let horizon = p.retry_horizon_s.map(|s| interval(s / 86_400, (s % 86_400) * 1_000_000));
+            let millis = |ms: i64| interval(0, ms * 1_000);
+            format!(
+                "  ({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
+                literal(p.scheme.name()),
+                nullable(p.event_id.map(|l| l.describe())),
+                nullable(p.event_type.map(|l| l.describe())),
+                nullable(time),
+                horizon.unwrap_or_else(|| "NULL::interval".into()),
+                p.response_deadline_ms.map(millis).unwrap_or_else(|| "NULL::interval".into()),
+                millis(default_wait_ms(Some(p))),
+                literal(&p.retries_4xx.describe()),
+                literal(p.disable_rule),
+                nullable(p.stop_signal.map(|s| s.describe())),
+                literal(&p.fingerprint.describe()),
+                p.replay_guard,
+                nullable(p.handshake.map(str::to_string)),
+                literal(p.notes),
+                literal(p.sources),
+            )
+        })
+        .collect();
+    generated(format!("VALUES\n{}\n", rows.join(",\n")))
+}
+
 /// Every generated body, by function name.
 pub fn bodies() -> BTreeMap<String, Body> {
-    BTreeMap::from([("downstream_key_limits_rows".to_string(), downstream_key_limits_rows())])
+    BTreeMap::from([
+        ("downstream_key_limits_rows".to_string(), downstream_key_limits_rows()),
+        ("provider_profiles".to_string(), provider_profiles()),
+    ])
 }
 
 #[cfg(test)]
