@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use webhook_dedup_core::answer::{self, Kind, Mode};
 use webhook_dedup_core::intake::{MAX_ACCEPTED_TYPES, MAX_FINGERPRINT_POINTERS, MAX_POINTER_BYTES, MAX_TYPE_CHARS};
 use webhook_dedup_core::operation_key::DOWNSTREAMS;
 use webhook_dedup_core::profile::{default_wait_ms, TimeFormat, PROFILES};
@@ -125,6 +126,67 @@ pub fn helpers() -> (PathBuf, String) {
          REVOKE ALL ON FUNCTION webhook_dedup._intake_limits() FROM PUBLIC;\n\n",
         formats.join(", ")
     ));
+    // the HTTP answers (answer.rs, reply): every outcome, mode and scheme
+    // (or none), with its status, headers, body and whether a Retry-After
+    // goes with it; or the error of an outcome that does not happen in a mode
+    let mut rows = Vec::new();
+    let schemes: Vec<Option<Scheme>> = std::iter::once(None).chain(Scheme::ALL.iter().copied().map(Some)).collect();
+    for kind in Kind::all() {
+        for (mode, mode_name) in [(Mode::Claim, "claim"), (Mode::Enqueue, "enqueue")] {
+            for scheme in &schemes {
+                let profile = scheme.and_then(webhook_dedup_core::profile::profile);
+                let name = nullable(scheme.map(|s| s.name().to_string()));
+                match (answer::reply(kind, mode, profile, None), answer::reply(kind, mode, profile, Some(1))) {
+                    (Ok(reply), Ok(with)) => {
+                        let headers: serde_json::Map<String, serde_json::Value> = reply
+                            .headers
+                            .iter()
+                            .map(|(n, v)| (n.to_string(), serde_json::Value::from(v.as_str())))
+                            .collect();
+                        let (body, text) = match reply.body {
+                            answer::Body::Result => ("result", None),
+                            answer::Body::Status => ("status", None),
+                            answer::Body::Error(t) => ("error", Some(t.to_string())),
+                            answer::Body::Handshake => ("handshake", None),
+                        };
+                        rows.push(format!(
+                            "  ({}, {}, {name}, {}, {}::jsonb, {}, {}, {}, NULL)",
+                            literal(kind.name()),
+                            literal(mode_name),
+                            reply.status,
+                            literal(&serde_json::Value::Object(headers).to_string()),
+                            literal(body),
+                            nullable(text),
+                            with.headers.len() > reply.headers.len()
+                        ));
+                    }
+                    (Err(e), _) | (_, Err(e)) => rows.push(format!(
+                        "  ({}, {}, {name}, NULL, NULL, NULL, NULL, NULL, {})",
+                        literal(kind.name()),
+                        literal(mode_name),
+                        literal(&e.to_string())
+                    )),
+                }
+            }
+        }
+    }
+    let kinds: Vec<&str> = Kind::all().map(Kind::name).collect();
+    sql.push_str(&format!(
+        "-- The HTTP answers (webhook_dedup_core::answer::reply, for every outcome, mode and scheme or\n\
+         -- none): status, headers, what the body is (result, status, error with its text, handshake),\n\
+         -- whether a Retry-After goes with it; or the error of an outcome that does not happen in the mode.\n\
+         -- The outcomes in Kind::all's order: {}.\n\
+         CREATE FUNCTION webhook_dedup._answers()\n  RETURNS TABLE (outcome text, mode text, scheme text, status \
+         integer, headers jsonb, body text, error text, retry_after boolean, refused text)\n\
+         LANGUAGE sql IMMUTABLE PARALLEL SAFE\nAS $$\nVALUES\n{}\n$$;\n\
+         REVOKE ALL ON FUNCTION webhook_dedup._answers() FROM PUBLIC;\n\n\
+         -- The outcomes' names in that order (what an unknown outcome's error lists).\n\
+         CREATE FUNCTION webhook_dedup._outcome_names() RETURNS text[]\nLANGUAGE sql IMMUTABLE PARALLEL SAFE\n\
+         RETURN ARRAY[{}];\nREVOKE ALL ON FUNCTION webhook_dedup._outcome_names() FROM PUBLIC;\n\n",
+        kinds.join(", "),
+        rows.join(",\n"),
+        kinds.iter().map(|k| literal(k)).collect::<Vec<_>>().join(", ")
+    ));
     // Scheme::parse: the aliases of standard, then every name, compared
     // with ASCII case folding (eq_ignore_ascii_case)
     let names: Vec<&str> = Scheme::ALL.iter().map(|s| s.name()).collect();
@@ -179,7 +241,8 @@ fn provider_profiles() -> Body {
     let rows: Vec<String> = PROFILES
         .iter()
         .map(|p| {
-            let time = p.event_time.map(|(location, format)| format!("{} ({})", location.describe(), format.describe()));
+            let time =
+                p.event_time.map(|(location, format)| format!("{} ({})", location.describe(), format.describe()));
             let horizon = p.retry_horizon_s.map(|s| interval(s / 86_400, (s % 86_400) * 1_000_000));
             let millis = |ms: i64| interval(0, ms * 1_000);
             format!(
@@ -225,8 +288,15 @@ mod tests {
     #[test]
     fn the_helpers_list_every_scheme_and_the_whitespace() {
         let (_, sql) = helpers();
-        // a row per scheme, and one per timestamped frame
-        assert_eq!(sql.matches("\n  ('").count(), Scheme::ALL.len() + 3);
+        // a row per scheme
+        let schemes = &sql[sql.find("_schemes()").unwrap()..];
+        let schemes = &schemes[..schemes.find("$$;").unwrap()];
+        assert_eq!(schemes.matches("\n  ('").count(), Scheme::ALL.len());
+        // an answer per outcome, mode and scheme or none
+        let answers = &sql[sql.find("_answers()").unwrap()..];
+        let answers = &answers[..answers.find("$$;").unwrap()];
+        assert_eq!(answers.matches("\n  ('").count(), Kind::all().count() * 2 * (Scheme::ALL.len() + 1));
+        assert!(answers.contains("  ('in_progress', 'claim', NULL, 503, '{\"Content-Type\":\"application/json\"}'::jsonb, 'status', NULL, true, NULL)"), "{answers}");
         assert!(sql.contains("  ('github', NULL, false, true, 'bytes')"));
         assert!(sql.contains("  ('stripe', 300, false, true, 'bytes')"));
         assert!(sql.contains("ARRAY['svix', 'clerk', 'resend']"));
