@@ -134,10 +134,13 @@ fn finish(
     Ok(())
 }
 
+/// The helpers: each file's path and text (whole statements).
+pub type Helpers = Vec<(PathBuf, String)>;
+
 /// Every body of the `*.sql` files directly in `dir` (sorted by file
 /// name), and the text of every `*.sql` file in `dir/internal` (the
-/// helpers, whole statements, in file-name order).
-pub fn read_dir(dir: &Path) -> Result<(BTreeMap<String, Body>, Vec<(PathBuf, String)>), BodyError> {
+/// helpers, in file-name order).
+pub fn read_dir(dir: &Path) -> Result<(BTreeMap<String, Body>, Helpers), BodyError> {
     let list = |d: &Path| -> Result<Vec<PathBuf>, BodyError> {
         let mut files: Vec<PathBuf> = std::fs::read_dir(d)
             .map_err(|e| BodyError(format!("{}: {e}", d.display())))?
