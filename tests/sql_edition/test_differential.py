@@ -302,6 +302,27 @@ def http_answer_call(rng):
              rng.choice(["claim", "claim", "enqueue", "stream", None])))
 
 
+def linear_call(rng):
+    now_ms = 1_700_000_000_000
+    t = now_ms + rng.choice([0, -60_000, -60_001, 60_000, 60_001, -1, 1])
+    written = rng.choice([str(t), str(t), str(t), f"{t}.0", f"{t // 1000}e3", f'"{t}"', "-0", "1" * 16, "null", "0"])
+    body = rng.choice([f'{{"action":"create","webhookTimestamp":{written}}}',
+                       f'{{"webhookTimestamp":1,"webhookTimestamp":{written}}}',
+                       f'[{written}]', f'{{"webhookTimestamp":{written}}} x', '{"a":"\\u0000","webhookTimestamp":%s}' % written,
+                       '{"a":"\\ud800","webhookTimestamp":%s}' % written, "{}"]).encode()
+    if rng.random() < 0.05:
+        body = b"\xff" + body
+    secrets = [rng.choice(["lin_wh_secret", "s"]) for _ in range(rng.randint(1, 2))]
+    mac = hmac.new(rng.choice(secrets + ["x"]).encode(), body, hashlib.sha256).hexdigest()
+    sig = rng.choice([mac, mac, f" {mac.upper()} ", mac[:-2], "sha256=" + mac, ""])
+    headers = rng.choice([{"Linear-Signature": sig}, {"linear-signature": [sig, sig]}, {}])
+    at = now_ms / 1000 + rng.choice([0, 0.0005, -0.0005])
+    return ("SELECT * FROM webhook_dedup.webhook_verify_detail('linear', %s, %s::jsonb, %s::text[],"
+            " at => to_timestamp(%s), tolerance => %s::interval)",
+            (body, json.dumps(headers), secrets if rng.random() > 0.03 else [None], at,
+             rng.choice([None, None, "0", "1 day", "-1 day"])))
+
+
 def typed_verify_call(rng):
     scheme = rng.choice(["github", "shopify"])
     body = rng.choice([b"", b"Hello, World!", (text(rng) or "").encode()])
@@ -316,7 +337,8 @@ GENERATORS = {"webhook_key": key_call, "webhook_body_key": body_key_call, "webho
               "webhook_verify_timestamped": timestamped_verify_call, "webhook_verify_v0": v0_verify_call,
               "webhook_verify_standard": standard_verify_call, "webhook_verify_generic": generic_verify_call,
               "webhook_hmac": hmac_call, "webhook_verify_hubspot": hubspot_call,
-              "sources_intake": sources_intake_call, "http_answer": http_answer_call}
+              "sources_intake": sources_intake_call, "http_answer": http_answer_call,
+              "webhook_verify_linear": linear_call}
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "signatures-and-claims.json"
 
@@ -339,6 +361,12 @@ EDGES: list[tuple[str, tuple]] = [
     ("SELECT * FROM webhook_dedup.webhook_verify_detail(%s, %s, %s::jsonb, %s::text[])",
      ("twitter", b"x", '{"X-Twitter-Webhooks-Signature": "sha256=s0A8YzTODtPSDVbfFh2aHtvr0wpcDqo8XHJTohgXwF4=00"}',
       ["s"])),
+    # found by the generator: serde_json reads a \u0000 in another string of
+    # Linear's body, PostgreSQL's json does not (the edition escapes it)
+    ("SELECT * FROM webhook_dedup.webhook_verify_detail('linear', %s, %s::jsonb, %s::text[], at => to_timestamp(%s))",
+     (b'{"a":"\\u0000","webhookTimestamp":1700000000000}',
+      '{"Linear-Signature": "' + hmac.new(b"s", b'{"a":"\\u0000","webhookTimestamp":1700000000000}',
+                                          hashlib.sha256).hexdigest() + '"}', ["s"], 1_700_000_000)),
 ]
 
 
@@ -370,7 +398,7 @@ def test_generated_calls_answer_alike(native, sql, function):
         assert {200, 503, 401, 400, 500} <= rows, rows
     if function == "sources_intake":
         assert len(rows) > 20, rows  # rows inserted, not only refusals
-    if function == "webhook_verify_hubspot":
+    if function in ("webhook_verify_hubspot", "webhook_verify_linear"):
         assert {"ok", "timestamp_too_old", "timestamp_too_new", "malformed_header", "missing_header",
                 "no_matching_signature"} <= rows, rows
     if function == "webhook_verify_generic":

@@ -245,7 +245,7 @@ BEGIN
   END IF;
   IF scheme_name OPERATOR(pg_catalog.<>) ALL (ARRAY['github', 'shopify', 'typeform', 'twitter', 'intercom', 'square',
                                                   'stripe', 'paddle', 'calendly', 'slack', 'zoom', 'standard',
-                                                  'hmac', 'hubspot']) THEN
+                                                  'hmac', 'hubspot', 'linear']) THEN
     RAISE EXCEPTION 'scheme % is not in the SQL edition yet: use the native edition', scheme_name
       USING ERRCODE = 'feature_not_supported';
   END IF;
@@ -288,6 +288,8 @@ BEGIN
                                                              'abcdefghijklmnopqrstuvwxyz'),
                                         COALESCE(signature_prefix, ''), 'always', hmac_encoding, hmac_algorithm, false,
                                         payload, headers, keys, NULL) AS v;
+  ELSIF scheme_name OPERATOR(pg_catalog.=) 'linear' THEN
+    SELECT * INTO verdict FROM webhook_dedup._verify_linear(payload, headers, keys, tolerance_us, now_us) AS v;
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'hubspot' THEN
     SELECT * INTO verdict FROM webhook_dedup._verify_hubspot(method, url, payload, headers, keys, tolerance_us, now_us) AS v;
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'slack' THEN
@@ -803,3 +805,83 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._verify_hubspot(text, text, bytea, jsonb, bytea[], numeric, numeric) FROM PUBLIC;
+
+-- The Unix milliseconds of Linear's body (linear.rs, timestamp_ms): the
+-- body a JSON object (json, not jsonb: the number as written, the last of
+-- a repeated member, as serde_json reads it), its webhookTimestamp a whole
+-- non-negative number of at most 999,999,999,999,999; else NULL.
+CREATE FUNCTION webhook_dedup._linear_timestamp_ms(payload bytea) RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+  body json;
+  member json;
+  written text;
+BEGIN
+  -- not UTF-8 or not JSON: no timestamp. PostgreSQL reads no \u0000 in a
+  -- string, which serde_json does: each becomes \u0001 first (an escape
+  -- only occurs inside a string, and only the number is read)
+  BEGIN
+    body := pg_catalog.replace(pg_catalog.convert_from(payload, 'UTF8'), '\u0000', '\u0001')::json;
+    IF pg_catalog.json_typeof(body) OPERATOR(pg_catalog.<>) 'object' THEN
+      RETURN NULL;
+    END IF;
+    member := body OPERATOR(pg_catalog.->) 'webhookTimestamp';
+  EXCEPTION WHEN OTHERS THEN
+    RETURN NULL;
+  END;
+  IF member IS NULL OR pg_catalog.json_typeof(member) OPERATOR(pg_catalog.<>) 'number' THEN
+    RETURN NULL;
+  END IF;
+  written := member::text;
+  IF written OPERATOR(pg_catalog.!~) '^[0-9]{1,15}$' THEN
+    RETURN NULL;
+  END IF;
+  RETURN written::bigint;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._linear_timestamp_ms(bytea) FROM PUBLIC;
+
+-- Linear (linear.rs, verify): the signature header once, hex (trimmed),
+-- an HMAC-SHA256 of the body; then the body's webhookTimestamp
+-- (milliseconds) in the window.
+CREATE FUNCTION webhook_dedup._verify_linear(payload bytea, headers jsonb, keys bytea[], tolerance_us numeric,
+                                             now_us numeric,
+                                             OUT reason text, OUT secret_index integer, OUT signed_at_s bigint)
+LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+AS $$
+DECLARE
+  sent record;
+  candidate bytea;
+  ms bigint;
+  age numeric;
+BEGIN
+  sent := webhook_dedup._header_once(headers, 'linear-signature');
+  IF sent.reason IS NOT NULL THEN
+    reason := sent.reason;
+    RETURN;
+  END IF;
+  candidate := webhook_dedup._decode_hex(webhook_dedup._trim(sent.value), 32);
+  IF candidate IS NULL THEN
+    reason := 'malformed_header';
+    RETURN;
+  END IF;
+  secret_index := webhook_dedup._first_match(keys, ARRAY[candidate], payload);
+  IF secret_index IS NULL THEN
+    reason := 'no_matching_signature';
+    RETURN;
+  END IF;
+  ms := webhook_dedup._linear_timestamp_ms(payload);
+  IF ms IS NULL THEN
+    secret_index := NULL;
+    reason := 'malformed_header';
+    RETURN;
+  END IF;
+  signed_at_s := ms OPERATOR(pg_catalog./) 1000;
+  age := now_us OPERATOR(pg_catalog.-) (ms::numeric OPERATOR(pg_catalog.*) 1000);
+  reason := CASE WHEN age OPERATOR(pg_catalog.>) tolerance_us THEN 'timestamp_too_old'
+                 WHEN age OPERATOR(pg_catalog.<) (OPERATOR(pg_catalog.-) tolerance_us) THEN 'timestamp_too_new'
+                 ELSE 'ok' END;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._verify_linear(bytea, jsonb, bytea[], numeric, numeric) FROM PUBLIC;
