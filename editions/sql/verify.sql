@@ -2,8 +2,8 @@
 -- webhook_verify_detail and the typed conveniences, over _verify
 -- (editions/sql/internal/signature.sql). So far the schemes github,
 -- shopify, typeform, twitter, intercom, square, stripe, paddle, calendly,
--- slack, zoom, standard (HMAC), hubspot, linear and the generic hmac; the
--- others answer 0A000 naming the native edition.
+-- slack, zoom, standard (HMAC), hubspot, linear, mailgun and the generic
+-- hmac; the others answer 0A000 naming the native edition.
 
 --@ webhook_dedup.webhook_verify_detail
 DECLARE

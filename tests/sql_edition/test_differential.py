@@ -323,6 +323,32 @@ def linear_call(rng):
              rng.choice([None, None, "0", "1 day", "-1 day"])))
 
 
+def mailgun_call(rng):
+    now = 1_700_000_000
+    t = now + rng.choice([0, -300, -301, 300, 301])
+    ts = rng.choice([f'"{t}"', str(t)] * 4 + [f"{t}.0", f'"{t}x"', '""', "-1", "null", f'"0{t}"', f"{t}e0"])
+    token = rng.choice(['"tok123"'] * 6 + ['""', "5", '"t\\u00e9"'])
+    secrets = [rng.choice(["key-mailgun", "s"]) for _ in range(rng.randint(1, 2))]
+    t_text = json.loads(ts) if ts.startswith('"') else ts
+    tok = json.loads(token) if token.startswith('"') else ""
+    mac = hmac.new(rng.choice(secrets + ["x"]).encode(), str(t_text).encode() + str(tok).encode(),
+                   hashlib.sha256).hexdigest()
+    sig = rng.choice([f'"{mac}"', f'"{mac}"', f'"{mac.upper()}"', f'" {mac}"', '"zz"', "7"])
+    members = {"timestamp": ts, "token": token, "signature": sig}
+    for drop in rng.sample(list(members), rng.choice([0, 0, 0, 1])):
+        del members[drop]
+    if rng.random() < 0.2:
+        members["parent-signature"] = rng.choice([f'"{mac}"', '"00"'])
+    block = "{" + ",".join(f'"{k}":{v}' for k, v in members.items()) + "}"
+    body = rng.choice([f'{{"signature":{block},"event-data":{{"event":"delivered"}}}}', f'{{"signature":{block}}}',
+                       '{"event-data":{}}', f'{{"signature":[{block}]}}', "[]", "not json",
+                       f'{{"signature":{block},"x":"\\u0000"}}']).encode()
+    return ("SELECT * FROM webhook_dedup.webhook_verify_detail('mailgun', %s, '{}'::jsonb, %s::text[],"
+            " at => to_timestamp(%s), tolerance => %s::interval)",
+            (body, secrets if rng.random() > 0.03 else [None], now + rng.choice([0, 0.5]),
+             rng.choice([None] * 6 + ["1 day", "-1 second"])))
+
+
 def typed_verify_call(rng):
     scheme = rng.choice(["github", "shopify"])
     body = rng.choice([b"", b"Hello, World!", (text(rng) or "").encode()])
@@ -338,7 +364,7 @@ GENERATORS = {"webhook_key": key_call, "webhook_body_key": body_key_call, "webho
               "webhook_verify_standard": standard_verify_call, "webhook_verify_generic": generic_verify_call,
               "webhook_hmac": hmac_call, "webhook_verify_hubspot": hubspot_call,
               "sources_intake": sources_intake_call, "http_answer": http_answer_call,
-              "webhook_verify_linear": linear_call}
+              "webhook_verify_linear": linear_call, "webhook_verify_mailgun": mailgun_call}
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "signatures-and-claims.json"
 
@@ -398,7 +424,7 @@ def test_generated_calls_answer_alike(native, sql, function):
         assert {200, 503, 401, 400, 500} <= rows, rows
     if function == "sources_intake":
         assert len(rows) > 20, rows  # rows inserted, not only refusals
-    if function in ("webhook_verify_hubspot", "webhook_verify_linear"):
+    if function in ("webhook_verify_hubspot", "webhook_verify_linear", "webhook_verify_mailgun"):
         assert {"ok", "timestamp_too_old", "timestamp_too_new", "malformed_header", "missing_header",
                 "no_matching_signature"} <= rows, rows
     if function == "webhook_verify_generic":

@@ -245,7 +245,7 @@ BEGIN
   END IF;
   IF scheme_name OPERATOR(pg_catalog.<>) ALL (ARRAY['github', 'shopify', 'typeform', 'twitter', 'intercom', 'square',
                                                   'stripe', 'paddle', 'calendly', 'slack', 'zoom', 'standard',
-                                                  'hmac', 'hubspot', 'linear']) THEN
+                                                  'hmac', 'hubspot', 'linear', 'mailgun']) THEN
     RAISE EXCEPTION 'scheme % is not in the SQL edition yet: use the native edition', scheme_name
       USING ERRCODE = 'feature_not_supported';
   END IF;
@@ -288,6 +288,8 @@ BEGIN
                                                              'abcdefghijklmnopqrstuvwxyz'),
                                         COALESCE(signature_prefix, ''), 'always', hmac_encoding, hmac_algorithm, false,
                                         payload, headers, keys, NULL) AS v;
+  ELSIF scheme_name OPERATOR(pg_catalog.=) 'mailgun' THEN
+    SELECT * INTO verdict FROM webhook_dedup._verify_mailgun(payload, keys, tolerance_us, now_us) AS v;
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'linear' THEN
     SELECT * INTO verdict FROM webhook_dedup._verify_linear(payload, headers, keys, tolerance_us, now_us) AS v;
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'hubspot' THEN
@@ -885,3 +887,95 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._verify_linear(bytea, jsonb, bytea[], numeric, numeric) FROM PUBLIC;
+
+-- Mailgun (mailgun.rs, check): the body's "signature" object, read as
+-- serde_json reads it (json: numbers as written, the last of a repeated
+-- member); its timestamp a string or a whole non-negative number, 1 to 12
+-- digits; its token a non-empty string; "signature" and "parent-signature"
+-- hex strings of an HMAC-SHA256 of `<timestamp><token>`; then the window.
+-- A \u0000 in the body is read as \u0001 (PostgreSQL's json holds none):
+-- a token holding U+0000 does not verify here (docs/sql-edition.md).
+CREATE FUNCTION webhook_dedup._verify_mailgun(payload bytea, keys bytea[], tolerance_us numeric, now_us numeric,
+                                              OUT reason text, OUT secret_index integer, OUT signed_at_s bigint)
+LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+AS $$
+DECLARE
+  body json;
+  block json;
+  member json;
+  ts_text text;
+  token text;
+  candidates bytea[] := '{}';
+  presented boolean := false;
+  decoded bytea;
+  m text;
+BEGIN
+  BEGIN
+    body := pg_catalog.replace(pg_catalog.convert_from(payload, 'UTF8'), '\u0000', '\u0001')::json;
+    IF pg_catalog.json_typeof(body) OPERATOR(pg_catalog.<>) 'object' THEN
+      reason := 'malformed_header';
+      RETURN;
+    END IF;
+    block := body OPERATOR(pg_catalog.->) 'signature';
+  EXCEPTION WHEN OTHERS THEN
+    reason := 'malformed_header';
+    RETURN;
+  END;
+  IF block IS NULL THEN
+    reason := 'missing_header';
+    RETURN;
+  END IF;
+  IF pg_catalog.json_typeof(block) OPERATOR(pg_catalog.<>) 'object' THEN
+    reason := 'malformed_header';
+    RETURN;
+  END IF;
+  member := block OPERATOR(pg_catalog.->) 'timestamp';
+  IF member IS NULL THEN
+    reason := 'missing_header';
+    RETURN;
+  END IF;
+  ts_text := CASE pg_catalog.json_typeof(member)
+               WHEN 'string' THEN block OPERATOR(pg_catalog.->>) 'timestamp'
+               WHEN 'number' THEN CASE WHEN member::text OPERATOR(pg_catalog.~) '^[0-9]+$' THEN member::text END
+             END;
+  IF ts_text IS NULL OR ts_text OPERATOR(pg_catalog.!~) '^[0-9]{1,12}$' THEN
+    reason := 'malformed_header';
+    RETURN;
+  END IF;
+  signed_at_s := ts_text::bigint;
+  member := block OPERATOR(pg_catalog.->) 'token';
+  IF member IS NULL THEN
+    reason := 'missing_header';
+    RETURN;
+  END IF;
+  IF pg_catalog.json_typeof(member) OPERATOR(pg_catalog.<>) 'string'
+     OR (block OPERATOR(pg_catalog.->>) 'token') OPERATOR(pg_catalog.=) '' THEN
+    reason := 'malformed_header';
+    RETURN;
+  END IF;
+  token := block OPERATOR(pg_catalog.->>) 'token';
+  FOREACH m IN ARRAY ARRAY['signature', 'parent-signature'] LOOP
+    member := block OPERATOR(pg_catalog.->) m;
+    CONTINUE WHEN member IS NULL;
+    presented := true;
+    IF pg_catalog.json_typeof(member) OPERATOR(pg_catalog.=) 'string' THEN
+      decoded := webhook_dedup._decode_hex(block OPERATOR(pg_catalog.->>) m, 32);
+      IF decoded IS NOT NULL THEN
+        candidates := candidates OPERATOR(pg_catalog.||) decoded;
+      END IF;
+    END IF;
+  END LOOP;
+  IF NOT presented THEN
+    reason := 'missing_header';
+    RETURN;
+  END IF;
+  IF pg_catalog.cardinality(candidates) OPERATOR(pg_catalog.=) 0 THEN
+    reason := 'malformed_header';
+    RETURN;
+  END IF;
+  secret_index := webhook_dedup._first_match(keys, candidates, pg_catalog.convert_to(ts_text OPERATOR(pg_catalog.||) token, 'UTF8'));
+  reason := CASE WHEN secret_index IS NULL THEN 'no_matching_signature'
+                 ELSE webhook_dedup._window(signed_at_s, now_us, tolerance_us) END;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._verify_mailgun(bytea, bytea[], numeric, numeric) FROM PUBLIC;
