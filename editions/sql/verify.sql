@@ -1,9 +1,8 @@
 -- Signature verification (src/api/verify.rs): webhook_verify,
 -- webhook_verify_detail and the typed conveniences, over _verify
--- (editions/sql/internal/signature.sql). So far the schemes github,
--- shopify, typeform, twitter, intercom, square, stripe, paddle, calendly,
--- slack, zoom, standard (HMAC), hubspot, linear, mailgun and the generic
--- hmac; the others answer 0A000 naming the native edition.
+-- (editions/sql/internal/signature*.sql): every HMAC scheme; the
+-- public-key ones (discord, sendgrid, standard's v1a) answer 0A000 naming
+-- the native edition.
 
 --@ webhook_dedup.webhook_verify_detail
 DECLARE
@@ -90,6 +89,18 @@ BEGIN
                                 webhook_dedup._header_pairs('webhook-id', msg_id, 'webhook-timestamp', msg_timestamp,
                                                             'webhook-signature', signature_header),
                                 ARRAY[secret], tolerance, at, NULL, NULL, NULL, NULL, NULL, NULL)).valid;
+END
+
+--@ webhook_dedup.webhook_verify_twilio
+BEGIN
+  IF url IS NULL THEN
+    RAISE EXCEPTION 'url must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  IF auth_token IS NULL THEN
+    RAISE EXCEPTION 'secret must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  RETURN (webhook_dedup._verify('twilio', payload, webhook_dedup._header_pairs('x-twilio-signature', signature_header),
+                                ARRAY[auth_token], NULL, 'epoch', url, NULL, NULL, NULL, NULL, NULL)).valid;
 END
 
 --@ webhook_dedup.webhook_hmac

@@ -245,7 +245,7 @@ BEGIN
   END IF;
   IF scheme_name OPERATOR(pg_catalog.<>) ALL (ARRAY['github', 'shopify', 'typeform', 'twitter', 'intercom', 'square',
                                                   'stripe', 'paddle', 'calendly', 'slack', 'zoom', 'standard',
-                                                  'hmac', 'hubspot', 'linear', 'mailgun']) THEN
+                                                  'hmac', 'hubspot', 'linear', 'mailgun', 'twitch', 'twilio']) THEN
     RAISE EXCEPTION 'scheme % is not in the SQL edition yet: use the native edition', scheme_name
       USING ERRCODE = 'feature_not_supported';
   END IF;
@@ -265,7 +265,7 @@ BEGIN
   keys := webhook_dedup._scheme_keys(scheme_name, secrets);
   tolerance_us := COALESCE(tolerance_us, default_tolerance_s::numeric OPERATOR(pg_catalog.*) 1000000, 0);
   now_us := EXTRACT(epoch FROM at) OPERATOR(pg_catalog.*) 1000000;
-  IF scheme_name OPERATOR(pg_catalog.=) ANY (ARRAY['square', 'hubspot']) AND url IS NULL THEN
+  IF scheme_name OPERATOR(pg_catalog.=) ANY (ARRAY['square', 'hubspot', 'twilio']) AND url IS NULL THEN
     RAISE EXCEPTION 'scheme % needs the request url (argument url)', scheme_name USING ERRCODE = 'invalid_parameter_value';
   END IF;
   IF scheme_name OPERATOR(pg_catalog.=) 'hubspot' AND COALESCE(method, '') OPERATOR(pg_catalog.=) '' THEN
@@ -300,6 +300,10 @@ BEGIN
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'zoom' THEN
     SELECT * INTO verdict FROM webhook_dedup._verify_v0('x-zm-signature', 'x-zm-request-timestamp', payload,
                                                         headers, keys, tolerance_us, now_us) AS v;
+  ELSIF scheme_name OPERATOR(pg_catalog.=) 'twitch' THEN
+    SELECT * INTO verdict FROM webhook_dedup._verify_twitch(payload, headers, keys, tolerance_us, now_us) AS v;
+  ELSIF scheme_name OPERATOR(pg_catalog.=) 'twilio' THEN
+    SELECT * INTO verdict FROM webhook_dedup._verify_twilio(url, payload, headers, keys) AS v;
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'standard' THEN
     SELECT * INTO verdict FROM webhook_dedup._verify_standard(payload, headers, keys, tolerance_us, now_us) AS v;
   ELSE
