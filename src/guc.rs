@@ -6,6 +6,7 @@
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting};
 use std::ffi::CString;
+use webhook_dedup_core::settings;
 
 /// The database the background worker connects to (it runs maintenance
 /// there only). Read once, at server start.
@@ -15,16 +16,12 @@ static DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::ne
 /// worker's passes (run `webhook_dedup.run_maintenance()` yourself then).
 static MAINTENANCE_INTERVAL_S: GucSetting<i32> = GucSetting::<i32>::new(60);
 
-/// How long a completed key (and other history) is kept after its last
-/// activity, in seconds, unless `webhook_dedup.sources.retention` says
-/// otherwise. Source of the default: issue "background worker" (30 days),
-/// ten times Stripe's three-day retry horizon.
-static RETENTION_S: GucSetting<i32> = GucSetting::<i32>::new(30 * 86_400);
+/// [`settings::RETENTION`]: how long a completed key is kept after its
+/// last activity, seconds.
+static RETENTION_S: GucSetting<i32> = GucSetting::<i32>::new(settings::RETENTION.default);
 
-/// Rows one maintenance step handles per pass (expired leases swept,
-/// expired keys deleted, history rows pruned), so that a backlog never
-/// holds locks for long.
-static BATCH_SIZE: GucSetting<i32> = GucSetting::<i32>::new(1_000);
+/// [`settings::BATCH_SIZE`]: rows one maintenance step handles per pass.
+static BATCH_SIZE: GucSetting<i32> = GucSetting::<i32>::new(settings::BATCH_SIZE.default);
 
 /// The share of its time, in percent, the worker may spend in passes while
 /// it catches up with a backlog (passes that report `more`): after such a
@@ -32,36 +29,19 @@ static BATCH_SIZE: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 /// deleting a day of expired keys never takes a core away from claims.
 static MAINTENANCE_DUTY_CYCLE: GucSetting<i32> = GucSetting::<i32>::new(20);
 
-/// The longest `webhook_dedup.default_lease`, seconds: the bound of the
-/// `lease` argument and of `webhook_dedup.sources.lease` (365 days,
-/// [`crate::claim::MAX_LEASE_US`]), so a setting cannot give a lease that no
-/// argument may.
-const MAX_LEASE_S: i32 = (crate::claim::MAX_LEASE_US / 1_000_000) as i32;
+/// [`settings::DEFAULT_LEASE`]: the lease `webhook_claim` gives when the
+/// call passes none, seconds.
+static DEFAULT_LEASE_S: GucSetting<i32> = GucSetting::<i32>::new(settings::DEFAULT_LEASE.default);
 
-/// The longest `webhook_dedup.retention`, seconds: 3650 days, the bound of
-/// `webhook_dedup.sources.retention`.
-pub const MAX_RETENTION_S: i32 = 3650 * 86_400;
+/// [`settings::MAX_ATTEMPTS`]: attempts after which `webhook_fail`
+/// dead-letters a key.
+static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(settings::MAX_ATTEMPTS.default);
 
-/// Lease given by `webhook_claim` when the call passes none, in seconds.
-/// Source of the default: issue "claim state machine" (5 minutes), long
-/// enough for a slow handler, short enough that a crashed one is retried
-/// within a provider's first retry.
-static DEFAULT_LEASE_S: GucSetting<i32> = GucSetting::<i32>::new(300);
-
-/// Processing attempts after which `webhook_fail` dead-letters a key,
-/// unless `webhook_dedup.sources` sets another number for its source.
-static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(10);
-
-/// Seconds after a key's last recorded activity during which a duplicate
-/// of it (a delivery answered from the stored state: `duplicate`,
-/// `in_progress`, `retry_later`, `unknown_outcome`, `dead_lettered`) is
-/// answered with a read alone: no write, no transaction id, no WAL, no
-/// commit flush (a retry storm arrives when the database is already under
-/// stress, and the plain `INSERT ... ON CONFLICT DO NOTHING` writes
-/// nothing for a duplicate). The per-source counters count every delivery;
-/// the key's `deliveries` and `last_seen_at` record at most one such
-/// duplicate per interval. 0: every duplicate is recorded on its key.
-static DUPLICATE_RECORD_INTERVAL_S: GucSetting<i32> = GucSetting::<i32>::new(60);
+/// [`settings::DUPLICATE_RECORD_INTERVAL`]: seconds after a key's last
+/// recorded activity during which a duplicate is answered with a read
+/// alone (no write, no transaction id, no WAL).
+static DUPLICATE_RECORD_INTERVAL_S: GucSetting<i32> =
+    GucSetting::<i32>::new(settings::DUPLICATE_RECORD_INTERVAL.default);
 
 /// Whether claims store new keys and change known ones with the executor's
 /// routines directly ([`crate::store::direct_writes`]) instead of through SQL
@@ -106,8 +86,8 @@ pub fn init(preloading: bool) {
           again (webhook_dedup.retention_warnings lists such sources); \
           webhook_dedup.sources.retention overrides it per source.",
         &RETENTION_S,
-        60,
-        MAX_RETENTION_S,
+        settings::RETENTION.min,
+        settings::RETENTION.max,
         GucContext::Sighup,
         GucFlags::UNIT_S,
     );
@@ -118,8 +98,8 @@ pub fn init(preloading: bool) {
           and pass; run_maintenance() reports more = true when a step had more. The rows a \
           step changes stay locked until it commits (row locks, not entries of the lock table).",
         &BATCH_SIZE,
-        1,
-        1_000_000,
+        settings::BATCH_SIZE.min,
+        settings::BATCH_SIZE.max,
         GucContext::Sighup,
         GucFlags::default(),
     );
@@ -142,8 +122,8 @@ pub fn init(preloading: bool) {
           WAL; the per-source counters count it, the key's deliveries and last_seen_at do not. \
           0 records every duplicate on its key. Superuser-only: a receiver cannot change it.",
         &DUPLICATE_RECORD_INTERVAL_S,
-        0,
-        86_400,
+        settings::DUPLICATE_RECORD_INTERVAL.min,
+        settings::DUPLICATE_RECORD_INTERVAL.max,
         GucContext::Suset,
         GucFlags::UNIT_S,
     );
@@ -165,8 +145,8 @@ pub fn init(preloading: bool) {
         c"A claimed key is held for this long; after it expires without completion \
           the next delivery of the key reclaims it. Must be positive.",
         &DEFAULT_LEASE_S,
-        1,
-        MAX_LEASE_S,
+        settings::DEFAULT_LEASE.min,
+        settings::DEFAULT_LEASE.max,
         GucContext::Userset,
         GucFlags::UNIT_S,
     );
@@ -176,8 +156,8 @@ pub fn init(preloading: bool) {
         c"webhook_fail sends a key to dead_lettered once its attempt reaches this number; \
           webhook_dedup.sources.max_attempts overrides it per source.",
         &MAX_ATTEMPTS,
-        1,
-        i32::MAX,
+        settings::MAX_ATTEMPTS.min,
+        settings::MAX_ATTEMPTS.max,
         GucContext::Userset,
         GucFlags::default(),
     );

@@ -15,7 +15,9 @@ SCHEMA = "webhook_dedup"
 # The archive's day partitions are made ahead by maintenance (the native
 # edition's worker runs it within seconds of the start), not by the install
 # script: they are data of a run, compared by the maintenance tests.
-NOT_A_DAY = "NOT {} ~ '(^|[.])archive_[0-9]{{8}}(_|$)'"
+# The SQL edition's internal relations (named `_...`, its count log) are
+# its own, like its helpers: test_the_helpers_are_the_owners_alone checks them.
+NOT_A_DAY = "NOT {0} ~ '(^|[.])archive_[0-9]{{8}}(_|$)' AND NOT {0} ~ '(^|[.])_'"
 
 # Each query returns rows that must be equal in both editions; each names
 # what it compares.
@@ -127,6 +129,17 @@ def test_the_helpers_are_the_owners_alone(sql):
                        "SELECT count(*) FROM aclexplode(%s::aclitem[]) AS a, pg_proc AS p"
                        " WHERE p.oid = %s::regprocedure AND a.grantee <> p.proowner", (acl, f)).fetchone()[0]]
         assert not granted, f"helpers executable by someone else than the owner: {granted}"
+        # and its internal relations (the count log) are the owner's too
+        internal = conn.execute("""
+            SELECT c.relname, c.relacl::text FROM pg_class AS c
+             WHERE c.relnamespace = 'webhook_dedup'::regnamespace AND c.relname ~ '^_'""").fetchall()
+        assert internal, "the SQL edition has internal relations"
+        readable = [(r, acl) for r, acl in internal
+                    if acl is None or conn.execute(
+                        "SELECT count(*) FROM aclexplode(%s::aclitem[]) AS a, pg_class AS c"
+                        " WHERE c.relname = %s AND c.relnamespace = 'webhook_dedup'::regnamespace"
+                        " AND a.grantee <> c.relowner", (acl, r)).fetchone()[0]]
+        assert not readable, f"internal relations someone else than the owner may use: {readable}"
 
 
 def test_a_function_not_written_yet_says_so_with_0a000(native, sql):

@@ -37,4 +37,5 @@ pub mod metrics;
 pub mod operation_key;
 pub mod outbox;
 pub mod profile;
+pub mod settings;
 pub mod signature;

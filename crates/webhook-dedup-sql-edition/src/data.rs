@@ -17,6 +17,7 @@ use webhook_dedup_core::intake::{MAX_ACCEPTED_TYPES, MAX_FINGERPRINT_POINTERS, M
 use webhook_dedup_core::operation_key::DOWNSTREAMS;
 use webhook_dedup_core::profile::{default_wait_ms, TimeFormat, PROFILES};
 use webhook_dedup_core::signature::{calendly, paddle, stripe, Coverage, Encoding, Scheme, TimestampedHeader};
+use webhook_dedup_core::{claim, settings};
 
 use crate::bodies::{Body, Language};
 
@@ -221,7 +222,43 @@ pub fn helpers() -> (PathBuf, String) {
          CREATE FUNCTION webhook_dedup._whitespace() RETURNS text\nLANGUAGE sql IMMUTABLE PARALLEL SAFE\n\
          RETURN U&'{escaped}';\nREVOKE ALL ON FUNCTION webhook_dedup._whitespace() FROM PUBLIC;\n"
     ));
+    sql.push_str(&settings_and_claim_rules());
     (PathBuf::from(FROM), sql)
+}
+
+/// The settings a call reads (webhook_dedup_core::settings::ALL) and the
+/// claim state machine's constants (webhook_dedup_core::claim): the
+/// backoff, the longest lease, the text of an exhausted key's last_error.
+fn settings_and_claim_rules() -> String {
+    let rows: Vec<String> = settings::ALL
+        .iter()
+        .map(|s| format!("  ({}, {}, {}, {}, {})", literal(s.name), s.default, s.min, s.max, s.seconds))
+        .collect();
+    // exhausted_error's text around the attempt (written once, checked)
+    let probe = 123_456_789;
+    let text = claim::exhausted_error(probe);
+    let (before, after) = text.split_once(&probe.to_string()).expect("the attempt is in exhausted_error's text");
+    assert!(!after.contains(&probe.to_string()), "the attempt is written once");
+    format!(
+        "-- The webhook_dedup.* settings a call reads (webhook_dedup_core::settings::ALL): name, default,\n\
+         -- bounds, whether the unit is the second (a value may carry a unit, as PostgreSQL's GUC_UNIT_S).\n\
+         CREATE FUNCTION webhook_dedup._setting_rules()\n  RETURNS TABLE (name text, default_value integer, \
+         min_value integer, max_value integer, seconds boolean)\n\
+         LANGUAGE sql IMMUTABLE PARALLEL SAFE\nAS $$\nVALUES\n{}\n$$;\n\
+         REVOKE ALL ON FUNCTION webhook_dedup._setting_rules() FROM PUBLIC;\n\n\
+         -- The claim state machine's constants (webhook_dedup_core::claim): BASE_BACKOFF_US, MAX_BACKOFF_US,\n\
+         -- MAX_LEASE_US (microseconds), and exhausted_error's text before and after the attempt.\n\
+         CREATE FUNCTION webhook_dedup._claim_rules(OUT base_backoff_us bigint, OUT max_backoff_us bigint,\n  \
+         OUT max_lease_us bigint, OUT exhausted_before text, OUT exhausted_after text)\n\
+         LANGUAGE sql IMMUTABLE PARALLEL SAFE\nAS $$ SELECT {}::bigint, {}::bigint, {}::bigint, {}, {} $$;\n\
+         REVOKE ALL ON FUNCTION webhook_dedup._claim_rules() FROM PUBLIC;\n",
+        rows.join(",\n"),
+        claim::BASE_BACKOFF_US,
+        claim::MAX_BACKOFF_US,
+        claim::MAX_LEASE_US,
+        literal(before),
+        literal(after)
+    )
 }
 
 /// `text` as a literal, or NULL.

@@ -1,0 +1,354 @@
+-- The claim state machine (crates/webhook-dedup-core/src/claim.rs, its
+-- decisions; src/engine/claim.rs and src/store/claim.rs, the claim over
+-- the store): the helpers of editions/sql/claim.sql and transitions.sql.
+-- Internal: the owner's alone (each REVOKE below).
+
+-- A key or source given to the claim functions (key.rs, check_bounded):
+-- not empty, at most 255 characters. 22023 naming the argument.
+CREATE FUNCTION webhook_dedup._check_bounded(what text, value text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+BEGIN
+  IF value OPERATOR(pg_catalog.=) '' THEN
+    RAISE EXCEPTION '% must not be empty', what USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF pg_catalog.char_length(value) OPERATOR(pg_catalog.>) 255 THEN
+    RAISE EXCEPTION '% is % characters long; the limit is 255', what, pg_catalog.char_length(value)
+      USING ERRCODE = 'invalid_parameter_value', HINT = 'Derive keys with webhook_dedup.webhook_key(), which bounds them.';
+  END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._check_bounded(text, text) FROM PUBLIC;
+
+-- The key a call names (src/api/args.rs, key): both parts present (22004),
+-- the source checked (_check_source), the key 1 to 255 characters (22023).
+CREATE FUNCTION webhook_dedup._check_key(source text, idem_key text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+  IF source IS NULL THEN
+    RAISE EXCEPTION 'source must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  IF idem_key IS NULL THEN
+    RAISE EXCEPTION 'idem_key must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  PERFORM webhook_dedup._check_source(source);
+  PERFORM webhook_dedup._check_bounded('idem_key', idem_key);
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._check_key(text, text) FROM PUBLIC;
+
+-- A lease given as an interval, in microseconds (args.rs, lease, and
+-- claim.rs, check_lease_us): positive, at most 365 days, no months. 22023.
+CREATE FUNCTION webhook_dedup._lease_us(lease interval) RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+  us bigint := webhook_dedup._duration_us(lease, 'lease');
+BEGIN
+  IF us OPERATOR(pg_catalog.<=) 0 THEN
+    RAISE EXCEPTION 'lease must be a positive interval' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF us OPERATOR(pg_catalog.>) (webhook_dedup._claim_rules()).max_lease_us THEN
+    RAISE EXCEPTION 'lease must be at most 365 days' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  RETURN us;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._lease_us(interval) FROM PUBLIC;
+
+-- A source's claim settings (src/store/sources.rs, SourceSettings): its
+-- lease (microseconds; webhook_dedup.sources.lease, else
+-- webhook_dedup.default_lease), its attempts (sources.max_attempts, else
+-- webhook_dedup.max_attempts), its retention (microseconds;
+-- sources.retention, else webhook_dedup.retention).
+CREATE FUNCTION webhook_dedup._claim_settings(source text, OUT lease_us bigint, OUT max_attempts integer,
+                                              OUT retention_us bigint)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+AS $$
+DECLARE
+  s record;
+BEGIN
+  SELECT * INTO s FROM webhook_dedup._source_settings(source);
+  lease_us := COALESCE(webhook_dedup._duration_us(s.lease, 'webhook_dedup.sources.lease'),
+                       webhook_dedup._setting('webhook_dedup.default_lease')::bigint OPERATOR(pg_catalog.*) 1000000);
+  max_attempts := COALESCE(s.max_attempts, webhook_dedup._setting('webhook_dedup.max_attempts'));
+  retention_us := COALESCE(webhook_dedup._duration_us(s.retention, 'webhook_dedup.sources.retention'),
+                           webhook_dedup._setting('webhook_dedup.retention')::bigint OPERATOR(pg_catalog.*) 1000000);
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._claim_settings(text) FROM PUBLIC;
+
+-- What a claim of a key means (claim.rs, decide), given what is stored
+-- (`k`, NULL for an unknown key), the fingerprint to compare (NULL: none
+-- given), the database clock and the source's attempts. outcome: claimed,
+-- reclaimed, in_progress, duplicate, conflict, retry_later,
+-- unknown_outcome, dead_lettered; write: insert, lease (with the new
+-- attempt), touch or dead_letter.
+CREATE FUNCTION webhook_dedup._decide(k webhook_dedup.keys, given bytea, now timestamptz, max_attempts integer,
+                                      OUT outcome text, OUT write text, OUT attempt integer)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+  IF k.state IS NULL THEN
+    outcome := 'claimed';
+    write := 'insert';
+    RETURN;
+  END IF;
+  IF k.fingerprint IS NOT NULL AND given IS NOT NULL AND k.fingerprint OPERATOR(pg_catalog.<>) given THEN
+    outcome := 'conflict';
+    write := 'touch';
+    RETURN;
+  END IF;
+  outcome := CASE
+    WHEN k.state OPERATOR(pg_catalog.=) 'pending' THEN 'claimed'
+    WHEN k.state OPERATOR(pg_catalog.=) 'processing' AND k.lease_expires_at OPERATOR(pg_catalog.<=) now THEN 'reclaimed'
+    WHEN k.state OPERATOR(pg_catalog.=) 'processing' THEN 'in_progress'
+    WHEN k.state OPERATOR(pg_catalog.=) 'completed' THEN 'duplicate'
+    WHEN k.state OPERATOR(pg_catalog.=) 'failed'
+         AND (k.next_attempt_at IS NULL OR k.next_attempt_at OPERATOR(pg_catalog.<=) now) THEN 'reclaimed'
+    WHEN k.state OPERATOR(pg_catalog.=) 'failed' THEN 'retry_later'
+    ELSE k.state END; -- unknown_outcome, dead_lettered
+  IF outcome OPERATOR(pg_catalog.=) ANY (ARRAY['claimed', 'reclaimed']) THEN
+    IF outcome OPERATOR(pg_catalog.=) 'reclaimed' AND k.state OPERATOR(pg_catalog.=) 'processing'
+       AND k.attempt OPERATOR(pg_catalog.>=) max_attempts THEN
+      outcome := 'dead_lettered';
+      write := 'dead_letter';
+      RETURN;
+    END IF;
+    write := 'lease';
+    attempt := k.attempt OPERATOR(pg_catalog.+) 1;
+    RETURN;
+  END IF;
+  write := 'touch';
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._decide(webhook_dedup.keys, bytea, timestamptz, integer) FROM PUBLIC;
+
+-- The `last_error` of a key dead-lettered because it came due again after
+-- its last allowed attempt (claim.rs, exhausted_error).
+CREATE FUNCTION webhook_dedup._exhausted_error(attempt integer) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN (SELECT r.exhausted_before OPERATOR(pg_catalog.||) attempt::text OPERATOR(pg_catalog.||) r.exhausted_after
+          FROM webhook_dedup._claim_rules() AS r);
+REVOKE ALL ON FUNCTION webhook_dedup._exhausted_error(integer) FROM PUBLIC;
+
+-- The wait before retrying after failed attempt `attempt` (claim.rs,
+-- backoff_us): min(base * 2^(attempt - 1), max), doublings at most 20.
+CREATE FUNCTION webhook_dedup._backoff_us(attempt integer) RETURNS bigint
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN (SELECT LEAST(r.base_backoff_us::numeric
+                                  OPERATOR(pg_catalog.*) pg_catalog.power(2::numeric,
+                                    LEAST(GREATEST(attempt, 1) OPERATOR(pg_catalog.-) 1, 20)),
+                                r.max_backoff_us)::bigint
+          FROM webhook_dedup._claim_rules() AS r);
+REVOKE ALL ON FUNCTION webhook_dedup._backoff_us(integer) FROM PUBLIC;
+
+-- Whether a delivery of a known key that the decision answers from the
+-- stored state may be answered with a read alone (claim.rs,
+-- records_touch, negated; unrecorded_interval): not a conflict, not a
+-- fingerprint the key adopts, and within the interval (at most half the
+-- retention) of the key's last recorded activity; a clock stepped back is
+-- within it. `interval_us` NULL: every delivery is written.
+CREATE FUNCTION webhook_dedup._answers_read(outcome text, write text, adopts boolean, last_seen_at timestamptz,
+                                            now timestamptz, interval_us bigint, retention_us bigint) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN interval_us IS NOT NULL AND write OPERATOR(pg_catalog.=) 'touch' AND outcome OPERATOR(pg_catalog.<>) 'conflict'
+       AND NOT adopts
+       AND (EXTRACT(epoch FROM now OPERATOR(pg_catalog.-) last_seen_at) OPERATOR(pg_catalog.*) 1000000)
+           OPERATOR(pg_catalog.<) LEAST(interval_us, retention_us OPERATOR(pg_catalog./) 2);
+REVOKE ALL ON FUNCTION webhook_dedup._answers_read(text, text, boolean, timestamptz, timestamptz, bigint, bigint) FROM PUBLIC;
+
+-- webhook_dedup.duplicate_record_interval in microseconds when a recent
+-- duplicate may be answered with a read alone in this call (engine
+-- claim.rs, duplicate_read_interval): not 0, READ COMMITTED, not a
+-- read-only transaction (there every claim is refused as a write is).
+-- NULL otherwise.
+CREATE FUNCTION webhook_dedup._duplicate_read_interval_us() RETURNS bigint
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+AS $$
+DECLARE
+  seconds integer := webhook_dedup._setting('webhook_dedup.duplicate_record_interval');
+BEGIN
+  IF seconds OPERATOR(pg_catalog.=) 0
+     OR pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed'
+     OR pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
+    RETURN NULL;
+  END IF;
+  RETURN seconds::bigint OPERATOR(pg_catalog.*) 1000000;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._duplicate_read_interval_us() FROM PUBLIC;
+
+-- The counter a claim's outcome counts (metrics.rs, Counter::for_outcome).
+CREATE FUNCTION webhook_dedup._outcome_counter(outcome text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN CASE outcome WHEN 'claimed' THEN 'first_claims' WHEN 'reclaimed' THEN 'reclaims'
+                    WHEN 'in_progress' THEN 'duplicates_in_progress' WHEN 'duplicate' THEN 'duplicates_of_completed'
+                    WHEN 'conflict' THEN 'conflicts' WHEN 'retry_later' THEN 'retry_later'
+                    WHEN 'unknown_outcome' THEN 'unknown_outcome' WHEN 'dead_lettered' THEN 'dead_lettered' END;
+REVOKE ALL ON FUNCTION webhook_dedup._outcome_counter(text) FROM PUBLIC;
+
+-- One claim (engine claim.rs, claim_unless_held; store claim.rs, claim):
+-- the body of webhook_claim, of each key of webhook_claim_many and of
+-- webhook_receive. `fingerprint`: the delivery's content fingerprint;
+-- `raw`: the SHA-256 of its raw bytes when the source's rule covers less
+-- (engine Content); `lease_us` NULL: the source's lease.
+--
+-- Under READ COMMITTED a known key whose latest committed row answers the
+-- delivery without a write (a recent duplicate: _answers_read) is answered
+-- from that row: no lock, no write, no transaction id. Otherwise one
+-- upsert (claim_upsert.sql, the native store's statement) stores a new
+-- key leased to the caller or locks the known one and counts the delivery
+-- on it; the decision (_decide) then leases it (claim_lease.sql), dead-
+-- letters it (transitions_fail.sql) or leaves it; a conflicting payload is
+-- recorded (claim_conflict.sql). `yield_if_held`: a key found held by
+-- another worker's live lease is left alone before its row is locked
+-- (webhook_receive waits for it): then no row. Returns the columns of
+-- webhook_claim and retry_at (in_progress: the holder's lease expiry;
+-- retry_later: the next attempt's time), at (the clock the claim decided
+-- at), inserted (the delivery stored the key).
+CREATE FUNCTION webhook_dedup._claim(source text, idem_key text, fingerprint bytea, raw bytea, lease_us bigint,
+                                     event_type text, yield_if_held boolean DEFAULT false)
+  RETURNS TABLE (outcome text, claim_token uuid, attempt integer, state text, result jsonb, last_step text,
+                 first_seen_at timestamptz, lease_expires_at timestamptz, retry_at timestamptz, at timestamptz,
+                 inserted boolean)
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+  now timestamptz := pg_catalog.clock_timestamp();
+  settings record;
+  token uuid := pg_catalog.gen_random_uuid();
+  until timestamptz;
+  interval_us bigint := webhook_dedup._duplicate_read_interval_us();
+  k webhook_dedup.keys;
+  given bytea;
+  decision record;
+  was_inserted boolean;
+  label text;
+BEGIN
+  settings := webhook_dedup._claim_settings(source);
+  lease_us := COALESCE(lease_us, settings.lease_us);
+  until := webhook_dedup._plus_us(now, lease_us);
+  -- a recent duplicate, answered from the latest committed row
+  IF interval_us IS NOT NULL OR yield_if_held THEN
+    SELECT * INTO k FROM webhook_dedup.keys AS r
+     WHERE r.idem_key OPERATOR(pg_catalog.=) _claim.idem_key AND r.source OPERATOR(pg_catalog.=) _claim.source;
+    IF FOUND THEN
+      given := CASE WHEN raw IS NOT NULL AND k.fingerprint OPERATOR(pg_catalog.=) raw THEN k.fingerprint ELSE fingerprint END;
+      decision := webhook_dedup._decide(k, given, now, settings.max_attempts);
+      IF yield_if_held AND decision.outcome OPERATOR(pg_catalog.=) 'in_progress' THEN
+        RETURN;
+      END IF;
+      IF webhook_dedup._answers_read(decision.outcome, decision.write, k.fingerprint IS NULL AND fingerprint IS NOT NULL,
+                                     k.last_seen_at, now, interval_us, settings.retention_us) THEN
+        PERFORM webhook_dedup._count(source, COALESCE(k.event_type, event_type),
+                                     webhook_dedup._outcome_counter(decision.outcome), true);
+        RETURN QUERY SELECT decision.outcome, NULL::uuid, k.attempt, k.state, k.result, k.last_step, k.first_seen_at,
+                            k.lease_expires_at,
+                            CASE decision.outcome WHEN 'in_progress' THEN k.lease_expires_at
+                                                  WHEN 'retry_later' THEN k.next_attempt_at END,
+                            now, false;
+        RETURN;
+      END IF;
+    END IF;
+  END IF;
+  SELECT u.inserted, u.source, u.idem_key, u.state, u.attempt, u.claim_token, u.lease_expires_at, u.next_attempt_at,
+         u.fingerprint, u.event_type, u.result, u.last_step, u.first_seen_at, u.due_at
+    INTO was_inserted, k.source, k.idem_key, k.state, k.attempt, k.claim_token, k.lease_expires_at, k.next_attempt_at,
+         k.fingerprint, k.event_type, k.result, k.last_step, k.first_seen_at, k.due_at
+    FROM webhook_dedup._s_claim_upsert(source, idem_key, now, token, until, fingerprint, event_type)
+      AS u(inserted boolean, source text, idem_key text, state text, attempt integer, claim_token uuid,
+           lease_expires_at timestamptz, next_attempt_at timestamptz, fingerprint bytea, event_type text, result jsonb,
+           last_step text, first_seen_at timestamptz, due_at timestamptz);
+  IF was_inserted THEN
+    PERFORM webhook_dedup._count(source, event_type, 'first_claims', true);
+    RETURN QUERY SELECT 'claimed'::text, token, 1, 'processing'::text, NULL::jsonb, NULL::text, now, until,
+                        NULL::timestamptz, now, true;
+    RETURN;
+  END IF;
+  given := CASE WHEN raw IS NOT NULL AND k.fingerprint OPERATOR(pg_catalog.=) raw THEN k.fingerprint ELSE fingerprint END;
+  decision := webhook_dedup._decide(k, given, now, settings.max_attempts);
+  label := COALESCE(k.event_type, event_type);
+  IF decision.outcome OPERATOR(pg_catalog.=) 'conflict' THEN
+    PERFORM webhook_dedup._s_claim_conflict(source, idem_key, now, COALESCE(k.fingerprint, ''::bytea),
+                                            COALESCE(given, ''::bytea), 'claim');
+  END IF;
+  PERFORM webhook_dedup._count(source, label, webhook_dedup._outcome_counter(decision.outcome), true);
+  IF decision.write OPERATOR(pg_catalog.=) 'lease' THEN
+    PERFORM webhook_dedup._s_claim_lease(source, idem_key, now, decision.attempt, token, until, event_type);
+    RETURN QUERY SELECT decision.outcome, token, decision.attempt, 'processing'::text, k.result, k.last_step,
+                        k.first_seen_at, until, NULL::timestamptz, now, false;
+  ELSIF decision.write OPERATOR(pg_catalog.=) 'dead_letter' THEN
+    PERFORM webhook_dedup._s_transitions_fail(source, idem_key, now, NULL, 'dead_lettered',
+                                              webhook_dedup._exhausted_error(k.attempt));
+    PERFORM webhook_dedup._count(source, label, 'dead_letters', false);
+    RETURN QUERY SELECT decision.outcome, NULL::uuid, k.attempt, 'dead_lettered'::text, NULL::jsonb, k.last_step,
+                        k.first_seen_at, NULL::timestamptz, NULL::timestamptz, now, false;
+  ELSE
+    RETURN QUERY SELECT decision.outcome, NULL::uuid, k.attempt, k.state,
+                        CASE WHEN decision.outcome OPERATOR(pg_catalog.=) 'conflict' THEN NULL ELSE k.result END,
+                        CASE WHEN decision.outcome OPERATOR(pg_catalog.=) 'conflict' THEN NULL ELSE k.last_step END,
+                        k.first_seen_at, k.lease_expires_at,
+                        CASE decision.outcome WHEN 'in_progress' THEN k.lease_expires_at
+                                              WHEN 'retry_later' THEN k.next_attempt_at END,
+                        now, false;
+  END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._claim(text, text, bytea, bytea, bigint, text, boolean) FROM PUBLIC;
+
+-- P0002 for a key that does not exist (error.rs, UnknownKey), with the
+-- hint for a bare event id (a key that does not start with the source).
+CREATE FUNCTION webhook_dedup._unknown_key(source text, idem_key text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+  IF pg_catalog.starts_with(idem_key, source OPERATOR(pg_catalog.||) ':') THEN
+    RAISE EXCEPTION 'no idempotency key "%" for source "%"', idem_key, source USING ERRCODE = 'no_data_found';
+  END IF;
+  RAISE EXCEPTION 'no idempotency key "%" for source "%"', idem_key, source USING ERRCODE = 'no_data_found',
+    HINT = pg_catalog.format('A key made from a provider''s event id starts with "%s:": pass '
+                             'webhook_dedup.webhook_key(''%s'', <event id>) (here perhaps '
+                             'webhook_dedup.webhook_key(''%s'', ''%s'')), or the idem_key webhook_receive returned, '
+                             'not the bare event id.', source, source, source, pg_catalog.replace(idem_key, '''', ''''''));
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._unknown_key(text, text) FROM PUBLIC;
+
+-- A known key, locked for a transition (engine transitions.rs, existing:
+-- transitions_lock.sql), or P0002.
+CREATE FUNCTION webhook_dedup._lock_key(source text, idem_key text) RETURNS webhook_dedup.keys
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+  k webhook_dedup.keys;
+BEGIN
+  SELECT * INTO k FROM webhook_dedup.keys AS r
+   WHERE r.idem_key OPERATOR(pg_catalog.=) _lock_key.idem_key AND r.source OPERATOR(pg_catalog.=) _lock_key.source
+     FOR NO KEY UPDATE;
+  IF NOT FOUND THEN
+    PERFORM webhook_dedup._unknown_key(source, idem_key);
+  END IF;
+  RETURN k;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._lock_key(text, text) FROM PUBLIC;
+
+-- The locked key when `token` holds its lease (claim.rs, holds_lease:
+-- processing and that token); else NULL, the stale token counted (engine
+-- transitions.rs, as_holder). P0002 for an unknown key.
+CREATE FUNCTION webhook_dedup._as_holder(source text, idem_key text, token uuid) RETURNS webhook_dedup.keys
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+  k webhook_dedup.keys := webhook_dedup._lock_key(source, idem_key);
+BEGIN
+  IF k.state OPERATOR(pg_catalog.=) 'processing' AND k.claim_token OPERATOR(pg_catalog.=) token THEN
+    RETURN k;
+  END IF;
+  PERFORM webhook_dedup._count(source, k.event_type, 'stale_tokens', false);
+  RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._as_holder(text, text, uuid) FROM PUBLIC;

@@ -1,0 +1,47 @@
+-- Times and durations (src/time.rs). Internal: the owner's alone.
+
+-- An interval as microseconds (time.rs, duration_us): no month or year
+-- part (22023 "<what> must not have a month or year part"), days of 24
+-- hours plus the time part, within a bigint (22023 "<what> is out of
+-- range"). Negative intervals are the caller's to refuse.
+CREATE FUNCTION webhook_dedup._duration_us(value interval, what text) RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+  days numeric := pg_catalog.date_part('day', value)::numeric;
+  day_us numeric;
+  total numeric;
+BEGIN
+  IF pg_catalog.date_part('month', value) OPERATOR(pg_catalog.<>) 0
+     OR pg_catalog.date_part('year', value) OPERATOR(pg_catalog.<>) 0 THEN
+    RAISE EXCEPTION '% must not have a month or year part (use days, e.g. ''30 days'')', what
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  day_us := days OPERATOR(pg_catalog.*) 86400000000;
+  -- the time part: the epoch of the interval less its days (no months)
+  total := day_us OPERATOR(pg_catalog.+)
+           ((EXTRACT(epoch FROM value) OPERATOR(pg_catalog.-) (days OPERATOR(pg_catalog.*) 86400)) OPERATOR(pg_catalog.*) 1000000);
+  IF pg_catalog.abs(day_us) OPERATOR(pg_catalog.>) 9223372036854775807
+     OR total OPERATOR(pg_catalog.>) 9223372036854775807 OR total OPERATOR(pg_catalog.<) -9223372036854775808 THEN
+    RAISE EXCEPTION '% is out of range', what USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  RETURN total::bigint;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._duration_us(interval, text) FROM PUBLIC;
+
+-- Microseconds as an interval of days and the time part, as pgrx's
+-- Interval::new(0, days, micros) makes it (time.rs).
+CREATE FUNCTION webhook_dedup._us_interval(us bigint) RETURNS interval
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN pg_catalog.make_interval(days => (us OPERATOR(pg_catalog./) 86400000000)::integer,
+                                secs => (us OPERATOR(pg_catalog.%) 86400000000)::numeric OPERATOR(pg_catalog./) 1000000);
+REVOKE ALL ON FUNCTION webhook_dedup._us_interval(bigint) FROM PUBLIC;
+
+-- A time plus microseconds, saturating as the native edition's i64
+-- arithmetic does at PostgreSQL's timestamptz ends (now + a lease of at
+-- most 365 days never reaches them).
+CREATE FUNCTION webhook_dedup._plus_us(at timestamptz, us bigint) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN at OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => us::numeric OPERATOR(pg_catalog./) 1000000);
+REVOKE ALL ON FUNCTION webhook_dedup._plus_us(timestamptz, bigint) FROM PUBLIC;
