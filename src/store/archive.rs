@@ -179,9 +179,15 @@ pub fn prune_source(conn: &Conn<'_>, source: &str, cutoff: i64, batch: i64) -> i
 
 /// Create the partition of `day` (its name from [`crate::archive`]),
 /// moving into it the rows of the default partition that belong to it,
-/// with its index (source, received_at), then attach it. The default
-/// partition is locked EXCLUSIVE first (reads go on; an insert routed to it
-/// waits, at most the pass's lock_timeout): a row of the day inserted
+/// with its index (source, received_at), then attach it. The archive is
+/// locked SHARE ROW EXCLUSIVE first (reads go on; a statement that writes
+/// it, a claim archiving, `webhook_forget`, `redact`, waits, at most the
+/// pass's lock_timeout): a DELETE or UPDATE planned before the attach
+/// knows only the partitions of then, and would scan the emptied default
+/// partition and miss the moved rows (a forgotten key's payload left
+/// behind: `tests/cluster/test_archive.py`). Waiting at the archive itself,
+/// before planning, it is planned after the attach and finds them. Then
+/// the default partition is locked EXCLUSIVE: a row of the day inserted
 /// between the move and the attach would make the attach fail.
 /// `ATTACH PARTITION` takes SHARE UPDATE EXCLUSIVE on the archive (claims
 /// that archive go on) and ACCESS EXCLUSIVE on the default partition,
@@ -193,7 +199,8 @@ pub fn create_partition(day: i64) {
     // The name is archive_ and eight digits, the bounds UTC literals: no
     // caller text reaches this SQL.
     let sql = format!(
-        "CREATE TABLE webhook_dedup.{name} (LIKE webhook_dedup.archive INCLUDING DEFAULTS INCLUDING STORAGE INCLUDING COMPRESSION);
+        "LOCK TABLE webhook_dedup.archive IN SHARE ROW EXCLUSIVE MODE;
+         CREATE TABLE webhook_dedup.{name} (LIKE webhook_dedup.archive INCLUDING DEFAULTS INCLUDING STORAGE INCLUDING COMPRESSION);
          LOCK TABLE webhook_dedup.archive_default IN EXCLUSIVE MODE;
          WITH moved AS (
            DELETE FROM webhook_dedup.archive_default AS d

@@ -5,12 +5,15 @@ pass (counted pass by pass by hand, then by the worker), and an old
 partition is dropped whole; a partition drop waits for no receiver (a
 claim transaction that archived holds the archive: the pass gives up
 after its lock_timeout, the claim commits unharmed, a later pass drops
-it); the archive survives a crash with what committed.
+it); the archive survives a crash with what committed; a key forgotten
+while a pass moves its payload into a new day's partition is erased all
+the same.
 
 Every wait is a bounded poll (own_cluster.wait_for).
 """
 
 import datetime
+import threading
 
 import pytest
 from psycopg import sql
@@ -164,3 +167,56 @@ def test_what_committed_survives_a_crash(cluster):
         assert bytes(row[0]) == b"kept bytes"
         wait_for("a pass after the crash", lambda: conn.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE backend_type = %s", (WORKER,)).fetchone()[0] == 1, 20)
+
+
+def test_a_forget_racing_a_partition_move_erases_the_payload(cluster):
+    """A key forgotten while a pass moves its archived delivery from the
+    default partition into the day's new one: the payload is erased all
+    the same. (0.3.0 lost this race: the forget's DELETE, planned before
+    the ATTACH, waited for the move and then scanned the emptied default
+    partition only, leaving the payload in the new one.)
+
+    In a database of its own, with passes by hand: a delivery of two days
+    ago waits in the default partition (the passes make today's and later
+    days' partitions ahead, and a past day's only for the rows it finds). A
+    session holding SHARE UPDATE EXCLUSIVE on the archive stands in for
+    whatever delays the pass; the pass and the forget start behind it, then
+    it lets go (within the pass's lock_timeout of 500 ms)."""
+    with cluster.connect() as conn:
+        conn.execute("CREATE DATABASE moving")
+    with cluster.connect("moving") as conn:
+        conn.execute("CREATE EXTENSION webhook_dedup")
+        conn.execute("INSERT INTO webhook_dedup.sources (source, keep_payload, payload_retention)"
+                     " VALUES ('m', true, '3 days')")
+        day = utc_today(conn) - datetime.timedelta(days=2)
+        at = f"{day} 12:00+00"
+        conn.execute("""INSERT INTO webhook_dedup.keys (source, idem_key, state, first_seen_at, last_seen_at)
+                        VALUES ('m', 'm:k', 'completed', %s, now())""", (at,))
+        conn.execute("INSERT INTO webhook_dedup.archive (received_at, source, idem_key, conflict, payload)"
+                     " VALUES (%s, 'm', 'm:k', false, 'personal data')", (at,))
+        assert conn.execute("SELECT tableoid::regclass::text FROM webhook_dedup.archive").fetchone()[0] == \
+            "webhook_dedup.archive_default"
+        with cluster.connect("moving") as holder, cluster.connect("moving") as maint, \
+                cluster.connect("moving") as operator:
+            holder.execute("BEGIN")
+            holder.execute("LOCK TABLE webhook_dedup.archive IN SHARE UPDATE EXCLUSIVE MODE")
+            pids = {name: c.execute("SELECT pg_backend_pid()").fetchone()[0]
+                    for name, c in (("maint", maint), ("operator", operator))}
+            waiting = lambda pid: conn.execute(
+                "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0]
+            done = {}
+            passes = threading.Thread(target=lambda: done.update(
+                maint=maint.execute("SELECT errors FROM webhook_dedup.run_maintenance()").fetchone()[0]))
+            forget = threading.Thread(target=lambda: done.update(
+                forget=operator.execute("SELECT webhook_dedup.webhook_forget('m', 'm:k')").fetchone()[0]))
+            passes.start()
+            wait_for("the pass to wait for the archive", lambda: waiting(pids["maint"]), 5, every_s=0.005)
+            forget.start()
+            wait_for("the forget to wait", lambda: waiting(pids["operator"]) or "forget" in done, 5, every_s=0.005)
+            holder.execute("COMMIT")
+            passes.join(30)
+            forget.join(30)
+        assert done["forget"] is True, done
+        left = conn.execute("SELECT tableoid::regclass::text FROM webhook_dedup.archive WHERE idem_key = 'm:k'").fetchall()
+        assert left == [], f"the forgotten key's payload is still archived in {left} (pass errors: {done['maint']})"
+        assert conn.execute("SELECT count(*) FROM webhook_dedup.keys WHERE idem_key = 'm:k'").fetchone()[0] == 0
