@@ -186,3 +186,63 @@ def test_generated_claim_sequences_answer_alike(native, sql):
     assert {"claimed", "reclaimed", "in_progress", "duplicate", "conflict", "retry_later", "unknown_outcome",
             "dead_lettered", "failed", "completed", "pending", "accepted"} <= outcomes, outcomes
     assert {"22004", "22023", "P0002"} <= errors, errors
+
+
+def ordering_step(rng: random.Random):
+    """One call of the ordering functions: webhook_advance on a few
+    entities, or an UPSERT into a table guarded by webhook_monotonic_guard."""
+    at = rng.choice(["2026-01-01 00:00:0%d+00" % rng.randint(0, 5), "infinity", None])
+    if rng.random() < 0.6:
+        return ("SELECT webhook_dedup.webhook_advance(%s, %s, %s::timestamptz, event_id => %s, sequence => %s)",
+                (rng.choice(["s", "s", "", None, "x" * 256]), rng.choice(["e1", "e2", "", None]), at,
+                 rng.choice([None, "ev1", "ev2"]), rng.choice([None, 1, 2, 3])))
+    return ("INSERT INTO guarded AS g (id, updated_at, note) VALUES (%s, %s::timestamp, %s)"
+            " ON CONFLICT (id) DO UPDATE SET updated_at = EXCLUDED.updated_at, note = EXCLUDED.note RETURNING note",
+            (rng.choice([1, 2]), None if at is None or rng.random() < 0.1 else at.replace("+00", ""),
+             rng.choice(["a", "b", "c"])))
+
+
+GUARDS = [
+    # each (trigger definition, whether it is a working guard)
+    ("CREATE TRIGGER g BEFORE INSERT OR UPDATE ON guarded FOR EACH ROW"
+     " EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('updated_at')", True),
+    ("CREATE TRIGGER g BEFORE UPDATE ON guarded FOR EACH ROW EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard()",
+     False),
+    ("CREATE TRIGGER g BEFORE UPDATE ON guarded FOR EACH ROW"
+     " EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('note')", False),
+    ("CREATE TRIGGER g BEFORE UPDATE ON guarded FOR EACH ROW"
+     " EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('nope')", False),
+    ("CREATE TRIGGER g AFTER UPDATE ON guarded FOR EACH ROW"
+     " EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('updated_at')", False),
+    ("CREATE TRIGGER g BEFORE DELETE ON guarded FOR EACH ROW"
+     " EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('updated_at')", False),
+    ("CREATE TRIGGER g BEFORE UPDATE ON guarded FOR EACH STATEMENT"
+     " EXECUTE FUNCTION webhook_dedup.webhook_monotonic_guard('updated_at')", False),
+]
+
+
+def test_ordering_answers_alike(native, sql):
+    # webhook_advance's answers and watermarks, and a guarded table's rows
+    # under each trigger definition (working, or refused with its SQLSTATE)
+    rng = random.Random(f"{SEED}-ordering")
+    seen = set()
+    with native.connect() as a, sql.connect() as b:
+        for definition, _ in GUARDS:
+            for conn in (a, b):
+                conn.execute("DROP TABLE IF EXISTS guarded")
+                conn.execute("CREATE TABLE guarded (id int PRIMARY KEY, updated_at timestamp, note text)")
+                conn.execute(definition)
+                conn.execute("DELETE FROM webhook_dedup.watermarks")
+            for _ in range(max(CASES // 20, 40)):
+                statement, args = ordering_step(rng)
+                x, y = answer(a, statement, args), answer(b, statement, args)
+                assert x == y, f"{definition}\n{statement} {args!r}:\n  native: {x}\n  SQL edition: {y}"
+                seen.add(x[1] if x[0] == "error" else "rows")
+            if "DELETE" in definition:
+                x, y = answer(a, "DELETE FROM guarded"), answer(b, "DELETE FROM guarded")
+                assert x == y and x[0] == "error", (x, y)
+            for query in ("SELECT * FROM guarded ORDER BY 1",
+                          "SELECT source, entity_id, source_updated_at, event_id, sequence FROM webhook_dedup.watermarks"
+                          " ORDER BY 1, 2"):
+                assert answer(a, query) == answer(b, query), (definition, query)
+    assert {"rows", "22004", "22023", "39P01", "42703", "42804"} <= seen, seen
