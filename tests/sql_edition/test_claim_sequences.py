@@ -65,7 +65,7 @@ def step(rng: random.Random):
     token = rng.choice(["current", "current", "current", "stale", "made_up", None])
     kind = rng.choice(["claim"] * 6 + ["claim_many", "complete", "complete", "complete", "fail", "fail", "mark_unknown",
                                        "checkpoint", "extend", "resolve", "forget", "bad", "enqueue", "enqueue",
-                                       "next", "next"])
+                                       "next", "next", "pause"])
     lease = rng.choice([None, None, "1 microsecond", "1 microsecond", "1 hour", "0", "2 years", "1 mon"])
     if kind == "claim":
         return ("SELECT * FROM webhook_dedup.webhook_claim(%s, %s, %s, %s::interval, %s)",
@@ -109,6 +109,11 @@ def step(rng: random.Random):
         batch = 1 if next_lease == "1 microsecond" else rng.choice([1, 2, 5, 5, 0, None])
         return ("SELECT * FROM webhook_dedup.webhook_next(%s, %s::interval, %s)",
                 (rng.choice([None, None, "s", "t", ""]), next_lease, batch), ("*", None), None)
+    if kind == "pause":
+        paused = rng.choice([source, source, None, ""])
+        if rng.random() < 0.5:
+            return "SELECT webhook_dedup.pause(%s, %s)", (paused, rng.choice([None, "deploy"])), None, None
+        return "SELECT webhook_dedup.resume(%s)", (paused,), None, None
     if kind == "forget":
         return "SELECT webhook_dedup.webhook_forget(%s, %s)", (source, key), (source, key), None
     bad = rng.choice([(None, key), ("", key), (source, ""), (source, "k" * 256), ("(overflow)", key), (source, None)])
@@ -123,6 +128,8 @@ FINAL = [
     "SELECT source, idem_key, stored_fingerprint, fingerprint, via FROM webhook_dedup.conflict_log ORDER BY 1, 2, seen_at",
     "SELECT source, idem_key, conflict, payload, event_type FROM webhook_dedup.archive ORDER BY 1, 2, received_at",
     "SELECT source, idem_key, payload, headers FROM webhook_dedup.payloads ORDER BY 1, 2",
+    "SELECT source, max_attempts, keep_payload, paused_at IS NOT NULL, paused_by, pause_reason FROM webhook_dedup.sources"
+    " ORDER BY 1",
 ]
 
 RESET = ["DELETE FROM webhook_dedup.keys", "DELETE FROM webhook_dedup.payloads", "DELETE FROM webhook_dedup.conflict_log", "DELETE FROM webhook_dedup.archive",
