@@ -10,7 +10,7 @@ A sequence uses a few keys of two sources: "s" with the defaults, and "t"
 with max_attempts 2 and keep_payload (the archive). Each step's choice of
 token is the edition's own: the current holder's, an older one, a made-up
 one, or NULL. WEBHOOK_DEDUP_DIFFERENTIAL_CASES bounds the sequences
-(a tenth of it, 30 steps each); a difference found is kept in SEQUENCES.
+(a tenth of it, 40 steps each); a difference found is kept in SEQUENCES.
 """
 
 import datetime
@@ -22,7 +22,7 @@ from editions import answer
 
 CASES = int(os.environ.get("WEBHOOK_DEDUP_DIFFERENTIAL_CASES", "1000"))
 SEED = int(os.environ.get("WEBHOOK_DEDUP_DIFFERENTIAL_SEED", "43"))
-STEPS = 30
+STEPS = 40
 
 KEYS = {"s": ["s:a", "s:b", "s:c"], "t": ["t:a", "t:b"]}
 MADE_UP = uuid.UUID("00000000-0000-4000-8000-000000000000")
@@ -65,7 +65,7 @@ def step(rng: random.Random):
     token = rng.choice(["current", "current", "current", "stale", "made_up", None])
     kind = rng.choice(["claim"] * 6 + ["claim_many", "complete", "complete", "complete", "fail", "fail", "mark_unknown",
                                        "checkpoint", "extend", "resolve", "forget", "bad", "enqueue", "enqueue",
-                                       "next", "next", "pause"])
+                                       "next", "next", "pause"] + ["outbox"] * 6)
     lease = rng.choice([None, None, "1 microsecond", "1 microsecond", "1 hour", "0", "2 years", "1 mon"])
     if kind == "claim":
         return ("SELECT * FROM webhook_dedup.webhook_claim(%s, %s, %s, %s::interval, %s)",
@@ -109,6 +109,8 @@ def step(rng: random.Random):
         batch = 1 if next_lease == "1 microsecond" else rng.choice([1, 2, 5, 5, 0, None])
         return ("SELECT * FROM webhook_dedup.webhook_next(%s, %s::interval, %s)",
                 (rng.choice([None, None, "s", "t", ""]), next_lease, batch), ("*", None), None)
+    if kind == "outbox":
+        return outbox_step(rng, source, key, token)
     if kind == "pause":
         paused = rng.choice([source, source, None, ""])
         if rng.random() < 0.5:
@@ -118,6 +120,56 @@ def step(rng: random.Random):
         return "SELECT webhook_dedup.webhook_forget(%s, %s)", (source, key), (source, key), None
     bad = rng.choice([(None, key), ("", key), (source, ""), (source, "k" * 256), ("(overflow)", key), (source, None)])
     return ("SELECT * FROM webhook_dedup.webhook_claim(%s, %s)", bad, None, None)
+
+
+def outbox_step(rng, source, key, token):
+    """One call of the outbox: a put under the key's lease (its token
+    chosen as a claim's), a take, or a sender's call on intent 1 to 4 with
+    its lease's token (chosen likewise: ("intent", id))."""
+    kind = rng.choice(["put", "put", "claim_put", "claim_put", "next", "next", "ack", "fail", "unknown", "resolve",
+                       "take_and"])
+    if kind == "claim_put":
+        # a claim and a put under its lease, as a handler does
+        return ("SELECT webhook_dedup.webhook_outbox_put(c.source, %s, c.claim_token, %s, %s, '{\"amount\": 2}',"
+                " downstream_idempotent => %s) FROM (SELECT %s AS source, * FROM webhook_dedup.webhook_claim(%s, %s,"
+                " lease => %s::interval)) AS c",
+                (key, rng.choice(["refund", "email"]), rng.choice(["stripe", "mail"]), rng.choice([True, False]),
+                 source, source, key, rng.choice(["1 hour", "1 microsecond"])), None, None)
+    if kind == "take_and":
+        # a sender's take and its answer in one statement
+        answer_call = rng.choice(["webhook_dedup.webhook_outbox_ack(n.id, n.lease_token, '{\"id\": 7}')",
+                                  "webhook_dedup.webhook_outbox_fail(n.id, n.lease_token, '503', retry_after => '0')",
+                                  "webhook_dedup.webhook_outbox_fail(n.id, n.lease_token, '400', retryable => false)",
+                                  "webhook_dedup.webhook_outbox_unknown(n.id, n.lease_token, 'timeout')"])
+        return (f"SELECT n.id, {answer_call} FROM webhook_dedup.webhook_outbox_next(lease => %s::interval, batch => %s)"
+                " AS n ORDER BY n.id", (rng.choice(["1 hour", "1 microsecond"]), rng.choice([1, 2])), None, None)
+    if kind == "put":
+        return ("SELECT webhook_dedup.webhook_outbox_put(%s, %s, %s, %s, %s, %s::jsonb, max_length => %s,"
+                " downstream => %s, downstream_idempotent => %s)",
+                (source, key, None, rng.choice(["refund", "refund", "email", "", None]),
+                 rng.choice(["stripe", "stripe", "mail", ""]), rng.choice(['{"amount": 1}', '{"amount": 1}', None]),
+                 rng.choice([255, 255, 40, 31, None]), rng.choice([None, None, "stripe", "nope"]),
+                 rng.choice([True, True, False, None])), (source, key), token)
+    if kind == "next":
+        next_lease = rng.choice([None, "1 microsecond", "1 hour"])
+        batch = 1 if next_lease == "1 microsecond" else rng.choice([1, 2, 5, 0])
+        return ("SELECT * FROM webhook_dedup.webhook_outbox_next(%s, %s::interval, %s)",
+                (rng.choice([None, None, "stripe", "mail", ""]), next_lease, batch), ("*intent", None), None)
+    intent = rng.choice([1, 1, 1, 2, 2, 3, None])
+    if kind == "resolve":
+        return ("SELECT webhook_dedup.webhook_outbox_resolve(%s, %s, %s::jsonb)",
+                (intent, rng.choice(["completed", "failed", "dead_lettered", "pending", "processing", None]),
+                 rng.choice([None, '{"ok": true}'])), None, None)
+    chosen = ("intent", intent)
+    if kind == "ack":
+        return ("SELECT webhook_dedup.webhook_outbox_ack(%s, %s, %s::jsonb)",
+                (intent, None, rng.choice([None, '{"id": "re_1"}'])), chosen, (token, 1))
+    if kind == "fail":
+        return ("SELECT webhook_dedup.webhook_outbox_fail(%s, %s, %s, retryable => %s, retry_after => %s::interval)",
+                (intent, None, "503", rng.choice([True, True, False, None]), rng.choice([None, "0", "1 hour", "-1 s"])),
+                chosen, (token, 1))
+    return ("SELECT webhook_dedup.webhook_outbox_unknown(%s, %s, %s)", (intent, None, rng.choice([None, "timeout"])),
+            chosen, (token, 1))
 
 
 # The tables a sequence leaves, times and tokens normalised.
@@ -130,10 +182,15 @@ FINAL = [
     "SELECT source, idem_key, payload, headers FROM webhook_dedup.payloads ORDER BY 1, 2",
     "SELECT source, max_attempts, keep_payload, paused_at IS NOT NULL, paused_by, pause_reason FROM webhook_dedup.sources"
     " ORDER BY 1",
+    "SELECT id, source, idem_key, operation, target, request, downstream_key, downstream_idempotent, key_attempt, state,"
+    " attempt, lease_token, response, last_error, lease_expires_at IS NOT NULL, next_attempt_at IS NOT NULL,"
+    " due_at IS NOT NULL, due_at = 'infinity',"
+    " delivered_at IS NOT NULL FROM webhook_dedup.outbox ORDER BY id",
 ]
 
 RESET = ["DELETE FROM webhook_dedup.keys", "DELETE FROM webhook_dedup.payloads", "DELETE FROM webhook_dedup.conflict_log", "DELETE FROM webhook_dedup.archive",
-         "DELETE FROM webhook_dedup.sources",
+         "DELETE FROM webhook_dedup.sources", "DELETE FROM webhook_dedup.outbox",
+         "SELECT setval(pg_get_serial_sequence('webhook_dedup.outbox', 'id'), 1, false)",
          "INSERT INTO webhook_dedup.sources (source, max_attempts, keep_payload) VALUES ('t', 2, true)"]
 
 
@@ -141,13 +198,17 @@ def run(conn, tokens: Tokens, calls):
     answers = []
     for statement, args, key, choice in calls:
         if choice is not None:
-            args = (*args[:2], tokens.pick(key, choice), *args[3:])
+            # the token goes third, or where the step says
+            choice, at = choice if isinstance(choice, tuple) else (choice, 2)
+            args = (*args[:at], tokens.pick(key, choice), *args[at + 1:])
         got = answer(conn, statement, args)
         if got[0] == "rows":
             rows = []
-            for row in sorted(got[1], key=lambda r: (r[0], r[1])) if key is not None and key[0] == "*" else got[1]:
+            for row in sorted(got[1], key=lambda r: (r[0], r[1])) if key is not None and key[0].startswith("*") else got[1]:
                 # webhook_claim_many names its key first, webhook_next its source and key
-                if key is not None and key[0] == "*":
+                if key is not None and key[0] == "*intent":
+                    row_key = ("intent", row[0])
+                elif key is not None and key[0] == "*":
                     row_key = (row[0], row[1])
                 elif key is not None and key[1] is None:
                     row_key = (key[0], row[0])
@@ -178,12 +239,13 @@ def compare(native, sql, calls, label):
 
 
 def test_generated_claim_sequences_answer_alike(native, sql):
-    outcomes, errors = set(), set()
+    outcomes, errors, intents = set(), set(), set()
     for n in range(max(CASES // 10, 20)):
         rng = random.Random(f"{SEED}-claims-{n}")
         calls = [step(rng) for _ in range(STEPS)]
         answers, final = compare(native, sql, calls, f"sequence {n}")
         outcomes.update(row[2] for row in final[0])  # the keys' states left
+        intents.update(row[9] for row in final[5])  # the outbox intents' states
         for got in answers:
             if got[0] == "error":
                 errors.add(got[1])
@@ -193,6 +255,7 @@ def test_generated_claim_sequences_answer_alike(native, sql):
     assert {"claimed", "reclaimed", "in_progress", "duplicate", "conflict", "retry_later", "unknown_outcome",
             "dead_lettered", "failed", "completed", "pending", "accepted"} <= outcomes, outcomes
     assert {"22004", "22023", "P0002"} <= errors, errors
+    assert {"pending", "processing", "completed", "failed", "dead_lettered", "unknown_outcome"} <= intents, intents
 
 
 def ordering_step(rng: random.Random):

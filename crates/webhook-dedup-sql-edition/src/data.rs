@@ -17,7 +17,7 @@ use webhook_dedup_core::intake::{MAX_ACCEPTED_TYPES, MAX_FINGERPRINT_POINTERS, M
 use webhook_dedup_core::operation_key::DOWNSTREAMS;
 use webhook_dedup_core::profile::{default_wait_ms, TimeFormat, PROFILES};
 use webhook_dedup_core::signature::{calendly, paddle, stripe, Coverage, Encoding, Scheme, TimestampedHeader};
-use webhook_dedup_core::{claim, settings};
+use webhook_dedup_core::{claim, outbox, settings};
 
 use crate::bodies::{Body, Language};
 
@@ -239,6 +239,9 @@ fn settings_and_claim_rules() -> String {
     let text = claim::exhausted_error(probe);
     let (before, after) = text.split_once(&probe.to_string()).expect("the attempt is in exhausted_error's text");
     assert!(!after.contains(&probe.to_string()), "the attempt is written once");
+    let parked = outbox::parked_error(probe);
+    let (parked_before, parked_after) = parked.split_once(&probe.to_string()).expect("the attempt is in parked_error");
+    assert!(!parked_after.contains(&probe.to_string()), "the attempt is written once");
     format!(
         "-- The webhook_dedup.* settings a call reads (webhook_dedup_core::settings::ALL): name, default,\n\
          -- bounds, whether the unit is the second (a value may carry a unit, as PostgreSQL's GUC_UNIT_S).\n\
@@ -251,13 +254,20 @@ fn settings_and_claim_rules() -> String {
          CREATE FUNCTION webhook_dedup._claim_rules(OUT base_backoff_us bigint, OUT max_backoff_us bigint,\n  \
          OUT max_lease_us bigint, OUT exhausted_before text, OUT exhausted_after text)\n\
          LANGUAGE sql IMMUTABLE PARALLEL SAFE\nAS $$ SELECT {}::bigint, {}::bigint, {}::bigint, {}, {} $$;\n\
-         REVOKE ALL ON FUNCTION webhook_dedup._claim_rules() FROM PUBLIC;\n",
+         REVOKE ALL ON FUNCTION webhook_dedup._claim_rules() FROM PUBLIC;\n\n\
+         -- The outbox's text of an intent parked for reconciliation (webhook_dedup_core::outbox::parked_error),\n\
+         -- before and after the attempt.\n\
+         CREATE FUNCTION webhook_dedup._outbox_rules(OUT parked_before text, OUT parked_after text)\n\
+         LANGUAGE sql IMMUTABLE PARALLEL SAFE\nAS $$ SELECT {}, {} $$;\n\
+         REVOKE ALL ON FUNCTION webhook_dedup._outbox_rules() FROM PUBLIC;\n",
         rows.join(",\n"),
         claim::BASE_BACKOFF_US,
         claim::MAX_BACKOFF_US,
         claim::MAX_LEASE_US,
         literal(before),
-        literal(after)
+        literal(after),
+        literal(parked_before),
+        literal(parked_after)
     )
 }
 
