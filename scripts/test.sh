@@ -212,7 +212,10 @@ log "6/11 the Node.js client package: node --test against the cluster (the clien
 (cd clients/node && node --test test/) 2>&1 | tee "$WORK/node-client.log" | grep -E '^(not ok|# (pass|fail))' || true
 grep -q '^# fail 0$' "$WORK/node-client.log" || { cat "$WORK/node-client.log"; die "the Node.js client package's tests failed"; }
 tarball=$(cd clients/node && npm pack --offline --silent --pack-destination "$WORK")
-tar -tzf "$WORK/$tarball" | grep -qx 'package/dist/index.d.ts' || die "npm pack: $tarball holds no dist/index.d.ts"
+# (each listing read whole before grep: `grep -q` leaves at the first match,
+# and under pipefail the writer's broken pipe would fail the check)
+listing=$(tar -tzf "$WORK/$tarball")
+grep -qx 'package/dist/index.d.ts' <<<"$listing" || die "npm pack: $tarball holds no dist/index.d.ts"
 summary+=("Node.js client: $(grep -E '^# (pass|fail)' "$WORK/node-client.log" | paste -sd' '); npm pack: $tarball")
 # The Python client package (clients/python, which the FastAPI example
 # uses): its tests against this cluster (among them every block of its
@@ -225,10 +228,11 @@ log "6/11 the Python client package: pytest against the cluster (README examples
 "$VENV/bin/pip" wheel -q --disable-pip-version-check --no-build-isolation --no-deps --no-index \
     clients/python -w "$WORK/wheel" || die "the Python client package's wheel did not build offline"
 wheel=$(basename "$WORK"/wheel/webhook_dedup-*.whl)
-"$VENV/bin/python" -m zipfile -l "$WORK/wheel/$wheel" | grep -q 'webhook_dedup/py.typed' \
-    || die "$wheel holds no webhook_dedup/py.typed"
-"$VENV/bin/python" -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); print(z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode())' \
-    "$WORK/wheel/$wheel" | grep -q '^Requires-Dist: psycopg-pool' \
+listing=$("$VENV/bin/python" -m zipfile -l "$WORK/wheel/$wheel")
+grep -q 'webhook_dedup/py.typed' <<<"$listing" || die "$wheel holds no webhook_dedup/py.typed"
+metadata=$("$VENV/bin/python" -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); print(z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode())' \
+    "$WORK/wheel/$wheel")
+grep -q '^Requires-Dist: psycopg-pool' <<<"$metadata" \
     || die "$wheel does not require psycopg-pool, which its README's examples import"
 if compgen -G 'clients/python/build' >/dev/null || compgen -G 'clients/python/src/*.egg-info' >/dev/null; then
     die "building the Python client package wrote into the checkout (build/ or an egg-info)"
