@@ -16,6 +16,15 @@ pub struct Failure {
     pub message: String,
 }
 
+impl Failure {
+    /// Its SQLSTATE as the five characters PostgreSQL prints (`55P03`):
+    /// `MAKE_SQLSTATE` packs each character in six bits, lowest first.
+    pub fn code(&self) -> String {
+        let packed = self.sqlstate as i64;
+        (0..5).map(|i| char::from(b'0' + ((packed >> (6 * i)) & 0x3F) as u8)).collect()
+    }
+}
+
 /// Run `body` in an internal subtransaction. On an ERROR (or a Rust
 /// panic) the subtransaction is rolled back, undoing what `body` did,
 /// releasing the locks it took and restoring settings it changed, and the
@@ -185,5 +194,19 @@ pub fn set_for_level(name: &str, value: &str) {
             0,
             false,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Failure;
+    use pgrx::PgSqlErrorCode;
+
+    #[test]
+    fn a_failure_names_its_sqlstate_as_postgresql_prints_it() {
+        let code = |sqlstate| Failure { sqlstate, message: String::new() }.code();
+        assert_eq!(code(PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE), "55P03");
+        assert_eq!(code(PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE), "40001");
+        assert_eq!(code(PgSqlErrorCode::ERRCODE_QUERY_CANCELED), "57014");
     }
 }

@@ -164,11 +164,11 @@ fn attempt(pass: &mut Pass, what: &str, body: impl FnOnce(&mut Counts)) {
         Ok(counts) => pass.add(counts),
         Err(failure) => {
             pgrx::warning!(
-                "webhook_dedup: maintenance step \"{what}\" failed, the next pass retries it: {} ({:?})",
+                "webhook_dedup: maintenance step \"{what}\" failed, the next pass retries it: {} ({})",
                 failure.message,
-                failure.sqlstate
+                failure.code()
             );
-            pass.errors.push(format!("{what}: {} ({:?})", failure.message, failure.sqlstate));
+            pass.errors.push(format!("{what}: {} ({})", failure.message, failure.code()));
         }
     }
 }

@@ -27,10 +27,7 @@ pub(super) fn run(now: i64, batch: i64, retention: &Retention, counts: &mut Coun
             counts.intents_expired += 1;
             match outbox::lapsed(found.attempt, max_attempts, found.downstream_idempotent, now) {
                 Lapsed::Failed { next_attempt_at } => {
-                    let error = format!(
-                        "lease of attempt {} lapsed without webhook_outbox_ack, _fail or _unknown (swept by maintenance)",
-                        found.attempt
-                    );
+                    let error = outbox::lapsed_error(found.attempt);
                     store::set_state(conn, found.id, now, State::Failed, Some(next_attempt_at), Some(&error));
                 }
                 Lapsed::DeadLettered => {

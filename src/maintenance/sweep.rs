@@ -10,7 +10,6 @@
 //! holder that needs longer must extend its lease in time.
 
 use super::Counts;
-use crate::calendar::utc_literal;
 use crate::claim::{decide_fail, FailTo, State};
 use crate::metrics::{self, Counter};
 use crate::spi;
@@ -26,12 +25,7 @@ pub(super) fn run(now: i64, batch: i64, counts: &mut Counts) {
         counts.more |= expired.len() as i64 >= batch;
         for found in expired {
             let expired_at = found.lease_expires_at.expect("an expired lease has an expiry");
-            let error = format!(
-                "lease of attempt {} expired at {} without webhook_complete, webhook_fail or \
-                 webhook_extend_lease (swept by maintenance)",
-                found.attempt,
-                utc_literal(expired_at)
-            );
+            let error = crate::claim::swept_error(found.attempt, expired_at);
             let max_attempts = sources::settings(conn, &found.source).max_attempts();
             let (state, next_attempt_at) = match decide_fail(found.attempt, true, Some(0), max_attempts, now) {
                 FailTo::Failed { next_attempt_at } => (State::Failed, Some(next_attempt_at)),

@@ -250,6 +250,16 @@ pub fn exhausted_error(attempt: i32) -> String {
     format!("due again after attempt {attempt}, the last allowed: dead-lettered")
 }
 
+/// The `last_error` of a key whose lease of attempt `attempt` expired at
+/// `expired_at` (microseconds since 2000) and that a maintenance pass swept.
+pub fn swept_error(attempt: i32, expired_at: i64) -> String {
+    format!(
+        "lease of attempt {attempt} expired at {} without webhook_complete, webhook_fail or \
+         webhook_extend_lease (swept by maintenance)",
+        crate::calendar::utc_literal(expired_at)
+    )
+}
+
 /// Where `webhook_fail` sends a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailTo {

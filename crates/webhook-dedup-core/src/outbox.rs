@@ -100,6 +100,13 @@ pub fn attempt_after_resolve(to: State, attempt: i32) -> i32 {
     }
 }
 
+/// The `last_error` of an intent whose sender's lease of attempt `attempt`
+/// lapsed, which a maintenance pass sent back to be retried (the downstream
+/// deduplicates).
+pub fn lapsed_error(attempt: i32) -> String {
+    format!("lease of attempt {attempt} lapsed without webhook_outbox_ack, _fail or _unknown (swept by maintenance)")
+}
+
 /// The `last_error` of an intent parked by [`Take::Park`] or
 /// [`Lapsed::UnknownOutcome`].
 pub fn parked_error(attempt: i32) -> String {

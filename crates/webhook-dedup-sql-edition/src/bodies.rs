@@ -134,12 +134,16 @@ fn finish(
     Ok(())
 }
 
+/// The helpers' file of grants, assembled after the others.
+const PRIVILEGES: &str = "privileges.sql";
+
 /// The helpers: each file's path and text (whole statements).
 pub type Helpers = Vec<(PathBuf, String)>;
 
 /// Every body of the `*.sql` files directly in `dir` (sorted by file
 /// name), and the text of every `*.sql` file in `dir/internal` (the
-/// helpers, in file-name order).
+/// helpers, in file-name order, but `privileges.sql` last: its grants
+/// name the helpers of every other file).
 pub fn read_dir(dir: &Path) -> Result<(BTreeMap<String, Body>, Helpers), BodyError> {
     let list = |d: &Path| -> Result<Vec<PathBuf>, BodyError> {
         let mut files: Vec<PathBuf> = std::fs::read_dir(d)
@@ -170,7 +174,9 @@ pub fn read_dir(dir: &Path) -> Result<(BTreeMap<String, Body>, Helpers), BodyErr
     let internal = dir.join("internal");
     let mut helpers = Vec::new();
     if internal.is_dir() {
-        for file in list(&internal)? {
+        let mut files = list(&internal)?;
+        files.sort_by_key(|f| f.file_name().is_some_and(|n| n == PRIVILEGES));
+        for file in files {
             let text = read(&file)?;
             helpers.push((file, text));
         }

@@ -13,6 +13,9 @@
 //! webhook-dedup-sql-edition tle EDITION.sql VERSION OUT.sql
 //!     the pg_tle artifact (webhook_dedup-tle--<version>.sql) of an
 //!     assembled script
+//! webhook-dedup-sql-edition psql EDITION.sql VERSION OUT.sql
+//!     the psql -f artifact (webhook_dedup-sql--<version>.sql) of an
+//!     assembled script
 //! ```
 //!
 //! Exit status 0, or 1 with the reason on stderr (a body for no native
@@ -66,13 +69,15 @@ fn run(args: &[String]) -> Result<(), String> {
             Ok(())
         }
         ["tle", edition, version, out] => write(out, &package::tle(&read(edition)?, version).map_err(|e| e.0)?),
+        ["psql", edition, version, out] => write(out, &package::psql(&read(edition)?, version).map_err(|e| e.0)?),
         _ => Err(USAGE.into()),
     }
 }
 
 const USAGE: &str =
     "usage: webhook-dedup-sql-edition assemble NATIVE.sql BODIES_DIR OUT.sql [--allow-missing]\n       \
-                     webhook-dedup-sql-edition tle EDITION.sql VERSION OUT.sql";
+                     webhook-dedup-sql-edition tle EDITION.sql VERSION OUT.sql\n       \
+                     webhook-dedup-sql-edition psql EDITION.sql VERSION OUT.sql";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

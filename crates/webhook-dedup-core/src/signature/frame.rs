@@ -26,6 +26,51 @@ pub(crate) struct TaggedHeader<'a, D: Fn(&str) -> Option<Vec<u8>>> {
     pub decode: D,
 }
 
+/// Which values without a tagged scheme's tag name another version of its
+/// signature ([`TaggedHeader::other_tag`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtherTag {
+    /// A value holding `=` ([`super::names_a_tag`]: `sha1=...` where
+    /// `sha256=` is expected).
+    Named,
+    /// None: the scheme's values have no tag (a bare base64 MAC).
+    Never,
+}
+
+/// A tagged scheme's frame as data: what its module fills in
+/// [`TaggedHeader`] with (the header, the tag, which values name another
+/// version, how its MAC is written and made). The SQL edition's generator
+/// writes these as rows (crates/webhook-dedup-sql-edition/src/data.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaggedFrame {
+    /// The header, lower-cased.
+    pub header: &'static str,
+    pub tag: &'static str,
+    pub other: OtherTag,
+    pub encoding: Encoding,
+    pub algorithm: super::Algorithm,
+}
+
+impl TaggedFrame {
+    /// The frame, ready to read a delivery's signatures: each decoded to
+    /// the MAC's length of the algorithm.
+    pub(crate) fn header(&self) -> TaggedHeader<'static, impl Fn(&str) -> Option<Vec<u8>>> {
+        let (encoding, len) = (self.encoding, self.algorithm.mac_len());
+        TaggedHeader {
+            header: self.header,
+            tag: self.tag,
+            other_tag: match self.other {
+                OtherTag::Named => super::names_a_tag,
+                OtherTag::Never => |_| false,
+            },
+            decode: move |text: &str| match encoding {
+                Encoding::Hex => ct::decode_hex(text, len),
+                Encoding::Base64 => ct::decode_base64(text, Some(len)),
+            },
+        }
+    }
+}
+
 impl<D: Fn(&str) -> Option<Vec<u8>>> TaggedHeader<'_, D> {
     /// The decoded signatures of a delivery, or its verdict when it has
     /// none: `missing_header` without the header, else `unsupported_version`

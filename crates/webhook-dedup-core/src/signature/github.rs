@@ -7,17 +7,23 @@
 //! (`X-GitHub-Delivery`) is what deduplication keys on. The legacy
 //! `X-Hub-Signature: sha1=...` header is never consulted.
 
-use super::{ct, names_a_tag, Delivery, TaggedHeader, Verdict};
+use super::{ct, Algorithm, Delivery, Encoding, OtherTag, TaggedFrame, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-hub-signature-256";
 const TAG: &str = "sha256=";
+/// The scheme's frame ([`super::TaggedFrame`]).
+pub const FRAME: TaggedFrame = TaggedFrame {
+    header: HEADER,
+    tag: TAG,
+    other: OtherTag::Named,
+    encoding: Encoding::Hex,
+    algorithm: Algorithm::Sha256,
+};
 
 /// Verify a GitHub delivery against every key.
 pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
-    let header =
-        TaggedHeader { header: HEADER, tag: TAG, other_tag: names_a_tag, decode: |hex: &str| ct::decode_hex(hex, 32) };
-    header.verify(&delivery, keys, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
+    FRAME.header().verify(&delivery, keys, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
 }
 
 /// The headers GitHub would send for `body` under `secret`.

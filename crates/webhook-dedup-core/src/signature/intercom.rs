@@ -11,17 +11,23 @@
 //! `unsupported_version`. Intercom signs no timestamp, so there is no replay
 //! window; the notification id (`id`) is in the signed body.
 
-use super::{ct, names_a_tag, Algorithm, Delivery, TaggedHeader, Verdict};
+use super::{ct, Algorithm, Delivery, Encoding, OtherTag, TaggedFrame, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-hub-signature";
 const TAG: &str = "sha1=";
+/// The scheme's frame ([`super::TaggedFrame`]).
+pub const FRAME: TaggedFrame = TaggedFrame {
+    header: HEADER,
+    tag: TAG,
+    other: OtherTag::Named,
+    encoding: Encoding::Hex,
+    algorithm: Algorithm::Sha1,
+};
 
 /// Verify an Intercom notification against every key.
 pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
-    let decode = |hex: &str| ct::decode_hex(hex, Algorithm::Sha1.mac_len());
-    let header = TaggedHeader { header: HEADER, tag: TAG, other_tag: names_a_tag, decode };
-    header.verify(&delivery, keys, |key| ct::hmac(Algorithm::Sha1, key, &[delivery.body]))
+    FRAME.header().verify(&delivery, keys, |key| ct::hmac(Algorithm::Sha1, key, &[delivery.body]))
 }
 
 /// The headers Intercom would send for `body` under `secret`.

@@ -62,6 +62,7 @@ pub use ct::Algorithm;
 pub(crate) use frame::TaggedHeader;
 pub use frame::TimestampedHeader;
 pub use frame::TimestampedList;
+pub use frame::{OtherTag, TaggedFrame};
 pub use headers::Headers;
 pub use scheme::{Check, Scheme};
 pub use sign::{check_signable, sign, SignRequest, Signed};

@@ -9,19 +9,22 @@
 //! client-secret rotation Shopify may sign with the old secret for a while,
 //! so configure both. No timestamp is signed.
 
-use super::{ct, Delivery, TaggedHeader, Verdict};
+use super::{ct, Algorithm, Delivery, Encoding, OtherTag, TaggedFrame, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-shopify-hmac-sha256";
+/// The bare base64 MAC (no tag, so no other version to name).
+pub const FRAME: TaggedFrame = TaggedFrame {
+    header: HEADER,
+    tag: "",
+    other: OtherTag::Never,
+    encoding: Encoding::Base64,
+    algorithm: Algorithm::Sha256,
+};
 
 /// Verify a Shopify delivery against every key.
 pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
-    header().verify(&delivery, keys, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
-}
-
-/// The bare base64 MAC (no tag, so no other version to name).
-pub(crate) fn header() -> TaggedHeader<'static, impl Fn(&str) -> Option<Vec<u8>>> {
-    TaggedHeader { header: HEADER, tag: "", other_tag: |_| false, decode: |b64: &str| ct::decode_base64(b64, Some(32)) }
+    FRAME.header().verify(&delivery, keys, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
 }
 
 /// The headers Shopify would send for `body` under `secret`.

@@ -14,18 +14,18 @@
 //! window; the event id (`event_id`) is in the signed body.
 
 use super::scheme::{headers, mac_keys, needs_sign_url, needs_url, Check, SchemeRules};
-use super::{ct, Delivery, TaggedHeader, Verdict};
+use super::{ct, Delivery, TaggedFrame, Verdict};
 use super::{Key, SignRequest, Signed};
 use crate::error::Error;
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-square-hmacsha256-signature";
+/// Shopify's frame (a bare base64 MAC) under Square's header.
+pub const FRAME: TaggedFrame = TaggedFrame { header: HEADER, ..super::shopify::FRAME };
 
 /// Verify a Square delivery sent to `url` against every key.
 pub fn verify(delivery: Delivery<'_>, url: &str, keys: &[Vec<u8>]) -> Verdict {
-    // Shopify's header shape (a bare base64 MAC), under Square's name
-    let header = TaggedHeader { header: HEADER, ..super::shopify::header() };
-    header.verify(&delivery, keys, |key| ct::hmac_sha256(key, &[url.as_bytes(), delivery.body]).to_vec())
+    FRAME.header().verify(&delivery, keys, |key| ct::hmac_sha256(key, &[url.as_bytes(), delivery.body]).to_vec())
 }
 
 /// The headers Square would send for `body` to `url` under `secret`.

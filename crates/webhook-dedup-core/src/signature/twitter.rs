@@ -29,19 +29,25 @@
 //! (after whitespace): X sends JSON objects only, and any other body could
 //! be a CRC answer. So no answer to a CRC is ever a valid delivery.
 
-use super::{ct, names_a_tag, untimed, Delivery, Reason, TaggedHeader, Verdict};
+use super::{ct, untimed, Algorithm, Delivery, Encoding, OtherTag, Reason, TaggedFrame, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "x-twitter-webhooks-signature";
 /// The longest `crc_token` answered, in characters (ASCII bytes).
 pub const MAX_CRC_TOKEN_LEN: usize = 255;
 const TAG: &str = "sha256=";
+/// The scheme's frame ([`super::TaggedFrame`]).
+pub const FRAME: TaggedFrame = TaggedFrame {
+    header: HEADER,
+    tag: TAG,
+    other: OtherTag::Named,
+    encoding: Encoding::Base64,
+    algorithm: Algorithm::Sha256,
+};
 
 /// Verify an X delivery against every key.
 pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
-    let decode = |b64: &str| ct::decode_base64(b64, Some(32));
-    let header = TaggedHeader { header: HEADER, tag: TAG, other_tag: names_a_tag, decode };
-    let candidates = match header.signatures(&delivery) {
+    let candidates = match FRAME.header().signatures(&delivery) {
         Ok(candidates) => candidates,
         Err(verdict) => return verdict,
     };

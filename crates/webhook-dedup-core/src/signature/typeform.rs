@@ -10,17 +10,23 @@
 //! signs no timestamp, so there is no replay window; the event id
 //! (`event_id`) is in the signed body.
 
-use super::{ct, names_a_tag, Delivery, TaggedHeader, Verdict};
+use super::{ct, Algorithm, Delivery, Encoding, OtherTag, TaggedFrame, Verdict};
 
 /// The signature header, lower-cased.
 pub const HEADER: &str = "typeform-signature";
 const TAG: &str = "sha256=";
+/// The scheme's frame ([`super::TaggedFrame`]).
+pub const FRAME: TaggedFrame = TaggedFrame {
+    header: HEADER,
+    tag: TAG,
+    other: OtherTag::Named,
+    encoding: Encoding::Base64,
+    algorithm: Algorithm::Sha256,
+};
 
 /// Verify a Typeform delivery against every key.
 pub fn verify(delivery: Delivery<'_>, keys: &[Vec<u8>]) -> Verdict {
-    let decode = |b64: &str| ct::decode_base64(b64, Some(32));
-    let header = TaggedHeader { header: HEADER, tag: TAG, other_tag: names_a_tag, decode };
-    header.verify(&delivery, keys, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
+    FRAME.header().verify(&delivery, keys, |key| ct::hmac_sha256(key, &[delivery.body]).to_vec())
 }
 
 /// The headers Typeform would send for `body` under `secret`.
