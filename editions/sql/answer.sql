@@ -1,14 +1,12 @@
 -- The HTTP answer a receiver gives (src/api/answer.rs): http_answer, over
--- the answers written from the core (_answers) and the row as
--- src/api/rows.rs, http_row, builds it.
+-- _reply (editions/sql/internal/answer.sql), which webhook_receive's rows
+-- use too.
 
 --@ webhook_dedup.http_answer
 DECLARE
-  a record;
-  scheme_name text;
+  scheme_name pg_catalog.text;
   seconds numeric;
   us numeric;
-  status_body jsonb := pg_catalog.jsonb_build_object('status', outcome);
 BEGIN
   IF outcome IS NULL THEN
     RAISE EXCEPTION 'outcome must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -39,23 +37,7 @@ BEGIN
     -- answer.rs, seconds_until: whole seconds, rounded up
     seconds := pg_catalog.div(us OPERATOR(pg_catalog.+) 999999, 1000000);
   END IF;
-  SELECT * INTO a FROM webhook_dedup._answers() AS x
-   WHERE x.outcome OPERATOR(pg_catalog.=) http_answer.outcome AND x.mode OPERATOR(pg_catalog.=) http_answer.mode
-     AND x.scheme IS NOT DISTINCT FROM scheme_name;
-  IF a.refused IS NOT NULL THEN
-    RAISE EXCEPTION '%', a.refused USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  http_status := a.status;
-  http_headers := a.headers;
-  IF a.retry_after AND seconds IS NOT NULL THEN
-    http_headers := http_headers OPERATOR(pg_catalog.||)
-                    pg_catalog.jsonb_build_object('Retry-After', GREATEST(seconds, 1)::text);
-  END IF;
-  response := CASE a.body
-                WHEN 'result' THEN CASE WHEN outcome OPERATOR(pg_catalog.=) ANY (ARRAY['claimed', 'reclaimed']) THEN NULL
-                                        ELSE COALESCE(result, status_body) END
-                WHEN 'status' THEN status_body
-                WHEN 'error' THEN pg_catalog.jsonb_build_object('error', a.error)
-                ELSE COALESCE(result, status_body) END;
+  SELECT * INTO http_status, http_headers, response
+    FROM webhook_dedup._reply(outcome, mode, scheme_name, seconds, result, result);
   RETURN NEXT;
 END

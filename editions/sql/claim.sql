@@ -5,7 +5,7 @@
 --@ webhook_dedup.webhook_claim
 DECLARE
   lease_us bigint;
-  fingerprint bytea;
+  fingerprint pg_catalog.bytea;
   r record;
   claimed webhook_dedup.claim_result;
 BEGIN
@@ -28,8 +28,8 @@ END
 
 --@ webhook_dedup.webhook_claim_many
 DECLARE
-  keys text[];
-  k text;
+  keys pg_catalog.text[];
+  k pg_catalog.text;
   lease_us bigint;
   r record;
 BEGIN
@@ -65,8 +65,8 @@ END
 
 --@ webhook_dedup.webhook_complete
 DECLARE
-  now timestamptz;
-  label text;
+  now pg_catalog.timestamptz;
+  label pg_catalog.text;
   k webhook_dedup.keys;
 BEGIN
   PERFORM webhook_dedup._check_key(source, idem_key);
@@ -77,7 +77,7 @@ BEGIN
   SELECT c.event_type INTO label
     FROM webhook_dedup._s_transitions_complete(source, idem_key, now, claim_token, result,
                                                webhook_dedup._plus_us(now, (webhook_dedup._claim_settings(source)).retention_us))
-      AS c(event_type text);
+      AS c(event_type pg_catalog.text);
   IF FOUND THEN
     PERFORM webhook_dedup._count(source, label, 'completions', false);
     RETURN true;

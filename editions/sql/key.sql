@@ -16,7 +16,7 @@ END
 
 --@ webhook_dedup.webhook_body_key
 DECLARE
-  field text;
+  field pg_catalog.text;
 BEGIN
   IF source IS NULL THEN
     RAISE EXCEPTION 'source must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -33,10 +33,10 @@ DECLARE
   limit_chars integer;
   preset integer;
   part record;
-  op text;
-  plain text;
-  digest text;
-  prefix text;
+  op pg_catalog.text;
+  plain pg_catalog.text;
+  digest pg_catalog.text;
+  prefix pg_catalog.text;
   cut integer;
 BEGIN
   FOR part IN SELECT * FROM (VALUES ('source', source), ('idem_key', idem_key), ('operation', operation))

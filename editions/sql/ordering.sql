@@ -33,8 +33,8 @@ END
 -- INSERT, or a row with nothing stored, goes through. Compared in the
 -- column's own type.
 DECLARE
-  column_name text;
-  column_type regtype;
+  column_name pg_catalog.text;
+  column_type pg_catalog.regtype;
   verdict record;
 BEGIN
   IF TG_LEVEL OPERATOR(pg_catalog.<>) 'ROW' OR TG_WHEN OPERATOR(pg_catalog.<>) 'BEFORE' THEN
@@ -50,14 +50,14 @@ BEGIN
     RAISE EXCEPTION 'webhook_monotonic_guard fires on INSERT or UPDATE' USING ERRCODE = 'trigger_protocol_violated';
   END IF;
   column_name := TG_ARGV[0];
-  SELECT a.atttypid::regtype INTO column_type FROM pg_catalog.pg_attribute AS a
+  SELECT a.atttypid::pg_catalog.regtype INTO column_type FROM pg_catalog.pg_attribute AS a
    WHERE a.attrelid OPERATOR(pg_catalog.=) TG_RELID AND a.attname OPERATOR(pg_catalog.=) column_name
      AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'column "%" of relation "%" does not exist', column_name, TG_TABLE_NAME
       USING ERRCODE = 'undefined_column';
   END IF;
-  IF column_type OPERATOR(pg_catalog.<>) ALL (ARRAY['timestamptz'::regtype, 'timestamp'::regtype]) THEN
+  IF column_type OPERATOR(pg_catalog.<>) ALL (ARRAY['timestamptz'::pg_catalog.regtype, 'timestamp'::pg_catalog.regtype]) THEN
     RAISE EXCEPTION 'column "%" of relation "%" must be timestamptz or timestamp to be guarded', column_name,
       TG_TABLE_NAME USING ERRCODE = 'datatype_mismatch';
   END IF;

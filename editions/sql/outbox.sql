@@ -5,7 +5,7 @@
 
 --@ webhook_dedup.webhook_outbox_put
 DECLARE
-  key_key text;
+  key_key pg_catalog.text;
   new_id bigint;
   k record;
 BEGIN
@@ -46,7 +46,7 @@ BEGIN
   IF NOT FOUND THEN
     PERFORM webhook_dedup._unknown_key(source, idem_key);
   END IF;
-  IF k.state OPERATOR(pg_catalog.<>) 'processing' OR k.claim_token IS DISTINCT FROM claim_token THEN
+  IF k.state OPERATOR(pg_catalog.<>) 'processing' OR (k.claim_token OPERATOR(pg_catalog.=) claim_token) IS NOT TRUE THEN
     PERFORM webhook_dedup._count(source, NULL, 'stale_tokens', false);
     RETURN NULL;
   END IF;
@@ -70,7 +70,7 @@ SELECT * FROM webhook_dedup._outbox_next($1, $2, $3)
 
 --@ webhook_dedup.webhook_outbox_ack
 DECLARE
-  acked text;
+  acked pg_catalog.text;
   intent record;
 BEGIN
   IF id IS NULL THEN
@@ -80,7 +80,7 @@ BEGIN
     RAISE EXCEPTION 'lease_token must not be NULL' USING ERRCODE = 'null_value_not_allowed';
   END IF;
   SELECT a.source INTO acked FROM webhook_dedup._s_outbox_ack(id, lease_token, response, pg_catalog.clock_timestamp())
-    AS a(source text);
+    AS a(source pg_catalog.text);
   IF acked IS NOT NULL THEN
     PERFORM webhook_dedup._count(acked, NULL, 'intents_delivered', false);
     RETURN true;
@@ -94,9 +94,9 @@ END
 DECLARE
   retry_after_us bigint;
   intent record;
-  now timestamptz;
-  to_state text;
-  next_attempt_at timestamptz;
+  now pg_catalog.timestamptz;
+  to_state pg_catalog.text;
+  next_attempt_at pg_catalog.timestamptz;
 BEGIN
   IF id IS NULL THEN
     RAISE EXCEPTION 'id must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -126,7 +126,7 @@ BEGIN
   END IF;
   PERFORM webhook_dedup._s_outbox_set_state(id, now, to_state, next_attempt_at, error);
   PERFORM webhook_dedup._count(intent.source, NULL,
-                               CASE to_state WHEN 'failed' THEN 'intent_retries' ELSE 'intents_dead_lettered' END, false);
+                               CASE WHEN to_state OPERATOR(pg_catalog.=) 'failed' THEN 'intent_retries' ELSE 'intents_dead_lettered' END, false);
   RETURN to_state;
 END
 
@@ -152,7 +152,7 @@ END
 --@ webhook_dedup.webhook_outbox_resolve
 DECLARE
   intent record;
-  now timestamptz;
+  now pg_catalog.timestamptz;
 BEGIN
   IF id IS NULL THEN
     RAISE EXCEPTION 'id must not be NULL' USING ERRCODE = 'null_value_not_allowed';

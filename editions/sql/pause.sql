@@ -9,7 +9,7 @@ BEGIN
   END IF;
   PERFORM webhook_dedup._check_source(source);
   PERFORM FROM webhook_dedup._s_sources_pause(source, pg_catalog.clock_timestamp(), SESSION_USER, reason)
-    AS p(paused_at timestamptz);
+    AS p(paused_at pg_catalog.timestamptz);
   RETURN (SELECT p.count FROM webhook_dedup._s_queue_park(source) AS p(count bigint));
 END
 

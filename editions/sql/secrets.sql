@@ -4,9 +4,9 @@
 
 --@ webhook_dedup.add_secret
 DECLARE
-  named text;
-  scheme text;
-  problem text;
+  named pg_catalog.text;
+  scheme pg_catalog.text;
+  problem pg_catalog.text;
   id integer;
 BEGIN
   IF source IS NULL THEN
@@ -44,7 +44,7 @@ BEGIN
   END;
   IF scheme OPERATOR(pg_catalog.=) ANY (ARRAY['discord', 'sendgrid']) THEN
     RAISE EXCEPTION 'scheme % signs with a public key (%), which the SQL edition cannot verify: use the native edition',
-      scheme, CASE scheme WHEN 'discord' THEN 'Ed25519' ELSE 'ECDSA P-256' END
+      scheme, CASE WHEN scheme OPERATOR(pg_catalog.=) 'discord' THEN 'Ed25519' ELSE 'ECDSA P-256' END
       USING ERRCODE = 'feature_not_supported';
   END IF;
   IF scheme IS NOT NULL THEN
@@ -66,7 +66,7 @@ END
 
 --@ webhook_dedup.retire_secret
 DECLARE
-  since timestamptz;
+  since pg_catalog.timestamptz;
 BEGIN
   IF source IS NULL THEN
     RAISE EXCEPTION 'source must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -80,7 +80,7 @@ BEGIN
   IF NOT pg_catalog.isfinite(not_after) THEN
     RAISE EXCEPTION 'not_after must be a finite timestamp' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT r.not_before INTO since FROM webhook_dedup._s_secrets_retire(source, key_id, not_after) AS r(not_before timestamptz);
+  SELECT r.not_before INTO since FROM webhook_dedup._s_secrets_retire(source, key_id, not_after) AS r(not_before pg_catalog.timestamptz);
   IF NOT FOUND THEN
     RAISE EXCEPTION 'source "%" has no key %', source, key_id USING ERRCODE = 'no_data_found';
   END IF;
@@ -94,5 +94,5 @@ END
 --@ webhook_dedup.list_secrets sql
 -- (SQL, not PL/pgSQL: the argument and a column are both named source)
 SELECT * FROM webhook_dedup._s_secrets_list($1, pg_catalog.clock_timestamp()) AS l(
-  id integer, source text, not_before timestamptz, not_after timestamptz, created_at timestamptz, valid_now boolean,
-  fingerprint text, note text, scheme text)
+  id integer, source pg_catalog.text, not_before pg_catalog.timestamptz, not_after pg_catalog.timestamptz, created_at pg_catalog.timestamptz, valid_now boolean,
+  fingerprint pg_catalog.text, note pg_catalog.text, scheme pg_catalog.text)

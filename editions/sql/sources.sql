@@ -12,8 +12,8 @@ END
 -- SourceIntake::parse): 22023 naming the column and the problem.
 DECLARE
   limits record := webhook_dedup._intake_limits();
-  problem text;
-  item text;
+  problem pg_catalog.text;
+  item pg_catalog.text;
   seen integer := 0;
 BEGIN
   problem := webhook_dedup._place_problem(event_id_from);

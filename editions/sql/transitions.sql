@@ -9,10 +9,10 @@
 DECLARE
   retry_after_us bigint;
   k webhook_dedup.keys;
-  now timestamptz;
+  now pg_catalog.timestamptz;
   max_attempts integer;
-  next_attempt_at timestamptz;
-  to_state text;
+  next_attempt_at pg_catalog.timestamptz;
+  to_state pg_catalog.text;
 BEGIN
   PERFORM webhook_dedup._check_key(source, idem_key);
   IF claim_token IS NULL THEN
@@ -42,7 +42,7 @@ BEGIN
   END IF;
   PERFORM webhook_dedup._s_transitions_fail(source, idem_key, now, next_attempt_at, to_state, error);
   PERFORM webhook_dedup._count(source, k.event_type,
-                               CASE to_state WHEN 'failed' THEN 'retries_scheduled' ELSE 'dead_letters' END, false);
+                               CASE WHEN to_state OPERATOR(pg_catalog.=) 'failed' THEN 'retries_scheduled' ELSE 'dead_letters' END, false);
   RETURN to_state;
 END
 
@@ -89,8 +89,8 @@ END
 DECLARE
   lease_us bigint;
   k webhook_dedup.keys;
-  now timestamptz;
-  until timestamptz;
+  now pg_catalog.timestamptz;
+  until pg_catalog.timestamptz;
 BEGIN
   PERFORM webhook_dedup._check_key(source, idem_key);
   IF claim_token IS NULL THEN
@@ -113,7 +113,7 @@ END
 --@ webhook_dedup.webhook_resolve
 DECLARE
   k webhook_dedup.keys;
-  now timestamptz;
+  now pg_catalog.timestamptz;
 BEGIN
   PERFORM webhook_dedup._check_key(source, idem_key);
   IF new_state IS NULL THEN
@@ -153,7 +153,7 @@ BEGIN
   IF NOT FOUND THEN
     RETURN false;
   END IF;
-  SELECT * INTO gone FROM webhook_dedup._s_transitions_forget(source, idem_key) AS f(event_type text, first_seen_at timestamptz);
+  SELECT * INTO gone FROM webhook_dedup._s_transitions_forget(source, idem_key) AS f(event_type pg_catalog.text, first_seen_at pg_catalog.timestamptz);
   IF NOT FOUND THEN
     RETURN false;
   END IF;

@@ -6,7 +6,7 @@
 
 --@ webhook_dedup.webhook_verify_detail
 DECLARE
-  folded jsonb;
+  folded pg_catalog.jsonb;
 BEGIN
   IF secrets IS NULL THEN
     RAISE EXCEPTION 'secrets must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -19,7 +19,7 @@ END
 
 --@ webhook_dedup.webhook_verify
 DECLARE
-  folded jsonb;
+  folded pg_catalog.jsonb;
 BEGIN
   IF secrets IS NULL THEN
     RAISE EXCEPTION 'secrets must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -105,7 +105,7 @@ END
 
 --@ webhook_dedup.webhook_hmac
 DECLARE
-  name text := pg_catalog.translate(algorithm, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz');
+  name pg_catalog.text := pg_catalog.translate(algorithm, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz');
 BEGIN
   IF name OPERATOR(pg_catalog.<>) ALL (ARRAY['sha1', 'sha256', 'sha512']) THEN
     RAISE EXCEPTION 'unknown HMAC algorithm "%" (sha1, sha256 or sha512)', algorithm USING ERRCODE = 'invalid_parameter_value';

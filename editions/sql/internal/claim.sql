@@ -57,24 +57,37 @@ END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._lease_us(interval) FROM PUBLIC;
 
--- A source's claim settings (src/store/sources.rs, SourceSettings): its
--- lease (microseconds; webhook_dedup.sources.lease, else
--- webhook_dedup.default_lease), its attempts (sources.max_attempts, else
--- webhook_dedup.max_attempts), its retention (microseconds;
--- sources.retention, else webhook_dedup.retention).
+-- A source's claim settings (src/store/sources.rs, SourceSettings) from
+-- its row's columns (NULL: not set): its lease (microseconds; `lease`,
+-- else webhook_dedup.default_lease), its attempts (`max_attempts`, else
+-- webhook_dedup.max_attempts), its retention (microseconds; `retention`,
+-- else webhook_dedup.retention). (The IN names differ from the OUT
+-- names: PL/pgSQL takes both as one variable.)
+CREATE FUNCTION webhook_dedup._claim_settings_of(source_lease interval, source_max_attempts integer,
+                                                 source_retention interval, OUT lease_us bigint,
+                                                 OUT max_attempts integer, OUT retention_us bigint)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+AS $$
+BEGIN
+  lease_us := COALESCE(webhook_dedup._duration_us(source_lease, 'webhook_dedup.sources.lease'),
+                       webhook_dedup._setting('webhook_dedup.default_lease')::bigint OPERATOR(pg_catalog.*) 1000000);
+  max_attempts := COALESCE(source_max_attempts, webhook_dedup._setting('webhook_dedup.max_attempts'));
+  retention_us := COALESCE(webhook_dedup._duration_us(source_retention, 'webhook_dedup.sources.retention'),
+                           webhook_dedup._setting('webhook_dedup.retention')::bigint OPERATOR(pg_catalog.*) 1000000);
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._claim_settings_of(interval, integer, interval) FROM PUBLIC;
+
+-- The claim settings of `source` as its row (_source_settings) sets them.
 CREATE FUNCTION webhook_dedup._claim_settings(source text, OUT lease_us bigint, OUT max_attempts integer,
                                               OUT retention_us bigint)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $$
 DECLARE
-  s record;
+  s record := webhook_dedup._source_settings(source);
 BEGIN
-  SELECT * INTO s FROM webhook_dedup._source_settings(source);
-  lease_us := COALESCE(webhook_dedup._duration_us(s.lease, 'webhook_dedup.sources.lease'),
-                       webhook_dedup._setting('webhook_dedup.default_lease')::bigint OPERATOR(pg_catalog.*) 1000000);
-  max_attempts := COALESCE(s.max_attempts, webhook_dedup._setting('webhook_dedup.max_attempts'));
-  retention_us := COALESCE(webhook_dedup._duration_us(s.retention, 'webhook_dedup.sources.retention'),
-                           webhook_dedup._setting('webhook_dedup.retention')::bigint OPERATOR(pg_catalog.*) 1000000);
+  SELECT * INTO lease_us, max_attempts, retention_us
+    FROM webhook_dedup._claim_settings_of(s.lease, s.max_attempts, s.retention);
 END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._claim_settings(text) FROM PUBLIC;
@@ -129,7 +142,7 @@ REVOKE ALL ON FUNCTION webhook_dedup._decide(webhook_dedup.keys, bytea, timestam
 -- its last allowed attempt (claim.rs, exhausted_error).
 CREATE FUNCTION webhook_dedup._exhausted_error(attempt integer) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN (SELECT r.exhausted_before OPERATOR(pg_catalog.||) attempt::text OPERATOR(pg_catalog.||) r.exhausted_after
+RETURN (SELECT r.exhausted_before OPERATOR(pg_catalog.||) attempt::pg_catalog.text OPERATOR(pg_catalog.||) r.exhausted_after
           FROM webhook_dedup._claim_rules() AS r);
 REVOKE ALL ON FUNCTION webhook_dedup._exhausted_error(integer) FROM PUBLIC;
 
@@ -171,7 +184,8 @@ DECLARE
   seconds integer := webhook_dedup._setting('webhook_dedup.duplicate_record_interval');
 BEGIN
   IF seconds OPERATOR(pg_catalog.=) 0
-     OR pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed'
+     OR pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) ALL (ARRAY['read committed',
+                                                                                              'read uncommitted'])
      OR pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
     RETURN NULL;
   END IF;
@@ -183,10 +197,10 @@ REVOKE ALL ON FUNCTION webhook_dedup._duplicate_read_interval_us() FROM PUBLIC;
 -- The counter a claim's outcome counts (metrics.rs, Counter::for_outcome).
 CREATE FUNCTION webhook_dedup._outcome_counter(outcome text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN CASE outcome WHEN 'claimed' THEN 'first_claims' WHEN 'reclaimed' THEN 'reclaims'
-                    WHEN 'in_progress' THEN 'duplicates_in_progress' WHEN 'duplicate' THEN 'duplicates_of_completed'
-                    WHEN 'conflict' THEN 'conflicts' WHEN 'retry_later' THEN 'retry_later'
-                    WHEN 'unknown_outcome' THEN 'unknown_outcome' WHEN 'dead_lettered' THEN 'dead_lettered' END;
+RETURN CASE WHEN outcome OPERATOR(pg_catalog.=) 'claimed' THEN 'first_claims' WHEN outcome OPERATOR(pg_catalog.=) 'reclaimed' THEN 'reclaims'
+                    WHEN outcome OPERATOR(pg_catalog.=) 'in_progress' THEN 'duplicates_in_progress' WHEN outcome OPERATOR(pg_catalog.=) 'duplicate' THEN 'duplicates_of_completed'
+                    WHEN outcome OPERATOR(pg_catalog.=) 'conflict' THEN 'conflicts' WHEN outcome OPERATOR(pg_catalog.=) 'retry_later' THEN 'retry_later'
+                    WHEN outcome OPERATOR(pg_catalog.=) 'unknown_outcome' THEN 'unknown_outcome' WHEN outcome OPERATOR(pg_catalog.=) 'dead_lettered' THEN 'dead_lettered' END;
 REVOKE ALL ON FUNCTION webhook_dedup._outcome_counter(text) FROM PUBLIC;
 
 -- One claim (engine claim.rs, claim_unless_held; store claim.rs, claim):
@@ -204,30 +218,43 @@ REVOKE ALL ON FUNCTION webhook_dedup._outcome_counter(text) FROM PUBLIC;
 -- letters it (transitions_fail.sql) or leaves it; a conflicting payload is
 -- recorded (claim_conflict.sql). `yield_if_held`: a key found held by
 -- another worker's live lease is left alone before its row is locked
--- (webhook_receive waits for it): then no row. Returns the columns of
+-- (webhook_receive waits for it): then no row. `confirm_guard`: a call
+-- that answers from reads alone or not at all (engine claim.rs,
+-- read_answer: webhook_receive's recent duplicate under the replay
+-- guard), and only when the replay guard of that body hash names this key
+-- (replay_guards_peek.sql); else no row, nothing written or counted.
+-- Returns the columns of
 -- webhook_claim and retry_at (in_progress: the holder's lease expiry;
 -- retry_later: the next attempt's time), at (the clock the claim decided
--- at), inserted (the delivery stored the key).
+-- at), inserted (the delivery stored the key). `settings_*`: the source's
+-- claim settings when the caller read them already (_claim_settings_of).
 CREATE FUNCTION webhook_dedup._claim(source text, idem_key text, fingerprint bytea, raw bytea, lease_us bigint,
-                                     event_type text, yield_if_held boolean DEFAULT false)
+                                     event_type text, yield_if_held boolean DEFAULT false,
+                                     confirm_guard bytea DEFAULT NULL, settings_lease_us bigint DEFAULT NULL,
+                                     settings_max_attempts integer DEFAULT NULL, settings_retention_us bigint DEFAULT NULL)
   RETURNS TABLE (outcome text, claim_token uuid, attempt integer, state text, result jsonb, last_step text,
                  first_seen_at timestamptz, lease_expires_at timestamptz, retry_at timestamptz, at timestamptz,
                  inserted boolean)
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-  now timestamptz := pg_catalog.clock_timestamp();
+  now pg_catalog.timestamptz := pg_catalog.clock_timestamp();
   settings record;
-  token uuid := pg_catalog.gen_random_uuid();
-  until timestamptz;
+  token pg_catalog.uuid := pg_catalog.gen_random_uuid();
+  until pg_catalog.timestamptz;
   interval_us bigint := webhook_dedup._duplicate_read_interval_us();
   k webhook_dedup.keys;
-  given bytea;
+  given pg_catalog.bytea;
   decision record;
   was_inserted boolean;
-  label text;
+  label pg_catalog.text;
 BEGIN
-  settings := webhook_dedup._claim_settings(source);
+  IF settings_max_attempts IS NULL THEN
+    settings := webhook_dedup._claim_settings(source);
+  ELSE
+    SELECT settings_lease_us AS lease_us, settings_max_attempts AS max_attempts, settings_retention_us AS retention_us
+      INTO settings;
+  END IF;
   lease_us := COALESCE(lease_us, settings.lease_us);
   until := webhook_dedup._plus_us(now, lease_us);
   -- a recent duplicate, answered from the latest committed row
@@ -241,62 +268,94 @@ BEGIN
         RETURN;
       END IF;
       IF webhook_dedup._answers_read(decision.outcome, decision.write, k.fingerprint IS NULL AND fingerprint IS NOT NULL,
-                                     k.last_seen_at, now, interval_us, settings.retention_us) THEN
+                                     k.last_seen_at, now, interval_us, settings.retention_us)
+         AND (confirm_guard IS NULL
+              OR EXISTS (SELECT FROM webhook_dedup._s_replay_guards_peek(source, confirm_guard) AS g(idem_key pg_catalog.text)
+                          WHERE g.idem_key OPERATOR(pg_catalog.=) _claim.idem_key)) THEN
         PERFORM webhook_dedup._count(source, COALESCE(k.event_type, event_type),
                                      webhook_dedup._outcome_counter(decision.outcome), true);
-        RETURN QUERY SELECT decision.outcome, NULL::uuid, k.attempt, k.state, k.result, k.last_step, k.first_seen_at,
+        RETURN QUERY SELECT decision.outcome, NULL::pg_catalog.uuid, k.attempt, k.state, k.result, k.last_step, k.first_seen_at,
                             k.lease_expires_at,
-                            CASE decision.outcome WHEN 'in_progress' THEN k.lease_expires_at
-                                                  WHEN 'retry_later' THEN k.next_attempt_at END,
+                            CASE WHEN decision.outcome OPERATOR(pg_catalog.=) 'in_progress' THEN k.lease_expires_at
+                                                  WHEN decision.outcome OPERATOR(pg_catalog.=) 'retry_later' THEN k.next_attempt_at END,
                             now, false;
         RETURN;
       END IF;
+    ELSIF yield_if_held AND confirm_guard IS NULL THEN
+      -- A key another copy is inserting right now is not visible yet: the
+      -- primary key makes this insert wait for that transaction, and on a
+      -- conflict it neither locks nor writes (the upsert below would lock
+      -- the key's row until this transaction ends, and the holder's
+      -- completion would wait for it: engine claim.rs, claim_unless_held).
+      -- Then the key is read again and left to the caller while held.
+      INSERT INTO webhook_dedup.keys AS r (source, idem_key, state, attempt, claim_token, lease_expires_at, due_at,
+                                           fingerprint, event_type, first_seen_at, last_seen_at, leased_at)
+        VALUES (source, idem_key, 'processing', 1, token, until, until, fingerprint, event_type, now, now, now)
+        ON CONFLICT ON CONSTRAINT keys_pkey DO NOTHING;
+      was_inserted := FOUND;
+      IF NOT was_inserted THEN
+        SELECT * INTO k FROM webhook_dedup.keys AS r
+         WHERE r.idem_key OPERATOR(pg_catalog.=) _claim.idem_key AND r.source OPERATOR(pg_catalog.=) _claim.source;
+      END IF;
+      IF NOT was_inserted AND FOUND THEN
+        given := CASE WHEN raw IS NOT NULL AND k.fingerprint OPERATOR(pg_catalog.=) raw THEN k.fingerprint ELSE fingerprint END;
+        IF (webhook_dedup._decide(k, given, pg_catalog.clock_timestamp(), settings.max_attempts)).outcome
+           OPERATOR(pg_catalog.=) 'in_progress' THEN
+          RETURN;
+        END IF;
+      END IF;
     END IF;
   END IF;
-  SELECT u.inserted, u.source, u.idem_key, u.state, u.attempt, u.claim_token, u.lease_expires_at, u.next_attempt_at,
-         u.fingerprint, u.event_type, u.result, u.last_step, u.first_seen_at, u.due_at
-    INTO was_inserted, k.source, k.idem_key, k.state, k.attempt, k.claim_token, k.lease_expires_at, k.next_attempt_at,
-         k.fingerprint, k.event_type, k.result, k.last_step, k.first_seen_at, k.due_at
-    FROM webhook_dedup._s_claim_upsert(source, idem_key, now, token, until, fingerprint, event_type)
-      AS u(inserted boolean, source text, idem_key text, state text, attempt integer, claim_token uuid,
-           lease_expires_at timestamptz, next_attempt_at timestamptz, fingerprint bytea, event_type text, result jsonb,
-           last_step text, first_seen_at timestamptz, due_at timestamptz);
+  IF confirm_guard IS NOT NULL THEN
+    RETURN;
+  END IF;
+  IF was_inserted IS NOT TRUE THEN
+    SELECT u.inserted, u.source, u.idem_key, u.state, u.attempt, u.claim_token, u.lease_expires_at, u.next_attempt_at,
+           u.fingerprint, u.event_type, u.result, u.last_step, u.first_seen_at, u.due_at
+      INTO was_inserted, k.source, k.idem_key, k.state, k.attempt, k.claim_token, k.lease_expires_at, k.next_attempt_at,
+           k.fingerprint, k.event_type, k.result, k.last_step, k.first_seen_at, k.due_at
+      FROM webhook_dedup._s_claim_upsert(source, idem_key, now, token, until, fingerprint, event_type)
+        AS u(inserted boolean, source pg_catalog.text, idem_key pg_catalog.text, state pg_catalog.text, attempt integer, claim_token pg_catalog.uuid,
+             lease_expires_at pg_catalog.timestamptz, next_attempt_at pg_catalog.timestamptz, fingerprint pg_catalog.bytea, event_type pg_catalog.text, result pg_catalog.jsonb,
+             last_step pg_catalog.text, first_seen_at pg_catalog.timestamptz, due_at pg_catalog.timestamptz);
+  END IF;
   IF was_inserted THEN
     PERFORM webhook_dedup._count(source, event_type, 'first_claims', true);
-    RETURN QUERY SELECT 'claimed'::text, token, 1, 'processing'::text, NULL::jsonb, NULL::text, now, until,
-                        NULL::timestamptz, now, true;
+    RETURN QUERY SELECT 'claimed'::pg_catalog.text, token, 1, 'processing'::pg_catalog.text, NULL::pg_catalog.jsonb, NULL::pg_catalog.text, now, until,
+                        NULL::pg_catalog.timestamptz, now, true;
     RETURN;
   END IF;
   given := CASE WHEN raw IS NOT NULL AND k.fingerprint OPERATOR(pg_catalog.=) raw THEN k.fingerprint ELSE fingerprint END;
   decision := webhook_dedup._decide(k, given, now, settings.max_attempts);
   label := COALESCE(k.event_type, event_type);
   IF decision.outcome OPERATOR(pg_catalog.=) 'conflict' THEN
-    PERFORM webhook_dedup._s_claim_conflict(source, idem_key, now, COALESCE(k.fingerprint, ''::bytea),
-                                            COALESCE(given, ''::bytea), 'claim');
+    PERFORM webhook_dedup._s_claim_conflict(source, idem_key, now, COALESCE(k.fingerprint, ''::pg_catalog.bytea),
+                                            COALESCE(given, ''::pg_catalog.bytea), 'claim');
   END IF;
   PERFORM webhook_dedup._count(source, label, webhook_dedup._outcome_counter(decision.outcome), true);
   IF decision.write OPERATOR(pg_catalog.=) 'lease' THEN
     PERFORM webhook_dedup._s_claim_lease(source, idem_key, now, decision.attempt, token, until, event_type);
-    RETURN QUERY SELECT decision.outcome, token, decision.attempt, 'processing'::text, k.result, k.last_step,
-                        k.first_seen_at, until, NULL::timestamptz, now, false;
+    RETURN QUERY SELECT decision.outcome, token, decision.attempt, 'processing'::pg_catalog.text, k.result, k.last_step,
+                        k.first_seen_at, until, NULL::pg_catalog.timestamptz, now, false;
   ELSIF decision.write OPERATOR(pg_catalog.=) 'dead_letter' THEN
     PERFORM webhook_dedup._s_transitions_fail(source, idem_key, now, NULL, 'dead_lettered',
                                               webhook_dedup._exhausted_error(k.attempt));
     PERFORM webhook_dedup._count(source, label, 'dead_letters', false);
-    RETURN QUERY SELECT decision.outcome, NULL::uuid, k.attempt, 'dead_lettered'::text, NULL::jsonb, k.last_step,
-                        k.first_seen_at, NULL::timestamptz, NULL::timestamptz, now, false;
+    RETURN QUERY SELECT decision.outcome, NULL::pg_catalog.uuid, k.attempt, 'dead_lettered'::pg_catalog.text, NULL::pg_catalog.jsonb, k.last_step,
+                        k.first_seen_at, NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, now, false;
   ELSE
-    RETURN QUERY SELECT decision.outcome, NULL::uuid, k.attempt, k.state,
+    RETURN QUERY SELECT decision.outcome, NULL::pg_catalog.uuid, k.attempt, k.state,
                         CASE WHEN decision.outcome OPERATOR(pg_catalog.=) 'conflict' THEN NULL ELSE k.result END,
                         CASE WHEN decision.outcome OPERATOR(pg_catalog.=) 'conflict' THEN NULL ELSE k.last_step END,
                         k.first_seen_at, k.lease_expires_at,
-                        CASE decision.outcome WHEN 'in_progress' THEN k.lease_expires_at
-                                              WHEN 'retry_later' THEN k.next_attempt_at END,
+                        CASE WHEN decision.outcome OPERATOR(pg_catalog.=) 'in_progress' THEN k.lease_expires_at
+                                              WHEN decision.outcome OPERATOR(pg_catalog.=) 'retry_later' THEN k.next_attempt_at END,
                         now, false;
   END IF;
 END
 $$;
-REVOKE ALL ON FUNCTION webhook_dedup._claim(text, text, bytea, bytea, bigint, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION webhook_dedup._claim(text, text, bytea, bytea, bigint, text, boolean, bytea, bigint, integer, bigint)
+  FROM PUBLIC;
 
 -- P0002 for a key that does not exist (error.rs, UnknownKey), with the
 -- hint for a bare event id (a key that does not start with the source).

@@ -13,10 +13,14 @@ REVOKE ALL ON FUNCTION webhook_dedup._key_escape(text) FROM PUBLIC;
 -- 255; a longer one keeps its first 189 characters, then '%h' and the 64
 -- hex digits of SHA-256 over the whole readable form, as UTF-8).
 CREATE FUNCTION webhook_dedup._key_bound(readable text) RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN CASE WHEN pg_catalog.char_length(readable) OPERATOR(pg_catalog.<=) 255 THEN readable
-            ELSE pg_catalog.left(readable, 189) OPERATOR(pg_catalog.||) '%h' OPERATOR(pg_catalog.||)
-                 pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(readable, 'UTF8')), 'hex') END;
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+BEGIN
+  RETURN CASE WHEN pg_catalog.char_length(readable) OPERATOR(pg_catalog.<=) 255 THEN readable
+              ELSE pg_catalog.left(readable, 189) OPERATOR(pg_catalog.||) '%h' OPERATOR(pg_catalog.||)
+                   pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(readable, 'UTF8')), 'hex') END;
+END
+$$;
 REVOKE ALL ON FUNCTION webhook_dedup._key_bound(text) FROM PUBLIC;
 
 -- The key of (source, event_id, environment, account, operation) (key.rs,

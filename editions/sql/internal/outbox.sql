@@ -10,9 +10,9 @@ DECLARE
   intent record;
 BEGIN
   SELECT * INTO intent FROM webhook_dedup._s_outbox_lock(id)
-    AS o(id bigint, source text, idem_key text, operation text, target text, request jsonb, downstream_key text,
-         downstream_idempotent boolean, state text, attempt integer, lease_token uuid, lease_expires_at timestamptz,
-         next_attempt_at timestamptz, due_at timestamptz);
+    AS o(id bigint, source pg_catalog.text, idem_key pg_catalog.text, operation pg_catalog.text, target pg_catalog.text, request pg_catalog.jsonb, downstream_key pg_catalog.text,
+         downstream_idempotent boolean, state pg_catalog.text, attempt integer, lease_token pg_catalog.uuid, lease_expires_at pg_catalog.timestamptz,
+         next_attempt_at pg_catalog.timestamptz, due_at pg_catalog.timestamptz);
   IF NOT FOUND THEN
     RAISE EXCEPTION 'no outbox intent with id %', id USING ERRCODE = 'no_data_found';
   END IF;
@@ -36,16 +36,16 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
   lease_us bigint;
-  now timestamptz;
+  now pg_catalog.timestamptz;
   o record;
   settings record;
   row webhook_dedup.keys;
   decision record;
   lapsed boolean;
-  token uuid;
-  until timestamptz;
-  counts text[] := '{}';
-  sources text[] := '{}';
+  token pg_catalog.uuid;
+  until pg_catalog.timestamptz;
+  counts pg_catalog.text[] := '{}';
+  sources pg_catalog.text[] := '{}';
   i integer;
   taken refcursor;
 BEGIN
@@ -65,14 +65,14 @@ BEGIN
   -- one take or the other (each locks what it returns)
   IF wanted_target IS NULL THEN
     OPEN taken FOR SELECT * FROM webhook_dedup._s_outbox_take(now, batch)
-      AS t(id bigint, source text, idem_key text, operation text, target text, request jsonb,
-           downstream_key text, downstream_idempotent boolean, state text, attempt integer, lease_token uuid,
-           lease_expires_at timestamptz, next_attempt_at timestamptz, due_at timestamptz);
+      AS t(id bigint, source pg_catalog.text, idem_key pg_catalog.text, operation pg_catalog.text, target pg_catalog.text, request pg_catalog.jsonb,
+           downstream_key pg_catalog.text, downstream_idempotent boolean, state pg_catalog.text, attempt integer, lease_token pg_catalog.uuid,
+           lease_expires_at pg_catalog.timestamptz, next_attempt_at pg_catalog.timestamptz, due_at pg_catalog.timestamptz);
   ELSE
     OPEN taken FOR SELECT * FROM webhook_dedup._s_outbox_take_of_target(now, wanted_target, batch)
-      AS t(id bigint, source text, idem_key text, operation text, target text, request jsonb,
-           downstream_key text, downstream_idempotent boolean, state text, attempt integer, lease_token uuid,
-           lease_expires_at timestamptz, next_attempt_at timestamptz, due_at timestamptz);
+      AS t(id bigint, source pg_catalog.text, idem_key pg_catalog.text, operation pg_catalog.text, target pg_catalog.text, request pg_catalog.jsonb,
+           downstream_key pg_catalog.text, downstream_idempotent boolean, state pg_catalog.text, attempt integer, lease_token pg_catalog.uuid,
+           lease_expires_at pg_catalog.timestamptz, next_attempt_at pg_catalog.timestamptz, due_at pg_catalog.timestamptz);
   END IF;
   LOOP
     FETCH taken INTO o;
@@ -89,7 +89,7 @@ BEGIN
        AND NOT o.downstream_idempotent THEN
       -- core outbox.rs, take: Park
       PERFORM webhook_dedup._s_outbox_set_state(o.id, now, 'unknown_outcome', NULL,
-                                                (SELECT r.parked_before OPERATOR(pg_catalog.||) o.attempt::text
+                                                (SELECT r.parked_before OPERATOR(pg_catalog.||) o.attempt::pg_catalog.text
                                                         OPERATOR(pg_catalog.||) r.parked_after
                                                    FROM webhook_dedup._outbox_rules() AS r));
       sources := sources OPERATOR(pg_catalog.||) ARRAY[o.source, o.source];
@@ -100,7 +100,7 @@ BEGIN
       PERFORM webhook_dedup._s_outbox_lease(o.id, decision.attempt, token, until, now);
       IF lapsed THEN
         sources := sources OPERATOR(pg_catalog.||) o.source;
-        counts := counts OPERATOR(pg_catalog.||) 'intent_leases_expired'::text;
+        counts := counts OPERATOR(pg_catalog.||) 'intent_leases_expired'::pg_catalog.text;
       END IF;
       id := o.id;
       lease_token := token;
@@ -118,10 +118,10 @@ BEGIN
       PERFORM webhook_dedup._s_outbox_set_state(o.id, now, 'dead_lettered', NULL, webhook_dedup._exhausted_error(o.attempt));
       IF lapsed THEN
         sources := sources OPERATOR(pg_catalog.||) o.source;
-        counts := counts OPERATOR(pg_catalog.||) 'intent_leases_expired'::text;
+        counts := counts OPERATOR(pg_catalog.||) 'intent_leases_expired'::pg_catalog.text;
       END IF;
       sources := sources OPERATOR(pg_catalog.||) o.source;
-      counts := counts OPERATOR(pg_catalog.||) 'intents_dead_lettered'::text;
+      counts := counts OPERATOR(pg_catalog.||) 'intents_dead_lettered'::pg_catalog.text;
     END IF;
   END LOOP;
   CLOSE taken;

@@ -10,22 +10,26 @@
 -- source's fingerprint rule covers less; `event_id`, `origin_headers`:
 -- what the archive keeps of a webhook_receive delivery; `reconciled`: a
 -- reconciliation job's enqueue (counted as reconciled, not as a delivery).
--- Returns accepted, duplicate or conflict.
+-- `confirm_guard`: a call that answers a recent duplicate from reads alone
+-- or not at all (engine queue.rs, read_answer), and only when the replay
+-- guard of that body hash names this key; else NULL, nothing written or
+-- counted. Returns accepted, duplicate or conflict.
 CREATE FUNCTION webhook_dedup._enqueue(source text, idem_key text, payload bytea, fingerprint bytea, raw bytea,
                                        event_type text, headers jsonb, from_receive boolean, event_id text,
-                                       origin_headers jsonb, reconciled boolean) RETURNS text
+                                       origin_headers jsonb, reconciled boolean, confirm_guard bytea DEFAULT NULL)
+  RETURNS text
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-  now timestamptz := pg_catalog.clock_timestamp();
+  now pg_catalog.timestamptz := pg_catalog.clock_timestamp();
   interval_us bigint := webhook_dedup._duplicate_read_interval_us();
   k webhook_dedup.keys;
   known boolean := false;
   was_inserted boolean;
-  given bytea;
-  outcome text;
-  counter text;
-  label text;
+  given pg_catalog.bytea;
+  outcome pg_catalog.text;
+  counter pg_catalog.text;
+  label pg_catalog.text;
 BEGIN
   IF interval_us IS NOT NULL THEN
     SELECT * INTO k FROM webhook_dedup.keys AS r
@@ -38,6 +42,11 @@ BEGIN
                                                (webhook_dedup._claim_settings(source)).retention_us);
     END IF;
   END IF;
+  IF confirm_guard IS NOT NULL
+     AND NOT (known AND EXISTS (SELECT FROM webhook_dedup._s_replay_guards_peek(source, confirm_guard) AS g(idem_key pg_catalog.text)
+                                 WHERE g.idem_key OPERATOR(pg_catalog.=) _enqueue.idem_key)) THEN
+    RETURN NULL;
+  END IF;
   IF NOT known THEN
     SELECT u.inserted, u.source, u.idem_key, u.state, u.attempt, u.claim_token, u.lease_expires_at, u.next_attempt_at,
            u.fingerprint, u.event_type, u.result, u.last_step, u.first_seen_at, u.due_at
@@ -45,9 +54,9 @@ BEGIN
            k.next_attempt_at, k.fingerprint, k.event_type, k.result, k.last_step, k.first_seen_at, k.due_at
       FROM webhook_dedup._s_queue_enqueue(source, idem_key, now, payload, fingerprint, event_type, headers,
                                           CASE WHEN reconciled THEN now END)
-        AS u(inserted boolean, source text, idem_key text, state text, attempt integer, claim_token uuid,
-             lease_expires_at timestamptz, next_attempt_at timestamptz, fingerprint bytea, event_type text,
-             result jsonb, last_step text, first_seen_at timestamptz, due_at timestamptz);
+        AS u(inserted boolean, source pg_catalog.text, idem_key pg_catalog.text, state pg_catalog.text, attempt integer, claim_token pg_catalog.uuid,
+             lease_expires_at pg_catalog.timestamptz, next_attempt_at pg_catalog.timestamptz, fingerprint pg_catalog.bytea, event_type pg_catalog.text,
+             result pg_catalog.jsonb, last_step pg_catalog.text, first_seen_at pg_catalog.timestamptz, due_at pg_catalog.timestamptz);
   END IF;
   IF NOT known AND was_inserted THEN
     outcome := 'accepted';
@@ -75,8 +84,8 @@ BEGIN
   RETURN outcome;
 END
 $$;
-REVOKE ALL ON FUNCTION webhook_dedup._enqueue(text, text, bytea, bytea, bytea, text, jsonb, boolean, text, jsonb, boolean)
-  FROM PUBLIC;
+REVOKE ALL ON FUNCTION webhook_dedup._enqueue(text, text, bytea, bytea, bytea, text, jsonb, boolean, text, jsonb, boolean,
+                                              bytea) FROM PUBLIC;
 
 -- When a key in `state` can next be taken (claim.rs, due_at): a pending
 -- key at once, a processing key when its lease expires, a failed key at
@@ -84,8 +93,8 @@ REVOKE ALL ON FUNCTION webhook_dedup._enqueue(text, text, bytea, bytea, bytea, t
 CREATE FUNCTION webhook_dedup._due_at(state text, now timestamptz, lease_expires_at timestamptz,
                                       next_attempt_at timestamptz) RETURNS timestamptz
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN CASE state WHEN 'pending' THEN now WHEN 'processing' THEN lease_expires_at
-                  WHEN 'failed' THEN COALESCE(next_attempt_at, now) END;
+RETURN CASE WHEN state OPERATOR(pg_catalog.=) 'pending' THEN now WHEN state OPERATOR(pg_catalog.=) 'processing' THEN lease_expires_at
+                  WHEN state OPERATOR(pg_catalog.=) 'failed' THEN COALESCE(next_attempt_at, now) END;
 REVOKE ALL ON FUNCTION webhook_dedup._due_at(text, timestamptz, timestamptz, timestamptz) FROM PUBLIC;
 
 -- webhook_next's work (engine queue.rs, next and take_one): due keys taken
@@ -103,7 +112,7 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
   lease_us bigint;
-  now timestamptz;
+  now pg_catalog.timestamptz;
   taken integer := 0;
   took integer;
   set_aside integer;
@@ -115,12 +124,12 @@ DECLARE
   paused boolean;
   decision record;
   queued record;
-  token uuid;
-  until timestamptz;
-  due timestamptz;
-  counts text[] := '{}';
-  labels text[] := '{}';
-  sources text[] := '{}';
+  token pg_catalog.uuid;
+  until pg_catalog.timestamptz;
+  due pg_catalog.timestamptz;
+  counts pg_catalog.text[] := '{}';
+  labels pg_catalog.text[] := '{}';
+  sources pg_catalog.text[] := '{}';
   i integer;
 BEGIN
   IF batch IS NULL THEN
@@ -143,9 +152,9 @@ BEGIN
     took := 0;
     set_aside := 0;
     FOR k IN SELECT * FROM webhook_dedup._s_queue_take(now, wanted_source, want)
-               AS t(source text, idem_key text, state text, attempt integer, claim_token uuid,
-                    lease_expires_at timestamptz, next_attempt_at timestamptz, fingerprint bytea, event_type text,
-                    result jsonb, last_step text, first_seen_at timestamptz, due_at timestamptz) LOOP
+               AS t(source pg_catalog.text, idem_key pg_catalog.text, state pg_catalog.text, attempt integer, claim_token pg_catalog.uuid,
+                    lease_expires_at pg_catalog.timestamptz, next_attempt_at pg_catalog.timestamptz, fingerprint pg_catalog.bytea, event_type pg_catalog.text,
+                    result pg_catalog.jsonb, last_step pg_catalog.text, first_seen_at pg_catalog.timestamptz, due_at pg_catalog.timestamptz) LOOP
       took := took OPERATOR(pg_catalog.+) 1;
       settings := webhook_dedup._source_settings(k.source);
       IF settings.paused THEN
@@ -167,12 +176,12 @@ BEGIN
       decision := webhook_dedup._decide(row, NULL, now, (webhook_dedup._claim_settings(k.source)).max_attempts);
       IF decision.write OPERATOR(pg_catalog.=) 'lease' THEN
         SELECT * INTO queued FROM webhook_dedup._s_queue_payload(k.source, k.idem_key)
-          AS q(payload bytea, headers jsonb, redacted boolean);
+          AS q(payload pg_catalog.bytea, headers pg_catalog.jsonb, redacted boolean);
         IF queued.payload IS NULL AND COALESCE(queued.redacted, false) THEN
           PERFORM webhook_dedup._s_queue_dead_letter_erased(k.source, k.idem_key);
           sources := sources OPERATOR(pg_catalog.||) k.source;
           labels := labels OPERATOR(pg_catalog.||) k.event_type;
-          counts := counts OPERATOR(pg_catalog.||) 'dead_letters'::text;
+          counts := counts OPERATOR(pg_catalog.||) 'dead_letters'::pg_catalog.text;
           CONTINUE;
         END IF;
         token := pg_catalog.gen_random_uuid();
@@ -180,11 +189,11 @@ BEGIN
         PERFORM webhook_dedup._s_claim_lease(k.source, k.idem_key, now, decision.attempt, token, until, NULL);
         sources := sources OPERATOR(pg_catalog.||) k.source;
         labels := labels OPERATOR(pg_catalog.||) k.event_type;
-        counts := counts OPERATOR(pg_catalog.||) 'drained'::text;
+        counts := counts OPERATOR(pg_catalog.||) 'drained'::pg_catalog.text;
         IF decision.outcome OPERATOR(pg_catalog.=) 'reclaimed' THEN
           sources := sources OPERATOR(pg_catalog.||) k.source;
           labels := labels OPERATOR(pg_catalog.||) k.event_type;
-          counts := counts OPERATOR(pg_catalog.||) 'reclaims'::text;
+          counts := counts OPERATOR(pg_catalog.||) 'reclaims'::pg_catalog.text;
         END IF;
         taken := taken OPERATOR(pg_catalog.+) 1;
         source := k.source;
@@ -201,11 +210,11 @@ BEGIN
                                                   webhook_dedup._exhausted_error(k.attempt));
         sources := sources OPERATOR(pg_catalog.||) k.source;
         labels := labels OPERATOR(pg_catalog.||) k.event_type;
-        counts := counts OPERATOR(pg_catalog.||) 'dead_letters'::text;
+        counts := counts OPERATOR(pg_catalog.||) 'dead_letters'::pg_catalog.text;
       ELSE
         -- a due_at that disagrees with the state is repaired
         due := webhook_dedup._due_at(k.state, now, k.lease_expires_at, k.next_attempt_at);
-        IF due IS DISTINCT FROM k.due_at THEN
+        IF NOT COALESCE(due OPERATOR(pg_catalog.=) k.due_at, due IS NULL AND k.due_at IS NULL) THEN
           PERFORM webhook_dedup._s_transitions_set_due(k.source, k.idem_key, due);
         END IF;
       END IF;

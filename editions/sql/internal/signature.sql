@@ -12,25 +12,23 @@ CREATE FUNCTION webhook_dedup._hmac_sha2(algorithm text, key bytea, message byte
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 DECLARE
-  block integer := CASE algorithm WHEN 'sha256' THEN 64 WHEN 'sha512' THEN 128 END;
-  k bytea := key;
+  block integer := CASE WHEN algorithm OPERATOR(pg_catalog.=) 'sha256' THEN 64 WHEN algorithm OPERATOR(pg_catalog.=) 'sha512' THEN 128 END;
+  k pg_catalog.bytea := key;
   kbits bit varying;
-  ipad bytea;
-  opad bytea;
+  ipad pg_catalog.bytea;
+  opad pg_catalog.bytea;
 BEGIN
   IF pg_catalog.length(k) OPERATOR(pg_catalog.>) block THEN
-    k := CASE algorithm WHEN 'sha256' THEN pg_catalog.sha256(k) ELSE pg_catalog.sha512(k) END;
+    k := CASE WHEN algorithm OPERATOR(pg_catalog.=) 'sha256' THEN pg_catalog.sha256(k) ELSE pg_catalog.sha512(k) END;
   END IF;
   k := k OPERATOR(pg_catalog.||) pg_catalog.decode(pg_catalog.repeat('00', block OPERATOR(pg_catalog.-) pg_catalog.length(k)), 'hex');
+  -- the key XOR 0x36.. and 0x5c.., as bit strings: varbit_send writes a
+  -- bit string as its length (4 bytes) and then its bytes
   kbits := ('x' OPERATOR(pg_catalog.||) pg_catalog.encode(k, 'hex'))::bit varying;
-  SELECT pg_catalog.decode(pg_catalog.string_agg(pg_catalog.lpad(pg_catalog.to_hex(pg_catalog.substring(
-                             kbits OPERATOR(pg_catalog.#) ('x' OPERATOR(pg_catalog.||) pg_catalog.repeat('36', block))::bit varying,
-                             1 OPERATOR(pg_catalog.+) (64 OPERATOR(pg_catalog.*) w), 64)::bit(64)::bigint), 16, '0'), '' ORDER BY w), 'hex'),
-         pg_catalog.decode(pg_catalog.string_agg(pg_catalog.lpad(pg_catalog.to_hex(pg_catalog.substring(
-                             kbits OPERATOR(pg_catalog.#) ('x' OPERATOR(pg_catalog.||) pg_catalog.repeat('5c', block))::bit varying,
-                             1 OPERATOR(pg_catalog.+) (64 OPERATOR(pg_catalog.*) w), 64)::bit(64)::bigint), 16, '0'), '' ORDER BY w), 'hex')
-    INTO ipad, opad
-    FROM pg_catalog.generate_series(0, (block OPERATOR(pg_catalog./) 8) OPERATOR(pg_catalog.-) 1) AS w;
+  ipad := pg_catalog.substr(pg_catalog.varbit_send(
+            kbits OPERATOR(pg_catalog.#) ('x' OPERATOR(pg_catalog.||) pg_catalog.repeat('36', block))::bit varying), 5);
+  opad := pg_catalog.substr(pg_catalog.varbit_send(
+            kbits OPERATOR(pg_catalog.#) ('x' OPERATOR(pg_catalog.||) pg_catalog.repeat('5c', block))::bit varying), 5);
   IF algorithm OPERATOR(pg_catalog.=) 'sha256' THEN
     RETURN pg_catalog.sha256(opad OPERATOR(pg_catalog.||) pg_catalog.sha256(ipad OPERATOR(pg_catalog.||) message));
   END IF;
@@ -50,7 +48,7 @@ CREATE FUNCTION webhook_dedup._ct_equal(expected bytea, presented bytea) RETURNS
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL SAFE
 AS $$
 DECLARE
-  r bytea := pg_catalog.uuid_send(pg_catalog.gen_random_uuid());
+  r pg_catalog.bytea := pg_catalog.uuid_send(pg_catalog.gen_random_uuid());
 BEGIN
   RETURN pg_catalog.length(expected) OPERATOR(pg_catalog.=) pg_catalog.length(presented)
      AND webhook_dedup._hmac_sha2('sha256', r, expected)
@@ -63,10 +61,14 @@ REVOKE ALL ON FUNCTION webhook_dedup._ct_equal(bytea, bytea) FROM PUBLIC;
 -- of either case, an even number, nothing else; PostgreSQL's own decode
 -- would skip whitespace).
 CREATE FUNCTION webhook_dedup._decode_hex(text text, len integer) RETURNS bytea
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN CASE WHEN text OPERATOR(pg_catalog.~) '^[0-9A-Fa-f]*$'
-             AND pg_catalog.length(text) OPERATOR(pg_catalog.=) (2 OPERATOR(pg_catalog.*) len)
-            THEN pg_catalog.decode(text, 'hex') END;
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+BEGIN
+  RETURN CASE WHEN text OPERATOR(pg_catalog.~) '^[0-9A-Fa-f]*$'
+               AND pg_catalog.length(text) OPERATOR(pg_catalog.=) (2 OPERATOR(pg_catalog.*) len)
+              THEN pg_catalog.decode(text, 'hex') END;
+END
+$$;
 REVOKE ALL ON FUNCTION webhook_dedup._decode_hex(text, integer) FROM PUBLIC;
 
 -- Canonical padded standard base64 to bytes, exactly `len` of them (any
@@ -76,7 +78,7 @@ CREATE FUNCTION webhook_dedup._decode_base64(text text, len integer) RETURNS byt
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 DECLARE
-  bytes bytea;
+  bytes pg_catalog.bytea;
 BEGIN
   IF text IS NULL OR text OPERATOR(pg_catalog.!~) '^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$' THEN
     RETURN NULL;
@@ -103,10 +105,14 @@ CREATE FUNCTION webhook_dedup._headers(headers jsonb) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 DECLARE
-  kinds CONSTANT jsonb := '{"object": "an object", "array": "an array", "string": "a string",
+  kinds CONSTANT pg_catalog.jsonb := '{"object": "an object", "array": "an array", "string": "a string",
                             "number": "a number", "boolean": "a boolean", "null": "null"}';
   bad record;
-  folded jsonb;
+  member record;
+  name pg_catalog.text;
+  vals pg_catalog.jsonb;
+  folded pg_catalog.jsonb := '{}';
+  n integer := 0;
 BEGIN
   IF headers IS NULL THEN
     RAISE EXCEPTION 'headers must not be NULL' USING ERRCODE = 'null_value_not_allowed';
@@ -115,8 +121,52 @@ BEGIN
     RAISE EXCEPTION 'headers must be a JSON object of header names to values, not %',
       kinds OPERATOR(pg_catalog.->>) pg_catalog.jsonb_typeof(headers) USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT m.key, CASE pg_catalog.jsonb_typeof(m.value)
-                  WHEN 'array' THEN (SELECT kinds OPERATOR(pg_catalog.->>) pg_catalog.jsonb_typeof(e.value)
+  -- each member in the object's order, its values appended to its folded
+  -- name's: a loop for a request's usual few dozen headers; past 64, where
+  -- copying the growing object at each member would be quadratic (a
+  -- million headers: tests/cluster/test_security.py), one aggregate
+  -- (a sort: n log n) of the same rule
+  FOR member IN SELECT e.key, e.value FROM pg_catalog.jsonb_each(headers) AS e LOOP
+    n := n OPERATOR(pg_catalog.+) 1;
+    IF n OPERATOR(pg_catalog.>) 64 THEN
+      SELECT pg_catalog.jsonb_object_agg(g.name, g.vals) INTO folded
+        FROM (SELECT pg_catalog.translate(m.key, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') AS name,
+                     pg_catalog.jsonb_agg(a.v ORDER BY m.n, a.i) AS vals
+                FROM pg_catalog.jsonb_each(headers) WITH ORDINALITY AS m(key, value, n)
+                CROSS JOIN LATERAL pg_catalog.jsonb_array_elements(
+                  CASE WHEN pg_catalog.jsonb_typeof(m.value) OPERATOR(pg_catalog.=) 'string' THEN pg_catalog.jsonb_build_array(m.value)
+                                                       WHEN pg_catalog.jsonb_typeof(m.value) OPERATOR(pg_catalog.=) 'array' THEN m.value END) WITH ORDINALITY AS a(v, i)
+               GROUP BY 1) AS g;
+      IF NOT EXISTS (SELECT FROM pg_catalog.jsonb_each(headers) AS m
+                      WHERE pg_catalog.jsonb_typeof(m.value) OPERATOR(pg_catalog.<>) 'string'
+                        AND (pg_catalog.jsonb_typeof(m.value) OPERATOR(pg_catalog.<>) 'array'
+                             OR EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(m.value) AS e(value)
+                                         WHERE pg_catalog.jsonb_typeof(e.value) OPERATOR(pg_catalog.<>) 'string'))) THEN
+        RETURN COALESCE(folded, '{}');
+      END IF;
+      folded := NULL;
+      EXIT;
+    END IF;
+    IF pg_catalog.jsonb_typeof(member.value) OPERATOR(pg_catalog.=) 'string' THEN
+      vals := pg_catalog.jsonb_build_array(member.value);
+    ELSIF pg_catalog.jsonb_typeof(member.value) OPERATOR(pg_catalog.=) 'array'
+          AND NOT EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(member.value) AS x(v)
+                           WHERE pg_catalog.jsonb_typeof(x.v) OPERATOR(pg_catalog.<>) 'string') THEN
+      vals := member.value;
+      CONTINUE WHEN pg_catalog.jsonb_array_length(vals) OPERATOR(pg_catalog.=) 0;
+    ELSE
+      folded := NULL;
+      EXIT;
+    END IF;
+    name := pg_catalog.translate(member.key, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz');
+    folded := folded OPERATOR(pg_catalog.||)
+              pg_catalog.jsonb_build_object(name, COALESCE(folded OPERATOR(pg_catalog.->) name, '[]') OPERATOR(pg_catalog.||) vals);
+  END LOOP;
+  IF folded IS NOT NULL THEN
+    RETURN folded;
+  END IF;
+  -- a member that is no string or array of strings: the first by name, byte for byte
+  SELECT m.key, CASE WHEN pg_catalog.jsonb_typeof(m.value) OPERATOR(pg_catalog.=) 'array' THEN (SELECT kinds OPERATOR(pg_catalog.->>) pg_catalog.jsonb_typeof(e.value)
                                        FROM pg_catalog.jsonb_array_elements(m.value) WITH ORDINALITY AS e(value, n)
                                       WHERE pg_catalog.jsonb_typeof(e.value) OPERATOR(pg_catalog.<>) 'string'
                                       ORDER BY e.n LIMIT 1)
@@ -128,28 +178,77 @@ BEGIN
           OR EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(m.value) AS e(value)
                       WHERE pg_catalog.jsonb_typeof(e.value) OPERATOR(pg_catalog.<>) 'string'))
    ORDER BY m.key COLLATE "C" LIMIT 1;
-  IF FOUND THEN
-    RAISE EXCEPTION 'header "%" must be a string or an array of strings, not %', bad.key, bad.kind
-      USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  SELECT pg_catalog.jsonb_object_agg(f.name, f.vals) INTO folded
-    FROM (SELECT pg_catalog.translate(m.key, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') AS name,
-                 pg_catalog.jsonb_agg(v.value ORDER BY m.n, v.n) AS vals
-            FROM pg_catalog.jsonb_each(headers) WITH ORDINALITY AS m(key, value, n),
-                 LATERAL (SELECT e.value, e.n FROM pg_catalog.jsonb_array_elements(
-                            CASE pg_catalog.jsonb_typeof(m.value) WHEN 'array' THEN m.value
-                                 ELSE pg_catalog.jsonb_build_array(m.value) END) WITH ORDINALITY AS e(value, n)) AS v
-           GROUP BY 1) AS f;
-  RETURN COALESCE(folded, '{}');
+  RAISE EXCEPTION 'header "%" must be a string or an array of strings, not %', bad.key, bad.kind
+    USING ERRCODE = 'invalid_parameter_value';
 END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._headers(jsonb) FROM PUBLIC;
 
 -- Unicode-whitespace trim, as Rust's str::trim (the characters: _whitespace()).
+-- (Not STRICT, so that the planner inlines it: btrim of NULL is NULL.)
 CREATE FUNCTION webhook_dedup._trim(text text) RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN pg_catalog.btrim(text, webhook_dedup._whitespace());
 REVOKE ALL ON FUNCTION webhook_dedup._trim(text) FROM PUBLIC;
+
+-- The secrets a call gives (signature/mod.rs, check_secrets): at least
+-- one (22023), none NULL (22004), none empty or with leading or trailing
+-- whitespace (22023 naming its position, never its value).
+CREATE FUNCTION webhook_dedup._check_secrets(secrets text[]) RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+DECLARE
+  n integer := pg_catalog.cardinality(secrets);
+  i integer;
+  value pg_catalog.text;
+BEGIN
+  IF n IS NULL OR n OPERATOR(pg_catalog.=) 0 THEN
+    RAISE EXCEPTION 'secrets must hold at least one secret' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  i := 0;
+  FOR value IN SELECT s FROM pg_catalog.unnest(secrets) AS s LOOP
+    i := i OPERATOR(pg_catalog.+) 1;
+    IF value IS NULL THEN
+      RAISE EXCEPTION 'every element of secrets must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    ELSIF value OPERATOR(pg_catalog.=) '' THEN
+      RAISE EXCEPTION 'secret % of % is empty', i, n USING ERRCODE = 'invalid_parameter_value';
+    ELSIF webhook_dedup._trim(value) OPERATOR(pg_catalog.<>) value THEN
+      RAISE EXCEPTION 'secret % of % has leading or trailing whitespace', i, n USING ERRCODE = 'invalid_parameter_value',
+        HINT = 'Secrets are used byte for byte; a trailing newline copied from a file is the usual cause.';
+    END IF;
+  END LOOP;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._check_secrets(text[]) FROM PUBLIC;
+
+-- The generic scheme's header description (src/api/args.rs,
+-- HmacArgs::spec): signature_header and the rest apply only to scheme
+-- hmac (22023); the algorithm (sha1, sha256 by default, sha512) and the
+-- encoding (hex by default, base64), case-insensitive, else 22023.
+-- NULLs unless scheme hmac with a signature_header.
+CREATE FUNCTION webhook_dedup._hmac_spec(scheme_name text, signature_header text, signature_prefix text, algorithm text,
+                                         encoding text, OUT algorithm_name text, OUT encoding_name text)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+  IF scheme_name OPERATOR(pg_catalog.<>) 'hmac'
+     AND (signature_header IS NOT NULL OR signature_prefix IS NOT NULL OR algorithm IS NOT NULL OR encoding IS NOT NULL) THEN
+    RAISE EXCEPTION 'signature_header, signature_prefix, algorithm and encoding apply only to scheme hmac, not %', scheme_name
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  IF scheme_name OPERATOR(pg_catalog.=) 'hmac' AND signature_header IS NOT NULL THEN
+    algorithm_name := pg_catalog.translate(COALESCE(algorithm, 'sha256'), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz');
+    IF algorithm_name OPERATOR(pg_catalog.<>) ALL (ARRAY['sha1', 'sha256', 'sha512']) THEN
+      RAISE EXCEPTION 'unknown HMAC algorithm "%" (sha1, sha256 or sha512)', algorithm USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    encoding_name := pg_catalog.translate(COALESCE(encoding, 'hex'), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz');
+    IF encoding_name OPERATOR(pg_catalog.<>) ALL (ARRAY['hex', 'base64']) THEN
+      RAISE EXCEPTION 'unknown encoding "%" (hex or base64)', encoding USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+  END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._hmac_spec(text, text, text, text, text) FROM PUBLIC;
 
 -- One verification (src/api/verify.rs, verify_sql, and signature/mod.rs,
 -- verify), after the caller read `headers` (_headers) and `secrets`: the
@@ -157,37 +256,38 @@ REVOKE ALL ON FUNCTION webhook_dedup._trim(text) FROM PUBLIC;
 -- rule. Returns valid, reason, secret_index (1-based), signed_at.
 CREATE FUNCTION webhook_dedup._verify(scheme text, payload bytea, headers jsonb, secrets text[], tolerance interval,
                                       at timestamptz, url text, method text, signature_header text,
-                                      signature_prefix text, algorithm text, encoding text,
+                                      signature_prefix text, algorithm text, encoding text, checked boolean DEFAULT false,
                                       OUT valid boolean, OUT reason text, OUT secret_index integer,
                                       OUT signed_at timestamptz)
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
 DECLARE
-  scheme_name text;
+  scheme_name pg_catalog.text := scheme;
   tolerance_us numeric;
-  n integer := pg_catalog.cardinality(secrets);
-  i integer;
-  value text;
   signs_url boolean;
   default_tolerance_s bigint;
   now_us numeric;
-  keys bytea[];
+  keys pg_catalog.bytea[];
   verdict record;
-  hmac_algorithm text;
-  hmac_encoding text;
+  hmac_algorithm pg_catalog.text;
+  hmac_encoding pg_catalog.text;
 BEGIN
-  IF scheme IS NULL THEN
-    RAISE EXCEPTION 'scheme must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-  END IF;
-  scheme_name := webhook_dedup._scheme_parse(scheme);
-  IF payload IS NULL THEN
-    RAISE EXCEPTION 'payload must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-  END IF;
-  IF at IS NULL THEN
-    RAISE EXCEPTION 'at must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-  END IF;
-  IF NOT pg_catalog.isfinite(at) THEN
-    RAISE EXCEPTION 'at must be a finite timestamp' USING ERRCODE = 'invalid_parameter_value';
+  -- `checked`: webhook_receive checked the arguments (its scheme is a
+  -- canonical name, its secrets checked, its tolerance read) in its order
+  IF NOT checked THEN
+    IF scheme IS NULL THEN
+      RAISE EXCEPTION 'scheme must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    scheme_name := webhook_dedup._scheme_parse(scheme);
+    IF payload IS NULL THEN
+      RAISE EXCEPTION 'payload must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF at IS NULL THEN
+      RAISE EXCEPTION 'at must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF NOT pg_catalog.isfinite(at) THEN
+      RAISE EXCEPTION 'at must be a finite timestamp' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
   END IF;
   IF tolerance IS NOT NULL THEN
     IF pg_catalog.date_part('month', tolerance) OPERATOR(pg_catalog.<>) 0
@@ -205,49 +305,16 @@ BEGIN
     END IF;
     tolerance_us := EXTRACT(epoch FROM tolerance) OPERATOR(pg_catalog.*) 1000000;
   END IF;
-  -- signature::check_secrets
-  IF n IS NULL OR n OPERATOR(pg_catalog.=) 0 THEN
-    RAISE EXCEPTION 'secrets must hold at least one secret' USING ERRCODE = 'invalid_parameter_value';
+  IF NOT checked THEN
+    PERFORM webhook_dedup._check_secrets(secrets);
   END IF;
-  i := 0;
-  FOR value IN SELECT s FROM pg_catalog.unnest(secrets) AS s LOOP
-    i := i OPERATOR(pg_catalog.+) 1;
-    IF value IS NULL THEN
-      RAISE EXCEPTION 'every element of secrets must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-    ELSIF value OPERATOR(pg_catalog.=) '' THEN
-      RAISE EXCEPTION 'secret % of % is empty', i, n USING ERRCODE = 'invalid_parameter_value';
-    ELSIF webhook_dedup._trim(value) OPERATOR(pg_catalog.<>) value THEN
-      RAISE EXCEPTION 'secret % of % has leading or trailing whitespace', i, n USING ERRCODE = 'invalid_parameter_value',
-        HINT = 'Secrets are used byte for byte; a trailing newline copied from a file is the usual cause.';
-    END IF;
-  END LOOP;
-  -- HmacArgs::spec
-  IF scheme_name OPERATOR(pg_catalog.<>) 'hmac'
-     AND (signature_header IS NOT NULL OR signature_prefix IS NOT NULL OR algorithm IS NOT NULL OR encoding IS NOT NULL) THEN
-    RAISE EXCEPTION 'signature_header, signature_prefix, algorithm and encoding apply only to scheme hmac, not %', scheme_name
-      USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  IF scheme_name OPERATOR(pg_catalog.=) 'hmac' AND signature_header IS NOT NULL THEN
-    hmac_algorithm := pg_catalog.translate(COALESCE(algorithm, 'sha256'), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz');
-    IF hmac_algorithm OPERATOR(pg_catalog.<>) ALL (ARRAY['sha1', 'sha256', 'sha512']) THEN
-      RAISE EXCEPTION 'unknown HMAC algorithm "%" (sha1, sha256 or sha512)', algorithm USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    hmac_encoding := pg_catalog.translate(COALESCE(encoding, 'hex'), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz');
-    IF hmac_encoding OPERATOR(pg_catalog.<>) ALL (ARRAY['hex', 'base64']) THEN
-      RAISE EXCEPTION 'unknown encoding "%" (hex or base64)', encoding USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-  END IF;
+  SELECT h.algorithm_name, h.encoding_name INTO hmac_algorithm, hmac_encoding
+    FROM webhook_dedup._hmac_spec(scheme_name, signature_header, signature_prefix, algorithm, encoding) AS h;
   IF scheme_name OPERATOR(pg_catalog.=) ANY (ARRAY['discord', 'sendgrid']) THEN
     RAISE EXCEPTION 'scheme % signs with a public key (%), which the SQL edition cannot verify: use the native edition',
-      scheme_name, CASE scheme_name WHEN 'discord' THEN 'Ed25519' ELSE 'ECDSA P-256' END
+      scheme_name, CASE WHEN scheme_name OPERATOR(pg_catalog.=) 'discord' THEN 'Ed25519' ELSE 'ECDSA P-256' END
       USING ERRCODE = 'feature_not_supported',
             HINT = 'pgcrypto and PostgreSQL have no Ed25519 or ECDSA verification (docs/sql-edition.md, "Differences").';
-  END IF;
-  IF scheme_name OPERATOR(pg_catalog.<>) ALL (ARRAY['github', 'shopify', 'typeform', 'twitter', 'intercom', 'square',
-                                                  'stripe', 'paddle', 'calendly', 'slack', 'zoom', 'standard',
-                                                  'hmac', 'hubspot', 'linear', 'mailgun', 'twitch', 'twilio']) THEN
-    RAISE EXCEPTION 'scheme % is not in the SQL edition yet: use the native edition', scheme_name
-      USING ERRCODE = 'feature_not_supported';
   END IF;
   -- signature::verify
   IF tolerance_us OPERATOR(pg_catalog.<) 0 THEN
@@ -276,7 +343,7 @@ BEGIN
       FROM webhook_dedup._tagged_frames() AS f,
            LATERAL webhook_dedup._verify_tagged(f.header, f.tag, f.other, f.encoding, f.algorithm,
                                                 f.scheme OPERATOR(pg_catalog.=) 'twitter', payload, headers, keys,
-                                                pg_catalog.convert_to(CASE scheme_name WHEN 'square' THEN url END, 'UTF8')) AS v
+                                                pg_catalog.convert_to(CASE WHEN scheme_name OPERATOR(pg_catalog.=) 'square' THEN url END, 'UTF8')) AS v
      WHERE f.scheme OPERATOR(pg_catalog.=) scheme_name;
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'hmac' THEN
     IF signature_header IS NULL THEN
@@ -320,18 +387,25 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._verify(text, bytea, jsonb, text[], interval, timestamptz, text, text, text, text,
-                                             text, text) FROM PUBLIC;
+                                             text, text, boolean) FROM PUBLIC;
 
 -- The signature header of a scheme, present and sent once (mod.rs,
 -- signature_header and single): its value, or NULL with the reason
 -- (missing_header, or malformed_header when sent more than once).
 CREATE FUNCTION webhook_dedup._header_once(headers jsonb, name text, OUT value text, OUT reason text)
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
-  SELECT CASE WHEN pg_catalog.jsonb_array_length(v) OPERATOR(pg_catalog.=) 1 THEN v OPERATOR(pg_catalog.->>) 0 END,
-         CASE WHEN v IS NULL THEN 'missing_header'
-              WHEN pg_catalog.jsonb_array_length(v) OPERATOR(pg_catalog.>) 1 THEN 'malformed_header' END
-    FROM (SELECT headers OPERATOR(pg_catalog.->) name AS v) AS h
+DECLARE
+  v pg_catalog.jsonb := headers OPERATOR(pg_catalog.->) name;
+BEGIN
+  IF v IS NULL THEN
+    reason := 'missing_header';
+  ELSIF pg_catalog.jsonb_array_length(v) OPERATOR(pg_catalog.>) 1 THEN
+    reason := 'malformed_header';
+  ELSE
+    value := v OPERATOR(pg_catalog.->>) 0;
+  END IF;
+END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._header_once(jsonb, text) FROM PUBLIC;
 
@@ -343,9 +417,9 @@ CREATE FUNCTION webhook_dedup._first_match(keys bytea[], candidates bytea[], mes
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
 DECLARE
-  key bytea;
-  candidate bytea;
-  mac bytea;
+  key pg_catalog.bytea;
+  candidate pg_catalog.bytea;
+  mac pg_catalog.bytea;
   i integer := 0;
 BEGIN
   FOREACH key IN ARRAY keys LOOP
@@ -370,8 +444,8 @@ CREATE FUNCTION webhook_dedup._hmac(algorithm text, key bytea, message bytea) RE
 LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
 AS $$
 DECLARE
-  crypto name;
-  mac bytea;
+  crypto pg_catalog.name;
+  mac pg_catalog.bytea;
 BEGIN
   IF algorithm OPERATOR(pg_catalog.<>) 'sha1' THEN
     RETURN webhook_dedup._hmac_sha2(algorithm, key, message);
@@ -389,25 +463,6 @@ END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._hmac(text, bytea, bytea) FROM PUBLIC;
 
--- The schemes of one tagged header, no time (frame.rs, TaggedHeader; each
--- scheme's module): the header, the tag before the MAC, which values
--- without it name another version (_verify_tagged), how the MAC is written,
--- its algorithm (the MAC's length follows: 20, 32 or 64 bytes). The
--- generic scheme (hmac, generic.rs) takes these from its arguments.
-CREATE FUNCTION webhook_dedup._tagged_frames()
-  RETURNS TABLE (scheme text, header text, tag text, other text, encoding text, algorithm text)
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$
-VALUES
-  ('github', 'x-hub-signature-256', 'sha256=', 'tag', 'hex', 'sha256'),         -- github.rs
-  ('shopify', 'x-shopify-hmac-sha256', '', 'never', 'base64', 'sha256'),       -- shopify.rs
-  ('typeform', 'typeform-signature', 'sha256=', 'tag', 'base64', 'sha256'),    -- typeform.rs
-  ('twitter', 'x-twitter-webhooks-signature', 'sha256=', 'tag', 'base64', 'sha256'), -- twitter.rs
-  ('intercom', 'x-hub-signature', 'sha1=', 'tag', 'hex', 'sha1'),              -- intercom.rs
-  ('square', 'x-square-hmacsha256-signature', '', 'never', 'base64', 'sha256') -- square.rs (the URL, then the body)
-$$;
-REVOKE ALL ON FUNCTION webhook_dedup._tagged_frames() FROM PUBLIC;
-
 -- A scheme of one tagged header (frame.rs, TaggedHeader): the header
 -- sent once, its value trimmed, the tag stripped, the rest trimmed and
 -- decoded (`encoding`, the MAC's length of `algorithm`). A value without
@@ -415,20 +470,20 @@ REVOKE ALL ON FUNCTION webhook_dedup._tagged_frames() FROM PUBLIC;
 -- malformed_header): when it holds '=' (`other` = 'tag', mod.rs,
 -- names_a_tag), never ('never'), or always ('always': the generic
 -- scheme). The MAC covers `prefix` (Square's URL) and the raw body; with
--- `json_object`, only a body whose first non-whitespace byte is '{'
+-- `body_is_object`, only a body whose first non-whitespace byte is '{'
 -- (X's, twitter.rs) can match.
 CREATE FUNCTION webhook_dedup._verify_tagged(header text, tag text, other text, encoding text, algorithm text,
-                                             json_object boolean, payload bytea, headers jsonb, keys bytea[],
+                                             body_is_object boolean, payload bytea, headers jsonb, keys bytea[],
                                              prefix bytea,
                                              OUT reason text, OUT secret_index integer, OUT signed_at_s bigint)
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
 DECLARE
-  len integer := CASE algorithm WHEN 'sha1' THEN 20 WHEN 'sha256' THEN 32 ELSE 64 END;
+  len integer := CASE WHEN algorithm OPERATOR(pg_catalog.=) 'sha1' THEN 20 WHEN algorithm OPERATOR(pg_catalog.=) 'sha256' THEN 32 ELSE 64 END;
   sent record;
-  value text;
-  encoded text;
-  candidate bytea;
+  value pg_catalog.text;
+  encoded pg_catalog.text;
+  candidate pg_catalog.bytea;
 BEGIN
   sent := webhook_dedup._header_once(headers, header);
   IF sent.reason IS NOT NULL THEN
@@ -438,7 +493,7 @@ BEGIN
   value := webhook_dedup._trim(sent.value);
   IF pg_catalog.starts_with(value, tag) THEN
     encoded := webhook_dedup._trim(pg_catalog.substr(value, pg_catalog.length(tag) OPERATOR(pg_catalog.+) 1));
-    candidate := CASE encoding WHEN 'hex' THEN webhook_dedup._decode_hex(encoded, len)
+    candidate := CASE WHEN encoding OPERATOR(pg_catalog.=) 'hex' THEN webhook_dedup._decode_hex(encoded, len)
                                ELSE webhook_dedup._decode_base64(encoded, len) END;
   END IF;
   IF candidate IS NULL THEN
@@ -448,12 +503,12 @@ BEGIN
                    THEN 'unsupported_version' ELSE 'malformed_header' END;
     RETURN;
   END IF;
-  IF json_object
-     AND pg_catalog.substr(pg_catalog.ltrim(payload, '\x20090a0c0d'::bytea), 1, 1) OPERATOR(pg_catalog.<>) '\x7b'::bytea THEN
+  IF body_is_object
+     AND pg_catalog.substr(pg_catalog.ltrim(payload, '\x20090a0c0d'::pg_catalog.bytea), 1, 1) OPERATOR(pg_catalog.<>) '\x7b'::pg_catalog.bytea THEN
     reason := 'no_matching_signature';
     RETURN;
   END IF;
-  secret_index := webhook_dedup._first_match(keys, ARRAY[candidate], COALESCE(prefix, ''::bytea) OPERATOR(pg_catalog.||) payload,
+  secret_index := webhook_dedup._first_match(keys, ARRAY[candidate], COALESCE(prefix, ''::pg_catalog.bytea) OPERATOR(pg_catalog.||) payload,
                                              algorithm);
   reason := CASE WHEN secret_index IS NULL THEN 'no_matching_signature' ELSE 'ok' END;
 END
@@ -479,13 +534,13 @@ LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
 DECLARE
   sent record;
-  element text;
-  key text;
-  val text;
-  at_text text;
-  signatures bytea[] := '{}';
+  element pg_catalog.text;
+  key pg_catalog.text;
+  val pg_catalog.text;
+  at_text pg_catalog.text;
+  signatures pg_catalog.bytea[] := '{}';
   other_tags boolean := false;
-  decoded bytea;
+  decoded pg_catalog.bytea;
 BEGIN
   sent := webhook_dedup._header_once(headers, header);
   IF sent.reason IS NOT NULL THEN
@@ -504,7 +559,7 @@ BEGIN
       END IF;
       at_text := val;
     ELSIF key OPERATOR(pg_catalog.=) signature_key THEN
-      decoded := CASE encoding WHEN 'hex' THEN webhook_dedup._decode_hex(val, 32)
+      decoded := CASE WHEN encoding OPERATOR(pg_catalog.=) 'hex' THEN webhook_dedup._decode_hex(val, 32)
                                ELSE webhook_dedup._decode_base64(val, 32) END;
       IF decoded IS NOT NULL THEN
         signatures := signatures OPERATOR(pg_catalog.||) decoded;
@@ -556,9 +611,9 @@ AS $$
 DECLARE
   n integer := pg_catalog.cardinality(secrets);
   i integer := 0;
-  secret text;
-  key bytea;
-  keys bytea[] := '{}';
+  secret pg_catalog.text;
+  key pg_catalog.bytea;
+  keys pg_catalog.bytea[] := '{}';
 BEGIN
   FOREACH secret IN ARRAY secrets LOOP
     i := i OPERATOR(pg_catalog.+) 1;
@@ -627,8 +682,8 @@ AS $$
 DECLARE
   ts record;
   sent record;
-  value text;
-  candidate bytea;
+  value pg_catalog.text;
+  candidate pg_catalog.bytea;
 BEGIN
   ts := webhook_dedup._timestamp_header(headers, timestamp_header);
   IF ts.reason IS NOT NULL THEN
@@ -672,15 +727,15 @@ CREATE FUNCTION webhook_dedup._verify_standard(payload bytea, headers jsonb, key
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
 DECLARE
-  prefix text := CASE WHEN headers OPERATOR(pg_catalog.?|) ARRAY['webhook-id', 'webhook-timestamp', 'webhook-signature']
+  prefix pg_catalog.text := CASE WHEN headers OPERATOR(pg_catalog.?|) ARRAY['webhook-id', 'webhook-timestamp', 'webhook-signature']
                       THEN 'webhook-' ELSE 'svix-' END;
   id record;
   ts record;
   sent record;
-  entry text;
-  macs bytea[] := '{}';
+  entry pg_catalog.text;
+  macs pg_catalog.bytea[] := '{}';
   other_version boolean := false;
-  decoded bytea;
+  decoded pg_catalog.bytea;
 BEGIN
   id := webhook_dedup._header_once(headers, prefix OPERATOR(pg_catalog.||) 'id');
   IF id.reason IS NOT NULL THEN
@@ -745,8 +800,8 @@ CREATE FUNCTION webhook_dedup._hubspot_signed_uri(uri text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 DECLARE
-  c text;
-  out text := uri;
+  c pg_catalog.text;
+  out pg_catalog.text := uri;
 BEGIN
   FOREACH c IN ARRAY ARRAY[':', '/', '?', '@', '!', '$', '''', '(', ')', '*', ',', ';'] LOOP
     out := pg_catalog.regexp_replace(out, '%' OPERATOR(pg_catalog.||) pg_catalog.to_hex(pg_catalog.ascii(c)), c, 'gi');
@@ -767,10 +822,10 @@ LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
 DECLARE
   ts record;
-  ts_text text;
+  ts_text pg_catalog.text;
   ts_ms bigint;
   sent record;
-  candidate bytea;
+  candidate pg_catalog.bytea;
   age numeric;
 BEGIN
   ts := webhook_dedup._header_once(headers, 'x-hubspot-request-timestamp');
@@ -820,26 +875,21 @@ CREATE FUNCTION webhook_dedup._linear_timestamp_ms(payload bytea) RETURNS bigint
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 DECLARE
-  body json;
-  member json;
-  written text;
+  body pg_catalog.json;
+  member pg_catalog.json;
+  written pg_catalog.text;
 BEGIN
-  -- not UTF-8 or not JSON: no timestamp. PostgreSQL reads no \u0000 in a
-  -- string, which serde_json does: each becomes \u0001 first (an escape
-  -- only occurs inside a string, and only the number is read)
-  BEGIN
-    body := pg_catalog.replace(pg_catalog.convert_from(payload, 'UTF8'), '\u0000', '\u0001')::json;
-    IF pg_catalog.json_typeof(body) OPERATOR(pg_catalog.<>) 'object' THEN
-      RETURN NULL;
-    END IF;
-    member := body OPERATOR(pg_catalog.->) 'webhookTimestamp';
-  EXCEPTION WHEN OTHERS THEN
+  -- not JSON as serde_json reads it (_body_json: not UTF-8, a number past
+  -- the doubles' range, nesting past its limit): no timestamp
+  body := webhook_dedup._body_json(payload);
+  IF body IS NULL OR pg_catalog.json_typeof(body) OPERATOR(pg_catalog.<>) 'object' THEN
     RETURN NULL;
-  END;
+  END IF;
+  member := body OPERATOR(pg_catalog.->) 'webhookTimestamp';
   IF member IS NULL OR pg_catalog.json_typeof(member) OPERATOR(pg_catalog.<>) 'number' THEN
     RETURN NULL;
   END IF;
-  written := member::text;
+  written := member::pg_catalog.text;
   IF written OPERATOR(pg_catalog.!~) '^[0-9]{1,15}$' THEN
     RETURN NULL;
   END IF;
@@ -858,7 +908,7 @@ LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
 DECLARE
   sent record;
-  candidate bytea;
+  candidate pg_catalog.bytea;
   ms bigint;
   age numeric;
 BEGIN
@@ -904,27 +954,24 @@ CREATE FUNCTION webhook_dedup._verify_mailgun(payload bytea, keys bytea[], toler
 LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
 DECLARE
-  body json;
-  block json;
-  member json;
-  ts_text text;
-  token text;
-  candidates bytea[] := '{}';
+  body pg_catalog.json;
+  block pg_catalog.json;
+  member pg_catalog.json;
+  ts_text pg_catalog.text;
+  token pg_catalog.text;
+  candidates pg_catalog.bytea[] := '{}';
   presented boolean := false;
-  decoded bytea;
-  m text;
+  decoded pg_catalog.bytea;
+  m pg_catalog.text;
 BEGIN
-  BEGIN
-    body := pg_catalog.replace(pg_catalog.convert_from(payload, 'UTF8'), '\u0000', '\u0001')::json;
-    IF pg_catalog.json_typeof(body) OPERATOR(pg_catalog.<>) 'object' THEN
-      reason := 'malformed_header';
-      RETURN;
-    END IF;
-    block := body OPERATOR(pg_catalog.->) 'signature';
-  EXCEPTION WHEN OTHERS THEN
+  -- the body as serde_json reads it (a number past the doubles' range or
+  -- nesting past its limit: no JSON), \u0000 read as \u0001
+  body := webhook_dedup._body_json(payload);
+  IF body IS NULL OR pg_catalog.json_typeof(body) OPERATOR(pg_catalog.<>) 'object' THEN
     reason := 'malformed_header';
     RETURN;
-  END;
+  END IF;
+  block := webhook_dedup._json_pointer(body, '/signature');
   IF block IS NULL THEN
     reason := 'missing_header';
     RETURN;
@@ -938,9 +985,8 @@ BEGIN
     reason := 'missing_header';
     RETURN;
   END IF;
-  ts_text := CASE pg_catalog.json_typeof(member)
-               WHEN 'string' THEN block OPERATOR(pg_catalog.->>) 'timestamp'
-               WHEN 'number' THEN CASE WHEN member::text OPERATOR(pg_catalog.~) '^[0-9]+$' THEN member::text END
+  ts_text := CASE WHEN pg_catalog.json_typeof(member) OPERATOR(pg_catalog.=) 'string' THEN block OPERATOR(pg_catalog.->>) 'timestamp'
+               WHEN pg_catalog.json_typeof(member) OPERATOR(pg_catalog.=) 'number' THEN CASE WHEN member::pg_catalog.text OPERATOR(pg_catalog.~) '^[0-9]+$' THEN member::pg_catalog.text END
              END;
   IF ts_text IS NULL OR ts_text OPERATOR(pg_catalog.!~) '^[0-9]{1,12}$' THEN
     reason := 'malformed_header';

@@ -20,7 +20,7 @@ DECLARE
   lo integer;
   hi integer;
   valid boolean;
-  out bytea := ''::bytea;
+  out pg_catalog.bytea := ''::pg_catalog.bytea;
 BEGIN
   -- the escape form writes every byte from 0x80 as \2xx or \3xx
   IF pg_catalog.encode(b, 'escape') OPERATOR(pg_catalog.!~) '\\[23][0-7][0-7]' THEN
@@ -34,7 +34,7 @@ BEGIN
                   WHEN c OPERATOR(pg_catalog.>=) 240 AND c OPERATOR(pg_catalog.<=) 244 THEN 4
                   ELSE 0 END;
     IF width OPERATOR(pg_catalog.=) 0 THEN
-      out := out OPERATOR(pg_catalog.||) '\xefbfbd'::bytea;
+      out := out OPERATOR(pg_catalog.||) '\xefbfbd'::pg_catalog.bytea;
       i := i OPERATOR(pg_catalog.+) 1;
       CONTINUE;
     END IF;
@@ -49,8 +49,8 @@ BEGIN
       lo := 128;
       hi := 191;
       IF k OPERATOR(pg_catalog.=) 1 THEN
-        lo := CASE c WHEN 224 THEN 160 WHEN 240 THEN 144 ELSE 128 END;
-        hi := CASE c WHEN 237 THEN 159 WHEN 244 THEN 143 ELSE 191 END;
+        lo := CASE WHEN c OPERATOR(pg_catalog.=) 224 THEN 160 WHEN c OPERATOR(pg_catalog.=) 240 THEN 144 ELSE 128 END;
+        hi := CASE WHEN c OPERATOR(pg_catalog.=) 237 THEN 159 WHEN c OPERATOR(pg_catalog.=) 244 THEN 143 ELSE 191 END;
       END IF;
       IF next OPERATOR(pg_catalog.<) lo OR next OPERATOR(pg_catalog.>) hi THEN
         valid := false;
@@ -62,7 +62,7 @@ BEGIN
       out := out OPERATOR(pg_catalog.||) pg_catalog.substr(b, i OPERATOR(pg_catalog.+) 1, width);
       i := i OPERATOR(pg_catalog.+) width;
     ELSE
-      out := out OPERATOR(pg_catalog.||) '\xefbfbd'::bytea;
+      out := out OPERATOR(pg_catalog.||) '\xefbfbd'::pg_catalog.bytea;
       i := i OPERATOR(pg_catalog.+) k;
     END IF;
   END LOOP;
@@ -81,9 +81,9 @@ CREATE FUNCTION webhook_dedup._form_decode(escaped text) RETURNS bytea
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 DECLARE
-  parts text[] := pg_catalog.string_to_array(pg_catalog.replace(escaped, '+', ' '), '%');
-  out text := COALESCE(parts[1], ''); -- string_to_array('', ...) is empty
-  part text;
+  parts pg_catalog.text[] := pg_catalog.string_to_array(pg_catalog.replace(escaped, '+', ' '), '%');
+  out pg_catalog.text := COALESCE(parts[1], ''); -- string_to_array('', ...) is empty
+  part pg_catalog.text;
   b integer;
   i integer;
 BEGIN
@@ -133,17 +133,17 @@ LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 DECLARE
   authority_start integer := pg_catalog.strpos(url, '://');
-  rest text;
-  authority text;
-  host_port text;
+  rest pg_catalog.text;
+  authority pg_catalog.text;
+  host_port pg_catalog.text;
   host_start integer;
   search_from integer;
   port_len integer;
-  head text;
-  port text;
-  tail text;
-  without text;
-  with_port text;
+  head pg_catalog.text;
+  port pg_catalog.text;
+  tail pg_catalog.text;
+  without pg_catalog.text;
+  with_port pg_catalog.text;
 BEGIN
   IF authority_start OPERATOR(pg_catalog.=) 0 THEN
     RETURN ARRAY[url];
@@ -178,6 +178,36 @@ END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._twilio_url_variants(text) FROM PUBLIC;
 
+-- The value of query parameter `name` in `url` (mod.rs, query_parameter):
+-- the first pair of that name in the query (after the first '?', before
+-- any '#'), form-decoded, as bytes; NULL without one.
+CREATE FUNCTION webhook_dedup._query_parameter(url text, name text) RETURNS bytea
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN (SELECT p.value
+          FROM webhook_dedup._form_pairs(pg_catalog.convert_to(pg_catalog.split_part(
+                 pg_catalog.substr(url, pg_catalog.strpos(url, '?') OPERATOR(pg_catalog.+) 1), '#', 1), 'UTF8')) AS p
+         WHERE pg_catalog.strpos(url, '?') OPERATOR(pg_catalog.>) 0
+           AND p.name OPERATOR(pg_catalog.=) pg_catalog.convert_to(_query_parameter.name, 'UTF8')
+         ORDER BY p.n LIMIT 1);
+REVOKE ALL ON FUNCTION webhook_dedup._query_parameter(text, text) FROM PUBLIC;
+
+-- The bodySHA256 query parameter of a Twilio URL (twilio.rs,
+-- BODY_HASH_PARAM): decoded, NULL without one.
+CREATE FUNCTION webhook_dedup._twilio_body_hash(url text) RETURNS bytea
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN webhook_dedup._query_parameter(url, 'bodySHA256');
+REVOKE ALL ON FUNCTION webhook_dedup._twilio_body_hash(text) FROM PUBLIC;
+
+-- What Twilio appends to the URL it signs for a form body (twilio.rs,
+-- form_suffix): each distinct pair, sorted by name then value, byte for
+-- byte, as name then value.
+CREATE FUNCTION webhook_dedup._twilio_form_suffix(payload bytea) RETURNS bytea
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN (SELECT COALESCE(pg_catalog.string_agg(d.name OPERATOR(pg_catalog.||) d.value, ''::pg_catalog.bytea ORDER BY d.name, d.value),
+                        ''::pg_catalog.bytea)
+          FROM (SELECT DISTINCT p.name, p.value FROM webhook_dedup._form_pairs(payload) AS p) AS d);
+REVOKE ALL ON FUNCTION webhook_dedup._twilio_form_suffix(bytea) FROM PUBLIC;
+
 -- Twilio (twilio.rs, verify): the signature header once, its trimmed value
 -- canonical base64 of 20 bytes (else malformed_header). With a
 -- bodySHA256 query parameter in the URL (the first pair of that name in
@@ -193,12 +223,11 @@ LANGUAGE plpgsql VOLATILE PARALLEL SAFE
 AS $$
 DECLARE
   sent record;
-  candidate bytea;
-  query text;
-  body_hash bytea;
-  suffix bytea := ''::bytea;
+  candidate pg_catalog.bytea;
+  body_hash pg_catalog.bytea;
+  suffix pg_catalog.bytea := ''::pg_catalog.bytea;
   pairs integer;
-  variant text;
+  variant pg_catalog.text;
 BEGIN
   sent := webhook_dedup._header_once(headers, 'x-twilio-signature');
   IF sent.reason IS NOT NULL THEN
@@ -210,12 +239,7 @@ BEGIN
     reason := 'malformed_header';
     RETURN;
   END IF;
-  IF pg_catalog.strpos(url, '?') OPERATOR(pg_catalog.>) 0 THEN
-    query := pg_catalog.split_part(pg_catalog.substr(url, pg_catalog.strpos(url, '?') OPERATOR(pg_catalog.+) 1), '#', 1);
-    SELECT p.value INTO body_hash FROM webhook_dedup._form_pairs(pg_catalog.convert_to(query, 'UTF8')) AS p
-     WHERE p.name OPERATOR(pg_catalog.=) '\x626f6479534841323536'::bytea -- bodySHA256
-     ORDER BY p.n LIMIT 1;
-  END IF;
+  body_hash := webhook_dedup._twilio_body_hash(url);
   IF body_hash IS NOT NULL THEN
     IF pg_catalog.encode(body_hash, 'escape') OPERATOR(pg_catalog.!~) '^[0-9A-Fa-f]{64}$'
        OR NOT webhook_dedup._ct_equal(pg_catalog.sha256(payload), pg_catalog.decode(pg_catalog.encode(body_hash, 'escape'), 'hex')) THEN
@@ -230,10 +254,7 @@ BEGIN
       reason := 'no_matching_signature';
       RETURN;
     END IF;
-    SELECT COALESCE(pg_catalog.string_agg(d.name OPERATOR(pg_catalog.||) d.value, ''::bytea ORDER BY d.name, d.value),
-                    ''::bytea)
-      INTO suffix
-      FROM (SELECT DISTINCT p.name, p.value FROM webhook_dedup._form_pairs(payload) AS p) AS d;
+    suffix := webhook_dedup._twilio_form_suffix(payload);
   END IF;
   FOREACH variant IN ARRAY webhook_dedup._twilio_url_variants(url) LOOP
     secret_index := webhook_dedup._first_match(keys, ARRAY[candidate],
@@ -247,3 +268,25 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._verify_twilio(text, bytea, jsonb, bytea[]) FROM PUBLIC;
+
+-- What Twilio's signature covers, in one canonical form (twilio.rs,
+-- signed_text): the first of _twilio_url_variants (the URL without its
+-- port), then, unless the URL carries bodySHA256, the form's pairs as
+-- _twilio_form_suffix appends them. NULL past 10,000 pairs (such a
+-- request does not verify).
+CREATE FUNCTION webhook_dedup._twilio_signed_text(url text, payload bytea) RETURNS bytea
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+  text_signed pg_catalog.bytea := pg_catalog.convert_to((webhook_dedup._twilio_url_variants(url))[1], 'UTF8');
+BEGIN
+  IF webhook_dedup._twilio_body_hash(url) IS NOT NULL THEN
+    RETURN text_signed;
+  END IF;
+  IF (SELECT pg_catalog.count(*) FROM webhook_dedup._form_pairs(payload)) OPERATOR(pg_catalog.>) 10000 THEN
+    RETURN NULL;
+  END IF;
+  RETURN text_signed OPERATOR(pg_catalog.||) webhook_dedup._twilio_form_suffix(payload);
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._twilio_signed_text(text, bytea) FROM PUBLIC;

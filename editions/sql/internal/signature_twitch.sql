@@ -15,7 +15,7 @@ CREATE FUNCTION webhook_dedup._rfc3339_ns(text text) RETURNS numeric
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 DECLARE
-  p text[];
+  p pg_catalog.text[];
   y integer;
   mo integer;
   d integer;
@@ -27,7 +27,7 @@ DECLARE
   month_days integer;
   utc_s numeric;
   utc_day numeric;
-  next_day date;
+  next_day pg_catalog.date;
 BEGIN
   p := pg_catalog.regexp_match(text, '^([0-9]{4})-([0-9]{2})-([0-9]{2})[\x01-\x7f]([0-9]{2}):([0-9]{2}):([0-9]{2})'
                                      '(\.[0-9]+)?([Zz]|([+-])([0-9]{2}):([0-9]{2}))$');
@@ -49,7 +49,7 @@ BEGIN
     END IF;
     -- every OPERATOR(...) form has one precedence: parenthesised
     offset_s := ((p[10]::integer OPERATOR(pg_catalog.*) 3600) OPERATOR(pg_catalog.+) (p[11]::integer OPERATOR(pg_catalog.*) 60))
-                OPERATOR(pg_catalog.*) CASE p[9] WHEN '-' THEN -1 ELSE 1 END;
+                OPERATOR(pg_catalog.*) CASE WHEN p[9] OPERATOR(pg_catalog.=) '-' THEN -1 ELSE 1 END;
   END IF;
   IF mo OPERATOR(pg_catalog.<) 1 OR mo OPERATOR(pg_catalog.>) 12 OR d OPERATOR(pg_catalog.<) 1 THEN
     RETURN NULL;
@@ -100,11 +100,11 @@ AS $$
 DECLARE
   id record;
   ts record;
-  ts_text text;
+  ts_text pg_catalog.text;
   ts_ns numeric;
   sent record;
-  value text;
-  candidate bytea;
+  value pg_catalog.text;
+  candidate pg_catalog.bytea;
   age numeric;
 BEGIN
   id := webhook_dedup._header_once(headers, 'twitch-eventsub-message-id');

@@ -9,13 +9,20 @@ CREATE FUNCTION webhook_dedup._source_settings(source text,
   OUT configured boolean, OUT event_id_from text, OUT event_type_from text, OUT event_time_from text,
   OUT event_time_format text, OUT fingerprint_pointers text[], OUT replay_guard boolean, OUT accept_event_types text[],
   OUT provider text, OUT paused boolean, OUT keep_payload boolean, OUT payload_retention interval)
-LANGUAGE sql STABLE
+-- (PL/pgSQL, whose plans are kept for the session: an SQL function that
+-- is not inlined is planned at each call)
+LANGUAGE plpgsql STABLE
 AS $$
-  SELECT * FROM webhook_dedup._s_sources_settings(source) AS s(
-    lease interval, max_attempts integer, retention interval, tolerance interval, sources oid, configured boolean,
-    event_id_from text, event_type_from text, event_time_from text, event_time_format text,
-    fingerprint_pointers text[], replay_guard boolean, accept_event_types text[], provider text, paused boolean,
-    keep_payload boolean, payload_retention interval)
+BEGIN
+  SELECT * INTO lease, max_attempts, retention, tolerance, sources, configured, event_id_from, event_type_from,
+                event_time_from, event_time_format, fingerprint_pointers, replay_guard, accept_event_types, provider,
+                paused, keep_payload, payload_retention
+    FROM webhook_dedup._s_sources_settings(source) AS s(
+      lease interval, max_attempts integer, retention interval, tolerance interval, sources pg_catalog.oid, configured boolean,
+      event_id_from pg_catalog.text, event_type_from pg_catalog.text, event_time_from pg_catalog.text, event_time_format pg_catalog.text,
+      fingerprint_pointers pg_catalog.text[], replay_guard boolean, accept_event_types pg_catalog.text[], provider pg_catalog.text, paused boolean,
+      keep_payload boolean, payload_retention interval);
+END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._source_settings(text) FROM PUBLIC;
 

@@ -38,10 +38,19 @@ RETURN pg_catalog.make_interval(days => (us OPERATOR(pg_catalog./) 86400000000):
                                 secs => (us OPERATOR(pg_catalog.%) 86400000000)::numeric OPERATOR(pg_catalog./) 1000000);
 REVOKE ALL ON FUNCTION webhook_dedup._us_interval(bigint) FROM PUBLIC;
 
--- A time plus microseconds, saturating as the native edition's i64
--- arithmetic does at PostgreSQL's timestamptz ends (now + a lease of at
--- most 365 days never reaches them).
+-- A time plus microseconds (the time part of an interval alone: no day
+-- arithmetic in the session's time zone). STABLE as timestamptz plus
+-- interval is, so that the planner inlines it into the calling
+-- statement (an IMMUTABLE body over a STABLE operator is not inlined).
 CREATE FUNCTION webhook_dedup._plus_us(at timestamptz, us bigint) RETURNS timestamptz
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN at OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => us::numeric OPERATOR(pg_catalog./) 1000000);
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+RETURN at OPERATOR(pg_catalog.+) (us OPERATOR(pg_catalog.*) INTERVAL '1 microsecond');
 REVOKE ALL ON FUNCTION webhook_dedup._plus_us(timestamptz, bigint) FROM PUBLIC;
+
+-- Microseconds as an interval of the time part alone, as pgrx's
+-- Interval::from_micros makes it (no days: added to a time, exactly that
+-- many microseconds whatever the time zone's calendar).
+CREATE FUNCTION webhook_dedup._us_time_interval(us bigint) RETURNS interval
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN pg_catalog.make_interval(secs => us::numeric OPERATOR(pg_catalog./) 1000000);
+REVOKE ALL ON FUNCTION webhook_dedup._us_time_interval(bigint) FROM PUBLIC;
