@@ -171,19 +171,25 @@ class Bench:
             conn.execute(f"CREATE DATABASE {name}")
         with self.connect(name) as conn:
             conn.execute("CREATE EXTENSION webhook_dedup")
-            for f in ("plain.sql", "plpgsql_claim.sql", "pgcrypto_github.sql", "receive_reference.sql", "user_outbox.sql"):
-                conn.execute((REFERENCE / f).read_text())
-            # Keys that duplicates hit: claimed and completed on every side.
-            conn.execute("""
-                SELECT webhook_dedup.webhook_complete('bench', k, (SELECT claim_token FROM webhook_dedup.webhook_claim('bench', k)), '{"status": 200}')
-                  FROM (SELECT 'dup-' || i AS k FROM generate_series(1, %s) i) AS d""", (DUPS,))
-            conn.execute("INSERT INTO bench.processed_events (source, event_id, status) "
-                         "SELECT 'bench', 'dup-' || i, 'completed' FROM generate_series(1, %s) i", (DUPS,))
-            conn.execute("""
-                SELECT bench.complete('bench', k, (SELECT claim_token FROM bench.claim('bench', k, NULL, '1 minute')),
-                                      '{"status": 200}')
-                  FROM (SELECT 'dup-' || i AS k FROM generate_series(1, %s) i) AS d""", (DUPS,))
-            conn.execute("VACUUM ANALYZE")
+            self.fill_references(conn)
+
+    @staticmethod
+    def fill_references(conn) -> None:
+        """The references (bench/reference) and the keys duplicates hit,
+        claimed and completed on every side, in a database with the
+        extension."""
+        for f in ("plain.sql", "plpgsql_claim.sql", "pgcrypto_github.sql", "receive_reference.sql", "user_outbox.sql"):
+            conn.execute((REFERENCE / f).read_text())
+        conn.execute("""
+            SELECT webhook_dedup.webhook_complete('bench', k, (SELECT claim_token FROM webhook_dedup.webhook_claim('bench', k)), '{"status": 200}')
+              FROM (SELECT 'dup-' || i AS k FROM generate_series(1, %s) i) AS d""", (DUPS,))
+        conn.execute("INSERT INTO bench.processed_events (source, event_id, status) "
+                     "SELECT 'bench', 'dup-' || i, 'completed' FROM generate_series(1, %s) i", (DUPS,))
+        conn.execute("""
+            SELECT bench.complete('bench', k, (SELECT claim_token FROM bench.claim('bench', k, NULL, '1 minute')),
+                                  '{"status": 200}')
+              FROM (SELECT 'dup-' || i AS k FROM generate_series(1, %s) i) AS d""", (DUPS,))
+        conn.execute("VACUUM ANALYZE")
 
     def signature(self) -> str:
         """X-Hub-Signature-256 of the body, as GitHub computes it."""
@@ -1026,6 +1032,98 @@ class Bench:
         r.samples = [1.0 if ok else 0.0]
 
 
+    def scenario_sql_edition(self):
+        """Issue 43's targets: the SQL edition (tests/sql_edition/editions.py:
+        a copy of this PostgreSQL without the native library, pg_tle
+        preloaded, the pg_tle artifact installed) on a server beside the
+        bench's own, the workloads of both editions alternated in one run:
+        its claim against the hand-written PL/pgSQL claim on its own server,
+        its webhook_receive against the native one, the CPU per claim of
+        each, and a duplicate's transaction ids and WAL."""
+        needed = ("WEBHOOK_DEDUP_SQL_EDITION_PG_BIN", "WEBHOOK_DEDUP_SQL_EDITION_TLE")
+        if not all(os.environ.get(n) for n in needed):
+            self.say("sql_edition: skipped, the SQL edition is not built (scripts/bench.sh builds it when pg_tle's"
+                     " source is in ../shared/pg_tle)")
+            return
+        for folder in ("cluster", "sql_edition"):
+            sys.path.insert(0, str(ROOT / "tests" / folder))
+        os.environ.setdefault("WEBHOOK_DEDUP_PG_BIN", str(self.pg_bin))
+        os.environ.setdefault("WEBHOOK_DEDUP_PG_OS_USER", os.environ.get("PG_OS_USER", "postgres"))
+        from editions import Edition
+
+        db = "bench_sql_edition"
+        self.create_db(db)
+        log("sql_edition: starting the SQL edition's server")
+        edition = Edition("sql")
+        try:
+            with edition.connect() as conn:
+                self.fill_references(conn)
+
+            class SqlServer:
+                host, port = str(edition.dir), 5432
+
+                @staticmethod
+                def checkpoint():
+                    with edition.connect() as conn:
+                        conn.execute("CHECKPOINT")
+
+            sides = {"native": (db, None), "SQL edition": ("postgres", SqlServer)}
+            for dup_pct in (0, 30):
+                mix = "new keys" if dup_pct == 0 else f"{dup_pct}% duplicates"
+                runs = [("SQL edition", "claim.sql"), ("SQL edition", "plpgsql_claim.sql"), ("native", "claim.sql")]
+                rounds = self.alternate_sides(sides, runs, dup_pct=dup_pct)
+                self.ratio(f"tps SQL edition webhook_claim / PL/pgSQL claim (its server), {mix}", 0.9,
+                           ">=").samples = [r[("SQL edition", "claim.sql")] / r[("SQL edition", "plpgsql_claim.sql")]
+                                            for r in rounds]
+                self.ratio(f"tps SQL edition webhook_claim / native webhook_claim, {mix}", None, ">=").samples = [
+                    r[("SQL edition", "claim.sql")] / r[("native", "claim.sql")] for r in rounds]
+            rounds = self.alternate_sides(sides, [("SQL edition", "receive_github.sql"), ("native", "receive_github.sql")])
+            self.ratio("tps SQL edition webhook_receive / native webhook_receive (4 KiB GitHub delivery)", 0.5,
+                       ">=").samples = [r[("SQL edition", "receive_github.sql")] / r[("native", "receive_github.sql")]
+                                        for r in rounds]
+            # CPU per claim of a new key, each edition's backend alone
+            # (/proc/PID/schedstat around a loop of calls)
+            claim = "PERFORM webhook_dedup.webhook_claim('bench', '{tag}-' || i, lease => '30 seconds')"
+            cpu = {"native": [], "SQL edition": []}
+            with self.connect(db) as native_conn, edition.connect() as sql_conn:
+                for conn in (native_conn, sql_conn):
+                    self.cpu_us(conn, claim, 300)
+                for _ in range(self.args.rounds):
+                    cpu["native"].append(self.cpu_us(native_conn, claim))
+                    cpu["SQL edition"].append(self.cpu_us(sql_conn, claim))
+                for name, samples in cpu.items():
+                    self.say(f"CPU per claim of a new key, {name}: {statistics.median(samples):.1f} µs")
+                self.ratio("CPU per claim: SQL edition / native (what the native edition buys)", None, ">=").samples = [
+                    s / n for s, n in zip(cpu["SQL edition"], cpu["native"])]
+                # a duplicate of a recently completed key: no transaction id,
+                # no WAL (each call its own transaction, as a receiver's)
+                for name, conn in (("native", native_conn), ("SQL edition", sql_conn)):
+                    calls = 2000
+                    lsn0, _, xid0 = self.wal_counters(conn)
+                    for i in range(calls):
+                        conn.execute("SELECT webhook_dedup.webhook_claim('bench', 'dup-' || %s)", (1 + i % DUPS,))
+                    lsn1, _, xid1 = self.wal_counters(conn)
+                    wal = conn.execute("SELECT pg_wal_lsn_diff(%s, %s)::bigint", (lsn1, lsn0)).fetchone()[0]
+                    # (the readings themselves take no transaction id and write no WAL)
+                    self.say(f"a duplicate of a completed key, {name}: {(xid1 - xid0) / calls:.3f} transaction ids"
+                             f" and {wal / calls:.1f} WAL bytes per call ({calls} calls, each its own transaction)")
+        finally:
+            edition.destroy()
+
+    def alternate_sides(self, sides: dict, runs: list[tuple[str, str]], **kw) -> list[dict]:
+        """alternate() over (side, script) runs, each side its database and
+        server: rounds of the runs, each round starting one run later."""
+        rounds = []
+        for r in range(self.args.rounds):
+            row = {}
+            for i in range(len(runs)):
+                side, script = runs[(r + i) % len(runs)]
+                database, server = sides[side]
+                row[(side, script)], _ = self.pgbench(database, script, seconds=self.args.seconds, server=server, **kw)
+            log(f"round {r + 1}: " + ", ".join(f"{side} {script} {row[(side, script)]:.0f} tps" for side, script in runs))
+            rounds.append(row)
+        return rounds
+
     def scenario_citus(self):
         sharedir = subprocess.run([str(self.pg_bin / "pg_config"), "--sharedir"], capture_output=True,
                                   text=True).stdout.strip() if (self.pg_bin / "pg_config").exists() else ""
@@ -1308,7 +1406,7 @@ class Bench:
 
 
 SCENARIOS = ["cpu", "claim", "storm", "complete", "receive", "wait", "outbox", "archive", "aged", "large", "expiry", "wal", "bulk",
-             "sources", "citus"]
+             "sources", "citus", "sql_edition"]
 
 
 def main():

@@ -30,7 +30,10 @@ need_root() {
 }
 
 ensure_packages() {
-    local wanted=(postgresql-$DEBIAN_PG_MAJOR postgresql-server-dev-$DEBIAN_PG_MAJOR libclang-dev sudo
+    # (postgresql-NN-cron: pg_cron, which schedules the SQL edition's
+    # maintenance pass in its tests, as on a managed platform)
+    local wanted=(postgresql-$DEBIAN_PG_MAJOR postgresql-server-dev-$DEBIAN_PG_MAJOR postgresql-$DEBIAN_PG_MAJOR-cron
+                  libclang-dev sudo
                   build-essential pkg-config python3 python3-venv ca-certificates
                   # the Sinatra example (examples/README.md): Sinatra, the pg gem,
                   # connection_pool and Puma from Debian's own packages
@@ -372,15 +375,36 @@ sql_edition_server() {
     use_pg_major "$saved_major"
     dest=$PG_WHEEL_DIR/$major-sql
     stamp=$dest/.copied
-    want=$(sha256sum "$bin/postgres" "$PG_TLE_SOURCE/build.sh" | sha256sum | cut -d' ' -f1)
+    # (pg_cron comes with the copy where the installation has it: Debian's)
+    local cron
+    cron=$("$config" --pkglibdir)/pg_cron.so
+    [ -f "$cron" ] || cron=/dev/null
+    want=$(sha256sum "$bin/postgres" "$PG_TLE_SOURCE/build.sh" "$cron" | sha256sum | cut -d' ' -f1)
     # the directories of this installation (binaries and libraries, share,
     # server headers), below the longest prefix they share: /usr for
     # Debian's, the wheel's pginstall
     local dirs=("$(dirname "$bin")" "$("$config" --sharedir)" "$(dirname "$("$config" --includedir-server)")")
+    # a PyPI build: the whole unpacked wheel (its libraries, libpq among
+    # them, are beside the installation, found through the binaries' rpath
+    # $ORIGIN/../../../<name>.libs)
+    [ "${bin#"$PG_WHEEL_DIR/$major"/}" = "$bin" ] || dirs=("$PG_WHEEL_DIR/$major")
     root=${dirs[0]}
     for d in "${dirs[@]}"; do
         while [ "${d#"$root"/}" = "$d" ] && [ "$d" != "$root" ]; do root=$(dirname "$root"); done
     done
+    # a directory inside another of them is copied with it (a PyPI build:
+    # the binaries' parent holds the whole installation), and the prefix
+    # is above each one copied (so that each has a name below it)
+    local kept=() o inside
+    for d in "${dirs[@]}"; do
+        inside=
+        for o in "${dirs[@]}"; do
+            [ "$o" != "$d" ] && [ "${d#"$o"/}" != "$d" ] && inside=1
+        done
+        [ -n "$inside" ] || kept+=("$d")
+        [ "$d" != "$root" ] || root=$(dirname "$root")
+    done
+    dirs=("${kept[@]}")
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         log "copying PostgreSQL $major for the SQL edition, with pg_tle ($dest)"
         [ -f "$PG_TLE_SOURCE/build.sh" ] || die "no pg_tle at $PG_TLE_SOURCE (set WEBHOOK_DEDUP_PG_TLE_SOURCE)"
@@ -399,23 +423,30 @@ sql_edition_server() {
     echo "$dest/root/${bin#"$root"/}"
 }
 
-# The SQL edition's artifacts of this checkout in $SQL_EDITION_DIR, from the
-# native edition's install script of PostgreSQL $PG_MAJOR (install_extension
-# puts it there): webhook_dedup-sql-edition--<version>.sql (the install
-# script) and webhook_dedup-tle--<version>.sql (pg_tle). Functions without a
-# body in editions/sql raise 0A000 (the edition is being built: issue 43).
+# The SQL edition's artifacts of this checkout: build_sql_edition
+# [NATIVE_SCRIPT [DIR]] writes into DIR (default $SQL_EDITION_DIR)
+# webhook_dedup-sql-edition--<version>.sql (the install script),
+# webhook_dedup-tle--<version>.sql (pg_tle) and webhook_dedup-sql--<version>.sql
+# (psql -f), and assemble.log (how many functions have their body), from
+# NATIVE_SCRIPT, the native edition's install script (default: the one
+# install_extension put under PostgreSQL $PG_MAJOR's share directory;
+# scripts/package.sh gives the packaged one). A function without a body in
+# editions/sql fails the build. Prints the version.
 build_sql_edition() {
-    local version native
-    version=$(sed -n 's/^version = "\([0-9.]*\)"$/\1/p' "$ROOT/Cargo.toml" | head -1)
-    native=$("$PG_CONFIG" --sharedir)/extension/webhook_dedup--$version.sql
+    local version native dir
+    version=$(project_version)
+    native=${1:-$("$PG_CONFIG" --sharedir)/extension/webhook_dedup--$version.sql}
+    dir=${2:-$SQL_EDITION_DIR}
     [ -f "$native" ] || die "no native install script at $native (install_extension first)"
-    mkdir -p "$SQL_EDITION_DIR"
+    mkdir -p "$dir"
     (cd "$ROOT" && cargo build -q --release -p webhook-dedup-sql-edition) \
         || die "building crates/webhook-dedup-sql-edition failed"
     "$ROOT/target/release/webhook-dedup-sql-edition" assemble "$native" "$ROOT/editions/sql" \
-        "$SQL_EDITION_DIR/webhook_dedup-sql-edition--$version.sql" --allow-missing 2>"$SQL_EDITION_DIR/assemble.log" \
-        || { cat "$SQL_EDITION_DIR/assemble.log" >&2; die "assembling the SQL edition failed"; }
-    "$ROOT/target/release/webhook-dedup-sql-edition" tle "$SQL_EDITION_DIR/webhook_dedup-sql-edition--$version.sql" \
-        "$version" "$SQL_EDITION_DIR/webhook_dedup-tle--$version.sql" || die "writing the pg_tle artifact failed"
+        "$dir/webhook_dedup-sql-edition--$version.sql" 2>"$dir/assemble.log" \
+        || { cat "$dir/assemble.log" >&2; die "assembling the SQL edition failed"; }
+    "$ROOT/target/release/webhook-dedup-sql-edition" tle "$dir/webhook_dedup-sql-edition--$version.sql" \
+        "$version" "$dir/webhook_dedup-tle--$version.sql" || die "writing the pg_tle artifact failed"
+    "$ROOT/target/release/webhook-dedup-sql-edition" psql "$dir/webhook_dedup-sql-edition--$version.sql" \
+        "$version" "$dir/webhook_dedup-sql--$version.sql" || die "writing the psql -f artifact failed"
     echo "$version"
 }

@@ -4,7 +4,13 @@
 #       PostgreSQL $PG_MAJOR (library, control file, install and upgrade
 #       scripts), built by `cargo pgrx package` (release);
 #   webhook_dedup-<version>.tar.gz  the source distribution: `git archive` of
-#       HEAD (committed files only), with META.json for PGXN.
+#       HEAD (committed files only), with META.json for PGXN;
+#   webhook_dedup-tle--<version>.sql and webhook_dedup-sql--<version>.sql  the
+#       SQL edition (docs/sql-edition.md), for managed PostgreSQL: through
+#       pg_tle, and with psql -f; written from the packaged install script and
+#       editions/sql (the same for every major). 0.4.0 is its first version:
+#       upgrade scripts (webhook_dedup-sql--<from>--<to>.sql, and
+#       pgtle.install_update_path in the pg_tle file) start with the next.
 # <version> is Cargo.toml's (cargo pgrx writes it into webhook_dedup.control's
 # default_version); it must equal META.json's. PG_MAJOR as in scripts/lib.sh
 # (default 15). Install the .deb with `sudo apt-get install ./<file>.deb`.
@@ -90,9 +96,9 @@ root=$stage/root
 
 # cargo's own progress (its progress bar on a terminal, a line per crate
 # otherwise) goes to stderr as it comes: the release build (fat LTO, one
-# codegen unit) is the long step. Stdout stays for the two paths printed at
+# codegen unit) is the long step. Stdout stays for the four paths printed at
 # the end.
-log "1/6 cargo pgrx package: webhook_dedup $version for PostgreSQL $PG_MAJOR (release build: 2 to 3 minutes on 2 cores from scratch, seconds when target/release is up to date; cargo's output follows)"
+log "1/7 cargo pgrx package: webhook_dedup $version for PostgreSQL $PG_MAJOR (release build: 2 to 3 minutes on 2 cores from scratch, seconds when target/release is up to date; cargo's output follows)"
 (cd "$ROOT" && cargo pgrx package --pg-config "$PG_CONFIG" --no-default-features \
     --features "pg$PG_MAJOR" --out-dir "$root") >&2 || die "cargo pgrx package failed (its output is above)"
 # Debian's layout for PostgreSQL $PG_MAJOR (postgresql-common: the library
@@ -124,7 +130,7 @@ grep -qx "default_version = '$version'" "$extdir/webhook_dedup.control" \
 # differently from run to run (HashMap iteration under tarjan_scc; the
 # reason and the source in scripts/canonical_install_sql.py): one order,
 # the same every time, that keeps every dependency the script declares.
-log "2/6 the install script's statements in canonical order (scripts/canonical_install_sql.py)"
+log "2/7 the install script's statements in canonical order (scripts/canonical_install_sql.py)"
 python3 "$ROOT/scripts/canonical_install_sql.py" --source-root "$ROOT" "$extdir/webhook_dedup--$version.sql" \
     || die "scripts/canonical_install_sql.py refused webhook_dedup--$version.sql (why: above)"
 
@@ -134,7 +140,7 @@ strip --remove-section=.comment --remove-section=.note --strip-unneeded "$lib"
 
 # Documentation (Debian Policy 12.5 copyright; 12.7: the changelog of a
 # native package, one without a Debian revision, is changelog.gz).
-log "3/6 copyright, the linked crates' licence files, changelog (cargo tree, cargo metadata)"
+log "3/7 copyright, the linked crates' licence files, changelog (cargo tree, cargo metadata)"
 doc=$root/usr/share/doc/$pkg
 mkdir -p "$doc"
 first_year=$(git -C "$ROOT" log --format=%cd --date=format:%Y | sort -u | sed -n 1p)
@@ -229,7 +235,7 @@ find "$root" -exec touch --no-dereference --date="@$SOURCE_DATE_EPOCH" {} +
 # The shared libraries the .so needs, as the package names and minimum
 # versions that provide them (dpkg-shlibdeps(1); it reads debian/control
 # from its working directory, so it gets a minimal one).
-log "4/6 dependencies (dpkg-shlibdeps) and the control file"
+log "4/7 dependencies (dpkg-shlibdeps) and the control file"
 mkdir -p "$stage/shlibs/debian"
 printf 'Source: webhook-dedup\n\nPackage: %s\nArchitecture: any\n' "$pkg" > "$stage/shlibs/debian/control"
 shlibs=$(cd "$stage/shlibs" && dpkg-shlibdeps -O -e"$lib" 2>"$stage/shlibdeps.log") \
@@ -273,11 +279,16 @@ chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/md5sums"
 # --block-size: only the latter store sizes in block headers), so the bytes
 # would depend on the builder's CPU count (dpkg-deb(1): --threads-max, since
 # dpkg 1.21.9; measured: xz -T1 and -T2 differ, -T2 and -T4 do not).
-log "5/6 dpkg-deb --build $(basename "$deb")"
+log "5/7 dpkg-deb --build $(basename "$deb")"
 rm -f "$deb"
 dpkg-deb --root-owner-group -Zxz --threads-max=1 --build "$root" "$deb" >/dev/null
-log "6/6 git archive $(basename "$tarball") (HEAD, $(git -C "$ROOT" rev-parse --short HEAD))"
+log "6/7 git archive $(basename "$tarball") (HEAD, $(git -C "$ROOT" rev-parse --short HEAD))"
 git -C "$ROOT" archive --format=tar.gz --prefix="webhook_dedup-$version/" -o "$tarball" HEAD
+
+log "7/7 the SQL edition: webhook_dedup-tle--$version.sql (pg_tle) and webhook_dedup-sql--$version.sql (psql -f)"
+build_sql_edition "$extdir/webhook_dedup--$version.sql" "$stage/sql-edition" >/dev/null
+sed 's/^[^:]*: /  /' "$stage/sql-edition/assemble.log" >&2
+cp "$stage/sql-edition/webhook_dedup-tle--$version.sql" "$stage/sql-edition/webhook_dedup-sql--$version.sql" "$out/"
 
 # The flat apt repository (--repo): the package copied in, then its indexes
 # made again from every .deb there. Packages by dpkg-scanpackages (dpkg-dev;
@@ -315,4 +326,4 @@ if command -v lintian >/dev/null; then
     log "lintian $(basename "$deb") (information only)"
     lintian --tag-display-limit 0 "$deb" >&2 || true
 fi
-printf '%s\n' "$deb" "$tarball"
+printf '%s\n' "$deb" "$tarball" "$out/webhook_dedup-tle--$version.sql" "$out/webhook_dedup-sql--$version.sql"

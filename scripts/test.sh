@@ -127,6 +127,24 @@ run_isolation() {
     grep -E '^(ok|not ok|test) ' "$out/isolation.log" || true
 }
 
+# The SQL edition's layer (tests/sql_edition) on PostgreSQL $PG_MAJOR:
+# the two artifacts scripts/package.sh wrote into directory $2 (the release
+# files themselves), a copy of the server with pg_tle and without the
+# native library, pytest into log $1 (more pytest arguments after them).
+run_sql_edition() {
+    local log_file=$1 package_dir=$2
+    shift 2
+    WEBHOOK_DEDUP_SQL_EDITION_PG_BIN=$(sql_edition_server "$PG_MAJOR")
+    WEBHOOK_DEDUP_SQL_EDITION_TLE=$package_dir/webhook_dedup-tle--$(project_version).sql
+    WEBHOOK_DEDUP_SQL_EDITION_PSQL=$package_dir/webhook_dedup-sql--$(project_version).sql
+    [ -f "$WEBHOOK_DEDUP_SQL_EDITION_TLE" ] && [ -f "$WEBHOOK_DEDUP_SQL_EDITION_PSQL" ] \
+        || die "scripts/package.sh wrote no SQL edition into $package_dir"
+    export WEBHOOK_DEDUP_SQL_EDITION_PG_BIN WEBHOOK_DEDUP_SQL_EDITION_TLE WEBHOOK_DEDUP_SQL_EDITION_PSQL
+    export WEBHOOK_DEDUP_PG_BIN=$PG_BIN WEBHOOK_DEDUP_PG_OS_USER=$PG_OS_USER
+    "$VENV/bin/python" -m pytest -p no:cacheprovider -q -rs "$@" tests/sql_edition 2>&1 | tee "$log_file"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || die "the SQL edition's tests failed on PostgreSQL $PG_MAJOR"
+}
+
 summary=()
 WORK=$(mktemp -d /tmp/webhook_dedup_test.XXXXXX)
 chown "$PG_OS_USER" "$WORK"
@@ -271,23 +289,40 @@ else
     summary+=("distributed: $skipped")
 fi
 
-log "10/11 the SQL edition (issue 43, being built: docs/sql-edition.md): its artifacts from this checkout, installed through pg_tle on a copy of PostgreSQL $PG_MAJOR without the native library, against the native edition (pytest, tests/sql_edition: the schema, the differential test)"
+log "10/11 the SQL edition (issue 43: docs/sql-edition.md): the release artifacts scripts/package.sh wrote in layer 8, installed through pg_tle and with psql -f on a copy of PostgreSQL $PG_MAJOR without the native library, against the native edition (pytest, tests/sql_edition: the schema, privileges with real logins, the differential test, the receive's races)"
 if [ -f "$PG_TLE_SOURCE/build.sh" ]; then
-    build_sql_edition >/dev/null
-    WEBHOOK_DEDUP_SQL_EDITION_PG_BIN=$(sql_edition_server "$PG_MAJOR")
-    WEBHOOK_DEDUP_SQL_EDITION_TLE=$SQL_EDITION_DIR/webhook_dedup-tle--$(project_version).sql
-    export WEBHOOK_DEDUP_SQL_EDITION_PG_BIN WEBHOOK_DEDUP_SQL_EDITION_TLE
-    export WEBHOOK_DEDUP_PG_BIN=$PG_BIN WEBHOOK_DEDUP_PG_OS_USER=$PG_OS_USER
-    "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/sql_edition 2>&1 | tee "$WORK/sql-edition.log"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || die "the SQL edition's tests failed"
-    summary+=("SQL edition (PostgreSQL $PG_MAJOR, through pg_tle): $(tail -1 "$WORK/sql-edition.log"); $(head -1 "$SQL_EDITION_DIR/assemble.log" | sed 's/^[^:]*: //' | cut -d: -f1)")
+    run_sql_edition "$WORK/sql-edition.log" "$WORK/package"
+    summary+=("SQL edition (PostgreSQL $PG_MAJOR, the release artifacts through pg_tle and psql -f): $(tail -1 "$WORK/sql-edition.log")")
+    # The end-to-end layer and the client packages' tests again, unchanged,
+    # against a cluster of the SQL edition's server with the release pg_tle
+    # artifact installed as on RDS: a receiver, a client package and an
+    # example cannot tell the editions apart (issue 43).
+    log "10/11 the end-to-end layer and the client packages against the SQL edition (pg_tle, the release artifact): every example receiver, worker and sender, real signed deliveries"
+    PG_BIN=$WEBHOOK_DEDUP_SQL_EDITION_PG_BIN cluster_start "shared_preload_libraries = 'pg_tle'"
+    # (template1 too: the tests' databases are made from it)
+    for db in template1 postgres; do
+        psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c 'CREATE EXTENSION pg_tle' -c 'CREATE EXTENSION pgcrypto'
+        psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$WEBHOOK_DEDUP_SQL_EDITION_TLE" >/dev/null
+    done
+    psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION webhook_dedup'
+    [ "$(psql -X -qAt -c "SELECT count(*) FROM pgtle.available_extensions() WHERE name = 'webhook_dedup'")" = 1 ] \
+        || die "webhook_dedup did not come from pg_tle on the SQL edition's cluster"
+    "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/e2e 2>&1 | tee "$WORK/e2e-sql.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || die "end-to-end tests failed against the SQL edition"
+    (cd clients/node && node --test test/) 2>&1 | tee "$WORK/node-client-sql.log" | grep -E '^(not ok|# (pass|fail))' || true
+    grep -q '^# fail 0$' "$WORK/node-client-sql.log" \
+        || { cat "$WORK/node-client-sql.log"; die "the Node.js client package's tests failed against the SQL edition"; }
+    "$VENV/bin/python" -m pytest -p no:cacheprovider -q clients/python/tests 2>&1 | tee "$WORK/python-client-sql.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || die "the Python client package's tests failed against the SQL edition"
+    PG_BIN=$WEBHOOK_DEDUP_SQL_EDITION_PG_BIN cluster_stop
+    summary+=("SQL edition: end-to-end $(tail -1 "$WORK/e2e-sql.log"); Node.js client $(grep -E '^# (pass|fail)' "$WORK/node-client-sql.log" | paste -sd' '); Python client $(tail -1 "$WORK/python-client-sql.log")")
 else
     skipped="no pg_tle source at $PG_TLE_SOURCE: the SQL edition's layer is skipped"
     log "$skipped"
     summary+=("SQL edition: $skipped")
 fi
 
-log "11/11 versions: PostgreSQL ${PG_TESTED_MAJORS[*]} besides $DEBIAN_PG_MAJOR (builds from PyPI, scripts/postgresql-wheels.txt): the build, #[pg_test], isolation specs, the cluster layer and the package's contents, each major on throwaway clusters of its own"
+log "11/11 versions: PostgreSQL ${PG_TESTED_MAJORS[*]} besides $DEBIAN_PG_MAJOR (builds from PyPI, scripts/postgresql-wheels.txt): the build, #[pg_test], isolation specs, the cluster layer, the package's contents and the SQL edition's layer, each major on throwaway clusters of its own"
 for major in "${PG_TESTED_MAJORS[@]}"; do
     [ "$major" = "$DEBIAN_PG_MAJOR" ] && continue
     ensure_pg_major "$major"
@@ -315,6 +350,11 @@ for major in "${PG_TESTED_MAJORS[@]}"; do
     WEBHOOK_DEDUP_DEB=$WORK/package-$major/$(deb_package_name)_$(project_version)_$(dpkg --print-architecture).deb
     "$VENV/bin/python" -m pytest -p no:cacheprovider -q tests/package/test_deb_contents.py 2>&1 | tee "$WORK/package-$major.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || die "package tests failed on PostgreSQL $major"
+    if [ -f "$PG_TLE_SOURCE/build.sh" ]; then
+        log "PostgreSQL $major: the SQL edition (pg_tle built against this major; the PyPI builds have neither pg_cron, so the tests call run_maintenance(), nor pgcrypto, so HMAC-SHA1 is the documented 0A000)"
+        run_sql_edition "$WORK/sql-edition-$major.log" "$WORK/package-$major"
+        summary+=("PostgreSQL $major: SQL edition through pg_tle $(tail -1 "$WORK/sql-edition-$major.log")")
+    fi
     summary+=("PostgreSQL $major ($("$PG_CONFIG" --version)): pg_test $(grep '^test result:' "$WORK/pgtest-$major.log" | head -1 | sed 's/^test result: //'); isolation $(grep -cE '^(ok|test .*\.\.\. ok)' "$WORK/isolation-$major/isolation.log") specs; cluster $(tail -1 "$WORK/cluster-$major.log"); package $(tail -1 "$WORK/package-$major.log")")
 done
 # pg_upgrade from each of those majors to the next, with the extension in
