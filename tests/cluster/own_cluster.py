@@ -4,7 +4,9 @@ database), a 1 s maintenance interval, stops with -m immediate.
 
 It listens only on a Unix socket in its own temporary directory, runs as
 WEBHOOK_DEDUP_PG_OS_USER with the binaries in WEBHOOK_DEDUP_PG_BIN (both set
-by scripts/test.sh), and preloads webhook_dedup.
+by scripts/test.sh), and preloads webhook_dedup. Against the SQL edition
+(edition.py) it is a cluster of the SQL edition's server instead, pg_tle
+preloaded and the pg_tle artifact registered in template1 and postgres.
 """
 
 import os
@@ -17,6 +19,8 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import sql
+
+import edition
 
 
 def _require(names):
@@ -32,6 +36,9 @@ class OwnCluster:
     own: tests/sql_edition)."""
 
     def __init__(self, settings: dict, prefix: str = "webhook_dedup_own.", bin: Path | None = None):
+        sql_edition = bin is None and edition.EDITION == "sql"
+        if sql_edition:
+            bin = edition.sql_edition_bin()
         _require(("WEBHOOK_DEDUP_PG_OS_USER",) if bin else ("WEBHOOK_DEDUP_PG_BIN", "WEBHOOK_DEDUP_PG_OS_USER"))
         self.bin = bin or Path(os.environ["WEBHOOK_DEDUP_PG_BIN"])
         self.user = os.environ["WEBHOOK_DEDUP_PG_OS_USER"]
@@ -46,13 +53,16 @@ class OwnCluster:
             "listen_addresses": "''",
             "unix_socket_directories": f"'{self.dir}'",
             "port": "5432",
-            "shared_preload_libraries": "'webhook_dedup'",
+            "shared_preload_libraries": "'pg_tle'" if sql_edition else "'webhook_dedup'",
             **settings,
         }
         with open(self.data / "postgresql.conf", "a") as f:
             for name, value in conf.items():
                 f.write(f"{name} = {value}\n")
         self.start()
+        if sql_edition:
+            for dbname in ("template1", "postgres"):
+                edition.register_sql_edition(self.bin, str(self.dir), dbname)
 
     def _run(self, program, *args):
         subprocess.run(["runuser", "-u", self.user, "--", str(self.bin / program), *args],

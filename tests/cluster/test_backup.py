@@ -27,7 +27,10 @@ def cluster():
     try:
         with c.connect() as conn:
             conn.execute("CREATE DATABASE origin")
-            conn.execute("CREATE DATABASE restored")
+            # an empty database to restore into, as PostgreSQL's docs advise
+            # (pg_dump, "Notes": from template0; the SQL edition's template1
+            # has pg_tle, which the dump creates again)
+            conn.execute("CREATE DATABASE restored TEMPLATE template0")
         with c.connect("origin") as conn:
             conn.execute("CREATE EXTENSION webhook_dedup")
             fill(conn)
@@ -144,7 +147,7 @@ def test_an_operator_can_opt_in_to_dumping_the_keys(cluster):
         dump = cluster.dir / "with_secrets.dump"
         subprocess.run([str(cluster.bin / "pg_dump"), "-Fc", "-d", "origin", "-f", str(dump)], env=env, check=True)
         with cluster.connect() as conn:
-            conn.execute("CREATE DATABASE with_secrets")
+            conn.execute("CREATE DATABASE with_secrets TEMPLATE template0")
         subprocess.run([str(cluster.bin / "pg_restore"), "--exit-on-error", "-d", "with_secrets", str(dump)],
                        env=env, check=True)
         with cluster.connect("with_secrets") as conn:

@@ -25,6 +25,8 @@ import pytest
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from edition import EDITION
+
 SECRET = "wait-secret"
 SOURCE = "github_wait"
 
@@ -81,12 +83,19 @@ class Waiter(threading.Thread):
             self.conn.close()
 
 
+# The extension's wait as pg_stat_activity shows it: the native edition's
+# condition variable, the SQL edition's pg_sleep between its looks
+# (docs/sql-edition.md, "Differences")
+SLEEPING = ("wait_event_type = 'Timeout' AND wait_event = 'PgSleep'" if EDITION == "sql"
+            else "wait_event_type = 'Extension'")
+
+
 def wait_until_waiting(conn, pids, timeout=10):
     """Until every backend in pids sleeps in the extension's wait."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         waiting = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s) AND wait_event_type = 'Extension'",
+            f"SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s) AND {SLEEPING}",
             (list(pids),),
         ).fetchone()[0]
         if waiting == len(pids):

@@ -18,6 +18,8 @@ import uuid
 import psycopg
 import pytest
 
+from edition import native_only
+
 
 def one(conn, sql, params=()):
     return conn.execute(sql, params).fetchone()[0]
@@ -192,6 +194,7 @@ def test_a_recent_duplicate_received_in_enqueue_mode_is_a_read(connect, source):
         assert conn.execute(guard, (source,)).fetchall() == guarded
 
 
+@native_only("settings")
 def test_a_receiver_cannot_change_the_interval(connect):
     with connect() as conn:
         conn.execute("DROP ROLE IF EXISTS reads_receiver")

@@ -27,6 +27,7 @@ import psycopg
 import pytest
 import yaml
 
+from edition import write_waiting_counts
 from own_cluster import OwnCluster, wait_for
 
 SOURCE = "m8"
@@ -87,6 +88,7 @@ def run_scenario(cluster):
             with cluster.connect("metrics") as other:
                 start.wait()
                 outcome = claim(other, "hold")[0]
+                write_waiting_counts(other)
                 with guard:
                     outcomes.append(outcome)
 
@@ -106,6 +108,7 @@ def run_scenario(cluster):
             verified, reason = one(conn, "SELECT verified, reject_reason FROM webhook_dedup.webhook_receive('github', %s, %s::jsonb,"
                                    " ARRAY['s3cret'], source => %s)", b"{}", json.dumps(headers), SOURCE)
             assert not verified and reason in ("missing_header", "no_matching_signature")
+        write_waiting_counts(conn)
 
 
 def metrics(conn, view="duplicate_metrics"):

@@ -24,6 +24,7 @@ import time
 import psycopg
 import pytest
 
+from edition import write_waiting_counts
 from own_cluster import OwnCluster
 
 KEY = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"
@@ -89,6 +90,7 @@ def test_a_copied_signature_block_is_refused_and_writes_nothing(cluster):
         retry = body(signature_block("retrytoken0000000000000000000000000000000000000001", now + 1), "evt-genuine")
         outcome = receive(conn, retry)
         assert outcome[:2] == (True, None) and outcome[2] in ("in_progress", "conflict"), outcome
+        write_waiting_counts(conn)
 
 
 def test_concurrent_first_uses_of_one_token_exactly_one_wins(cluster):
@@ -102,6 +104,7 @@ def test_concurrent_first_uses_of_one_token_exactly_one_wins(cluster):
         with cluster.connect() as conn:
             barrier.wait()
             answers[i] = receive(conn, bodies[i])
+            write_waiting_counts(conn)
 
     threads = [threading.Thread(target=deliver, args=(i,)) for i in range(len(bodies))]
     for t in threads:

@@ -16,7 +16,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from edition import native_only
 from own_cluster import OwnCluster, wait_for
+
+# (the SQL edition's uninstall: tests/sql_edition/test_maintenance.py)
+pytestmark = native_only("library")
 
 ROOT = Path(__file__).resolve().parents[2]
 

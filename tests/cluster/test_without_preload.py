@@ -14,7 +14,10 @@ import time
 import pytest
 from psycopg.types.json import Jsonb
 
+from edition import native_only
 from own_cluster import OwnCluster
+
+pytestmark = native_only("library")
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,10 @@ import time
 
 import pytest
 
+from edition import native_only
 from own_cluster import OwnCluster, set_and_reload, wait_for
+
+pytestmark = native_only("worker")
 
 WORKER = "webhook_dedup maintenance"
 RESTART_S = 5  # src/worker.rs RESTART_AFTER

@@ -112,3 +112,18 @@ LEFT_BY_THE_HOLDER = {
     "dead_lettered": ("SELECT webhook_dedup.webhook_fail('github', %s, %s, 'e2e: bad', retryable => false)",
                       200, None),
 }
+
+
+# The SQL edition (docs/sql-edition.md) counts without shared memory: the
+# count of a duplicate answered from the stored row, which writes nothing,
+# waits in the receiver's session until that session's next call that
+# writes ("Differences": counts). scripts/test.sh runs this layer against
+# both editions; this is the one difference its tests allow, and only where
+# they say so.
+SQL_EDITION_COUNTS = ("the SQL edition's documented difference: counts of duplicates that wrote nothing wait in "
+                      "the receiver's sessions until their next write (docs/sql-edition.md, \"Differences\")")
+
+
+def is_sql_edition(conn) -> bool:
+    """Whether the database runs the SQL edition (its count log exists)."""
+    return conn.execute("SELECT pg_catalog.to_regclass('webhook_dedup._count_log') IS NOT NULL").fetchone()[0]

@@ -90,6 +90,12 @@ def test_a_second_build_gives_the_same_deb(deb, expected, tmp_path):
     tarball = f"webhook_dedup-{expected.version}.tar.gz"
     if (deb.parent / tarball).is_file():  # scripts/test.sh's: built next to the .deb
         assert (tmp_path / tarball).read_bytes() == (deb.parent / tarball).read_bytes(), "two source tarballs differ"
+    # the SQL edition's two artifacts (written for every build; compared
+    # with scripts/test.sh's, built next to the .deb)
+    for name in (f"webhook_dedup-tle--{expected.version}.sql", f"webhook_dedup-sql--{expected.version}.sql"):
+        assert (tmp_path / name).is_file(), f"scripts/package.sh wrote no {name}"
+        if (deb.parent / name).is_file():
+            assert (tmp_path / name).read_bytes() == (deb.parent / name).read_bytes(), f"two builds' {name} differ"
     if again.read_bytes() != deb.read_bytes():
         first, second = members(deb), members(again)
         differ = {k: (first.get(k), second.get(k)) for k in first.keys() | second.keys() if first.get(k) != second.get(k)}

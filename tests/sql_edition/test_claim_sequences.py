@@ -65,7 +65,9 @@ def step(rng: random.Random):
     token = rng.choice(["current", "current", "current", "stale", "made_up", None])
     kind = rng.choice(["claim"] * 6 + ["claim_many", "complete", "complete", "complete", "fail", "fail", "mark_unknown",
                                        "checkpoint", "extend", "resolve", "forget", "bad", "enqueue", "enqueue",
-                                       "next", "next", "pause"] + ["outbox"] * 6)
+                                       "next", "next", "pause", "maintenance", "maintenance", "maintenance", "redrive", "redrive",
+                                       "redact"]
+                      + ["outbox"] * 6)
     lease = rng.choice([None, None, "1 microsecond", "1 microsecond", "1 hour", "0", "2 years", "1 mon"])
     if kind == "claim":
         return ("SELECT * FROM webhook_dedup.webhook_claim(%s, %s, %s, %s::interval, %s)",
@@ -100,17 +102,42 @@ def step(rng: random.Random):
                 (source, key, rng.choice([b"a", b"a", b"b", None]), rng.choice([None, "push"]),
                  rng.choice([None, '{"x-id": ["1"]}'])), (source, key), None)
     if kind == "next":
-        # Keys leased in one call share their due time: when a lease of a
-        # microsecond lapses, the order a later take finds them in is the
-        # index's (their heap positions), not a rule of either edition; so
-        # such a lease goes to one key at a time, and a take's rows are
+        # Keys leased in one call (or swept in one maintenance pass) share
+        # their due time, and which of them a take of fewer finds first is
+        # the index's order (their heap positions), not a rule of either
+        # edition: so a take asks for every key (5), and its rows are
         # compared in key order.
         next_lease = rng.choice([None, "1 microsecond", "1 hour", "0"])
-        batch = 1 if next_lease == "1 microsecond" else rng.choice([1, 2, 5, 5, 0, None])
+        batch = rng.choice([5, 5, 5, 0, None])
         return ("SELECT * FROM webhook_dedup.webhook_next(%s, %s::interval, %s)",
                 (rng.choice([None, None, "s", "t", ""]), next_lease, batch), ("*", None), None)
     if kind == "outbox":
         return outbox_step(rng, source, key, token)
+    if kind == "redrive":
+        # a bulk redrive (its keys moved by the next passes), a dry run, a
+        # cancel, or a refusal
+        if rng.random() < 0.3:
+            return "SELECT webhook_dedup.cancel_redrive(%s)", (rng.choice([1, 1, 2, 9, None]),), None, None
+        return ("SELECT * FROM webhook_dedup.redrive(%s, %s::text[], event_types => %s::text[], max => %s,"
+                " dry_run => %s)",
+                (rng.choice([source, source, None]),
+                 rng.choice([["dead_lettered"], ["dead_lettered", "failed"], ["unknown_outcome", "conflict"],
+                             ["conflict"], [], ["completed"], None]),
+                 rng.choice([None, None, ["push"], [None]]), rng.choice([None, None, 1, 0]),
+                 rng.choice([False, False, True, None])), None, None)
+    if kind == "redact":
+        return ("SELECT * FROM webhook_dedup.redact(%s, idem_key => %s, before => %s::timestamptz)",
+                rng.choice([(source, key, None), (source, None, "infinity"), (source, key, "2000-01-01"),
+                            (source, None, "2000-01-01")]), None, None)
+    if kind == "maintenance":
+        # a pass (leases of a microsecond are swept: attempts used, keys
+        # failed or dead-lettered, intents taken back), or a flush (how
+        # many rows it writes depends on the minutes the counts fall in, a
+        # time: compared as whether it wrote any)
+        return (rng.choice(["SELECT ran, leases_expired, dead_lettered, keys_pruned, keys_kept, history_pruned,"
+                            " metrics_flushed > 0, more, errors, intents_expired, intents_pruned, keys_redriven"
+                            " FROM webhook_dedup.run_maintenance()",
+                            "SELECT webhook_dedup.flush_metrics() > 0"]), (), None, None)
     if kind == "pause":
         paused = rng.choice([source, source, None, ""])
         if rng.random() < 0.5:
@@ -129,10 +156,13 @@ def outbox_step(rng, source, key, token):
     kind = rng.choice(["put", "put", "claim_put", "claim_put", "next", "next", "ack", "fail", "unknown", "resolve",
                        "take_and"])
     if kind == "claim_put":
-        # a claim and a put under its lease, as a handler does
+        # a claim and a put under its lease, as a handler does (only when
+        # the claim leased the key: a statement that fails after counting a
+        # claim is counted by the native edition, whose counters are not
+        # transactional, and not by the SQL edition's, which are)
         return ("SELECT webhook_dedup.webhook_outbox_put(c.source, %s, c.claim_token, %s, %s, '{\"amount\": 2}',"
                 " downstream_idempotent => %s) FROM (SELECT %s AS source, * FROM webhook_dedup.webhook_claim(%s, %s,"
-                " lease => %s::interval)) AS c",
+                " lease => %s::interval)) AS c WHERE c.claim_token IS NOT NULL",
                 (key, rng.choice(["refund", "email"]), rng.choice(["stripe", "mail"]), rng.choice([True, False]),
                  source, source, key, rng.choice(["1 hour", "1 microsecond"])), None, None)
     if kind == "take_and":
@@ -142,7 +172,7 @@ def outbox_step(rng, source, key, token):
                                   "webhook_dedup.webhook_outbox_fail(n.id, n.lease_token, '400', retryable => false)",
                                   "webhook_dedup.webhook_outbox_unknown(n.id, n.lease_token, 'timeout')"])
         return (f"SELECT n.id, {answer_call} FROM webhook_dedup.webhook_outbox_next(lease => %s::interval, batch => %s)"
-                " AS n ORDER BY n.id", (rng.choice(["1 hour", "1 microsecond"]), rng.choice([1, 2])), None, None)
+                " AS n ORDER BY n.id", (rng.choice(["1 hour", "1 microsecond"]), 50), None, None)
     if kind == "put":
         return ("SELECT webhook_dedup.webhook_outbox_put(%s, %s, %s, %s, %s, %s::jsonb, max_length => %s,"
                 " downstream => %s, downstream_idempotent => %s)",
@@ -152,7 +182,7 @@ def outbox_step(rng, source, key, token):
                  rng.choice([True, True, False, None])), (source, key), token)
     if kind == "next":
         next_lease = rng.choice([None, "1 microsecond", "1 hour"])
-        batch = 1 if next_lease == "1 microsecond" else rng.choice([1, 2, 5, 0])
+        batch = rng.choice([50, 50, 0])  # every intent (see webhook_next's step)
         return ("SELECT * FROM webhook_dedup.webhook_outbox_next(%s, %s::interval, %s)",
                 (rng.choice([None, None, "stripe", "mail", ""]), next_lease, batch), ("*intent", None), None)
     intent = rng.choice([1, 1, 1, 2, 2, 3, None])
@@ -174,7 +204,9 @@ def outbox_step(rng, source, key, token):
 
 # The tables a sequence leaves, times and tokens normalised.
 FINAL = [
-    "SELECT source, idem_key, state, attempt, claim_token, fingerprint, event_type, result, last_step, last_error,"
+    # (a swept lease's last_error names its expiry, a time: compared as "T")
+    "SELECT source, idem_key, state, attempt, claim_token, fingerprint, event_type, result, last_step, redacted_by,"
+    " regexp_replace(last_error, '[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}[+]00', 'T'),"
     " deliveries, conflicts, lease_expires_at IS NOT NULL, next_attempt_at IS NOT NULL, due_at IS NOT NULL,"
     " completed_at IS NOT NULL, expires_at IS NOT NULL, leased_at IS NOT NULL FROM webhook_dedup.keys ORDER BY 1, 2",
     "SELECT source, idem_key, stored_fingerprint, fingerprint, via FROM webhook_dedup.conflict_log ORDER BY 1, 2, seen_at",
@@ -186,15 +218,31 @@ FINAL = [
     " attempt, lease_token, response, last_error, lease_expires_at IS NOT NULL, next_attempt_at IS NOT NULL,"
     " due_at IS NOT NULL, due_at = 'infinity',"
     " delivered_at IS NOT NULL FROM webhook_dedup.outbox ORDER BY id",
+    "SELECT id, source, states, conflicts, event_types, max_keys, created_by, status, matched, moved, skipped,"
+    " finished_at IS NOT NULL, cancelled_by FROM webhook_dedup.redrives ORDER BY id",
+    "SELECT run, n, idem_key, conflict_at IS NOT NULL, outcome FROM webhook_dedup.redrive_keys ORDER BY run, n",
+    # every count, flushed first (by hour and by minute, across buckets: a
+    # sequence may cross an hour between the editions)
+    "SELECT bucket_width, source, event_type, sum(deliveries), sum(first_claims), sum(reclaims),"
+    " sum(duplicates_of_completed), sum(duplicates_in_progress), sum(conflicts), sum(retry_later),"
+    " sum(unknown_outcome), sum(dead_lettered), sum(completions), sum(stale_completions), sum(retries_scheduled),"
+    " sum(dead_letters), sum(marked_unknown), sum(enqueued), sum(drained), sum(forgotten), sum(resolved),"
+    " sum(stale_tokens), sum(expired_leases), sum(intents_written), sum(intents_delivered), sum(intent_retries),"
+    " sum(intents_dead_lettered), sum(intents_unknown), sum(intent_leases_expired)"
+    " FROM webhook_dedup.claim_counts, LATERAL (SELECT webhook_dedup.flush_metrics()) AS flushed"
+    " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
 ]
 
-RESET = ["DELETE FROM webhook_dedup.keys", "DELETE FROM webhook_dedup.payloads", "DELETE FROM webhook_dedup.conflict_log", "DELETE FROM webhook_dedup.archive",
+RESET = ["SELECT webhook_dedup.flush_metrics()", "DELETE FROM webhook_dedup.claim_counts",
+         "DELETE FROM webhook_dedup.maintenance_runs", "DELETE FROM webhook_dedup.keys", "DELETE FROM webhook_dedup.payloads", "DELETE FROM webhook_dedup.conflict_log", "DELETE FROM webhook_dedup.archive",
          "DELETE FROM webhook_dedup.sources", "DELETE FROM webhook_dedup.outbox",
          "SELECT setval(pg_get_serial_sequence('webhook_dedup.outbox', 'id'), 1, false)",
+         "DELETE FROM webhook_dedup.redrive_keys", "DELETE FROM webhook_dedup.redrives",
+         "SELECT setval(pg_get_serial_sequence('webhook_dedup.redrives', 'id'), 1, false)",
          "INSERT INTO webhook_dedup.sources (source, max_attempts, keep_payload) VALUES ('t', 2, true)"]
 
 
-def run(conn, tokens: Tokens, calls):
+def run(conn, tokens: Tokens, calls, final_queries=None):
     answers = []
     for statement, args, key, choice in calls:
         if choice is not None:
@@ -218,34 +266,39 @@ def run(conn, tokens: Tokens, calls):
             got = ("rows", rows)
         answers.append(got)
     final = []
-    for query in FINAL:
+    for query in final_queries or FINAL:
         rows = conn.execute(query).fetchall()
         final.append([tuple(tokens.normalise(v) for v in row) for row in rows])
     return answers, final
 
 
-def compare(native, sql, calls, label):
+def compare(native, sql, calls, label, reset=None, final_queries=None):
+    """Run `calls` on both editions from the state `reset` leaves (RESET by
+    default); every answer and the tables of `final_queries` (FINAL) must
+    be equal. Returns the native edition's answers and tables."""
+    final_queries = final_queries or FINAL
     with native.connect() as a, sql.connect() as b:
         for conn in (a, b):
-            for statement in RESET:
+            for statement in reset or RESET:
                 conn.execute(statement)
-        x_answers, x_final = run(a, Tokens(), calls)
-        y_answers, y_final = run(b, Tokens(), calls)
+        x_answers, x_final = run(a, Tokens(), calls, final_queries)
+        y_answers, y_final = run(b, Tokens(), calls, final_queries)
     for (statement, args, _, choice), x, y in zip(calls, x_answers, y_answers):
         assert x == y, f"{label}: {statement} {args!r} (token: {choice}):\n  native: {x}\n  SQL edition: {y}"
-    for query, x, y in zip(FINAL, x_final, y_final):
+    for query, x, y in zip(final_queries, x_final, y_final):
         assert x == y, f"{label}: the tables differ after the sequence: {query}\n  native: {x}\n  SQL edition: {y}"
     return x_answers, x_final
 
 
 def test_generated_claim_sequences_answer_alike(native, sql):
-    outcomes, errors, intents = set(), set(), set()
+    outcomes, errors, intents, redriven = set(), set(), set(), set()
     for n in range(max(CASES // 10, 20)):
         rng = random.Random(f"{SEED}-claims-{n}")
         calls = [step(rng) for _ in range(STEPS)]
         answers, final = compare(native, sql, calls, f"sequence {n}")
         outcomes.update(row[2] for row in final[0])  # the keys' states left
         intents.update(row[9] for row in final[5])  # the outbox intents' states
+        redriven.update(row[4] for row in final[7])  # the redriven keys' outcomes
         for got in answers:
             if got[0] == "error":
                 errors.add(got[1])
@@ -256,6 +309,7 @@ def test_generated_claim_sequences_answer_alike(native, sql):
             "dead_lettered", "failed", "completed", "pending", "accepted"} <= outcomes, outcomes
     assert {"22004", "22023", "P0002"} <= errors, errors
     assert {"pending", "processing", "completed", "failed", "dead_lettered", "unknown_outcome"} <= intents, intents
+    assert redriven, "redrives matched keys"  # (the scenario below moves them)
 
 
 def ordering_step(rng: random.Random):
@@ -316,3 +370,46 @@ def test_ordering_answers_alike(native, sql):
                           " ORDER BY 1, 2"):
                 assert answer(a, query) == answer(b, query), (definition, query)
     assert {"rows", "22004", "22023", "39P01", "42703", "42804"} <= seen, seen
+
+
+def test_a_bulk_redrive_and_redaction_act_alike(native, sql):
+    # a fixed sequence: an enqueued key and a claimed one dead-lettered, a
+    # claimed key of a source that archives, a conflicting delivery of a
+    # completed key, then a redrive of each kind, passes that move them, a
+    # cancel
+    def call(statement, *args):
+        return (statement, args, None, None)
+    calls = [
+        call("SELECT webhook_dedup.webhook_enqueue('s', 's:a', 'body a')"),
+        call("SELECT webhook_dedup.webhook_resolve('s', 's:a', 'dead_lettered')"),
+        call("SELECT outcome FROM webhook_dedup.webhook_claim('s', 's:b')"),
+        call("SELECT webhook_dedup.webhook_resolve('s', 's:b', 'dead_lettered')"),
+        call("SELECT outcome FROM webhook_dedup.webhook_claim('t', 't:a', 'first'::bytea)"),
+        call("SELECT webhook_dedup.webhook_resolve('t', 't:a', 'dead_lettered')"),
+        call("SELECT outcome FROM webhook_dedup.webhook_claim('t', 't:b', 'one'::bytea)"),
+        call("SELECT webhook_dedup.webhook_resolve('t', 't:b', 'completed')"),
+        call("SELECT outcome FROM webhook_dedup.webhook_claim('t', 't:b', 'another'::bytea)"),
+        call("SELECT * FROM webhook_dedup.redrive('s', dry_run => true)"),
+        call("SELECT * FROM webhook_dedup.redrive('s')"),
+        call("SELECT * FROM webhook_dedup.redrive('t', ARRAY['dead_lettered', 'conflict'])"),
+        call("SELECT ran, keys_redriven, errors FROM webhook_dedup.run_maintenance()"),
+        call("SELECT * FROM webhook_dedup.redrive('t', ARRAY['failed'], max => 1)"),
+        call("SELECT webhook_dedup.cancel_redrive(3)"),
+        call("SELECT webhook_dedup.cancel_redrive(1)"),
+        call("SELECT ran, keys_redriven, errors FROM webhook_dedup.run_maintenance()"),
+        call("SELECT source, idem_key, attempt, payload FROM webhook_dedup.webhook_next(batch => 10) ORDER BY 1, 2"),
+        # then erasure: of a key, of an account's keys, of everything before now
+        call("SELECT outcome FROM webhook_dedup.webhook_claim('s', webhook_dedup.webhook_key('s', 'e1', account => 'acme'),"
+             " 'personal'::bytea)"),
+        call("SELECT * FROM webhook_dedup.redact('t', idem_key => 't:b')"),
+        call("SELECT * FROM webhook_dedup.redact('s', account => 'acme')"),
+        call("SELECT * FROM webhook_dedup.redact('s', account => '')"),
+        call("SELECT * FROM webhook_dedup.redact('s')"),
+        call("SELECT * FROM webhook_dedup.redact('t', before => 'infinity')"),
+        call("SELECT * FROM webhook_dedup.redact('t', before => now())"),
+        call("SELECT * FROM webhook_dedup.redact('t', idem_key => 't:a', account => 'x')"),
+        call("SELECT ran, keys_redriven, errors FROM webhook_dedup.run_maintenance()"),
+    ]
+    answers, final = compare(native, sql, calls, "the redrive scenario")
+    outcomes = {row[4] for row in final[7]}
+    assert {"moved", "no_payload"} <= outcomes, (outcomes, answers)
