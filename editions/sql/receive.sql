@@ -11,13 +11,7 @@ DECLARE
   lease_us bigint;
   wait_us bigint;
 BEGIN
-  IF scheme IS NULL THEN
-    RAISE EXCEPTION 'scheme must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-  END IF;
-  scheme_name := webhook_dedup._scheme_parse(scheme);
-  IF payload IS NULL THEN
-    RAISE EXCEPTION 'payload must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-  END IF;
+  scheme_name := webhook_dedup._signing_scheme(scheme, payload);
   IF mode IS NULL THEN
     RAISE EXCEPTION 'mode must not be NULL' USING ERRCODE = 'null_value_not_allowed';
   END IF;
@@ -36,12 +30,7 @@ BEGIN
   IF tolerance IS NOT NULL THEN
     PERFORM webhook_dedup._duration_us(tolerance, 'tolerance');
   END IF;
-  IF at IS NULL THEN
-    RAISE EXCEPTION 'at must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-  END IF;
-  IF NOT pg_catalog.isfinite(at) THEN
-    RAISE EXCEPTION 'at must be a finite timestamp' USING ERRCODE = 'invalid_parameter_value';
-  END IF;
+  PERFORM webhook_dedup._check_at(at);
   PERFORM webhook_dedup._hmac_spec(scheme_name, signature_header, signature_prefix, algorithm, encoding);
   IF wait IS NOT NULL THEN
     -- receive.rs, check_wait: no provider documents a longer response

@@ -21,13 +21,7 @@ DECLARE
   suffix pg_catalog.bytea;
   ts pg_catalog.text;
 BEGIN
-  IF scheme IS NULL THEN
-    RAISE EXCEPTION 'scheme must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-  END IF;
-  scheme_name := webhook_dedup._scheme_parse(scheme);
-  IF payload IS NULL THEN
-    RAISE EXCEPTION 'payload must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-  END IF;
+  scheme_name := webhook_dedup._signing_scheme(scheme, payload);
   SELECT s.signable, s.signs_url INTO signable, signs_url FROM webhook_dedup._schemes() AS s
    WHERE s.name OPERATOR(pg_catalog.=) scheme_name;
   IF NOT signable THEN
@@ -44,12 +38,7 @@ BEGIN
       HINT = 'Secrets are used byte for byte; a trailing newline copied from a file is the usual cause.';
   END IF;
   key := (webhook_dedup._scheme_keys(scheme_name, ARRAY[secret]))[1];
-  IF at IS NULL THEN
-    RAISE EXCEPTION 'at must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-  END IF;
-  IF NOT pg_catalog.isfinite(at) THEN
-    RAISE EXCEPTION 'at must be a finite timestamp' USING ERRCODE = 'invalid_parameter_value';
-  END IF;
+  PERFORM webhook_dedup._check_at(at);
   SELECT h.algorithm_name, h.encoding_name INTO hmac_algorithm, hmac_encoding
     FROM webhook_dedup._hmac_spec(scheme_name, signature_header, signature_prefix, algorithm, encoding) AS h;
   -- sign.rs, sign

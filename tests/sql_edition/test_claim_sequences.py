@@ -16,6 +16,7 @@ one, or NULL. WEBHOOK_DEDUP_DIFFERENTIAL_CASES bounds the sequences
 import datetime
 import os
 import random
+import time
 import uuid
 
 from editions import answer
@@ -35,6 +36,10 @@ class Tokens:
     def __init__(self):
         self.by_key: dict[tuple[str, str], list[uuid.UUID]] = {}
         self.ordinal: dict[uuid.UUID, int] = {}
+        # the Retry-After of each answer that has one, in order: the time
+        # left of a holder's lease counted from the clock of the call, so
+        # compared apart, within the time each edition took (compare)
+        self.retry_afters: list[int] = []
 
     def pick(self, key, choice):
         held = self.by_key.get(key, [])
@@ -55,6 +60,9 @@ class Tokens:
             return f"token {self.ordinal[value]}"
         if isinstance(value, datetime.datetime):
             return "time"
+        if isinstance(value, dict) and "Retry-After" in value:
+            self.retry_afters.append(int(value["Retry-After"]))
+            return {**value, "Retry-After": "seconds"}
         return value
 
 
@@ -281,10 +289,22 @@ def compare(native, sql, calls, label, reset=None, final_queries=None):
         for conn in (a, b):
             for statement in reset or RESET:
                 conn.execute(statement)
-        x_answers, x_final = run(a, Tokens(), calls, final_queries)
-        y_answers, y_final = run(b, Tokens(), calls, final_queries)
+        x_tokens, y_tokens = Tokens(), Tokens()
+        started = time.monotonic()
+        x_answers, x_final = run(a, x_tokens, calls, final_queries)
+        middle = time.monotonic()
+        y_answers, y_final = run(b, y_tokens, calls, final_queries)
+        took_s = max(middle - started, time.monotonic() - middle)
     for (statement, args, _, choice), x, y in zip(calls, x_answers, y_answers):
         assert x == y, f"{label}: {statement} {args!r} (token: {choice}):\n  native: {x}\n  SQL edition: {y}"
+    # A Retry-After is the time left of a lease granted earlier in the
+    # sequence, rounded up (answer.rs, seconds_until), on each edition's
+    # own clock: each lies within the time its edition took for the whole
+    # sequence below the lease, so the two differ by at most that, and one.
+    assert len(x_tokens.retry_afters) == len(y_tokens.retry_afters), label
+    for x, y in zip(x_tokens.retry_afters, y_tokens.retry_afters):
+        assert x >= 1 and y >= 1 and abs(x - y) <= took_s + 1, \
+            f"{label}: Retry-After {x} (native) against {y} (SQL edition) after {took_s:.1f} s"
     for query, x, y in zip(final_queries, x_final, y_final):
         assert x == y, f"{label}: the tables differ after the sequence: {query}\n  native: {x}\n  SQL edition: {y}"
     return x_answers, x_final

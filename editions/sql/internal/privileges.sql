@@ -24,21 +24,18 @@ DO $$
 DECLARE
   g record;
 BEGIN
-  FOR g IN SELECT DISTINCT c.oid::pg_catalog.regclass AS rel, a.grantee
+  FOR g IN SELECT DISTINCT 'TABLE' AS kind, c.oid::pg_catalog.regclass::pg_catalog.text AS name, a.grantee
              FROM pg_catalog.pg_class AS c, pg_catalog.aclexplode(c.relacl) AS a
             WHERE c.relnamespace OPERATOR(pg_catalog.=) 'webhook_dedup'::pg_catalog.regnamespace
               AND pg_catalog.starts_with(c.relname::pg_catalog.text, '_')
-              AND a.grantee OPERATOR(pg_catalog.<>) c.relowner LOOP
-    EXECUTE pg_catalog.format('REVOKE ALL ON TABLE %s FROM %s', g.rel,
-                              CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
-                                   ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END);
-  END LOOP;
-  FOR g IN SELECT DISTINCT p.oid::pg_catalog.regprocedure AS fn, a.grantee
+              AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
+           UNION ALL
+           SELECT DISTINCT 'FUNCTION', p.oid::pg_catalog.regprocedure::pg_catalog.text, a.grantee
              FROM pg_catalog.pg_proc AS p, pg_catalog.aclexplode(p.proacl) AS a
             WHERE p.pronamespace OPERATOR(pg_catalog.=) 'webhook_dedup'::pg_catalog.regnamespace
               AND pg_catalog.starts_with(p.proname::pg_catalog.text, '_')
               AND a.grantee OPERATOR(pg_catalog.<>) p.proowner LOOP
-    EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', g.fn,
+    EXECUTE pg_catalog.format('REVOKE ALL ON %s %s FROM %s', g.kind, g.name,
                               CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
                                    ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END);
   END LOOP;
@@ -48,6 +45,7 @@ $$;
 GRANT EXECUTE ON FUNCTION
   webhook_dedup._aggregate_counts(webhook_dedup._count_log[]),
   webhook_dedup._answers(),
+  webhook_dedup._check_at(timestamptz),
   webhook_dedup._check_secrets(text[]),
   webhook_dedup._ct_equal(bytea,bytea),
   webhook_dedup._decode_base64(text,integer),
@@ -81,6 +79,7 @@ GRANT EXECUTE ON FUNCTION
   webhook_dedup._setting(text),
   webhook_dedup._setting_rules(),
   webhook_dedup._sign_headers(),
+  webhook_dedup._signing_scheme(text,bytea),
   webhook_dedup._tagged_frames(),
   webhook_dedup._timestamp_header(jsonb,text),
   webhook_dedup._timestamped_frames(),

@@ -250,6 +250,42 @@ END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._hmac_spec(text, text, text, text, text) FROM PUBLIC;
 
+-- The arguments every signing call (webhook_verify, webhook_sign,
+-- webhook_receive) checks first, in the native edition's order
+-- (src/api/verify.rs): scheme (22004 when NULL, 22023 when unknown), then
+-- payload (22004 when NULL). Returns the scheme's canonical name.
+CREATE FUNCTION webhook_dedup._signing_scheme(scheme text, payload bytea) RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+  IF scheme IS NULL THEN
+    RAISE EXCEPTION 'scheme must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  scheme := webhook_dedup._scheme_parse(scheme);
+  IF payload IS NULL THEN
+    RAISE EXCEPTION 'payload must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  RETURN scheme;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._signing_scheme(text, bytea) FROM PUBLIC;
+
+-- The signing calls' `at` (the time a signature is checked or made at):
+-- 22004 when NULL, 22023 when infinite (src/api/verify.rs).
+CREATE FUNCTION webhook_dedup._check_at(at timestamptz) RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+AS $$
+BEGIN
+  IF at IS NULL THEN
+    RAISE EXCEPTION 'at must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+  END IF;
+  IF NOT pg_catalog.isfinite(at) THEN
+    RAISE EXCEPTION 'at must be a finite timestamp' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION webhook_dedup._check_at(timestamptz) FROM PUBLIC;
+
 -- One verification (src/api/verify.rs, verify_sql, and signature/mod.rs,
 -- verify), after the caller read `headers` (_headers) and `secrets`: the
 -- checks of the arguments in the native edition's order, then the scheme's
@@ -275,19 +311,8 @@ BEGIN
   -- `checked`: webhook_receive checked the arguments (its scheme is a
   -- canonical name, its secrets checked, its tolerance read) in its order
   IF NOT checked THEN
-    IF scheme IS NULL THEN
-      RAISE EXCEPTION 'scheme must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    scheme_name := webhook_dedup._scheme_parse(scheme);
-    IF payload IS NULL THEN
-      RAISE EXCEPTION 'payload must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF at IS NULL THEN
-      RAISE EXCEPTION 'at must not be NULL' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF NOT pg_catalog.isfinite(at) THEN
-      RAISE EXCEPTION 'at must be a finite timestamp' USING ERRCODE = 'invalid_parameter_value';
-    END IF;
+    scheme_name := webhook_dedup._signing_scheme(scheme, payload);
+    PERFORM webhook_dedup._check_at(at);
   END IF;
   IF tolerance IS NOT NULL THEN
     IF pg_catalog.date_part('month', tolerance) OPERATOR(pg_catalog.<>) 0
