@@ -300,7 +300,8 @@ def compare(native, sql, calls, label, reset=None, final_queries=None):
     # A Retry-After is the time left of a lease granted earlier in the
     # sequence, rounded up (answer.rs, seconds_until), on each edition's
     # own clock: each lies within the time its edition took for the whole
-    # sequence below the lease, so the two differ by at most that, and one.
+    # sequence below the lease, so the two differ by at most that, and one
+    # (the rounding itself: test_receive_wait.py, a lease of 300.9 s).
     assert len(x_tokens.retry_afters) == len(y_tokens.retry_afters), label
     for x, y in zip(x_tokens.retry_afters, y_tokens.retry_afters):
         assert x >= 1 and y >= 1 and abs(x - y) <= took_s + 1, \
