@@ -17,7 +17,17 @@ PG_OS_USER=${PG_OS_USER:-postgres}
 VENV=$ROOT/.venv
 export PATH="$HOME/.cargo/bin:$PATH"
 
-log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+# A step's header; under scripts/test.sh (WEBHOOK_DEDUP_LOG_T0, the epoch
+# second it started) with the minutes and seconds since then, so a run's
+# log shows where its time goes.
+log() {
+    if [ -n "${WEBHOOK_DEDUP_LOG_T0:-}" ]; then
+        local s=$(($(date +%s) - WEBHOOK_DEDUP_LOG_T0))
+        printf '\033[1m==> [%d:%02d] %s\033[0m\n' $((s / 60)) $((s % 60)) "$*" >&2
+    else
+        printf '\033[1m==> %s\033[0m\n' "$*" >&2
+    fi
+}
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # Run as root: re-exec under sudo when needed (apt, installing into the
@@ -163,11 +173,19 @@ PY
 # file only when the new one is built, right before copying it (a server
 # that has the old one mapped keeps its copy; overwriting the file in place
 # would crash it; cargo-pgrx 0.18.1 src/command/install.rs).
+#
+# It builds with the SOURCE_DATE_EPOCH scripts/package.sh exports (HEAD's
+# commit time): the build scripts of cee-scape and pgrx-pg-sys declare it
+# (cargo:rerun-if-env-changed, through the cc crate), so a release build
+# without it and the package's build with it would each rebuild pgrx
+# (80 s on 2 cores) for the other.
 install_extension() {
     log "building (release) and installing webhook_dedup into PostgreSQL $PG_MAJOR"
-    local out
+    local out epoch
     out=$(mktemp)
-    if ! (cd "$ROOT" && cargo pgrx install --release --pg-config "$PG_CONFIG" \
+    epoch=$(git -C "$ROOT" log -1 --format=%ct HEAD 2>/dev/null) || epoch=
+    if ! (cd "$ROOT" && { [ -z "$epoch" ] || export SOURCE_DATE_EPOCH="$epoch"; } \
+            && cargo pgrx install --release --pg-config "$PG_CONFIG" \
             --no-default-features --features "pg$PG_MAJOR") >"$out" 2>&1; then
         tail -50 "$out" >&2
         rm -f "$out"

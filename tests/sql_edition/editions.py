@@ -55,6 +55,15 @@ def alike(native_answer: tuple, sql_answer: tuple) -> bool:
     return native_answer == sql_answer or (sql_answer == SHA1_WITHOUT_PGCRYPTO and not sql_edition_has_pgcrypto())
 
 
+# Each edition's server logs what could make an answer depend on timing
+# rather than on the edition: every autovacuum of a table (its truncation
+# of an emptied table takes an ACCESS EXCLUSIVE lock, which a receive at a
+# wait of 0 answers in_progress in both editions) and every lock wait
+# longer than deadlock_timeout. A difference the sequences find quotes
+# those lines (log_since).
+DIAGNOSTICS = {"log_autovacuum_min_duration": "0", "log_lock_waits": "on", "log_line_prefix": "'%m [%p] '"}
+
+
 class Edition(OwnCluster):
     """One edition's cluster, with the extension created in database
     `postgres`."""
@@ -68,13 +77,14 @@ class Edition(OwnCluster):
             # no background maintenance: the SQL edition has none, and a
             # pass sweeping a lapsed lease in the middle of a sequence would
             # be a difference of timing, not of the editions
-            super().__init__({"webhook_dedup.maintenance_interval": "0"}, prefix="webhook_dedup_native.")
+            super().__init__({"webhook_dedup.maintenance_interval": "0", **DIAGNOSTICS}, prefix="webhook_dedup_native.")
             with self.connect() as conn:
                 conn.execute("CREATE EXTENSION webhook_dedup")
             return
         require(("WEBHOOK_DEDUP_SQL_EDITION_PG_BIN", "WEBHOOK_DEDUP_SQL_EDITION_TLE"))
         libraries = ",".join(("pg_tle", *preload))
-        super().__init__({"shared_preload_libraries": f"'{libraries}'", **(settings or {})}, prefix="webhook_dedup_sql.",
+        super().__init__({"shared_preload_libraries": f"'{libraries}'", **DIAGNOSTICS, **(settings or {})},
+                         prefix="webhook_dedup_sql.",
                          bin=Path(os.environ["WEBHOOK_DEDUP_SQL_EDITION_PG_BIN"]))
         with self.connect() as conn:
             conn.execute("CREATE EXTENSION pg_tle")
@@ -83,6 +93,20 @@ class Edition(OwnCluster):
         self.psql_file(os.environ["WEBHOOK_DEDUP_SQL_EDITION_TLE"])
         with self.connect() as conn:
             conn.execute("CREATE EXTENSION webhook_dedup")
+
+    def log_size(self) -> int:
+        """Where the server log ends now (for log_since)."""
+        return self.log.stat().st_size if self.log.exists() else 0
+
+    def log_since(self, offset: int) -> str:
+        """The server log's lines about autovacuum and lock waits written
+        after `offset`, for a difference's report ("none" if there are
+        none)."""
+        with open(self.log, "rb") as f:
+            f.seek(offset)
+            lines = [line for line in f.read().decode(errors="replace").splitlines()
+                     if "automatic vacuum" in line or "automatic analyze" in line or "lock" in line]
+        return "\n    ".join(lines[-20:]) or "none"
 
     def psql_file(self, path: str, dbname: str = "postgres"):
         """Run an SQL file with this server's psql, stopping at the first

@@ -289,6 +289,7 @@ def compare(native, sql, calls, label, reset=None, final_queries=None):
         for conn in (a, b):
             for statement in reset or RESET:
                 conn.execute(statement)
+        logged = (native.log_size(), sql.log_size())
         x_tokens, y_tokens = Tokens(), Tokens()
         started = time.monotonic()
         x_answers, x_final = run(a, x_tokens, calls, final_queries)
@@ -296,7 +297,9 @@ def compare(native, sql, calls, label, reset=None, final_queries=None):
         y_answers, y_final = run(b, y_tokens, calls, final_queries)
         took_s = max(middle - started, time.monotonic() - middle)
     for (statement, args, _, choice), x, y in zip(calls, x_answers, y_answers):
-        assert x == y, f"{label}: {statement} {args!r} (token: {choice}):\n  native: {x}\n  SQL edition: {y}"
+        assert x == y, (f"{label}: {statement} {args!r} (token: {choice}):\n  native: {x}\n  SQL edition: {y}\n"
+                        f"  the native server's autovacuum and lock lines meanwhile:\n    {native.log_since(logged[0])}\n"
+                        f"  the SQL edition's:\n    {sql.log_since(logged[1])}")
     # A Retry-After is the time left of a lease granted earlier in the
     # sequence, rounded up (answer.rs, seconds_until), on each edition's
     # own clock: each lies within the time its edition took for the whole
