@@ -4,19 +4,20 @@
 
 --@ webhook_dedup.webhook_claim
 DECLARE
+  checked boolean;
   lease_us bigint;
   fingerprint pg_catalog.bytea;
   r record;
   claimed webhook_dedup.claim_result;
 BEGIN
-  PERFORM webhook_dedup._check_key(source, idem_key);
+  checked := webhook_dedup._check_key(source, idem_key);
   IF lease IS NOT NULL THEN
     lease_us := webhook_dedup._lease_us(lease);
   END IF;
   IF payload IS NOT NULL THEN
     fingerprint := pg_catalog.sha256(payload);
   END IF;
-  SELECT * INTO r FROM webhook_dedup._claim(source, idem_key, fingerprint, NULL, lease_us, event_type);
+  r := webhook_dedup._claim(source, idem_key, fingerprint, NULL, lease_us, event_type);
   -- the payload archive keeps a new key's first delivery and a conflicting one
   IF payload IS NOT NULL AND (r.inserted OR r.outcome OPERATOR(pg_catalog.=) 'conflict') THEN
     PERFORM webhook_dedup._archive_keep(source, idem_key, r.at, NULL, event_type, NOT r.inserted, payload, NULL);
@@ -49,7 +50,7 @@ BEGIN
     lease_us := webhook_dedup._lease_us(lease);
   END IF;
   FOREACH k IN ARRAY keys LOOP
-    SELECT * INTO r FROM webhook_dedup._claim(source, k, NULL, NULL, lease_us, event_type);
+    r := webhook_dedup._claim(source, k, NULL, NULL, lease_us, event_type);
     idem_key := k;
     outcome := r.outcome;
     claim_token := r.claim_token;
@@ -65,11 +66,12 @@ END
 
 --@ webhook_dedup.webhook_complete
 DECLARE
+  checked boolean;
   now pg_catalog.timestamptz;
   label pg_catalog.text;
   k webhook_dedup.keys;
 BEGIN
-  PERFORM webhook_dedup._check_key(source, idem_key);
+  checked := webhook_dedup._check_key(source, idem_key);
   IF claim_token IS NULL THEN
     RAISE EXCEPTION 'claim_token must not be NULL' USING ERRCODE = 'null_value_not_allowed';
   END IF;

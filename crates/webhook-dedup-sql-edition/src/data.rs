@@ -388,6 +388,10 @@ fn settings_and_claim_rules() -> String {
         .iter()
         .map(|s| format!("  ({}, {}, {}, {}, {})", literal(s.name), s.default, s.min, s.max, s.seconds))
         .collect();
+    let defaults: Vec<String> = settings::ALL
+        .iter()
+        .map(|s| format!("WHEN name OPERATOR(pg_catalog.=) {} THEN {}", literal(s.name), s.default))
+        .collect();
     // exhausted_error's text around the attempt (written once, checked)
     let probe = 123_456_789;
     let text = claim::exhausted_error(probe);
@@ -412,24 +416,30 @@ fn settings_and_claim_rules() -> String {
          min_value integer, max_value integer, seconds boolean)\n\
          LANGUAGE sql IMMUTABLE PARALLEL SAFE\nAS $$\nVALUES\n{}\n$$;\n\
          REVOKE ALL ON FUNCTION webhook_dedup._setting_rules() FROM PUBLIC;\n\n\
+         -- A setting's default by its name (NULL for no such setting): an SQL expression the planner\n\
+         -- inlines into _setting's, so that an unset setting is read without a query.\n\
+         CREATE FUNCTION webhook_dedup._setting_default(name text) RETURNS integer\n\
+         LANGUAGE sql IMMUTABLE PARALLEL SAFE\nRETURN CASE {} END;\n\
+         REVOKE ALL ON FUNCTION webhook_dedup._setting_default(text) FROM PUBLIC;\n\n\
          -- The claim state machine's constants (webhook_dedup_core::claim): BASE_BACKOFF_US, MAX_BACKOFF_US,\n\
-         -- MAX_LEASE_US (microseconds), and exhausted_error's text before and after the attempt.\n\
+         -- MAX_LEASE_US (microseconds), and exhausted_error's text before and after the attempt. (The\n\
+         -- rules' functions assign their values: an expression each, no query.)\n\
          CREATE FUNCTION webhook_dedup._claim_rules(OUT base_backoff_us bigint, OUT max_backoff_us bigint,\n  \
          OUT max_lease_us bigint, OUT exhausted_before text, OUT exhausted_after text)\n\
-         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE\nAS $$ BEGIN SELECT {}::bigint, {}::bigint, {}::bigint, {}, {}\n\
-         INTO base_backoff_us, max_backoff_us, max_lease_us, exhausted_before, exhausted_after; END $$;\n\
+         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE\nAS $$ BEGIN base_backoff_us := {}; max_backoff_us := {}; max_lease_us := {};\n\
+         exhausted_before := {}; exhausted_after := {}; END $$;\n\
          REVOKE ALL ON FUNCTION webhook_dedup._claim_rules() FROM PUBLIC;\n\n\
          -- The outbox's text of an intent parked for reconciliation (webhook_dedup_core::outbox::parked_error),\n\
          -- before and after the attempt.\n\
          CREATE FUNCTION webhook_dedup._outbox_rules(OUT parked_before text, OUT parked_after text)\n\
-         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE\nAS $$ BEGIN SELECT {}, {} INTO parked_before, parked_after; END $$;\n\
+         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE\nAS $$ BEGIN parked_before := {}; parked_after := {}; END $$;\n\
          REVOKE ALL ON FUNCTION webhook_dedup._outbox_rules() FROM PUBLIC;\n\n\
          -- The maintenance sweeps' texts (claim::swept_error: before the attempt, between it and the\n\
          -- expiry, after; outbox::lapsed_error: before and after the attempt).\n\
          CREATE FUNCTION webhook_dedup._sweep_texts(OUT swept_before text, OUT swept_middle text,\n  \
          OUT swept_after text, OUT lapsed_before text, OUT lapsed_after text)\n\
-         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE\nAS $$ BEGIN SELECT {}, {}, {}, {}, {}\n\
-         INTO swept_before, swept_middle, swept_after, lapsed_before, lapsed_after; END $$;\n\
+         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE\nAS $$ BEGIN swept_before := {}; swept_middle := {}; swept_after := {};\n\
+         lapsed_before := {}; lapsed_after := {}; END $$;\n\
          REVOKE ALL ON FUNCTION webhook_dedup._sweep_texts() FROM PUBLIC;\n\n\
          -- The counters (webhook_dedup_core::metrics::Counter::ALL, in its order: the columns of\n\
          -- webhook_dedup.claim_counts), the labels past EVENT_TYPE_CHARS or SOURCE_EVENT_TYPES event types\n\
@@ -437,10 +447,11 @@ fn settings_and_claim_rules() -> String {
          -- archive's days made ahead (archive::AHEAD_DAYS).\n\
          CREATE FUNCTION webhook_dedup._metrics_rules(OUT counters text[], OUT other_event_type text,\n  \
          OUT event_type_chars integer, OUT source_event_types integer, OUT archive_ahead_days integer)\n\
-         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE\nAS $$ BEGIN SELECT ARRAY[{}], {}, {}, {}, {}\n\
-         INTO counters, other_event_type, event_type_chars, source_event_types, archive_ahead_days; END $$;\n\
+         LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE\nAS $$ BEGIN counters := ARRAY[{}]; other_event_type := {}; event_type_chars := {};\n\
+         source_event_types := {}; archive_ahead_days := {}; END $$;\n\
          REVOKE ALL ON FUNCTION webhook_dedup._metrics_rules() FROM PUBLIC;\n",
         rows.join(",\n"),
+        defaults.join(" "),
         claim::BASE_BACKOFF_US,
         claim::MAX_BACKOFF_US,
         claim::MAX_LEASE_US,

@@ -11,6 +11,15 @@
 //! of type OIDs this module knows. A statement that returns rows (its main
 //! command a `SELECT`, or a data-modifying command with `RETURNING`) gives
 //! `SETOF record` (the caller names the columns), the others `void`.
+//!
+//! A statement that only reads (`reads_only`) is an SQL function, `STABLE`:
+//! PostgreSQL inlines it into the calling statement (optimizer/util/
+//! clauses.c, inline_set_returning_function: SQL, not STRICT, not
+//! VOLATILE, SETOF), so the read is part of its caller's plan, kept by
+//! PL/pgSQL, without a function call, an executor of its own and a
+//! tuplestore. The others stay PL/pgSQL `VOLATILE`, whose plans are kept
+//! for the session: an SQL function that writes is never inlined and would
+//! be planned at each call.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -62,6 +71,21 @@ pub fn returns_rows(code: &str) -> bool {
         "SELECT" | "VALUES" => true,
         _ => Regex::new(r"\bRETURNING\b").unwrap().is_match(&code[last.start()..]),
     }
+}
+
+/// Whether a statement returning rows only reads: no data-modifying
+/// command anywhere (a CTE's included), no row lock (`FOR UPDATE`, `FOR NO
+/// KEY UPDATE`, `FOR SHARE`, `FOR KEY SHARE`) and no volatile function
+/// the statements use (`clock_timestamp`, `random`, `gen_random_uuid`,
+/// `nextval`, `setval`, the advisory locks). Such a statement may be
+/// declared STABLE: it sees its caller's snapshot, as a STABLE function
+/// must. (Conservative: a word in a string or a name counts too.)
+pub fn reads_only(code: &str) -> bool {
+    let writes = Regex::new(
+        r"(?i)\b(INSERT|UPDATE|DELETE|MERGE|clock_timestamp|random|gen_random_uuid|nextval|setval|pg_advisory\w*|pg_try_advisory\w*)\b|\bFOR\s+(NO\s+KEY\s+UPDATE|KEY\s+SHARE|SHARE)\b",
+    )
+    .unwrap();
+    returns_rows(code) && !writes.is_match(code)
 }
 
 /// Every statement of `root` (the repository), by name. Errors: a file
@@ -122,15 +146,17 @@ pub fn read(root: &Path) -> Result<BTreeMap<String, Stmt>, String> {
 pub fn function(s: &Stmt) -> String {
     let q = crate::assemble::QUOTE;
     let args: Vec<String> = s.types.iter().map(|t| t.to_string()).collect();
-    let (result, body) = if s.returns_rows {
-        ("SETOF record", format!("BEGIN\n  RETURN QUERY\n{};\nEND\n", s.text))
+    let (result, language, body) = if reads_only(&s.text) {
+        ("SETOF record", "sql STABLE", format!("{}\n", s.text))
+    } else if s.returns_rows {
+        ("SETOF record", "plpgsql VOLATILE", format!("BEGIN\n  RETURN QUERY\n{};\nEND\n", s.text))
     } else {
-        ("void", format!("BEGIN\n{};\nEND\n", s.text))
+        ("void", "plpgsql VOLATILE", format!("BEGIN\n{};\nEND\n", s.text))
     };
     let signature = format!("webhook_dedup._s_{}({})", s.name, args.join(", "));
     format!(
         "-- src/sql/statements/{name}.sql\nCREATE FUNCTION {signature} RETURNS {result}\n\
-         LANGUAGE plpgsql VOLATILE\nAS {q}\n{body}{q};\nREVOKE ALL ON FUNCTION {signature} FROM PUBLIC;\n",
+         LANGUAGE {language}\nAS {q}\n{body}{q};\nREVOKE ALL ON FUNCTION {signature} FROM PUBLIC;\n",
         name = s.name
     )
 }
@@ -150,6 +176,28 @@ mod tests {
     }
 
     #[test]
+    fn a_statement_that_only_reads_is_an_sql_function_the_planner_inlines() {
+        assert!(reads_only("SELECT a FROM t WHERE b OPERATOR(pg_catalog.=) $1"));
+        assert!(!reads_only("SELECT a FROM t WHERE b = $1 FOR UPDATE"));
+        assert!(!reads_only("SELECT a FROM t\n   FOR NO KEY UPDATE SKIP LOCKED"));
+        assert!(!reads_only("SELECT a FROM t FOR KEY SHARE"));
+        assert!(!reads_only("WITH x AS (\n  DELETE FROM t RETURNING 1\n)\nSELECT count(*) FROM x"));
+        assert!(!reads_only("SELECT pg_catalog.clock_timestamp()"));
+        assert!(!reads_only("SELECT pg_catalog.pg_try_advisory_xact_lock(1)"));
+        assert!(!reads_only("UPDATE t SET a = 1\nRETURNING a"));
+        assert!(!reads_only("UPDATE t SET a = 1"));
+        let read = Stmt {
+            name: "r".into(),
+            types: vec!["text"],
+            text: "SELECT a FROM t WHERE b OPERATOR(pg_catalog.=) $1".into(),
+            returns_rows: true,
+        };
+        let f = function(&read);
+        assert!(f.contains("RETURNS SETOF record\nLANGUAGE sql STABLE\n"), "{f}");
+        assert!(!f.contains("RETURN QUERY"), "{f}");
+    }
+
+    #[test]
     fn every_statement_of_the_repository_is_declared_with_known_types() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let all = read(&root).unwrap();
@@ -163,5 +211,9 @@ mod tests {
              RETURNS SETOF record"
         ));
         assert!(f.contains("REVOKE ALL ON FUNCTION webhook_dedup._s_claim_upsert(text, text, timestamptz"));
+        assert!(f.contains("LANGUAGE plpgsql VOLATILE"));
+        // a source's settings, read on every claim, are inlined
+        assert!(reads_only(&all["sources_settings"].text));
+        assert!(function(&all["sources_settings"]).contains("LANGUAGE sql STABLE"));
     }
 }

@@ -4,8 +4,10 @@
 -- Internal: the owner's alone (each REVOKE below).
 
 -- A key or source given to the claim functions (key.rs, check_bounded):
--- not empty, at most 255 characters. 22023 naming the argument.
-CREATE FUNCTION webhook_dedup._check_bounded(what text, value text) RETURNS void
+-- not empty, at most 255 characters. 22023 naming the argument. Returns
+-- true (as _check_source and _check_key do: a caller that assigns the
+-- answer evaluates an expression, where PERFORM starts an executor).
+CREATE FUNCTION webhook_dedup._check_bounded(what text, value text) RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 BEGIN
@@ -16,13 +18,14 @@ BEGIN
     RAISE EXCEPTION '% is % characters long; the limit is 255', what, pg_catalog.char_length(value)
       USING ERRCODE = 'invalid_parameter_value', HINT = 'Derive keys with webhook_dedup.webhook_key(), which bounds them.';
   END IF;
+  RETURN true;
 END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._check_bounded(text, text) FROM PUBLIC;
 
 -- The key a call names (src/api/args.rs, key): both parts present (22004),
 -- the source checked (_check_source), the key 1 to 255 characters (22023).
-CREATE FUNCTION webhook_dedup._check_key(source text, idem_key text) RETURNS void
+CREATE FUNCTION webhook_dedup._check_key(source text, idem_key text) RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 AS $$
 BEGIN
@@ -32,8 +35,7 @@ BEGIN
   IF idem_key IS NULL THEN
     RAISE EXCEPTION 'idem_key must not be NULL' USING ERRCODE = 'null_value_not_allowed';
   END IF;
-  PERFORM webhook_dedup._check_source(source);
-  PERFORM webhook_dedup._check_bounded('idem_key', idem_key);
+  RETURN webhook_dedup._check_source(source) AND webhook_dedup._check_bounded('idem_key', idem_key);
 END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._check_key(text, text) FROM PUBLIC;
@@ -79,15 +81,19 @@ $$;
 REVOKE ALL ON FUNCTION webhook_dedup._claim_settings_of(interval, integer, interval) FROM PUBLIC;
 
 -- The claim settings of `source` as its row (_source_settings) sets them.
+-- (Each step an expression, not a query: PL/pgSQL evaluates one without
+-- starting an executor.)
 CREATE FUNCTION webhook_dedup._claim_settings(source text, OUT lease_us bigint, OUT max_attempts integer,
                                               OUT retention_us bigint)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 AS $$
 DECLARE
   s record := webhook_dedup._source_settings(source);
+  c record := webhook_dedup._claim_settings_of(s.lease, s.max_attempts, s.retention);
 BEGIN
-  SELECT * INTO lease_us, max_attempts, retention_us
-    FROM webhook_dedup._claim_settings_of(s.lease, s.max_attempts, s.retention);
+  lease_us := c.lease_us;
+  max_attempts := c.max_attempts;
+  retention_us := c.retention_us;
 END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._claim_settings(text) FROM PUBLIC;
@@ -195,8 +201,12 @@ $$;
 REVOKE ALL ON FUNCTION webhook_dedup._duplicate_read_interval_us() FROM PUBLIC;
 
 -- The counter a claim's outcome counts (metrics.rs, Counter::for_outcome).
+-- Not STRICT: the planner inlines an SQL function declared STRICT only
+-- when its body is strict, and a CASE is not; one it does not inline is
+-- parsed and planned again at each statement that calls it (58 us a
+-- claim on PostgreSQL 15, docs/benchmarks.md).
 CREATE FUNCTION webhook_dedup._outcome_counter(outcome text) RETURNS text
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN CASE WHEN outcome OPERATOR(pg_catalog.=) 'claimed' THEN 'first_claims' WHEN outcome OPERATOR(pg_catalog.=) 'reclaimed' THEN 'reclaims'
                     WHEN outcome OPERATOR(pg_catalog.=) 'in_progress' THEN 'duplicates_in_progress' WHEN outcome OPERATOR(pg_catalog.=) 'duplicate' THEN 'duplicates_of_completed'
                     WHEN outcome OPERATOR(pg_catalog.=) 'conflict' THEN 'conflicts' WHEN outcome OPERATOR(pg_catalog.=) 'retry_later' THEN 'retry_later'
@@ -218,12 +228,14 @@ REVOKE ALL ON FUNCTION webhook_dedup._outcome_counter(text) FROM PUBLIC;
 -- letters it (transitions_fail.sql) or leaves it; a conflicting payload is
 -- recorded (claim_conflict.sql). `yield_if_held`: a key found held by
 -- another worker's live lease is left alone before its row is locked
--- (webhook_receive waits for it): then no row. `confirm_guard`: a call
+-- (webhook_receive waits for it): then outcome NULL. `confirm_guard`: a call
 -- that answers from reads alone or not at all (engine claim.rs,
 -- read_answer: webhook_receive's recent duplicate under the replay
 -- guard), and only when the replay guard of that body hash names this key
--- (replay_guards_peek.sql); else no row, nothing written or counted.
--- Returns the columns of
+-- (replay_guards_peek.sql); else outcome NULL, nothing written or counted.
+-- Returns one row (a composite, so that a caller's assignment is an
+-- expression, without the executor and the tuplestore of a set): the
+-- columns of
 -- webhook_claim and retry_at (in_progress: the holder's lease expiry;
 -- retry_later: the next attempt's time), at (the clock the claim decided
 -- at), inserted (the delivery stored the key). `settings_*`: the source's
@@ -231,10 +243,10 @@ REVOKE ALL ON FUNCTION webhook_dedup._outcome_counter(text) FROM PUBLIC;
 CREATE FUNCTION webhook_dedup._claim(source text, idem_key text, fingerprint bytea, raw bytea, lease_us bigint,
                                      event_type text, yield_if_held boolean DEFAULT false,
                                      confirm_guard bytea DEFAULT NULL, settings_lease_us bigint DEFAULT NULL,
-                                     settings_max_attempts integer DEFAULT NULL, settings_retention_us bigint DEFAULT NULL)
-  RETURNS TABLE (outcome text, claim_token uuid, attempt integer, state text, result jsonb, last_step text,
-                 first_seen_at timestamptz, lease_expires_at timestamptz, retry_at timestamptz, at timestamptz,
-                 inserted boolean)
+                                     settings_max_attempts integer DEFAULT NULL, settings_retention_us bigint DEFAULT NULL,
+  OUT outcome text, OUT claim_token uuid, OUT attempt integer, OUT state text, OUT result jsonb, OUT last_step text,
+  OUT first_seen_at timestamptz, OUT lease_expires_at timestamptz, OUT retry_at timestamptz, OUT at timestamptz,
+  OUT inserted boolean)
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -247,6 +259,7 @@ DECLARE
   given pg_catalog.bytea;
   decision record;
   was_inserted boolean;
+  read_only boolean;
   label pg_catalog.text;
 BEGIN
   IF settings_max_attempts IS NULL THEN
@@ -267,18 +280,26 @@ BEGIN
       IF yield_if_held AND decision.outcome OPERATOR(pg_catalog.=) 'in_progress' THEN
         RETURN;
       END IF;
-      IF webhook_dedup._answers_read(decision.outcome, decision.write, k.fingerprint IS NULL AND fingerprint IS NOT NULL,
-                                     k.last_seen_at, now, interval_us, settings.retention_us)
-         AND (confirm_guard IS NULL
-              OR EXISTS (SELECT FROM webhook_dedup._s_replay_guards_peek(source, confirm_guard) AS g(idem_key pg_catalog.text)
-                          WHERE g.idem_key OPERATOR(pg_catalog.=) _claim.idem_key)) THEN
+      -- (two IFs: the first a simple expression, which PL/pgSQL evaluates
+      -- without a plan of its own; the condition as one, a query with a
+      -- sublink, was planned again at every call, its custom plan, with
+      -- the call's values folded in, being cheaper than the generic one)
+      read_only := webhook_dedup._answers_read(decision.outcome, decision.write,
+                                               k.fingerprint IS NULL AND fingerprint IS NOT NULL,
+                                               k.last_seen_at, now, interval_us, settings.retention_us);
+      IF read_only AND confirm_guard IS NOT NULL THEN
+        read_only := EXISTS (SELECT FROM webhook_dedup._s_replay_guards_peek(source, confirm_guard) AS g(idem_key pg_catalog.text)
+                              WHERE g.idem_key OPERATOR(pg_catalog.=) _claim.idem_key);
+      END IF;
+      IF read_only THEN
         PERFORM webhook_dedup._count(source, COALESCE(k.event_type, event_type),
                                      webhook_dedup._outcome_counter(decision.outcome), true);
-        RETURN QUERY SELECT decision.outcome, NULL::pg_catalog.uuid, k.attempt, k.state, k.result, k.last_step, k.first_seen_at,
+        SELECT decision.outcome, NULL::pg_catalog.uuid, k.attempt, k.state, k.result, k.last_step, k.first_seen_at,
                             k.lease_expires_at,
                             CASE WHEN decision.outcome OPERATOR(pg_catalog.=) 'in_progress' THEN k.lease_expires_at
                                                   WHEN decision.outcome OPERATOR(pg_catalog.=) 'retry_later' THEN k.next_attempt_at END,
-                            now, false;
+                            now, false
+          INTO outcome, claim_token, attempt, state, result, last_step, first_seen_at, lease_expires_at, retry_at, at, inserted;
         RETURN;
       END IF;
     ELSIF yield_if_held AND confirm_guard IS NULL THEN
@@ -321,8 +342,9 @@ BEGIN
   END IF;
   IF was_inserted THEN
     PERFORM webhook_dedup._count(source, event_type, 'first_claims', true);
-    RETURN QUERY SELECT 'claimed'::pg_catalog.text, token, 1, 'processing'::pg_catalog.text, NULL::pg_catalog.jsonb, NULL::pg_catalog.text, now, until,
-                        NULL::pg_catalog.timestamptz, now, true;
+    SELECT 'claimed'::pg_catalog.text, token, 1, 'processing'::pg_catalog.text, NULL::pg_catalog.jsonb, NULL::pg_catalog.text, now, until,
+                        NULL::pg_catalog.timestamptz, now, true
+      INTO outcome, claim_token, attempt, state, result, last_step, first_seen_at, lease_expires_at, retry_at, at, inserted;
     RETURN;
   END IF;
   given := CASE WHEN raw IS NOT NULL AND k.fingerprint OPERATOR(pg_catalog.=) raw THEN k.fingerprint ELSE fingerprint END;
@@ -335,22 +357,25 @@ BEGIN
   PERFORM webhook_dedup._count(source, label, webhook_dedup._outcome_counter(decision.outcome), true);
   IF decision.write OPERATOR(pg_catalog.=) 'lease' THEN
     PERFORM webhook_dedup._s_claim_lease(source, idem_key, now, decision.attempt, token, until, event_type);
-    RETURN QUERY SELECT decision.outcome, token, decision.attempt, 'processing'::pg_catalog.text, k.result, k.last_step,
-                        k.first_seen_at, until, NULL::pg_catalog.timestamptz, now, false;
+    SELECT decision.outcome, token, decision.attempt, 'processing'::pg_catalog.text, k.result, k.last_step,
+                        k.first_seen_at, until, NULL::pg_catalog.timestamptz, now, false
+      INTO outcome, claim_token, attempt, state, result, last_step, first_seen_at, lease_expires_at, retry_at, at, inserted;
   ELSIF decision.write OPERATOR(pg_catalog.=) 'dead_letter' THEN
     PERFORM webhook_dedup._s_transitions_fail(source, idem_key, now, NULL, 'dead_lettered',
                                               webhook_dedup._exhausted_error(k.attempt));
     PERFORM webhook_dedup._count(source, label, 'dead_letters', false);
-    RETURN QUERY SELECT decision.outcome, NULL::pg_catalog.uuid, k.attempt, 'dead_lettered'::pg_catalog.text, NULL::pg_catalog.jsonb, k.last_step,
-                        k.first_seen_at, NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, now, false;
+    SELECT decision.outcome, NULL::pg_catalog.uuid, k.attempt, 'dead_lettered'::pg_catalog.text, NULL::pg_catalog.jsonb, k.last_step,
+                        k.first_seen_at, NULL::pg_catalog.timestamptz, NULL::pg_catalog.timestamptz, now, false
+      INTO outcome, claim_token, attempt, state, result, last_step, first_seen_at, lease_expires_at, retry_at, at, inserted;
   ELSE
-    RETURN QUERY SELECT decision.outcome, NULL::pg_catalog.uuid, k.attempt, k.state,
+    SELECT decision.outcome, NULL::pg_catalog.uuid, k.attempt, k.state,
                         CASE WHEN decision.outcome OPERATOR(pg_catalog.=) 'conflict' THEN NULL ELSE k.result END,
                         CASE WHEN decision.outcome OPERATOR(pg_catalog.=) 'conflict' THEN NULL ELSE k.last_step END,
                         k.first_seen_at, k.lease_expires_at,
                         CASE WHEN decision.outcome OPERATOR(pg_catalog.=) 'in_progress' THEN k.lease_expires_at
                                               WHEN decision.outcome OPERATOR(pg_catalog.=) 'retry_later' THEN k.next_attempt_at END,
-                        now, false;
+                        now, false
+      INTO outcome, claim_token, attempt, state, result, last_step, first_seen_at, lease_expires_at, retry_at, at, inserted;
   END IF;
 END
 $$;

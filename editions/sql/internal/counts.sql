@@ -96,7 +96,9 @@ DECLARE
   key pg_catalog.text;
 BEGIN
   IF pg_catalog.pg_current_xact_id_if_assigned() IS NOT NULL THEN
-    PERFORM webhook_dedup._write_counts();
+    IF pg_catalog.current_setting('webhook_dedup.unwritten_counts', true) OPERATOR(pg_catalog.<>) '' THEN
+      PERFORM webhook_dedup._write_counts();
+    END IF;
     INSERT INTO webhook_dedup._count_log (at, source, event_type, counter, delivery, n)
       VALUES (pg_catalog.to_timestamp(minute::double precision), source, event_type, counter, delivery, 1);
     RETURN;

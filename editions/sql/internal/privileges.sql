@@ -77,6 +77,7 @@ GRANT EXECUTE ON FUNCTION
   webhook_dedup._scheme_parse(text),
   webhook_dedup._schemes(),
   webhook_dedup._setting(text),
+  webhook_dedup._setting_default(text),
   webhook_dedup._setting_rules(),
   webhook_dedup._sign_headers(),
   webhook_dedup._signing_scheme(text,bytea),

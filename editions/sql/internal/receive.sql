@@ -319,7 +319,7 @@ BEGIN
     IF round OPERATOR(pg_catalog.=) 0 AND webhook_dedup._duplicate_read_interval_us() IS NOT NULL THEN
       SELECT p.idem_key INTO found_owner FROM webhook_dedup._s_replay_guards_peek(source, body_sha256) AS p(idem_key pg_catalog.text);
       IF found_owner IS NOT NULL AND found_owner OPERATOR(pg_catalog.<>) idem_key THEN
-        SELECT * INTO o FROM webhook_dedup._replayed_answer(source, found_owner, fingerprint, raw, mode);
+        o := webhook_dedup._replayed_answer(source, found_owner, fingerprint, raw, mode);
         IF o.outcome IS NOT NULL THEN
           owner := found_owner;
           outcome := o.outcome;
@@ -334,7 +334,7 @@ BEGIN
     IF found_owner OPERATOR(pg_catalog.=) idem_key THEN
       RETURN;
     END IF;
-    SELECT * INTO o FROM webhook_dedup._replayed_answer(source, found_owner, fingerprint, raw, mode);
+    o := webhook_dedup._replayed_answer(source, found_owner, fingerprint, raw, mode);
     IF o.outcome IS NOT NULL THEN
       owner := found_owner;
       outcome := o.outcome;
@@ -479,17 +479,17 @@ BEGIN
     set_ms := webhook_dedup._lock_set(lock_deadline, session_ms, set_ms);
   END IF;
   IF replay_guard AND mode OPERATOR(pg_catalog.=) 'claim' AND may_exist THEN
-    SELECT * INTO c FROM webhook_dedup._claim(source, idem_key, fingerprint, raw, lease_us, event_type,
-                                             wait_us OPERATOR(pg_catalog.>) 0 AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) deadline,
-                                             signed_sha256, default_lease_us, max_attempts, retention_us);
-    read_only := FOUND;
+    c := webhook_dedup._claim(source, idem_key, fingerprint, raw, lease_us, event_type,
+                              wait_us OPERATOR(pg_catalog.>) 0 AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) deadline,
+                              signed_sha256, default_lease_us, max_attempts, retention_us);
+    read_only := c.outcome IS NOT NULL;
   ELSIF replay_guard AND mode OPERATOR(pg_catalog.=) 'enqueue' THEN
     enqueued := webhook_dedup._enqueue(source, idem_key, payload, fingerprint, raw, event_type, NULL, true, event_id,
                                        given_headers, false, signed_sha256);
   END IF;
   IF replay_guard AND NOT read_only AND enqueued IS NULL THEN
     set_ms := webhook_dedup._lock_set(lock_deadline, session_ms, set_ms);
-    SELECT * INTO g FROM webhook_dedup._replay_guard(source, idem_key, signed_sha256, fingerprint, raw, mode);
+    g := webhook_dedup._replay_guard(source, idem_key, signed_sha256, fingerprint, raw, mode);
     IF g.owner IS NOT NULL THEN
       PERFORM webhook_dedup._count(source, event_type, 'replayed', false);
       outcome := g.outcome;
@@ -506,10 +506,10 @@ BEGIN
   END IF;
   WHILE NOT read_only LOOP
     set_ms := webhook_dedup._lock_set(lock_deadline, session_ms, set_ms);
-    SELECT * INTO c FROM webhook_dedup._claim(source, idem_key, fingerprint, raw, lease_us, event_type,
-                                             wait_us OPERATOR(pg_catalog.>) 0 AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) deadline,
-                                             NULL, default_lease_us, max_attempts, retention_us);
-    EXIT WHEN FOUND;
+    c := webhook_dedup._claim(source, idem_key, fingerprint, raw, lease_us, event_type,
+                              wait_us OPERATOR(pg_catalog.>) 0 AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) deadline,
+                              NULL, default_lease_us, max_attempts, retention_us);
+    EXIT WHEN c.outcome IS NOT NULL;
     -- another copy claimed the key after the look: wait for it again
     PERFORM webhook_dedup._wait_for_holder(source, idem_key, fingerprint, raw, deadline, max_attempts);
   END LOOP;
@@ -548,11 +548,10 @@ DECLARE
   us numeric := EXTRACT(epoch FROM retry_at OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000000;
   http record;
 BEGIN
-  SELECT * INTO http
-    FROM webhook_dedup._reply(kind, mode, scheme,
-                              CASE WHEN us IS NOT NULL
-                                   THEN pg_catalog.div(GREATEST(us, 0) OPERATOR(pg_catalog.+) 999999, 1000000) END,
-                              result, handshake);
+  http := webhook_dedup._reply(kind, mode, scheme,
+                               CASE WHEN us IS NOT NULL
+                                    THEN pg_catalog.div(GREATEST(us, 0) OPERATOR(pg_catalog.+) 999999, 1000000) END,
+                               result, handshake);
   RETURN ROW(verified, reject_reason, idem_key, outcome, claim_token, attempt, result, event_type, event_time, last_step,
              http.response, secret_index, http.http_status, http.http_headers)::webhook_dedup.receive_result;
 END
@@ -727,9 +726,8 @@ DECLARE
   s record;
   held_until pg_catalog.timestamptz;
 BEGIN
-  SELECT * INTO rules
-    FROM webhook_dedup._applied_rules(scheme, settings.event_id_from, settings.event_type_from, settings.event_time_from,
-                                      settings.event_time_format, settings.fingerprint_pointers, settings.replay_guard);
+  rules := webhook_dedup._applied_rules(scheme, settings.event_id_from, settings.event_type_from, settings.event_time_from,
+                                        settings.event_time_format, settings.fingerprint_pointers, settings.replay_guard);
   IF stored THEN
     SELECT k.secrets, k.ids, k.newest_scheme INTO secrets, ids, newest_scheme
       FROM webhook_dedup._stored_keys(source, scheme, at) AS k;
@@ -769,8 +767,8 @@ BEGIN
                                         NULL, hs.response, NULL, NULL, mode, scheme);
     END IF;
   END IF;
-  SELECT * INTO v FROM webhook_dedup._verify(scheme, payload, headers, secrets, tolerance, at, signed_url, method,
-                                            signature_header, signature_prefix, algorithm, encoding, true);
+  v := webhook_dedup._verify(scheme, payload, headers, secrets, tolerance, at, signed_url, method,
+                            signature_header, signature_prefix, algorithm, encoding, true);
   IF NOT v.valid THEN
     PERFORM webhook_dedup._count(source, NULL, 'rejected_' OPERATOR(pg_catalog.||) v.reason, false);
     RETURN webhook_dedup._receive_row(false, v.reason, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
@@ -879,12 +877,12 @@ BEGIN
   -- in_progress (engine receive.rs, store)
   session_ms := (EXTRACT(epoch FROM pg_catalog.current_setting('lock_timeout')::interval) OPERATOR(pg_catalog.*) 1000)::integer;
   BEGIN
-    SELECT * INTO s FROM webhook_dedup._receive_store(source, idem_key, mode, fingerprint, raw,
-                                                     pg_catalog.sha256(COALESCE(signed_text, payload)), rules.guard_on,
-                                                     CASE WHEN NOT body_hash THEN id_text END, ty.value, payload,
-                                                     given_headers, lease_us, waits_us, claim_settings.max_attempts,
-                                                     claim_settings.lease_us, claim_settings.retention_us,
-                                                     settings.keep_payload, lock_deadline, session_ms);
+    s := webhook_dedup._receive_store(source, idem_key, mode, fingerprint, raw,
+                                     pg_catalog.sha256(COALESCE(signed_text, payload)), rules.guard_on,
+                                     CASE WHEN NOT body_hash THEN id_text END, ty.value, payload,
+                                     given_headers, lease_us, waits_us, claim_settings.max_attempts,
+                                     claim_settings.lease_us, claim_settings.retention_us,
+                                     settings.keep_payload, lock_deadline, session_ms);
   EXCEPTION WHEN lock_not_available THEN
     IF session_ms OPERATOR(pg_catalog.>) 0
        AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) (lock_deadline OPERATOR(pg_catalog.-) INTERVAL '5 milliseconds') THEN

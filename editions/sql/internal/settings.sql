@@ -22,6 +22,11 @@ DECLARE
   unit pg_catalog.text;
   value numeric;
 BEGIN
+  -- unset, the common case: the default without a query (every claim
+  -- reads four settings)
+  IF (raw IS NULL OR raw OPERATOR(pg_catalog.=) '') AND webhook_dedup._setting_default(setting) IS NOT NULL THEN
+    RETURN webhook_dedup._setting_default(setting);
+  END IF;
   SELECT * INTO STRICT rule FROM webhook_dedup._setting_rules() AS r WHERE r.name OPERATOR(pg_catalog.=) setting;
   IF raw IS NULL OR raw OPERATOR(pg_catalog.=) '' THEN
     RETURN rule.default_value;

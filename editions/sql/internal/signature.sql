@@ -375,29 +375,28 @@ BEGIN
       RAISE EXCEPTION 'scheme hmac needs signature_header (and optionally signature_prefix, algorithm, encoding)'
         USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT * INTO verdict
-      FROM webhook_dedup._verify_tagged(pg_catalog.translate(signature_header, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ',
-                                                             'abcdefghijklmnopqrstuvwxyz'),
-                                        COALESCE(signature_prefix, ''), 'always', hmac_encoding, hmac_algorithm, false,
-                                        payload, headers, keys, NULL) AS v;
+    verdict := webhook_dedup._verify_tagged(pg_catalog.translate(signature_header, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ',
+                                                                 'abcdefghijklmnopqrstuvwxyz'),
+                                            COALESCE(signature_prefix, ''), 'always', hmac_encoding, hmac_algorithm, false,
+                                            payload, headers, keys, NULL);
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'mailgun' THEN
-    SELECT * INTO verdict FROM webhook_dedup._verify_mailgun(payload, keys, tolerance_us, now_us) AS v;
+    verdict := webhook_dedup._verify_mailgun(payload, keys, tolerance_us, now_us);
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'linear' THEN
-    SELECT * INTO verdict FROM webhook_dedup._verify_linear(payload, headers, keys, tolerance_us, now_us) AS v;
+    verdict := webhook_dedup._verify_linear(payload, headers, keys, tolerance_us, now_us);
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'hubspot' THEN
-    SELECT * INTO verdict FROM webhook_dedup._verify_hubspot(method, url, payload, headers, keys, tolerance_us, now_us) AS v;
+    verdict := webhook_dedup._verify_hubspot(method, url, payload, headers, keys, tolerance_us, now_us);
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'slack' THEN
-    SELECT * INTO verdict FROM webhook_dedup._verify_v0('x-slack-signature', 'x-slack-request-timestamp', payload,
-                                                        headers, keys, tolerance_us, now_us) AS v;
+    verdict := webhook_dedup._verify_v0('x-slack-signature', 'x-slack-request-timestamp', payload,
+                                        headers, keys, tolerance_us, now_us);
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'zoom' THEN
-    SELECT * INTO verdict FROM webhook_dedup._verify_v0('x-zm-signature', 'x-zm-request-timestamp', payload,
-                                                        headers, keys, tolerance_us, now_us) AS v;
+    verdict := webhook_dedup._verify_v0('x-zm-signature', 'x-zm-request-timestamp', payload,
+                                        headers, keys, tolerance_us, now_us);
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'twitch' THEN
-    SELECT * INTO verdict FROM webhook_dedup._verify_twitch(payload, headers, keys, tolerance_us, now_us) AS v;
+    verdict := webhook_dedup._verify_twitch(payload, headers, keys, tolerance_us, now_us);
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'twilio' THEN
-    SELECT * INTO verdict FROM webhook_dedup._verify_twilio(url, payload, headers, keys) AS v;
+    verdict := webhook_dedup._verify_twilio(url, payload, headers, keys);
   ELSIF scheme_name OPERATOR(pg_catalog.=) 'standard' THEN
-    SELECT * INTO verdict FROM webhook_dedup._verify_standard(payload, headers, keys, tolerance_us, now_us) AS v;
+    verdict := webhook_dedup._verify_standard(payload, headers, keys, tolerance_us, now_us);
   ELSE
     SELECT * INTO verdict
       FROM webhook_dedup._timestamped_frames() AS f,

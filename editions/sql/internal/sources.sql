@@ -29,7 +29,8 @@ REVOKE ALL ON FUNCTION webhook_dedup._source_settings(text) FROM PUBLIC;
 -- A source given to the functions (key.rs, check_source and
 -- check_bounded): not empty, at most 255 characters, not the reserved
 -- "(overflow)" the metrics count past a database's share under. 22023.
-CREATE FUNCTION webhook_dedup._check_source(source text) RETURNS void
+-- Returns true (see _check_bounded).
+CREATE FUNCTION webhook_dedup._check_source(source text) RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 BEGIN
@@ -44,6 +45,7 @@ BEGIN
     RAISE EXCEPTION 'source "(overflow)" is reserved: the metrics report the counts of sources past a database''s share under it'
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
+  RETURN true;
 END
 $$;
 REVOKE ALL ON FUNCTION webhook_dedup._check_source(text) FROM PUBLIC;

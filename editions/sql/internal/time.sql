@@ -8,20 +8,18 @@ CREATE FUNCTION webhook_dedup._duration_us(value interval, what text) RETURNS bi
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 DECLARE
-  days numeric := pg_catalog.date_part('day', value)::numeric;
-  day_us numeric;
-  total numeric;
+  -- without months, the epoch of an interval is its days of 86,400 s plus
+  -- its time part, exactly (a numeric); each check one expression (every
+  -- claim given a lease runs them)
+  total numeric := EXTRACT(epoch FROM value) OPERATOR(pg_catalog.*) 1000000;
 BEGIN
-  IF pg_catalog.date_part('month', value) OPERATOR(pg_catalog.<>) 0
-     OR pg_catalog.date_part('year', value) OPERATOR(pg_catalog.<>) 0 THEN
+  IF EXTRACT(month FROM value) OPERATOR(pg_catalog.<>) 0 OR EXTRACT(year FROM value) OPERATOR(pg_catalog.<>) 0 THEN
     RAISE EXCEPTION '% must not have a month or year part (use days, e.g. ''30 days'')', what
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  day_us := days OPERATOR(pg_catalog.*) 86400000000;
-  -- the time part: the epoch of the interval less its days (no months)
-  total := day_us OPERATOR(pg_catalog.+)
-           ((EXTRACT(epoch FROM value) OPERATOR(pg_catalog.-) (days OPERATOR(pg_catalog.*) 86400)) OPERATOR(pg_catalog.*) 1000000);
-  IF pg_catalog.abs(day_us) OPERATOR(pg_catalog.>) 9223372036854775807
+  -- the days in microseconds, then their sum with the time part, within
+  -- a bigint (time.rs: checked_mul, then checked_add)
+  IF pg_catalog.abs(EXTRACT(day FROM value) OPERATOR(pg_catalog.*) 86400000000) OPERATOR(pg_catalog.>) 9223372036854775807
      OR total OPERATOR(pg_catalog.>) 9223372036854775807 OR total OPERATOR(pg_catalog.<) -9223372036854775808 THEN
     RAISE EXCEPTION '% is out of range', what USING ERRCODE = 'invalid_parameter_value';
   END IF;
