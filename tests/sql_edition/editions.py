@@ -99,14 +99,23 @@ class Edition(OwnCluster):
         return self.log.stat().st_size if self.log.exists() else 0
 
     def log_since(self, offset: int) -> str:
-        """The server log's lines about autovacuum and lock waits written
-        after `offset`, for a difference's report ("none" if there are
-        none)."""
+        """The server log's messages about autovacuum and locks written
+        after `offset` (each with its detail lines: a vacuum's "pages: N
+        removed" says whether it truncated the table), for a difference's
+        report ("none" if there are none)."""
         with open(self.log, "rb") as f:
             f.seek(offset)
-            lines = [line for line in f.read().decode(errors="replace").splitlines()
-                     if "automatic vacuum" in line or "automatic analyze" in line or "lock" in line]
-        return "\n    ".join(lines[-20:]) or "none"
+            text = f.read().decode(errors="replace")
+        messages: list[list[str]] = []
+        for line in text.splitlines():
+            if line.startswith(("\t", " ")) and messages:
+                messages[-1].append(line.strip())
+            else:
+                messages.append([line])
+        wanted = ("automatic vacuum", "automatic analyze", "still waiting for", "acquired", "lock timeout",
+                  "canceling autovacuum")
+        kept = [" / ".join(m) for m in messages if any(w in m[0] for w in wanted)]
+        return "\n    ".join(kept[-20:]) or "none"
 
     def psql_file(self, path: str, dbname: str = "postgres"):
         """Run an SQL file with this server's psql, stopping at the first
