@@ -1139,6 +1139,10 @@ class Bench:
         sys.path.insert(0, str(ROOT / "tests" / "citus"))
         os.environ.setdefault("WEBHOOK_DEDUP_PG_BIN", str(self.pg_bin))
         os.environ.setdefault("WEBHOOK_DEDUP_PG_OS_USER", os.environ.get("PG_OS_USER", "postgres"))
+        # the Citus installed there (13.2-1 on 15, 14.0-1 on 16 and 18)
+        control = Path(sharedir, "extension", "citus.control").read_text()
+        os.environ.setdefault("WEBHOOK_DEDUP_CITUS_EXTVERSION",
+                              re.search(r"^default_version = '([^']+)'", control, re.M).group(1))
         from citus_cluster import LOOPBACK, CitusCluster
 
         db = "bench_citus"

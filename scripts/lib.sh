@@ -345,26 +345,68 @@ ensure_pgxn_meta() {
     fi
 }
 
-# Citus 13.2 (the last release line for PostgreSQL 15, AGPL-3.0), the engine
-# of the distributed layer of scripts/test.sh. Not in Debian's archive: when
-# it is not installed for $PG_CONFIG (the check of the build script's own),
-# the build script in $CITUS_SOURCE (WEBHOOK_DEDUP_CITUS_SOURCE, else
-# ../shared/citus beside the repository) builds and installs it (a few minutes,
-# once; it installs its build dependencies from Debian's archive). Without
+# Citus, the engine of the distributed layer of scripts/test.sh (AGPL-3.0),
+# by PostgreSQL major: 13.2 for 15 (the 13.x line is the last for 15), 14.0
+# for 16 to 18 (14.0.0 dropped 15). Not in Debian's archive: when it is not
+# installed for $PG_CONFIG (the check of the build script's own), the build
+# script in $CITUS_SOURCE (WEBHOOK_DEDUP_CITUS_SOURCE, else ../shared/citus
+# beside the repository) builds and installs it (a few minutes, once per
+# major; it installs its build dependencies from Debian's archive). Without
 # that script, returns non-zero having installed nothing: the caller skips
 # what needs Citus and says so.
 CITUS_SOURCE=${WEBHOOK_DEDUP_CITUS_SOURCE:-$(dirname "$ROOT")/shared/citus}
-CITUS_EXTVERSION=13.2-1
+# The Citus extension version (citus.control's default_version) for
+# PostgreSQL $1 (default $PG_MAJOR); nothing for a major without one here.
+citus_extversion() {
+    case ${1:-$PG_MAJOR} in
+        15) echo 13.2-1 ;;
+        16|17|18) echo 14.0-1 ;;
+        *) return 1 ;;
+    esac
+}
 citus_installed() {
+    local want
+    want=$(citus_extversion) || return 1
     [ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ] \
-        && grep -qs "^default_version = '$CITUS_EXTVERSION'" "$("$PG_CONFIG" --sharedir)/extension/citus.control"
+        && grep -qs "^default_version = '$want'" "$("$PG_CONFIG" --sharedir)/extension/citus.control"
+}
+# Run $CITUS_SOURCE/build.sh for $PG_CONFIG. Citus 14.0.1 calls
+# systable_inplace_update_begin/_finish (citusdata/citus#8241), which
+# PostgreSQL added in its minor releases of November 2024 (16.5; commit
+# a07e03f): the PyPI build of 16 is 16.2 and lacks them. For such a server
+# the build runs on a copy of the source with the two functions defined as
+# Citus 13.2.2 did that update (scripts/citus/inplace-update-before-16.5.c,
+# inserted into columnar_metadata.c; columnar tables only, which
+# webhook_dedup never creates); otherwise on the source as it is.
+citus_build() {
+    local genam tmp rc
+    genam=$("$PG_CONFIG" --includedir-server)/access/genam.h
+    if [ "$(citus_extversion)" != 14.0-1 ] || grep -qs systable_inplace_update_begin "$genam"; then
+        bash "$CITUS_SOURCE/build.sh" "$PG_CONFIG"
+        return
+    fi
+    log "PostgreSQL $("$PG_CONFIG" --version | cut -d' ' -f2) has no systable_inplace_update_begin (16.5 added it): Citus 14.0.1's columnar built with scripts/citus/inplace-update-before-16.5.c"
+    tmp=$(mktemp -d /tmp/citus-source.XXXXXX)
+    cp "$CITUS_SOURCE/build.sh" "$tmp/"
+    tar -xzf "$CITUS_SOURCE/citus-14.0.1.tar.gz" -C "$tmp"
+    local file=$tmp/citus-14.0.1/src/backend/columnar/columnar_metadata.c last
+    last=$(grep -n '^#include' "$file" | tail -1 | cut -d: -f1)
+    sed -i "${last}r $ROOT/scripts/citus/inplace-update-before-16.5.c" "$file"
+    tar -czf "$tmp/citus-14.0.1.tar.gz" -C "$tmp" citus-14.0.1
+    rm -rf "$tmp/citus-14.0.1"
+    rc=0
+    bash "$tmp/build.sh" "$PG_CONFIG" || rc=$?
+    rm -rf "$tmp"
+    return "$rc"
 }
 ensure_citus() {
+    local want
+    want=$(citus_extversion) || return 1
     citus_installed && return 0
     [ -f "$CITUS_SOURCE/build.sh" ] || return 1
-    log "building and installing Citus 13.2 from $CITUS_SOURCE (a few minutes, once)"
-    bash "$CITUS_SOURCE/build.sh" "$PG_CONFIG" || die "building Citus with $CITUS_SOURCE/build.sh failed"
-    citus_installed || die "$CITUS_SOURCE/build.sh did not install Citus $CITUS_EXTVERSION for $PG_CONFIG"
+    log "building and installing Citus ${want%-*} for PostgreSQL $PG_MAJOR from $CITUS_SOURCE (a few minutes, once)"
+    citus_build || die "building Citus with $CITUS_SOURCE/build.sh failed"
+    citus_installed || die "$CITUS_SOURCE/build.sh did not install Citus $want for $PG_CONFIG"
 }
 
 # PG_BIN and PG_CONFIG of $PG_MAJOR (PG_MAJOR=16 scripts/package.sh builds

@@ -96,6 +96,20 @@ pub fn keeps_local_plans(version: Option<Version>) -> bool {
     !matches!(version, Some((13, minor, _)) if minor >= 5)
 }
 
+/// Whether the local-shard fast path (src/store/local_shard.rs) may call
+/// into this Citus: the releases whose four functions it calls
+/// (`LockShardDistributionMetadata`, `GetCurrentLocalExecutionStatus`,
+/// `SetLocalExecutionStatus`, `Use2PCForCoordinatedTransaction`), the
+/// `LocalExecutionStatus` values it passes, and the locking and local
+/// execution rules it follows (distributed_execution_locks.c,
+/// local_executor.c, shard_transfer.c, metadata_cache.c) were read in the
+/// source and run: 13.x (13.2.2) and 14.0.x (14.0.1, whose files of those
+/// functions differ from 13.2.2's in formatting only). Any other release,
+/// and one that does not parse, takes the SQL path until it is verified.
+pub fn fast_path_verified(version: Option<Version>) -> bool {
+    matches!(version, Some((13, _, _)) | Some((14, 0, _)))
+}
+
 thread_local! {
     /// The loaded Citus's release (Citus is loaded at most once per
     /// backend, so it never changes): None until read, then
@@ -159,6 +173,22 @@ mod tests {
             ("nonsense", true),
         ] {
             assert_eq!(keeps_local_plans(parse_version(version)), grows, "{version}");
+        }
+    }
+
+    #[test]
+    fn the_fast_path_calls_only_the_releases_read() {
+        for (version, verified) in [
+            ("13.2.2", true),
+            ("13.5.0", true),
+            ("14.0.0", true),
+            ("14.0.1", true),
+            ("14.1.0", false),
+            ("12.1.10", false),
+            ("15.0devel", false),
+            ("nonsense", false),
+        ] {
+            assert_eq!(fast_path_verified(parse_version(version)), verified, "{version}");
         }
     }
 }

@@ -16,9 +16,14 @@
 //!   resume.
 //!
 //! Claims (`webhook_claim`, `webhook_receive` in claim mode) are intake and
-//! are not refused: the receiver that claims a key processes it. On a
-//! distributed install both functions raise 0A000, and
-//! `webhook_next` ignores the columns.
+//! are not refused: the receiver that claims a key processes it.
+//!
+//! Distributed on Citus the same holds: `webhook_dedup.sources` is a
+//! reference table, so the pause is written on every node's copy of the
+//! row (in one two-phase commit), the `webhook_next` that meets a due key
+//! holds its own node's copy `FOR SHARE` (Citus's router planner allows row
+//! locks on a reference table, multi_router_planner.c), and `resume`'s
+//! update of every copy waits for that lock.
 
 #[pgrx::pg_schema]
 mod webhook_dedup {
@@ -27,10 +32,6 @@ mod webhook_dedup {
     use crate::store::{queue, sources};
     use crate::time::clock_now;
     use pgrx::prelude::*;
-
-    fn check_not_distributed() {
-        crate::api::args::one_server_only("pausing a source", "docs/operations.md, \"Pausing a source\".");
-    }
 
     fn source_arg(source: Option<&str>) -> &str {
         let source = crate::error::required(source, "source");
@@ -46,11 +47,10 @@ mod webhook_dedup {
     /// first pause and replaces the reason. Returns how many of the
     /// source's waiting keys (pending, failed) were parked now. For
     /// operators. Errors: 22004 NULL source; 22023 an empty source or one
-    /// over 255 characters; 0A000 on a distributed install.
+    /// over 255 characters.
     #[pg_extern(volatile, parallel_unsafe)]
     fn pause(source: Option<&str>, reason: default!(Option<&str>, "NULL")) -> i64 {
         let source = source_arg(source);
-        check_not_distributed();
         let by = crate::api::args::session_user();
         spi::connected(|conn| {
             sources::pause(conn, source, clock_now(), &by, reason);
@@ -65,11 +65,10 @@ mod webhook_dedup {
     /// parked even when the source is not paused (its row deleted while
     /// paused). Returns how many keys are due again. For operators.
     /// Errors: 22004 NULL source; 22023 an empty source or one over 255
-    /// characters; 0A000 on a distributed install.
+    /// characters.
     #[pg_extern(volatile, parallel_unsafe)]
     fn resume(source: Option<&str>) -> i64 {
         let source = source_arg(source);
-        check_not_distributed();
         spi::connected(|conn| {
             sources::resume(conn, source);
             queue::unpark(conn, source)

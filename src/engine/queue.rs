@@ -214,7 +214,7 @@ fn take_one(
 ) -> bool {
     let key = found.key();
     let settings = sources::settings(conn, key.source);
-    if settings.paused && !crate::citus::keys_distributed() && sources::paused_locked(conn, key.source) {
+    if settings.paused && sources::paused_locked(conn, key.source) {
         if matches!(found.state, State::Pending | State::Failed) {
             store::transitions::set_due(conn, key, Some(claim::PAUSED_DUE_AT));
         }

@@ -208,8 +208,9 @@ COMMENT ON FUNCTION webhook_dedup.pause(text, text) IS
   'Recorded in webhook_dedup.sources (paused_at, paused_by: the session user, pause_reason; a row '
   'is made for a source without one); pausing a paused source keeps its first pause and takes the '
   'new reason. key_states shows the paused backlog. Executable by webhook_dedup_operator. Errors: '
-  '22004 NULL source; 22023 an empty source or one over 255 characters; 0A000 on a distributed '
-  'install. docs/operations.md, "Pausing a source".';
+  '22004 NULL source; 22023 an empty source or one over 255 characters. Distributed on Citus, the '
+  'same (sources is a reference table: the pause reaches every node). docs/operations.md, '
+  '"Pausing a source".';
 COMMENT ON FUNCTION webhook_dedup.resume(text) IS
   'webhook_dedup.resume(source) -> bigint: ends a pause (webhook_dedup.pause): clears paused_at, '
   'paused_by and pause_reason, and makes the parked keys due as before it (a failed key at its '
@@ -217,7 +218,7 @@ COMMENT ON FUNCTION webhook_dedup.resume(text) IS
   'many. Unparks keys left parked even when the source is not paused (its row was deleted during a '
   'pause). Waits for a webhook_next that is parking a key of the source, so none stays parked. '
   'Executable by webhook_dedup_operator. Errors: 22004 NULL source; 22023 an empty source or one '
-  'over 255 characters; 0A000 on a distributed install.';
+  'over 255 characters. Distributed on Citus, the same.';
 COMMENT ON FUNCTION webhook_dedup.redact(text, text, timestamptz, text) IS
   'webhook_dedup.redact(source, idem_key => NULL, before => NULL, account => NULL) -> (keys '
   'bigint, deliveries bigint): erases what deliveries of source carried, for exactly one scope: '

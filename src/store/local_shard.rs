@@ -16,11 +16,16 @@
 //! A write is made here only when every one of these holds, checked in
 //! this order on every call:
 //!
-//! 1. Citus 13 is loaded (`citus.version`; the four Citus functions below
-//!    are exported by `citus.so` with these signatures in 13.x,
-//!    src/include/distributed/resource_lock.h, local_executor.h and
-//!    transaction_management.h); on another release the fast path declines
-//!    until it is verified there.
+//! 1. Citus 13.x or 14.0.x is loaded (`citus.version`,
+//!    [`crate::citus::fast_path_verified`]; the four Citus functions below
+//!    are exported by `citus.so` with these signatures in 13.2.2 and
+//!    14.0.1, src/include/distributed/resource_lock.h, local_executor.h and
+//!    transaction_management.h, and the rules cited below read the same in
+//!    both); on another release the fast path declines until it is
+//!    verified there. It declines too when `citus.so` does not export
+//!    them: PostgreSQL 16's PGXS compiles modules with
+//!    `-fvisibility=hidden`, so no Citus built for 16 or later does
+//!    (docs/distributed.md, "Citus versions").
 //! 2. The call runs outside a transaction block (`IsTransactionBlock`): a
 //!    delegated call arrives so (function_call_delegation.c makes it a
 //!    read task outside the coordinator's transaction blocks), as does an
@@ -115,7 +120,7 @@ thread_local! {
     /// (relation cache generation, routes by source)
     static ROUTES: RefCell<(u64, HashMap<String, Route>)> = RefCell::new((0, HashMap::new()));
     /// Citus's functions, found once per backend (None: not found).
-    static CITUS: Cell<Option<Option<Citus>>> = const { Cell::new(None) };
+    static CITUS: Cell<Option<Result<Citus, &'static str>>> = const { Cell::new(None) };
 }
 
 /// `LOCKMODE` of `ShareLock`, `RowExclusiveLock`.
@@ -144,24 +149,36 @@ struct Citus {
     use_2pc: Use2Pc,
 }
 
-/// Citus's functions, when the loaded Citus is a 13.x release (condition 1).
-fn citus() -> Option<Citus> {
+/// Why the fast path cannot call into the loaded Citus (condition 1).
+const NOT_VERIFIED: &str = "not a Citus release the fast path was verified on (13.x, 14.0.x)";
+/// PostgreSQL 16's PGXS compiles every module with `-fvisibility=hidden`
+/// (Makefile.global, `CFLAGS_SL_MODULE`), so a Citus built for 16 or later
+/// exports only its SQL-callable functions and `_PG_init`: the four below
+/// are in no dynamic symbol table (`nm -D citus.so`).
+const NOT_EXPORTED: &str = "this build of Citus does not export LockShardDistributionMetadata, \
+     GetCurrentLocalExecutionStatus, SetLocalExecutionStatus and Use2PCForCoordinatedTransaction \
+     (a Citus built for PostgreSQL 16 or later: its PGXS compiles modules with -fvisibility=hidden)";
+
+/// Citus's functions, when the loaded Citus is a release they were
+/// verified on and this build exports them (condition 1); else why not.
+fn citus() -> Result<Citus, &'static str> {
     if let Some(found) = CITUS.get() {
         return found;
     }
-    let found = (crate::citus::loaded_version().is_some_and(|(major, _, _)| major == 13))
-        .then(|| {
-            // SAFETY: load_external_function finds a symbol of an already
-            // loaded library (citus is in shared_preload_libraries, or the
-            // keys table could not be a Citus table); with signalNotFound
-            // false it returns NULL for a missing one. The signatures are
-            // Citus 13's (module documentation).
-            unsafe {
-                let symbol = |name: &std::ffi::CStr| {
-                    let f =
-                        pg_sys::load_external_function(c"citus".as_ptr(), name.as_ptr(), false, std::ptr::null_mut());
-                    (!f.is_null()).then_some(f)
-                };
+    let found = if !crate::citus::fast_path_verified(crate::citus::loaded_version()) {
+        Err(NOT_VERIFIED)
+    } else {
+        // SAFETY: load_external_function finds a symbol of an already
+        // loaded library (citus is in shared_preload_libraries, or the
+        // keys table could not be a Citus table); with signalNotFound
+        // false it returns NULL for a missing one. The signatures are
+        // those of Citus 13.2.2 and 14.0.1 (module documentation).
+        unsafe {
+            let symbol = |name: &std::ffi::CStr| {
+                let f = pg_sys::load_external_function(c"citus".as_ptr(), name.as_ptr(), false, std::ptr::null_mut());
+                (!f.is_null()).then_some(f)
+            };
+            (|| {
                 Some(Citus {
                     lock_shard_metadata: std::mem::transmute::<*mut std::ffi::c_void, LockShardMetadata>(symbol(
                         c"LockShardDistributionMetadata",
@@ -176,9 +193,10 @@ fn citus() -> Option<Citus> {
                         c"Use2PCForCoordinatedTransaction",
                     )?),
                 })
-            }
-        })
-        .flatten();
+            })()
+            .ok_or(NOT_EXPORTED)
+        }
+    };
     CITUS.set(Some(found));
     found
 }
@@ -280,9 +298,12 @@ pub fn lock(conn: &Conn<'_>, keys: Oid, source: &str) -> Option<Local> {
 /// Conditions 1 to 3 (module documentation): Citus's functions, when the
 /// call may run on a local shard at all.
 fn may_run_locally(source: &str) -> Option<Citus> {
-    let Some(citus) = citus() else {
-        trace(source, || "not Citus 13, or its functions were not found".into());
-        return None;
+    let citus = match citus() {
+        Ok(citus) => citus,
+        Err(why) => {
+            trace(source, || why.into());
+            return None;
+        }
     };
     // (webhook_receive's bound runs the call in a subtransaction of its
     // own, which is no transaction block of the caller's)

@@ -1,7 +1,10 @@
 """A Citus cluster of the tests' own: a coordinator and two workers, each a
 throwaway PostgreSQL cluster (tests/cluster/own_cluster.py's OwnCluster) in
 its own temporary directory, run as WEBHOOK_DEDUP_PG_OS_USER with the
-binaries in WEBHOOK_DEDUP_PG_BIN (both set by scripts/test.sh).
+binaries in WEBHOOK_DEDUP_PG_BIN, with the Citus extension version
+WEBHOOK_DEDUP_CITUS_EXTVERSION installed there (all three set by
+scripts/test.sh: Citus 13.2-1 on PostgreSQL 15, 14.0-1 on 16 and 18,
+scripts/lib.sh citus_extversion).
 
 Citus nodes talk to each other over TCP, so each node also listens on
 127.0.0.1 (only), on a free port picked when it starts; its Unix socket stays
@@ -26,7 +29,6 @@ sys.path.append(str(Path(__file__).resolve().parents[1] / "cluster"))
 from own_cluster import OwnCluster, wait_for  # noqa: E402,F401
 
 LOOPBACK = "127.0.0.1"
-CITUS_EXTVERSION_PREFIX = "13.2"  # scripts/lib.sh CITUS_EXTVERSION (13.2-1)
 
 # Every node's postgresql.conf, besides own_cluster's (socket directory, ...).
 SETTINGS = {
@@ -110,9 +112,11 @@ class CitusCluster:
     even when a later step fails."""
 
     def __init__(self, workers: int = 2, settings: dict | None = None):
-        missing = [n for n in ("WEBHOOK_DEDUP_PG_BIN", "WEBHOOK_DEDUP_PG_OS_USER") if not os.environ.get(n)]
+        missing = [n for n in ("WEBHOOK_DEDUP_PG_BIN", "WEBHOOK_DEDUP_PG_OS_USER", "WEBHOOK_DEDUP_CITUS_EXTVERSION")
+                   if not os.environ.get(n)]
         if missing:
             pytest.fail(f"the distributed tests need {', '.join(missing)} (scripts/test.sh sets them)", pytrace=False)
+        self.citus_extversion = os.environ["WEBHOOK_DEDUP_CITUS_EXTVERSION"]
         self.worker_count = workers
         self.settings = settings or {}
         self.coordinator: CitusNode | None = None
@@ -143,8 +147,8 @@ class CitusCluster:
             with node.connect() as conn:
                 conn.execute("CREATE EXTENSION citus")
                 version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'citus'").fetchone()[0]
-                if not version.startswith(CITUS_EXTVERSION_PREFIX):
-                    pytest.fail(f"the {node.name} has Citus {version}, not {CITUS_EXTVERSION_PREFIX}", pytrace=False)
+                if version != self.citus_extversion:
+                    pytest.fail(f"the {node.name} has Citus {version}, not {self.citus_extversion}", pytrace=False)
         with self.connect() as conn:
             conn.execute("SELECT citus_set_coordinator_host(%s, %s)", (LOOPBACK, self.coordinator.port))
             for worker in self.workers:

@@ -37,6 +37,34 @@ from test_distributed import distributed, one, placement_port, shell_sizes  # no
 
 DIRECT = "is written directly"
 DECLINED = "written through SQL"
+NOT_EXPORTED = "does not export"
+
+
+def fast_path_builds(cluster) -> bool:
+    """Whether the fast path can run on this cluster's Citus: a Citus built
+    for PostgreSQL 15 exports the four functions it calls; one built for 16
+    or later does not (PostgreSQL 16's PGXS compiles modules with
+    -fvisibility=hidden), and every call declines, saying so
+    (src/store/local_shard.rs, condition 1). The tests of the fast path's
+    own locking skip there, naming why; the others check the declines."""
+    with cluster.connect() as conn:
+        return one(conn, "SELECT current_setting('server_version_num')::int") < 160000
+
+
+def skip_without_fast_path(cluster):
+    if not fast_path_builds(cluster):
+        pytest.skip("Citus built for PostgreSQL 16 or later exports none of the functions the local-shard fast path"
+                    " calls (-fvisibility=hidden): every call takes the SQL path, tested by the other tests")
+
+
+def assert_direct(cluster, notes):
+    """Every call of `notes` wrote the shard directly; where the fast path
+    cannot be built, every one declined for that reason."""
+    if fast_path_builds(cluster):
+        assert notes and all(DIRECT in n for n in notes), notes
+    else:
+        assert notes and all(NOT_EXPORTED in n or DECLINED in n for n in notes), notes
+        assert any(NOT_EXPORTED in n for n in notes), notes
 
 
 def debug_notices(conn) -> list:
@@ -125,21 +153,23 @@ def test_the_fast_path_and_every_decline_answer_alike(distributed):
         with owner.connect() as conn:
             notes = debug_notices(conn)
             assert script(conn, source, "k-fast") == EXPECTED
-            assert notes and all(DIRECT in n for n in notes), notes
+            assert_direct(distributed, notes)
 
         # in a transaction block (a claim and its completion in one)
         with owner.connect(autocommit=False) as conn:
             notes = debug_notices(conn)
             assert script(conn, source, "k-block") == EXPECTED
             conn.commit()
-            assert notes and all("in a transaction block" in n or DECLINED in n for n in notes), notes
+            assert notes and all("in a transaction block" in n or NOT_EXPORTED in n or DECLINED in n
+                                 for n in notes), notes
 
         # local execution off: Citus runs the statements through a connection
         with owner.connect() as conn:
             notes = debug_notices(conn)
             conn.execute("SET citus.enable_local_execution = off")
             assert script(conn, source, "k-nolocal") == EXPECTED
-            assert notes and all("enable_local_execution is off" in n or DECLINED in n for n in notes), notes
+            assert notes and all("enable_local_execution is off" in n or NOT_EXPORTED in n or DECLINED in n
+                                 for n in notes), notes
 
         # a node without the shard: the calls are delegated to the owner
         with other.connect() as conn:
@@ -159,6 +189,7 @@ def test_a_recent_duplicate_on_the_owner_is_a_read(distributed):
     duplicate of a completed key, claimed on the owner, is answered from
     the shard's row with no transaction id and no write; the
     coordinator's delegated call likewise leaves the row as it was."""
+    skip_without_fast_path(distributed)
     source = "read-src"
     owner, _ = owner_and_other(distributed, source)
     with owner.connect() as conn:
@@ -185,6 +216,7 @@ def test_the_replay_guard_is_written_on_the_shard(distributed):
     source's co-located shard of replay_guards itself; the same signed body
     under another delivery id is then answered as a replay of the first
     key, on the owner and through the coordinator, as on one server."""
+    skip_without_fast_path(distributed)
     source = "guard-src"
     owner, _ = owner_and_other(distributed, source)
     body = b'{"zen": "guarded"}'
@@ -219,8 +251,10 @@ def test_the_fast_path_declines_a_source_whose_shard_is_elsewhere(distributed):
             notes = debug_notices(conn)
             assert conn.execute("SELECT outcome FROM webhook_dedup.webhook_claim(%s, %s) WHERE outcome IS NOT NULL",
                                 (source, key)).fetchone() == ("claimed",)
-            assert notes and all("has no placement here" in n or DECLINED in n for n in notes), notes
-            assert any("has no placement here" in n for n in notes), notes
+            assert notes and all("has no placement here" in n or NOT_EXPORTED in n or DECLINED in n
+                                 for n in notes), notes
+            assert any(("has no placement here" if fast_path_builds(distributed) else NOT_EXPORTED) in n
+                       for n in notes), notes
     with distributed.connect() as conn:
         assert dict(conn.execute("SELECT idem_key, state FROM webhook_dedup.keys WHERE source = %s",
                                  (source,)).fetchall()) == {"k-worker": "processing", "k-coordinator": "processing"}
@@ -255,6 +289,7 @@ def test_a_shard_move_waits_for_a_claim_that_holds_the_shard_lock(distributed, m
     released, the claim answers in_progress and the move goes on; after it
     the key is on the new node, leased as its first claim left it, and a
     call made on the old owner declines the fast path."""
+    skip_without_fast_path(distributed)
     source, key = f"move-{mode}", "held"
     owner, target = owner_and_other(distributed, source)
     with distributed.connect() as conn:
@@ -344,6 +379,7 @@ def test_a_claim_that_waited_for_a_move_follows_the_shard(distributed, isolation
     snapshot predates the move: the route is read with the latest snapshot
     (as Citus reads its metadata), or the claim would write the old copy
     and be lost with it."""
+    skip_without_fast_path(distributed)
     source, key = f"follow-{isolation.replace(' ', '-')}", "k"
     owner, target = owner_and_other(distributed, source)
     with distributed.connect() as conn:
