@@ -538,7 +538,9 @@ BEGIN
        ' timestamptz, text, text, text, text, text, text, interval)', 'webhook_dedup.keys'),
       ('webhook_dedup.webhook_advance(text, text, timestamptz, text, bigint)', 'webhook_dedup.keys'),
       ('webhook_dedup.webhook_resolve(text, text, text, jsonb)', 'webhook_dedup.keys'),
-      ('webhook_dedup.webhook_forget(text, text)', 'webhook_dedup.keys')) AS x(signature, colocate_with)
+      ('webhook_dedup.webhook_forget(text, text)', 'webhook_dedup.keys'),
+      ('webhook_dedup.reconcile(text, text, bytea, text, jsonb, text, text, text)', 'webhook_dedup.keys'),
+      ('webhook_dedup.unseen(text, text[], text, text, text)', 'webhook_dedup.keys')) AS x(signature, colocate_with)
   LOOP
     PERFORM pg_catalog.create_distributed_function(f.fn, 'source', colocate_with => f.colocate_with);
   END LOOP;

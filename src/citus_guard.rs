@@ -45,7 +45,7 @@ use std::ffi::CStr;
 /// test compares the two lists). Where `source` (and `webhook_receive`'s
 /// `scheme`) is among the arguments is read from the function's
 /// `proargnames`.
-const DELEGATED: [&str; 12] = [
+const DELEGATED: [&str; 14] = [
     "webhook_claim_wrapper",
     "webhook_claim_many_wrapper",
     "webhook_complete_wrapper",
@@ -58,6 +58,8 @@ const DELEGATED: [&str; 12] = [
     "webhook_resolve_wrapper",
     "webhook_forget_wrapper",
     "webhook_receive_wrapper",
+    "reconcile_wrapper",
+    "unseen_wrapper",
 ];
 
 /// Where a registered function takes its `source`, and its `scheme` when

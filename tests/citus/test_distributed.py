@@ -446,6 +446,8 @@ NULL_SOURCE_CALLS = [
     "SELECT webhook_dedup.webhook_resolve(NULL, 'k', 'failed')",
     "SELECT webhook_dedup.webhook_forget(NULL, 'k')",
     "WITH c AS (SELECT webhook_dedup.webhook_forget(NULL, 'k')) SELECT * FROM c",
+    "SELECT webhook_dedup.reconcile(NULL, 'e', 'x'::bytea)",
+    "SELECT * FROM webhook_dedup.unseen(NULL, ARRAY['e'])",
     # the scheme NULL too: no name to stand for the source
     "SELECT * FROM webhook_dedup.webhook_receive(NULL, 'x'::bytea, '{}')",
 ]

@@ -11,7 +11,10 @@ checked with real logins.
   due again in their first order; a resume waits for a webhook_next that
   is parking a key of the source (it holds its node's copy of the source's
   row FOR SHARE), so nothing stays parked behind it; a login without
-  webhook_dedup_operator gets 42501 and changes nothing.
+  webhook_dedup_operator gets 42501 and changes nothing;
+- unseen and reconcile (docs/operations.md, reconciliation): the answers of
+  tests/pg_regress/sql/operator.sql's section 5, from every node, with the
+  roles; through the coordinator each call is delegated to the owner.
 """
 
 import threading
@@ -149,3 +152,82 @@ def test_a_resume_waits_for_a_webhook_next_that_is_parking_a_key(logins):
     with cluster.connect() as conn:
         assert paused_keys(conn, source) == 0
         assert take_all(conn, source) == [(source, "k")]
+
+
+def test_unseen_and_reconcile_answer_as_on_one_server_on_every_node(logins):
+    """The reconciliation of tests/pg_regress/sql/operator.sql (section 5),
+    on a distributed install, made from each node in turn (the coordinator
+    and both workers, whichever holds the source): unseen lists the ids
+    without a key, in the order given, each once; reconcile enqueues one
+    fetched from the provider's API (accepted), answers duplicate or
+    conflict for a key that exists, and the workers' webhook_next hands the
+    reconciled keys out; a reader may call unseen, a receiver reconcile,
+    and a login without either role neither (42501)."""
+    cluster = logins
+    with cluster.connect() as conn:
+        conn.execute("DROP ROLE IF EXISTS wd_feature_reader")
+        conn.execute("CREATE ROLE wd_feature_reader LOGIN IN ROLE webhook_dedup_reader")
+    for n, node in enumerate(cluster.nodes):
+        source = f"recon-{n}"
+        with node.connect() as conn:
+            assert one(conn, "SELECT webhook_dedup.webhook_enqueue(%s, webhook_dedup.webhook_key(%s, 'evt_1'),"
+                             " '{}'::bytea)", (source, source)) == "accepted"
+        with node.connect(user="wd_feature_reader") as conn:
+            assert conn.execute("SELECT * FROM webhook_dedup.unseen(%s, ARRAY['evt_3', 'evt_1', 'evt_2', 'evt_3'])",
+                                (source,)).fetchall() == [("evt_3",), ("evt_2",)], node.name
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("SELECT webhook_dedup.reconcile(%s, 'evt_2', '{}'::bytea)", (source,))
+        with node.connect(user=OUTSIDER) as conn:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("SELECT * FROM webhook_dedup.unseen(%s, ARRAY['evt_1'])", (source,))
+        with node.connect(user=RECEIVER) as conn:
+            assert conn.execute(
+                "SELECT webhook_dedup.reconcile(%s, 'evt_2', convert_to('{\"id\":\"evt_2\"}', 'UTF8'),"
+                "                               event_type => 'order.paid'),"
+                "       webhook_dedup.reconcile(%s, 'evt_1', '{}'::bytea),"
+                "       webhook_dedup.reconcile(%s, 'evt_1', '{\"other\":true}'::bytea)",
+                (source, source, source)).fetchone() == ("accepted", "duplicate", "conflict"), node.name
+        with node.connect() as conn:
+            assert conn.execute("SELECT * FROM webhook_dedup.unseen(%s, ARRAY['evt_3', 'evt_1', 'evt_2'])",
+                                (source,)).fetchall() == [("evt_3",)], node.name
+            assert conn.execute("SELECT * FROM webhook_dedup.unseen(%s, ARRAY['evt_1'], account => 'acct_1')",
+                                (source,)).fetchall() == [("evt_1",)], node.name
+            assert conn.execute("SELECT reconciled_at IS NOT NULL FROM webhook_dedup.keys"
+                                " WHERE source = %s ORDER BY idem_key", (source,)).fetchall() == [(False,), (True,)]
+            assert conn.execute("SELECT idem_key, convert_from(payload, 'UTF8'), event_type"
+                                "  FROM webhook_dedup.webhook_next(%s, batch => 10) ORDER BY idem_key",
+                                (source,)).fetchall() == [(f"{source}:evt_1", "{}", None),
+                                                          (f"{source}:evt_2", '{"id":"evt_2"}', "order.paid")]
+            for query, state in (("SELECT * FROM webhook_dedup.unseen(NULL, ARRAY['e'])", "22004"),
+                                 ("SELECT * FROM webhook_dedup.unseen('recon-0', ARRAY['e', NULL])", "22004"),
+                                 ("SELECT * FROM webhook_dedup.unseen('recon-0', ARRAY[''])", "22023"),
+                                 ("SELECT webhook_dedup.reconcile('recon-0', 'evt_9', NULL)", "22004"),
+                                 ("SELECT webhook_dedup.reconcile('recon-0', '', '{}'::bytea)", "22023")):
+                with pytest.raises(psycopg.Error) as raised:
+                    conn.execute(query)
+                assert raised.value.sqlstate == state, (node.name, query, raised.value)
+
+
+def test_unseen_and_reconcile_are_delegated_to_the_owner(logins):
+    """Through the coordinator, a call of unseen or reconcile alone in its
+    statement goes to the node that holds the source as the call itself,
+    one round trip (Citus's citus.log_remote_commands shows what the
+    coordinator sends: the call, not its statements), as distribute()
+    registers them (src/sql/distribute.sql)."""
+    cluster = logins
+    source = "recon-delegated"
+    with cluster.connect() as conn:
+        owner = placement_port(conn, "keys", source)
+        sent = []
+        conn.add_notice_handler(lambda d: sent.append(d.message_primary))
+        conn.execute("SET citus.log_remote_commands = on")
+        assert one(conn, "SELECT webhook_dedup.reconcile(%s, 'evt_1', '{}'::bytea)", (source,)) == "accepted"
+        assert conn.execute("SELECT * FROM webhook_dedup.unseen(%s, ARRAY['evt_1', 'evt_2'])",
+                            (source,)).fetchall() == [("evt_2",)]
+    issued = [m for m in sent if m.startswith("issuing ")]
+    assert any("webhook_dedup.reconcile(" in m for m in issued), issued
+    assert any("webhook_dedup.unseen(" in m for m in issued), issued
+    assert not any("webhook_dedup.keys_" in m for m in issued), "no statement of theirs was routed from here"
+    with cluster.worker_at(owner).connect() as conn:
+        assert one(conn, "SELECT reconciled_at IS NOT NULL FROM webhook_dedup.keys WHERE source = %s",
+                   (source,))
