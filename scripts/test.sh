@@ -54,9 +54,9 @@
 #      the package added to the apt repository, the distributed layer with
 #      Citus 14.0.1 built against it (the tests of the local-shard fast
 #      path's own locking skipped and named: a Citus built for 16 or later
-#      does not export the functions it calls; on 16 without its two
-#      slowest tests, the rebalancer under load and the memory tests, which
-#      run on 15 and 18); then pg_upgrade from 16 to
+#      does not export the functions it calls; without its slowest tests,
+#      the rebalancer under load and 32 connections racing, which run on 15,
+#      and on 16 the memory tests, which run on 15 and 18); then pg_upgrade from 16 to
 #      18 with the extension in use (tests/versions) and the repository's
 #      indexes over every major's package.
 # Installs whatever is missing first (see scripts/lib.sh). Exits non-zero on
@@ -378,12 +378,13 @@ for major in "${PG_TESTED_MAJORS[@]}"; do
     [ "${PIPESTATUS[0]}" -eq 0 ] || die "package tests failed on PostgreSQL $major"
     distributed="distributed: Citus not installed and no source at $CITUS_SOURCE, skipped"
     if ensure_citus; then
-        # the layer's slowest tests (claims under a split and the
-        # rebalancer, 20,000 claims per memory test: about a minute) on
-        # 15 and 18 only, so the run stays under an hour; every feature's
+        # the layer's slowest tests run whole on 15 (layer 9) only, so the
+        # run stays under an hour: claims under a split and the rebalancer
+        # and 32 connections racing (40 s) there; 20,000 claims per memory
+        # test on 18 too (Citus 14.0.1's memory, issue 44); every feature's
         # test on every major
-        slow=()
-        [ "$major" = 18 ] || slow=(-k "not survive_a_split and not do_not_grow")
+        slow=(-k "not survive_a_split and not do_not_grow and not 32_connections")
+        [ "$major" = 18 ] && slow=(-k "not survive_a_split and not 32_connections")
         log "PostgreSQL $major: the distributed layer (Citus $(citus_extversion): a coordinator and two workers; pytest tests/citus${slow[*]:+, ${slow[*]}})"
         run_distributed "$WORK/citus-$major.log" "${slow[@]}"
         distributed="distributed (Citus $(citus_extversion)) $(tail -1 "$WORK/citus-$major.log")"
