@@ -96,13 +96,14 @@ def test_pause_and_resume_reach_every_node(logins):
     # the webhook_next that meets it
     with cluster.workers[0].connect() as conn:
         enqueue(conn, paused, ["a4"])
-    # webhook_next on every node hands out the other source only
+    # webhook_next on every node hands out the other source only (of these
+    # two: keys the earlier tests of the session left due go too)
     taken = []
     for node in cluster.nodes:
         with node.connect() as conn:
             taken += take_all(conn)
             assert take_all(conn, paused) == [], node.name
-    assert taken == [(other, "b1")]
+    assert [t for t in taken if t[0] in (paused, other)] == [(other, "b1")]
     with cluster.connect() as conn:
         assert paused_keys(conn, paused) == 4
         assert one(conn, "SELECT paused_keys FROM webhook_dedup.key_states WHERE source = %s", (paused,)) == 4
